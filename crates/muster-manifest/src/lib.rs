@@ -1,1 +1,15 @@
-//! placeholder
+//! Reads Kubernetes manifests — multi-document YAML, JSON, `kind: List` dumps, files, directories
+//! and standard input — into `k8s-openapi` 1.37 objects, and reports every problem with its file,
+//! line, column, object and field. It owns the input edge of the in-memory world and nothing else:
+//! it never interprets what an object means (that is the model's and the scheduler's job), never
+//! drops an object silently (unknown kinds are counted and reported), and never redefines a
+//! Kubernetes type.
+
+pub mod de;
+pub mod load;
+pub mod object;
+pub mod yaml;
+
+pub use load::{Diagnostic, Loaded, Manifests, Origin, load_paths, load_str};
+pub use object::Object;
+pub use yaml::Pos;

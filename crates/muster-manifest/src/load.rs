@@ -1,0 +1,295 @@
+//! Reading manifest files, directories and standard input into [`Object`]s.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::object::{self, Object, supported_versions};
+use crate::yaml::{self, Node, Pos, Value};
+
+/// Where an object was written.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    pub file: Arc<str>,
+    pub pos: Pos,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.pos)
+    }
+}
+
+/// One problem in the input: where, which object, which field, what.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Diagnostic {
+    pub file: Arc<str>,
+    pub pos: Option<Pos>,
+    /// `Kind namespace/name`, when the object is known.
+    pub object: Option<String>,
+    /// The field path inside the object, e.g. `spec.containers[0].resources.requests`.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(pos) = self.pos {
+            write!(f, ":{pos}")?;
+        }
+        f.write_str(": ")?;
+        if let Some(obj) = &self.object {
+            write!(f, "{obj}: ")?;
+        }
+        if let Some(field) = self.field.as_deref().filter(|s| !s.is_empty()) {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// An object and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loaded {
+    pub object: Object,
+    pub origin: Origin,
+}
+
+/// Everything read from the inputs.
+#[derive(Debug, Default)]
+pub struct Manifests {
+    /// Objects in input order (files in the order given, directories walked by name).
+    pub objects: Vec<Loaded>,
+    /// Objects of kinds muster does not read, counted by (apiVersion, kind).
+    pub ignored: BTreeMap<(String, String), usize>,
+}
+
+impl Manifests {
+    /// "ignored: 3 objects of kinds apps/v1 Deployment, v1 Service", or `None` when nothing was.
+    pub fn ignored_summary(&self) -> Option<String> {
+        if self.ignored.is_empty() {
+            return None;
+        }
+        let n: usize = self.ignored.values().sum();
+        let kinds: Vec<String> = self.ignored.keys().map(|(v, k)| format!("{v} {k}")).collect();
+        let plural = if n == 1 { "object" } else { "objects" };
+        let kind_word = if kinds.len() == 1 { "kind" } else { "kinds" };
+        Some(format!("ignored: {n} {plural} of {kind_word} {}", kinds.join(", ")))
+    }
+}
+
+/// Reads `paths` (files, directories walked recursively for `*.yaml`, `*.yml` and `*.json`, or `-`
+/// for standard input). Returns every problem found, not only the first.
+pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, Vec<Diagnostic>> {
+    let mut loader = Loader::default();
+    for p in paths {
+        let p = p.as_ref();
+        if p == Path::new("-") {
+            let mut text = String::new();
+            match std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+                Ok(_) => loader.add_text("<stdin>", &text),
+                Err(e) => loader.error("<stdin>", None, format!("cannot read standard input: {e}")),
+            }
+            continue;
+        }
+        let mut files = Vec::new();
+        if let Err(e) = collect_files(p, true, &mut files) {
+            loader.error(&p.display().to_string(), None, e);
+        }
+        for f in files {
+            let name = f.display().to_string();
+            match std::fs::read_to_string(&f) {
+                Ok(text) => loader.add_text(&name, &text),
+                Err(e) => loader.error(&name, None, format!("cannot read: {e}")),
+            }
+        }
+    }
+    loader.finish()
+}
+
+/// Parses one text as if read from `name`.
+pub fn load_str(name: &str, text: &str) -> Result<Manifests, Vec<Diagnostic>> {
+    let mut loader = Loader::default();
+    loader.add_text(name, text);
+    loader.finish()
+}
+
+fn collect_files(p: &Path, explicit: bool, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let meta = std::fs::metadata(p).map_err(|e| format!("cannot read: {e}"))?;
+    if meta.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| format!("cannot list directory: {e}"))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            let hidden = e.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+            if !hidden {
+                collect_files(&e, false, out)?;
+            }
+        }
+    } else if explicit
+        || p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+    {
+        out.push(p.to_path_buf());
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Loader {
+    manifests: Manifests,
+    errors: Vec<Diagnostic>,
+}
+
+impl Loader {
+    fn error(&mut self, file: &str, pos: Option<Pos>, message: String) {
+        self.errors.push(Diagnostic { file: file.into(), pos, object: None, field: None, message });
+    }
+
+    fn add_text(&mut self, name: &str, text: &str) {
+        let file: Arc<str> = name.into();
+        let docs = match yaml::parse_stream(text) {
+            Ok(d) => d,
+            Err(e) => {
+                self.errors.push(Diagnostic {
+                    file,
+                    pos: Some(e.pos),
+                    object: None,
+                    field: None,
+                    message: format!("invalid YAML: {}", e.message),
+                });
+                return;
+            }
+        };
+        for doc in &docs {
+            self.add_node(&file, &doc.root, None);
+        }
+    }
+
+    /// Adds one object node; `list_default` is the (apiVersion, kind) items of a typed list
+    /// (`PodList`) take when they do not say.
+    fn add_node(&mut self, file: &Arc<str>, node: &Node<'_>, list_default: Option<(&str, &str)>) {
+        let diag = |pos, object: Option<String>, field: Option<&str>, message: String| Diagnostic {
+            file: file.clone(),
+            pos: Some(pos),
+            object,
+            field: field.map(str::to_string),
+            message,
+        };
+        if !matches!(node.value, Value::Map(_)) {
+            self.errors.push(diag(node.pos, None, None, "expected a Kubernetes object (a mapping)".into()));
+            return;
+        }
+        let field_str = |key: &str| node.get(key).and_then(|n| n.as_str()).filter(|s| !s.is_empty());
+        let (api_version, kind) = match (field_str("apiVersion"), field_str("kind"), list_default) {
+            (Some(v), Some(k), _) => (v, k),
+            (v, k, Some((dv, dk))) => (v.unwrap_or(dv), k.unwrap_or(dk)),
+            (None, _, None) => {
+                self.errors.push(diag(node.pos, None, Some("apiVersion"), "required field is missing".into()));
+                return;
+            }
+            (_, None, None) => {
+                self.errors.push(diag(node.pos, None, Some("kind"), "required field is missing".into()));
+                return;
+            }
+        };
+        if kind == "List" || (kind.ends_with("List") && node.get("items").is_some()) {
+            let item_default = kind.strip_suffix("List").filter(|k| !k.is_empty()).map(|k| (api_version, k));
+            match node.get("items").map(|n| &n.value) {
+                Some(Value::Seq(items)) => {
+                    for item in items {
+                        self.add_node(file, item, item_default);
+                    }
+                }
+                None => {}
+                Some(_) if node.get("items").is_some_and(Node::is_null) => {}
+                Some(_) => self.errors.push(diag(node.pos, Some(kind.to_string()), Some("items"), "expected a list".into())),
+            }
+            return;
+        }
+        let origin = Origin { file: file.clone(), pos: node.pos };
+        let name_of = || {
+            let meta = node.get("metadata");
+            let name = meta.and_then(|m| m.get("name")).and_then(Node::as_str).unwrap_or("<unnamed>");
+            match meta.and_then(|m| m.get("namespace")).and_then(Node::as_str) {
+                Some(ns) => format!("{kind} {ns}/{name}"),
+                None => format!("{kind} {name}"),
+            }
+        };
+        match object::decode(api_version, kind, node) {
+            Some(Ok(mut obj)) => {
+                let meta = obj.metadata_mut();
+                if meta.name.as_deref().unwrap_or("").is_empty() {
+                    let message = if meta.generate_name.is_some() {
+                        "required value: metadata.generateName is not supported, give the object a name"
+                    } else {
+                        "required value"
+                    };
+                    self.errors.push(diag(node.pos, Some(name_of()), Some("metadata.name"), message.into()));
+                    return;
+                }
+                if obj.is_namespaced() && obj.metadata().namespace.as_deref().unwrap_or("").is_empty() {
+                    obj.metadata_mut().namespace = Some("default".into());
+                }
+                self.manifests.objects.push(Loaded { object: obj, origin });
+            }
+            Some(Err(errs)) => {
+                let object = name_of();
+                for e in errs {
+                    self.errors.push(Diagnostic {
+                        file: file.clone(),
+                        pos: e.pos.or(Some(node.pos)),
+                        object: Some(object.clone()),
+                        field: e.path,
+                        message: e.message,
+                    });
+                }
+            }
+            None => {
+                let versions = supported_versions(kind);
+                if versions.is_empty() {
+                    *self.manifests.ignored.entry((api_version.to_string(), kind.to_string())).or_default() += 1;
+                } else {
+                    let field_pos = node.get("apiVersion").map_or(node.pos, |n| n.pos);
+                    self.errors.push(diag(
+                        field_pos,
+                        Some(name_of()),
+                        Some("apiVersion"),
+                        format!(
+                            "{api_version} {kind} is not a Kubernetes 1.37 form muster reads; use {} (`muster convert` rewrites older forms)",
+                            versions.join(" or ")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<Manifests, Vec<Diagnostic>> {
+        // The same object twice is an error naming both places.
+        let mut seen: HashMap<(&str, &str, &str, &str), &Origin> = HashMap::new();
+        for l in &self.manifests.objects {
+            let m = l.object.metadata();
+            let key = (
+                l.object.group(),
+                l.object.kind(),
+                m.namespace.as_deref().unwrap_or(""),
+                m.name.as_deref().unwrap_or(""),
+            );
+            if let Some(first) = seen.insert(key, &l.origin) {
+                self.errors.push(Diagnostic {
+                    file: l.origin.file.clone(),
+                    pos: Some(l.origin.pos),
+                    object: Some(l.object.display_name()),
+                    field: None,
+                    message: format!("defined twice; first defined at {first}"),
+                });
+                seen.insert(key, first);
+            }
+        }
+        if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) }
+    }
+}
