@@ -1,1 +1,15 @@
-//! placeholder
+//! The scheduling engine: the cluster snapshot, the queue, kube-scheduler's Filter and Score
+//! plugins under their upstream names, and the cycle that places pods one at a time. It takes a
+//! snapshot and returns decisions; it never does I/O (worlds read and write objects), never reads
+//! a clock or a random source (same snapshot and config, same plan), and never writes back into the
+//! Kubernetes objects it was given — callers apply a plan to objects themselves.
+
+pub mod cluster;
+pub mod cycle;
+pub mod framework;
+pub mod plugins;
+
+pub use cluster::{Cluster, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState, SchedulerNames};
+pub use cycle::{Outcome, Plan, Scheduler, SchedulerConfig, ScoreWeights};
+pub use framework::{FitError, Rejection};
+pub use plugins::node_resources_fit::ScoringStrategy;

@@ -1,1 +1,196 @@
-fn main() {}
+//! muster: a Kubernetes 1.37 scheduler for GPU and AI workloads.
+//!
+//! The binary owns the command line and the worlds' edges: it reads manifests, runs the engine,
+//! and prints. It makes no scheduling decision of its own.
+
+mod bench;
+mod config;
+mod memory;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use muster_sched::{Scheduler, SchedulerConfig, SchedulerNames, ScoringStrategy};
+
+#[derive(Parser)]
+#[command(name = "muster", version, about = "A Kubernetes 1.37 scheduler for GPU and AI workloads", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Schedule the pending pods of a cluster read from manifests, in memory, and show the plan.
+    ///
+    /// PATHs are files, directories (read recursively for *.yaml, *.yml and *.json) or `-` for
+    /// standard input: multi-document YAML, JSON, or `kind: List` dumps as `kubectl get -o yaml`
+    /// writes them. Exits 0 when the plan ran (even if pods stay pending), 2 on bad input.
+    Plan(PlanArgs),
+    /// Measure muster on generated clusters in scheduler_perf's shapes.
+    Bench {
+        #[command(subcommand)]
+        bench: BenchCommand,
+    },
+}
+
+#[derive(clap::Args)]
+struct PlanArgs {
+    /// Manifest files or directories; `-` reads standard input.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    output: Format,
+    /// Schedule pods whose spec.schedulerName is NAME (repeatable). Default: default-scheduler and
+    /// muster; pods for other schedulers are listed and left alone.
+    #[arg(long = "scheduler-name", value_name = "NAME")]
+    scheduler_names: Vec<String>,
+    /// How NodeResourcesFit scores nodes: least-allocated spreads (kube-scheduler's default),
+    /// most-allocated bin-packs (keeps whole GPU nodes free for large jobs). Overrides --config.
+    #[arg(long, value_enum)]
+    scoring: Option<Scoring>,
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file: percentageOfNodesToScore,
+    /// one profile's schedulerName, score plugin weights, NodeResourcesFit scoringStrategy.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Stop Filter after this percentage of nodes were found feasible (0 = kube-scheduler's
+    /// adaptive default, 100 = consider every node). Overrides --config.
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(0..=100))]
+    percentage_of_nodes_to_score: Option<u32>,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// scheduler_perf's SchedulingBasic: N nodes (4 cpu, 32Gi, 110 pods), M pending pods (100m,
+    /// 500Mi). Times the plan cycle.
+    Plan {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 50000)]
+        pods: usize,
+        #[arg(long, default_value_t = 5)]
+        iterations: usize,
+        #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
+        scoring: Scoring,
+    },
+    /// Write the SchedulingBasic cluster as a YAML dump (to time loading with `bench load`).
+    Write {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 50000)]
+        pods: usize,
+        file: PathBuf,
+    },
+    /// Time reading manifests and building the cluster snapshot; report peak memory.
+    Load {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Scoring {
+    LeastAllocated,
+    MostAllocated,
+}
+
+impl From<Scoring> for ScoringStrategy {
+    fn from(s: Scoring) -> Self {
+        match s {
+            Scoring::LeastAllocated => ScoringStrategy::LeastAllocated,
+            Scoring::MostAllocated => ScoringStrategy::MostAllocated,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(args) => plan(args),
+        Command::Bench { bench } => run_bench(bench),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let mut config = SchedulerConfig::default();
+    let mut names = Vec::new();
+    if let Some(path) = &args.config {
+        names = config::load(path, &mut config)?;
+    }
+    if let Some(s) = args.scoring {
+        config.scoring_strategy = s.into();
+    }
+    if let Some(p) = args.percentage_of_nodes_to_score {
+        config.percentage_of_nodes_to_score = p;
+    }
+    if !args.scheduler_names.is_empty() {
+        names = args.scheduler_names.clone();
+    }
+    let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names) };
+    let mut world = match memory::World::load(&args.paths, &names) {
+        Ok(w) => w,
+        Err(diags) => {
+            for d in &diags {
+                eprintln!("error: {d}");
+            }
+            eprintln!("{} error{} in the input; nothing was scheduled", diags.len(), if diags.len() == 1 { "" } else { "s" });
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let plan = Scheduler::new(&mut world.cluster, config).plan();
+    match args.output {
+        Format::Table => print!("{}", output::table(&world, &plan)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&output::json(&world, &plan))?),
+        Format::Yaml => print!("{}", output::yaml(&world, &plan)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        BenchCommand::Plan { nodes, pods, iterations, scoring } => {
+            let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
+            print!("{}", bench::plan(nodes, pods, iterations, &config)?);
+        }
+        BenchCommand::Write { nodes, pods, file } => {
+            bench::write_yaml(&file, nodes, pods)?;
+            let size = std::fs::metadata(&file)?.len();
+            println!("wrote {} ({:.1} MiB): {nodes} nodes, {pods} pods", file.display(), size as f64 / (1 << 20) as f64);
+        }
+        BenchCommand::Load { paths } => {
+            let t = std::time::Instant::now();
+            let manifests = muster_manifest::load_paths(&paths).map_err(|d| anyhow::anyhow!("{} input errors, first: {}", d.len(), d[0]))?;
+            let parsed = t.elapsed();
+            let n = manifests.objects.len();
+            let world = memory::World::from_manifests(manifests, &SchedulerNames::default())
+                .map_err(|d| anyhow::anyhow!("{} model errors", d.len()))?;
+            let total = t.elapsed();
+            println!(
+                "load: {n} objects ({} nodes, {} pods)\n  read + parse: {:.3} s\n  + snapshot build: {:.3} s\n  peak RSS: {:.0} MiB",
+                world.cluster.nodes.len(),
+                world.cluster.pods.len(),
+                parsed.as_secs_f64(),
+                total.as_secs_f64(),
+                bench::peak_rss_mib().unwrap_or(f64::NAN)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,418 @@
+//! The cluster model: a snapshot of nodes and pods with the indexes the scheduling cycle needs.
+//!
+//! Built from `k8s-openapi` objects (from YAML in `plan`, from watches in `run`), it resolves what
+//! the API server and kubelet would have resolved before the scheduler sees a pod: priorities from
+//! PriorityClasses, effective requests, and each node's requested resources from the pods bound to
+//! it. Resource names are interned into small integer ids so that the Filter and Score hot paths
+//! work on dense `i64` vectors.
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use muster_api::resources::{self, PodRequests};
+use muster_api::taints::PREFER_NO_SCHEDULE;
+
+/// A resource name interned for the hot path. `CPU` is counted in millicores, everything else in
+/// whole units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceId(pub u16);
+
+impl ResourceId {
+    pub const CPU: ResourceId = ResourceId(0);
+    pub const MEMORY: ResourceId = ResourceId(1);
+    pub const EPHEMERAL_STORAGE: ResourceId = ResourceId(2);
+}
+
+/// The interned resource names of one snapshot.
+#[derive(Clone, Debug)]
+pub struct ResourceNames {
+    names: Vec<String>,
+    ids: HashMap<String, ResourceId>,
+}
+
+impl Default for ResourceNames {
+    fn default() -> Self {
+        let mut r = ResourceNames { names: Vec::new(), ids: HashMap::new() };
+        for n in [resources::CPU, resources::MEMORY, resources::EPHEMERAL_STORAGE] {
+            r.intern(n);
+        }
+        r
+    }
+}
+
+impl ResourceNames {
+    pub fn intern(&mut self, name: &str) -> ResourceId {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = ResourceId(u16::try_from(self.names.len()).expect("fewer than 65536 resource names"));
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+
+    pub fn get(&self, name: &str) -> Option<ResourceId> {
+        self.ids.get(name).copied()
+    }
+
+    pub fn name(&self, id: ResourceId) -> &str {
+        &self.names[id.0 as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// Converts a quantity to the unit the scheduler counts `id` in.
+fn amount(id: ResourceId, q: muster_api::Quantity) -> i64 {
+    if id == ResourceId::CPU { q.milli_value() } else { q.value() }
+}
+
+/// A node as the scheduler sees it (`framework.NodeInfo`).
+#[derive(Clone, Debug)]
+pub struct NodeInfo {
+    pub node: Node,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    /// Allocatable per resource id; ids past the end are zero.
+    pub allocatable: Vec<i64>,
+    pub allowed_pods: i64,
+    /// Requests of the pods on the node, per resource id.
+    pub requested: Vec<i64>,
+    /// CPU (milli) and memory requested with the scheduler's non-zero defaults (scoring).
+    pub non_zero_requested: [i64; 2],
+    /// Pods on the node (bound in the input, or placed by this plan).
+    pub pods: Vec<PodId>,
+    pub has_prefer_no_schedule_taint: bool,
+}
+
+impl NodeInfo {
+    pub fn allocatable(&self, id: ResourceId) -> i64 {
+        self.allocatable.get(id.0 as usize).copied().unwrap_or(0)
+    }
+
+    pub fn requested(&self, id: ResourceId) -> i64 {
+        self.requested.get(id.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// Adds a pod's requests (Reserve / assume); `sign` -1 removes them (Unreserve).
+    pub fn account(&mut self, pod: &PodInfo, sign: i64) {
+        for &(id, v) in &pod.requests {
+            let i = id.0 as usize;
+            if self.requested.len() <= i {
+                self.requested.resize(i + 1, 0);
+            }
+            self.requested[i] += sign * v;
+        }
+        self.non_zero_requested[0] += sign * pod.non_zero[0];
+        self.non_zero_requested[1] += sign * pod.non_zero[1];
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PodId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub u32);
+
+/// Where a pod stands before the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// Bound to a node in the input (`spec.nodeName` set).
+    Bound(NodeId),
+    /// Bound to a node the input does not have: its usage is counted nowhere.
+    BoundElsewhere(String),
+    /// Waiting for this scheduler.
+    Pending,
+    /// Waiting for another scheduler (its `schedulerName`).
+    OtherScheduler(String),
+    /// Held back by `spec.schedulingGates` (their names).
+    Gated(Vec<String>),
+    /// Succeeded or Failed: holds nothing.
+    Terminated,
+}
+
+/// A pod and what the scheduler derived from it (`framework.PodInfo`).
+#[derive(Clone, Debug)]
+pub struct PodInfo {
+    pub pod: Pod,
+    /// `namespace/name`.
+    pub key: String,
+    pub priority: i32,
+    /// Non-zero requests per resource id, sorted by id.
+    pub requests: Vec<(ResourceId, i64)>,
+    /// CPU (milli) and memory with the non-zero defaults, for scoring.
+    pub non_zero: [i64; 2],
+    pub state: PodState,
+}
+
+impl PodInfo {
+    pub fn namespace(&self) -> &str {
+        self.pod.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    pub fn name(&self) -> &str {
+        self.pod.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+/// A problem that keeps an object out of the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelError {
+    pub kind: &'static str,
+    /// `namespace/name` or `name`.
+    pub object: String,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: ", self.kind, self.object)?;
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Which pods this scheduler is responsible for.
+#[derive(Clone, Debug)]
+pub struct SchedulerNames(pub Vec<String>);
+
+impl Default for SchedulerNames {
+    fn default() -> Self {
+        SchedulerNames(vec!["default-scheduler".into(), "muster".into()])
+    }
+}
+
+impl SchedulerNames {
+    /// An unset `schedulerName` means `default-scheduler`, as API defaulting sets it.
+    pub fn serves(&self, name: Option<&str>) -> bool {
+        let name = name.filter(|n| !n.is_empty()).unwrap_or("default-scheduler");
+        self.0.iter().any(|n| n == name)
+    }
+}
+
+/// The built-in PriorityClasses every cluster has.
+const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] =
+    [("system-cluster-critical", 2_000_000_000), ("system-node-critical", 2_000_001_000)];
+
+/// A snapshot of the cluster.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    pub resources: ResourceNames,
+    /// Nodes sorted by name.
+    pub nodes: Vec<NodeInfo>,
+    /// The order Filter walks nodes in: round-robin over zones, as kube-scheduler's node tree lists
+    /// them (zones in order of first appearance among nodes sorted by name).
+    pub node_order: Vec<NodeId>,
+    /// All pods sorted by `namespace/name`.
+    pub pods: Vec<PodInfo>,
+    /// True when some node has a PreferNoSchedule taint (TaintToleration scoring matters).
+    pub any_prefer_no_schedule: bool,
+    /// Things worth telling the user that are not errors.
+    pub warnings: Vec<String>,
+}
+
+impl Cluster {
+    /// Builds the snapshot. Every problem is returned, not only the first.
+    pub fn build(
+        nodes: Vec<Node>,
+        pods: Vec<Pod>,
+        priority_classes: &[PriorityClass],
+        scheduler_names: &SchedulerNames,
+    ) -> Result<Cluster, Vec<ModelError>> {
+        let mut errors = Vec::new();
+        let mut c = Cluster::default();
+
+        let mut classes: HashMap<&str, i32> = SYSTEM_PRIORITY_CLASSES.iter().copied().collect();
+        let mut global_default: Option<(&str, i32)> = None;
+        for pc in priority_classes {
+            let name = pc.metadata.name.as_deref().unwrap_or_default();
+            let value = pc.value.unwrap_or(0);
+            classes.insert(name, value);
+            if pc.global_default == Some(true) {
+                // The API server allows one; with several, the lowest name wins deterministically.
+                if global_default.is_none_or(|(n, _)| name < n) {
+                    global_default = Some((name, value));
+                }
+            }
+        }
+
+        let mut nodes = nodes;
+        nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        for node in nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let status = node.status.as_ref();
+            let (list, field) = match status.and_then(|s| s.allocatable.as_ref()) {
+                Some(a) => (Some(a), "status.allocatable"),
+                None => (status.and_then(|s| s.capacity.as_ref()), "status.capacity"),
+            };
+            let parsed = match resources::parse_list(list, field) {
+                Ok(p) => p,
+                Err(e) => {
+                    errors.push(ModelError { kind: "Node", object: name, field: Some(e.field), message: format!("invalid quantity {:?}: {}", e.value, e.source) });
+                    continue;
+                }
+            };
+            let mut allocatable = vec![0; c.resources.len()];
+            let mut allowed_pods = 0;
+            for (rname, q) in &parsed {
+                if rname == resources::PODS {
+                    allowed_pods = q.value();
+                    continue;
+                }
+                let id = c.resources.intern(rname);
+                if allocatable.len() <= id.0 as usize {
+                    allocatable.resize(id.0 as usize + 1, 0);
+                }
+                allocatable[id.0 as usize] = amount(id, *q);
+            }
+            if allowed_pods == 0 {
+                c.warnings.push(format!("node {name} has no `pods` in status.allocatable: no pod fits on it"));
+            }
+            let spec = node.spec.as_ref();
+            let taints = spec.and_then(|s| s.taints.clone()).unwrap_or_default();
+            let has_prefer = taints.iter().any(|t| t.effect == PREFER_NO_SCHEDULE);
+            c.any_prefer_no_schedule |= has_prefer;
+            c.nodes.push(NodeInfo {
+                labels: node.metadata.labels.clone().unwrap_or_default(),
+                unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+                name,
+                taints,
+                allocatable,
+                allowed_pods,
+                requested: Vec::new(),
+                non_zero_requested: [0, 0],
+                pods: Vec::new(),
+                has_prefer_no_schedule_taint: has_prefer,
+                node,
+            });
+        }
+        let node_ids: HashMap<String, NodeId> =
+            c.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), NodeId(i as u32))).collect();
+
+        let mut pods = pods;
+        pods.sort_by(|a, b| {
+            (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
+                .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
+        });
+        for pod in pods {
+            let key = format!(
+                "{}/{}",
+                pod.metadata.namespace.as_deref().unwrap_or("default"),
+                pod.metadata.name.as_deref().unwrap_or_default()
+            );
+            let err = |field: Option<String>, message: String| ModelError { kind: "Pod", object: key.clone(), field, message };
+            let Some(spec) = pod.spec.as_ref() else {
+                errors.push(err(Some("spec".into()), "required value".into()));
+                continue;
+            };
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            let state = if matches!(phase, Some("Succeeded" | "Failed")) {
+                PodState::Terminated
+            } else if let Some(node) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+                match node_ids.get(node) {
+                    Some(id) => PodState::Bound(*id),
+                    None => {
+                        c.warnings.push(format!("pod {key} is bound to node {node}, which is not in the input; its usage is not counted"));
+                        PodState::BoundElsewhere(node.to_string())
+                    }
+                }
+            } else if !scheduler_names.serves(spec.scheduler_name.as_deref()) {
+                PodState::OtherScheduler(spec.scheduler_name.clone().unwrap_or_default())
+            } else if let Some(gates) = spec.scheduling_gates.as_ref().filter(|g| !g.is_empty()) {
+                PodState::Gated(gates.iter().map(|g| g.name.clone()).collect())
+            } else {
+                PodState::Pending
+            };
+            let priority = match (spec.priority, spec.priority_class_name.as_deref().filter(|n| !n.is_empty())) {
+                (Some(p), _) => p,
+                (None, Some(class)) => match classes.get(class) {
+                    Some(v) => *v,
+                    None => {
+                        errors.push(err(Some("spec.priorityClassName".into()), format!("PriorityClass {class:?} not found")));
+                        continue;
+                    }
+                },
+                (None, None) => global_default.map_or(0, |(_, v)| v),
+            };
+            let PodRequests { requests, non_zero_milli_cpu, non_zero_memory } =
+                match resources::pod_requests(spec, pod.status.as_ref()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        errors.push(err(Some(e.field), format!("invalid quantity {:?}: {}", e.value, e.source)));
+                        continue;
+                    }
+                };
+            let mut reqs: Vec<(ResourceId, i64)> = requests
+                .iter()
+                .filter(|(n, _)| n.as_str() != resources::PODS)
+                .map(|(n, q)| {
+                    let id = c.resources.intern(n);
+                    (id, amount(id, *q))
+                })
+                .filter(|(_, v)| *v != 0)
+                .collect();
+            reqs.sort_unstable();
+            let id = PodId(c.pods.len() as u32);
+            let info = PodInfo { pod, key, priority, requests: reqs, non_zero: [non_zero_milli_cpu, non_zero_memory], state };
+            if let PodState::Bound(n) = info.state {
+                let node = &mut c.nodes[n.0 as usize];
+                node.account(&info, 1);
+                node.pods.push(id);
+            }
+            c.pods.push(info);
+        }
+        c.node_order = zone_interleaved_order(&c.nodes);
+        if errors.is_empty() { Ok(c) } else { Err(errors) }
+    }
+
+    pub fn node(&self, id: NodeId) -> &NodeInfo {
+        &self.nodes[id.0 as usize]
+    }
+
+    pub fn pod(&self, id: PodId) -> &PodInfo {
+        &self.pods[id.0 as usize]
+    }
+}
+
+/// `topology.kubernetes.io/region` + zone, as `utilnode.GetZoneKey` builds it.
+fn zone_key(labels: &BTreeMap<String, String>) -> String {
+    let get = |a: &str, b: &str| labels.get(a).or_else(|| labels.get(b)).cloned().unwrap_or_default();
+    let region = get("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region");
+    let zone = get("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone");
+    if region.is_empty() && zone.is_empty() { String::new() } else { format!("{region}:\x00:{zone}") }
+}
+
+/// kube-scheduler's `nodeTree.list()`: one node from each zone in turn.
+fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
+    let mut zones: Vec<(String, Vec<NodeId>)> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let key = zone_key(&n.labels);
+        match zones.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(NodeId(i as u32)),
+            None => zones.push((key, vec![NodeId(i as u32)])),
+        }
+    }
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut round = 0;
+    while order.len() < nodes.len() {
+        for (_, list) in &zones {
+            if let Some(id) = list.get(round) {
+                order.push(*id);
+            }
+        }
+        round += 1;
+    }
+    order
+}

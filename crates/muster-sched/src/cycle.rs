@@ -1,0 +1,330 @@
+//! The scheduling cycle: queue order, PreFilter, Filter, Score, Reserve — one pod at a time, as
+//! kube-scheduler's `scheduleOne` does, over an in-memory snapshot.
+
+use std::collections::HashMap;
+
+use crate::cluster::{Cluster, NodeId, PodId, PodState};
+use crate::framework::{CycleState, FitError, MAX_NODE_SCORE, Rejection};
+use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
+use crate::plugins::{
+    node_affinity, node_resources_balanced_allocation, node_resources_fit, node_unschedulable, taint_toleration,
+};
+
+/// kube-scheduler's `minFeasibleNodesToFind`.
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// kube-scheduler's `minFeasibleNodesPercentageToFind`.
+const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// Score plugin weights (the defaults are kube-scheduler's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScoreWeights {
+    pub node_resources_fit: i64,
+    pub balanced_allocation: i64,
+    pub taint_toleration: i64,
+    pub node_affinity: i64,
+}
+
+impl Default for ScoreWeights {
+    fn default() -> Self {
+        ScoreWeights { node_resources_fit: 1, balanced_allocation: 1, taint_toleration: 3, node_affinity: 2 }
+    }
+}
+
+/// How the cycle is tuned (the subset of `KubeSchedulerConfiguration` muster honours).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    pub scoring_strategy: ScoringStrategy,
+    /// Resource names and weights NodeResourcesFit scores; default cpu and memory, weight 1.
+    pub scoring_resources: Vec<(String, i64)>,
+    pub weights: ScoreWeights,
+    /// `percentageOfNodesToScore`: 0 is kube-scheduler's adaptive default; 100 tries every node.
+    pub percentage_of_nodes_to_score: u32,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            scoring_strategy: ScoringStrategy::LeastAllocated,
+            scoring_resources: vec![("cpu".into(), 1), ("memory".into(), 1)],
+            weights: ScoreWeights::default(),
+            percentage_of_nodes_to_score: 0,
+        }
+    }
+}
+
+/// What one scheduling attempt decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Placed(NodeId),
+    Unschedulable(FitError),
+}
+
+/// The result of scheduling every pending pod.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// Placements in the order they were made (queue order).
+    pub placements: Vec<(PodId, NodeId)>,
+    /// Pods that fit nowhere, in queue order.
+    pub unschedulable: Vec<(PodId, FitError)>,
+}
+
+/// The scheduler over one snapshot. Decisions depend only on the snapshot and the config.
+pub struct Scheduler<'c> {
+    cluster: &'c mut Cluster,
+    config: SchedulerConfig,
+    scored: Vec<ScoredResource>,
+    next_start_node_index: usize,
+    feasible: Vec<NodeId>,
+    scores: Vec<i64>,
+    plugin_scores: Vec<i64>,
+}
+
+impl<'c> Scheduler<'c> {
+    pub fn new(cluster: &'c mut Cluster, config: SchedulerConfig) -> Self {
+        let scored = config
+            .scoring_resources
+            .iter()
+            .map(|(name, weight)| ScoredResource { id: cluster.resources.intern(name), weight: *weight })
+            .collect();
+        Scheduler {
+            cluster,
+            config,
+            scored,
+            next_start_node_index: 0,
+            feasible: Vec::new(),
+            scores: Vec::new(),
+            plugin_scores: Vec::new(),
+        }
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        self.cluster
+    }
+
+    /// The pending pods in kube-scheduler's PrioritySort order: priority (highest first), then
+    /// creation time (oldest first), then namespace/name.
+    pub fn queue(&self) -> Vec<PodId> {
+        let mut q: Vec<PodId> = (0..self.cluster.pods.len() as u32)
+            .map(PodId)
+            .filter(|p| self.cluster.pod(*p).state == PodState::Pending)
+            .collect();
+        q.sort_by(|a, b| {
+            let (a, b) = (self.cluster.pod(*a), self.cluster.pod(*b));
+            b.priority
+                .cmp(&a.priority)
+                .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        q
+    }
+
+    /// Schedules every pending pod once, in queue order. Placing a pod only takes capacity away,
+    /// so a pod that fits nowhere now would fit nowhere later in the same plan.
+    pub fn plan(&mut self) -> Plan {
+        let mut plan = Plan::default();
+        for pod in self.queue() {
+            match self.schedule_one(pod) {
+                Outcome::Placed(node) => plan.placements.push((pod, node)),
+                Outcome::Unschedulable(e) => plan.unschedulable.push((pod, e)),
+            }
+        }
+        plan
+    }
+
+    /// `numFeasibleNodesToFind`: how many feasible nodes Filter looks for before it stops.
+    pub fn num_feasible_nodes_to_find(&self, num_all_nodes: usize) -> usize {
+        if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+            return num_all_nodes;
+        }
+        let mut percentage = self.config.percentage_of_nodes_to_score as usize;
+        if percentage == 0 {
+            percentage = 50usize.saturating_sub(num_all_nodes / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+        }
+        let n = num_all_nodes * percentage.min(100) / 100;
+        n.max(MIN_FEASIBLE_NODES_TO_FIND)
+    }
+
+    /// One scheduling cycle for `pod`: on success the pod is reserved on (assumed onto) the node.
+    pub fn schedule_one(&mut self, pod_id: PodId) -> Outcome {
+        let cluster = &*self.cluster;
+        let pod = cluster.pod(pod_id);
+        let state = CycleState::new(pod);
+        let num_nodes = cluster.node_order.len();
+        let pre_filter = if num_nodes == 0 { Some("no nodes available to schedule pods".to_string()) } else { pre_filter(&state) };
+        if let Some(message) = pre_filter {
+            return Outcome::Unschedulable(FitError {
+                num_all_nodes: num_nodes,
+                rejections: Vec::new(),
+                node_statuses: Vec::new(),
+                pre_filter_message: Some(message),
+            });
+        }
+        let to_find = self.num_feasible_nodes_to_find(num_nodes);
+
+        // Filter, starting where the previous cycle stopped.
+        self.feasible.clear();
+        let mut rejections: Vec<Rejection> = Vec::new();
+        let mut rejection_ids: HashMap<Rejection, u16> = HashMap::new();
+        let mut node_statuses: Vec<(NodeId, u16)> = Vec::new();
+        let mut processed = 0;
+        for i in 0..num_nodes {
+            let node_id = cluster.node_order[(self.next_start_node_index + i) % num_nodes];
+            let node = cluster.node(node_id);
+            processed += 1;
+            match run_filters(&state, node, cluster) {
+                Ok(()) => {
+                    self.feasible.push(node_id);
+                    if self.feasible.len() >= to_find {
+                        break;
+                    }
+                }
+                Err(r) => {
+                    let next = rejections.len() as u16;
+                    let id = *rejection_ids.entry(r.clone()).or_insert_with(|| {
+                        rejections.push(r);
+                        next
+                    });
+                    node_statuses.push((node_id, id));
+                }
+            }
+        }
+        self.next_start_node_index = (self.next_start_node_index + processed) % num_nodes;
+
+        if self.feasible.is_empty() {
+            node_statuses.sort_unstable();
+            return Outcome::Unschedulable(FitError {
+                num_all_nodes: num_nodes,
+                rejections,
+                node_statuses,
+                pre_filter_message: None,
+            });
+        }
+
+        let chosen = if self.feasible.len() == 1 {
+            self.feasible[0]
+        } else {
+            let mut scoring = Scoring {
+                cluster,
+                config: &self.config,
+                scored: &self.scored,
+                feasible: &self.feasible,
+                scores: &mut self.scores,
+                plugin_scores: &mut self.plugin_scores,
+            };
+            scoring.select_host(&state)
+        };
+        // Reserve: the pod is assumed onto the node for every later cycle.
+        let pod = cluster.pod(pod_id).clone();
+        let node = &mut self.cluster.nodes[chosen.0 as usize];
+        node.account(&pod, 1);
+        node.pods.push(pod_id);
+        Outcome::Placed(chosen)
+    }
+
+}
+
+/// The Score phase's view of the scheduler: read-only inputs and reusable buffers.
+struct Scoring<'a> {
+    cluster: &'a Cluster,
+    config: &'a SchedulerConfig,
+    scored: &'a [ScoredResource],
+    feasible: &'a [NodeId],
+    scores: &'a mut Vec<i64>,
+    plugin_scores: &'a mut Vec<i64>,
+}
+
+impl Scoring<'_> {
+    /// Score every feasible node, normalize per plugin, weigh, and take the best. Ties go to the
+    /// node Filter reached first (kube-scheduler picks among ties at random; muster stays
+    /// deterministic).
+    fn select_host(&mut self, state: &CycleState<'_>) -> NodeId {
+        let cluster = self.cluster;
+        let w = &self.config.weights;
+        self.scores.clear();
+        self.scores.resize(self.feasible.len(), 0);
+
+        if w.node_resources_fit != 0 {
+            for (s, n) in self.scores.iter_mut().zip(self.feasible) {
+                let raw = node_resources_fit::score(state, cluster.node(*n), self.config.scoring_strategy, self.scored);
+                *s += w.node_resources_fit * raw;
+            }
+        }
+        if w.balanced_allocation != 0 && !node_resources_balanced_allocation::skip(state) {
+            for (s, n) in self.scores.iter_mut().zip(self.feasible) {
+                *s += w.balanced_allocation * node_resources_balanced_allocation::score(state, cluster.node(*n));
+            }
+        }
+        // TaintToleration and NodeAffinity give every node the same score when no node has a
+        // PreferNoSchedule taint / the pod has no preferred terms; a constant never changes the
+        // choice, so those plugins are only run when they can.
+        if w.taint_toleration != 0 && cluster.any_prefer_no_schedule {
+            self.plugin_scores.clear();
+            self.plugin_scores.extend(self.feasible.iter().map(|n| taint_toleration::score(state, cluster.node(*n))));
+            normalize(self.plugin_scores, true);
+            for (s, p) in self.scores.iter_mut().zip(self.plugin_scores.iter()) {
+                *s += w.taint_toleration * p;
+            }
+        }
+        if w.node_affinity != 0 && !state.preferred_affinity.is_empty() {
+            self.plugin_scores.clear();
+            self.plugin_scores.extend(self.feasible.iter().map(|n| node_affinity::score(state, cluster.node(*n))));
+            normalize(self.plugin_scores, false);
+            for (s, p) in self.scores.iter_mut().zip(self.plugin_scores.iter()) {
+                *s += w.node_affinity * p;
+            }
+        }
+        let mut best = 0;
+        for (i, s) in self.scores.iter().enumerate() {
+            if *s > self.scores[best] {
+                best = i;
+            }
+        }
+        self.feasible[best]
+    }
+}
+
+/// PreFilter: what rules a pod out before any node is tried.
+///
+/// Pods that need devices through ResourceClaims or that belong to a PodGroup are not placed by
+/// this version: placing them without allocating their claims or their gang would be a wrong plan,
+/// so they are reported instead.
+fn pre_filter(state: &CycleState<'_>) -> Option<String> {
+    let spec = state.pod.pod.spec.as_ref()?;
+    if let Some(claims) = spec.resource_claims.as_ref().filter(|c| !c.is_empty()) {
+        let names: Vec<&str> = claims.iter().map(|c| c.name.as_str()).collect();
+        return Some(format!(
+            "pod uses DRA resource claims ({}), which this version of muster does not allocate yet",
+            names.join(", ")
+        ));
+    }
+    if let Some(group) = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.as_deref()) {
+        return Some(format!("pod belongs to PodGroup {group:?}; gang scheduling is not implemented in this version of muster yet"));
+    }
+    None
+}
+
+/// The Filter plugins in kube-scheduler's order; the first rejection wins.
+pub fn run_filters(state: &CycleState<'_>, node: &crate::cluster::NodeInfo, cluster: &Cluster) -> Result<(), Rejection> {
+    node_unschedulable::filter(state, node)?;
+    taint_toleration::filter(state, node)?;
+    node_affinity::filter(state, node)?;
+    node_resources_fit::filter(state, node, &cluster.resources)?;
+    Ok(())
+}
+
+/// `helper.DefaultNormalizeScore`: scale to 0..=100 by the highest score; `reverse` flips it.
+fn normalize(scores: &mut [i64], reverse: bool) {
+    let max = scores.iter().copied().max().unwrap_or(0);
+    if max == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = MAX_NODE_SCORE);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        *s = MAX_NODE_SCORE * *s / max;
+        if reverse {
+            *s = MAX_NODE_SCORE - *s;
+        }
+    }
+}

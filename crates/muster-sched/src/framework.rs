@@ -1,0 +1,107 @@
+//! The scheduling framework's vocabulary: plugin statuses, per-pod cycle state, fit errors.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelector, PreferredSchedulingTerm, Toleration};
+
+use crate::cluster::{NodeId, PodInfo, ResourceId};
+
+/// The highest score a Score plugin gives (`framework.MaxNodeScore`).
+pub const MAX_NODE_SCORE: i64 = 100;
+
+/// Why a Filter rejected a node (`fwk.Status` with code Unschedulable or
+/// UnschedulableAndUnresolvable). Reasons are upstream's texts.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Rejection {
+    pub plugin: &'static str,
+    /// True for UnschedulableAndUnresolvable: preempting pods on the node would not help.
+    pub unresolvable: bool,
+    pub reasons: Vec<Cow<'static, str>>,
+}
+
+impl Rejection {
+    pub fn new(plugin: &'static str, unresolvable: bool, reason: impl Into<Cow<'static, str>>) -> Self {
+        Rejection { plugin, unresolvable, reasons: vec![reason.into()] }
+    }
+}
+
+/// What PreFilter computes once per pod and Filter/Score read for every node (`CycleState`).
+pub struct CycleState<'a> {
+    pub pod: &'a PodInfo,
+    pub tolerations: &'a [Toleration],
+    /// Tolerations that can tolerate PreferNoSchedule taints (TaintToleration PreScore).
+    pub prefer_tolerations: Vec<&'a Toleration>,
+    pub node_selector: Option<&'a BTreeMap<String, String>>,
+    pub required_affinity: Option<&'a NodeSelector>,
+    pub preferred_affinity: &'a [PreferredSchedulingTerm],
+}
+
+impl<'a> CycleState<'a> {
+    pub fn new(pod: &'a PodInfo) -> Self {
+        let spec = pod.pod.spec.as_ref().expect("the model only holds pods with a spec");
+        let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
+        let node_affinity = spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref());
+        CycleState {
+            pod,
+            tolerations,
+            prefer_tolerations: tolerations
+                .iter()
+                .filter(|t| matches!(t.effect.as_deref(), None | Some("") | Some("PreferNoSchedule")))
+                .collect(),
+            node_selector: spec.node_selector.as_ref().filter(|s| !s.is_empty()),
+            required_affinity: node_affinity.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+            preferred_affinity: node_affinity
+                .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_deref())
+                .unwrap_or(&[]),
+        }
+    }
+
+    pub fn request(&self, id: ResourceId) -> i64 {
+        self.pod.requests.iter().find(|(r, _)| *r == id).map_or(0, |(_, v)| *v)
+    }
+}
+
+/// Why a pod fits no node (`framework.FitError`), with each node's first failing Filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FitError {
+    pub num_all_nodes: usize,
+    /// Distinct rejections seen for this pod.
+    pub rejections: Vec<Rejection>,
+    /// For every node, which rejection it got (index into `rejections`), in node-name order.
+    pub node_statuses: Vec<(NodeId, u16)>,
+    /// A message from PreFilter, when the pod failed before any node was tried.
+    pub pre_filter_message: Option<String>,
+}
+
+impl FitError {
+    /// Reason → number of nodes that gave it.
+    pub fn histogram(&self) -> BTreeMap<&str, usize> {
+        let mut per_rejection = vec![0usize; self.rejections.len()];
+        for (_, r) in &self.node_statuses {
+            per_rejection[*r as usize] += 1;
+        }
+        let mut h = BTreeMap::new();
+        for (rej, n) in self.rejections.iter().zip(per_rejection) {
+            for reason in &rej.reasons {
+                *h.entry(reason.as_ref()).or_default() += n;
+            }
+        }
+        h
+    }
+
+    /// kube-scheduler's message: `0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had
+    /// untolerated taint {dedicated: batch}.` (reasons sorted as strings, as upstream sorts them).
+    pub fn message(&self) -> String {
+        let mut msg = format!("0/{} nodes are available:", self.num_all_nodes);
+        if let Some(p) = &self.pre_filter_message {
+            msg.push_str(&format!(" {p}."));
+        }
+        let mut parts: Vec<String> = self.histogram().into_iter().map(|(r, n)| format!("{n} {r}")).collect();
+        parts.sort();
+        if !parts.is_empty() {
+            msg.push_str(&format!(" {}.", parts.join(", ")));
+        }
+        msg
+    }
+}

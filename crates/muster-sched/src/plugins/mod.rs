@@ -1,0 +1,7 @@
+//! The in-tree plugins muster runs, under kube-scheduler's names and in its Filter order.
+
+pub mod node_affinity;
+pub mod node_resources_balanced_allocation;
+pub mod node_resources_fit;
+pub mod node_unschedulable;
+pub mod taint_toleration;

@@ -1,0 +1,107 @@
+//! The in-memory world: a cluster read from manifests, and a plan written back into the objects
+//! as the API server would hold them afterwards.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use muster_manifest::{Diagnostic, Manifests, Object, Origin};
+use muster_sched::{Cluster, ModelError, Plan, SchedulerNames};
+
+/// The inputs of a run: the manifests (kept for origins and output) and the cluster built from them.
+pub struct World {
+    pub manifests: Manifests,
+    pub cluster: Cluster,
+    /// Kinds that were read but that this version's scheduling does not use yet, with counts.
+    pub unused: Vec<(&'static str, usize)>,
+}
+
+impl World {
+    /// Reads `paths` and builds the cluster. On failure, returns every problem found.
+    pub fn load<P: AsRef<Path>>(paths: &[P], names: &SchedulerNames) -> Result<World, Vec<Diagnostic>> {
+        let manifests = muster_manifest::load_paths(paths)?;
+        Self::from_manifests(manifests, names)
+    }
+
+    pub fn from_manifests(manifests: Manifests, names: &SchedulerNames) -> Result<World, Vec<Diagnostic>> {
+        let mut nodes = Vec::new();
+        let mut pods = Vec::new();
+        let mut classes = Vec::new();
+        let mut unused: Vec<(&'static str, usize)> = Vec::new();
+        let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
+        for l in &manifests.objects {
+            let key = object_key(l.object.metadata().namespace.as_deref(), l.object.metadata().name.as_deref(), l.object.is_namespaced());
+            origins.insert((l.object.kind(), key), l.origin.clone());
+            match &l.object {
+                Object::Node(n) => nodes.push((**n).clone()),
+                Object::Pod(p) => pods.push((**p).clone()),
+                Object::PriorityClass(pc) => classes.push((**pc).clone()),
+                other => match unused.iter_mut().find(|(k, _)| *k == other.kind()) {
+                    Some((_, n)) => *n += 1,
+                    None => unused.push((other.kind(), 1)),
+                },
+            }
+        }
+        unused.sort();
+        let cluster = Cluster::build(nodes, pods, &classes, names).map_err(|errs| {
+            errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>()
+        })?;
+        Ok(World { manifests, cluster, unused })
+    }
+}
+
+fn object_key(ns: Option<&str>, name: Option<&str>, namespaced: bool) -> String {
+    let name = name.unwrap_or_default();
+    match ns {
+        Some(ns) if namespaced => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+fn model_diagnostic(e: ModelError, origins: &HashMap<(&'static str, String), Origin>) -> Diagnostic {
+    let origin = origins.get(&(e.kind, e.object.clone()));
+    Diagnostic {
+        file: origin.map_or_else(|| "<input>".into(), |o| o.file.clone()),
+        pos: origin.map(|o| o.pos),
+        object: Some(format!("{} {}", e.kind, e.object)),
+        field: e.field,
+        message: e.message,
+    }
+}
+
+/// The pods a plan changed, as the API server would hold them after binding (spec.nodeName set,
+/// PodScheduled=True) or after a failed attempt (PodScheduled=False, reason Unschedulable).
+pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
+    let mut out = Vec::with_capacity(plan.placements.len() + plan.unschedulable.len());
+    for (pod_id, node_id) in &plan.placements {
+        let mut pod = cluster.pod(*pod_id).pod.clone();
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.node_name = Some(cluster.node(*node_id).name.clone());
+        }
+        set_scheduled_condition(&mut pod, "True", None, None);
+        out.push(pod);
+    }
+    for (pod_id, err) in &plan.unschedulable {
+        let mut pod = cluster.pod(*pod_id).pod.clone();
+        set_scheduled_condition(&mut pod, "False", Some("Unschedulable"), Some(err.message()));
+        out.push(pod);
+    }
+    out
+}
+
+fn set_scheduled_condition(pod: &mut Pod, status: &str, reason: Option<&str>, message: Option<String>) {
+    let st = pod.status.get_or_insert_with(PodStatus::default);
+    if reason.is_some() && st.phase.is_none() {
+        st.phase = Some("Pending".into());
+    }
+    let conds = st.conditions.get_or_insert_with(Vec::new);
+    conds.retain(|c| c.type_ != "PodScheduled");
+    // lastTransitionTime is left out: a plan reads no clock, so that its output is reproducible.
+    conds.push(PodCondition {
+        type_: "PodScheduled".into(),
+        status: status.into(),
+        reason: reason.map(str::to_string),
+        message,
+        ..Default::default()
+    });
+}

@@ -1,0 +1,103 @@
+//! How a plan is shown: a table for people, JSON for scripts (a contract), YAML for `kubectl`.
+
+use std::fmt::Write;
+
+use muster_sched::{Cluster, Plan, PodState};
+use serde_json::{Value, json};
+
+use crate::memory::{World, changed_pods};
+
+/// Pods this run left alone, with why.
+fn skipped(cluster: &Cluster) -> Vec<(&str, String)> {
+    cluster
+        .pods
+        .iter()
+        .filter_map(|p| {
+            let why = match &p.state {
+                PodState::OtherScheduler(name) => format!("schedulerName {name:?} is not served by this scheduler"),
+                PodState::Gated(gates) => format!("waiting for scheduling gates: {}", gates.join(", ")),
+                _ => return None,
+            };
+            Some((p.key.as_str(), why))
+        })
+        .collect()
+}
+
+/// `-o json`. Field names are a contract: scripts and later versions depend on them.
+pub fn json(world: &World, plan: &Plan) -> Value {
+    let c = &world.cluster;
+    json!({
+        "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name})).collect::<Vec<_>>(),
+        "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": e.message()})).collect::<Vec<_>>(),
+        "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
+        "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
+        "warnings": c.warnings,
+    })
+}
+
+/// `-o yaml`: the changed pods as a multi-document stream.
+pub fn yaml(world: &World, plan: &Plan) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for pod in changed_pods(&world.cluster, plan) {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&pod)?);
+    }
+    Ok(out)
+}
+
+/// The default table.
+pub fn table(world: &World, plan: &Plan) -> String {
+    let c = &world.cluster;
+    let mut out = String::new();
+    if !plan.placements.is_empty() {
+        let rows: Vec<(&str, &str)> =
+            plan.placements.iter().map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name.as_str())).collect();
+        let w = rows.iter().map(|(p, _)| p.len()).max().unwrap_or(0).max("POD".len());
+        let _ = writeln!(out, "{:<w$}   NODE", "POD");
+        for (p, n) in rows {
+            let _ = writeln!(out, "{p:<w$}   {n}");
+        }
+    }
+    if !plan.unschedulable.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "UNSCHEDULABLE");
+        for (p, e) in &plan.unschedulable {
+            let _ = writeln!(out, "{}: {}", c.pod(*p).key, e.message());
+        }
+    }
+    let skipped = skipped(c);
+    if !skipped.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "NOT FOR THIS SCHEDULER");
+        for (p, why) in &skipped {
+            let _ = writeln!(out, "{p}: {why}");
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    let _ = write!(
+        out,
+        "{} placed, {} unschedulable, {} skipped on {} nodes",
+        plan.placements.len(),
+        plan.unschedulable.len(),
+        skipped.len(),
+        c.nodes.len()
+    );
+    out.push('\n');
+    for w in &c.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if let Some(s) = world.manifests.ignored_summary() {
+        let _ = writeln!(out, "{s}");
+    }
+    if !world.unused.is_empty() {
+        let kinds: Vec<String> = world.unused.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let _ = writeln!(out, "note: read but not used by this version's scheduling: {}", kinds.join(", "));
+    }
+    out
+}
