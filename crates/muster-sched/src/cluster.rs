@@ -13,6 +13,8 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use muster_api::resources::{self, PodRequests};
 use muster_api::taints::PREFER_NO_SCHEDULE;
 
+use crate::fastdiv::Divisor;
+
 /// A resource name interned for the hot path. `CPU` is counted in millicores, everything else in
 /// whole units.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,46 +76,87 @@ fn amount(id: ResourceId, q: muster_api::Quantity) -> i64 {
     if id == ResourceId::CPU { q.milli_value() } else { q.value() }
 }
 
+/// Number of resources counted inline in [`NodeInfo`] (cpu, memory, ephemeral-storage).
+const INLINE: usize = 3;
+
 /// A node as the scheduler sees it (`framework.NodeInfo`).
+///
+/// The fields every Filter and Score reads for every node sit inline, in under two cache lines;
+/// the rest (the object, labels, taints, extended resources) is behind one pointer, read only when
+/// a pod or node needs it.
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
+    /// Allocatable cpu (milli), memory and ephemeral-storage.
+    pub allocatable: [i64; INLINE],
+    /// The same, as divisors for the Score plugins (1 where allocatable is not positive).
+    pub allocatable_divisors: [Divisor; INLINE],
+    /// What the node's pods request of the same.
+    pub requested: [i64; INLINE],
+    /// CPU (milli) and memory requested with the scheduler's non-zero defaults (scoring).
+    pub non_zero_requested: [i64; 2],
+    /// `pods` in allocatable.
+    pub allowed_pods: i64,
+    /// Pods on the node (bound in the input, or placed by this plan).
+    pub num_pods: i64,
+    /// Bumped whenever the node's requested resources change.
+    pub generation: u64,
+    pub unschedulable: bool,
+    pub has_taints: bool,
+    pub has_prefer_no_schedule_taint: bool,
+    pub detail: Box<NodeDetail>,
+}
+
+/// The parts of a node that are read rarely.
+#[derive(Clone, Debug)]
+pub struct NodeDetail {
     pub node: Node,
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
-    pub unschedulable: bool,
-    /// Allocatable per resource id; ids past the end are zero.
-    pub allocatable: Vec<i64>,
-    pub allowed_pods: i64,
-    /// Requests of the pods on the node, per resource id.
-    pub requested: Vec<i64>,
-    /// CPU (milli) and memory requested with the scheduler's non-zero defaults (scoring).
-    pub non_zero_requested: [i64; 2],
-    /// Pods on the node (bound in the input, or placed by this plan).
+    /// Allocatable and requested amounts of the other resources, indexed by `ResourceId - 3`.
+    pub scalar_allocatable: Vec<i64>,
+    pub scalar_requested: Vec<i64>,
     pub pods: Vec<PodId>,
-    pub has_prefer_no_schedule_taint: bool,
 }
 
 impl NodeInfo {
+    pub fn name(&self) -> &str {
+        &self.detail.name
+    }
+
     pub fn allocatable(&self, id: ResourceId) -> i64 {
-        self.allocatable.get(id.0 as usize).copied().unwrap_or(0)
+        let i = id.0 as usize;
+        if i < INLINE { self.allocatable[i] } else { self.detail.scalar_allocatable.get(i - INLINE).copied().unwrap_or(0) }
     }
 
     pub fn requested(&self, id: ResourceId) -> i64 {
-        self.requested.get(id.0 as usize).copied().unwrap_or(0)
+        let i = id.0 as usize;
+        if i < INLINE { self.requested[i] } else { self.detail.scalar_requested.get(i - INLINE).copied().unwrap_or(0) }
     }
 
     /// Adds a pod's requests (Reserve / assume); `sign` -1 removes them (Unreserve).
-    pub fn account(&mut self, pod: &PodInfo, sign: i64) {
-        for &(id, v) in &pod.requests {
-            let i = id.0 as usize;
-            if self.requested.len() <= i {
-                self.requested.resize(i + 1, 0);
+    pub fn account(&mut self, pod: &PodInfo, id: PodId, sign: i64) {
+        for &(rid, v) in &pod.requests {
+            let i = rid.0 as usize;
+            if i < INLINE {
+                self.requested[i] += sign * v;
+            } else {
+                let r = &mut self.detail.scalar_requested;
+                if r.len() <= i - INLINE {
+                    r.resize(i - INLINE + 1, 0);
+                }
+                r[i - INLINE] += sign * v;
             }
-            self.requested[i] += sign * v;
         }
         self.non_zero_requested[0] += sign * pod.non_zero[0];
         self.non_zero_requested[1] += sign * pod.non_zero[1];
+        self.num_pods += sign;
+        self.generation += 1;
+        if sign > 0 {
+            self.detail.pods.push(id);
+        } else {
+            self.detail.pods.retain(|p| *p != id);
+        }
     }
 }
 
@@ -151,6 +194,9 @@ pub struct PodInfo {
     pub requests: Vec<(ResourceId, i64)>,
     /// CPU (milli) and memory with the non-zero defaults, for scoring.
     pub non_zero: [i64; 2],
+    /// Pods with equal `requests` and `non_zero` share a shape: the resource Score plugins give
+    /// them equal scores on a node in a given state.
+    pub shape: u32,
     pub state: PodState,
 }
 
@@ -264,7 +310,8 @@ impl Cluster {
                     continue;
                 }
             };
-            let mut allocatable = vec![0; c.resources.len()];
+            let mut allocatable = [0; INLINE];
+            let mut scalar_allocatable = Vec::new();
             let mut allowed_pods = 0;
             for (rname, q) in &parsed {
                 if rname == resources::PODS {
@@ -272,10 +319,15 @@ impl Cluster {
                     continue;
                 }
                 let id = c.resources.intern(rname);
-                if allocatable.len() <= id.0 as usize {
-                    allocatable.resize(id.0 as usize + 1, 0);
+                let i = id.0 as usize;
+                if i < INLINE {
+                    allocatable[i] = amount(id, *q);
+                } else {
+                    if scalar_allocatable.len() <= i - INLINE {
+                        scalar_allocatable.resize(i - INLINE + 1, 0);
+                    }
+                    scalar_allocatable[i - INLINE] = amount(id, *q);
                 }
-                allocatable[id.0 as usize] = amount(id, *q);
             }
             if allowed_pods == 0 {
                 c.warnings.push(format!("node {name} has no `pods` in status.allocatable: no pod fits on it"));
@@ -285,22 +337,31 @@ impl Cluster {
             let has_prefer = taints.iter().any(|t| t.effect == PREFER_NO_SCHEDULE);
             c.any_prefer_no_schedule |= has_prefer;
             c.nodes.push(NodeInfo {
-                labels: node.metadata.labels.clone().unwrap_or_default(),
-                unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
-                name,
-                taints,
+                allocatable_divisors: allocatable.map(|a| Divisor::new(a.max(1) as u64)),
                 allocatable,
-                allowed_pods,
-                requested: Vec::new(),
+                requested: [0; INLINE],
                 non_zero_requested: [0, 0],
-                pods: Vec::new(),
+                allowed_pods,
+                num_pods: 0,
+                generation: 0,
+                unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+                has_taints: !taints.is_empty(),
                 has_prefer_no_schedule_taint: has_prefer,
-                node,
+                detail: Box::new(NodeDetail {
+                    labels: node.metadata.labels.clone().unwrap_or_default(),
+                    name,
+                    taints,
+                    scalar_allocatable,
+                    scalar_requested: Vec::new(),
+                    pods: Vec::new(),
+                    node,
+                }),
             });
         }
         let node_ids: HashMap<String, NodeId> =
-            c.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), NodeId(i as u32))).collect();
+            c.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), NodeId(i as u32))).collect();
 
+        let mut shapes: HashMap<(Vec<(ResourceId, i64)>, [i64; 2]), u32> = HashMap::new();
         let mut pods = pods;
         pods.sort_by(|a, b| {
             (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
@@ -365,11 +426,12 @@ impl Cluster {
                 .collect();
             reqs.sort_unstable();
             let id = PodId(c.pods.len() as u32);
-            let info = PodInfo { pod, key, priority, requests: reqs, non_zero: [non_zero_milli_cpu, non_zero_memory], state };
+            let non_zero = [non_zero_milli_cpu, non_zero_memory];
+            let next_shape = shapes.len() as u32;
+            let shape = *shapes.entry((reqs.clone(), non_zero)).or_insert(next_shape);
+            let info = PodInfo { pod, key, priority, requests: reqs, non_zero, shape, state };
             if let PodState::Bound(n) = info.state {
-                let node = &mut c.nodes[n.0 as usize];
-                node.account(&info, 1);
-                node.pods.push(id);
+                c.nodes[n.0 as usize].account(&info, id, 1);
             }
             c.pods.push(info);
         }
@@ -398,7 +460,7 @@ fn zone_key(labels: &BTreeMap<String, String>) -> String {
 fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
     let mut zones: Vec<(String, Vec<NodeId>)> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
-        let key = zone_key(&n.labels);
+        let key = zone_key(&n.detail.labels);
         match zones.iter_mut().find(|(k, _)| *k == key) {
             Some((_, list)) => list.push(NodeId(i as u32)),
             None => zones.push((key, vec![NodeId(i as u32)])),

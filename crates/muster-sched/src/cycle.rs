@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use crate::cluster::{Cluster, NodeId, PodId, PodState};
+use crate::fastdiv::Divisor;
 use crate::framework::{CycleState, FitError, MAX_NODE_SCORE, Rejection};
 use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
 use crate::plugins::{
@@ -73,10 +74,13 @@ pub struct Scheduler<'c> {
     cluster: &'c mut Cluster,
     config: SchedulerConfig,
     scored: Vec<ScoredResource>,
+    weight_sum: Divisor,
     next_start_node_index: usize,
     feasible: Vec<NodeId>,
+    rejected: Vec<NodeId>,
     scores: Vec<i64>,
     plugin_scores: Vec<i64>,
+    memo: Vec<ScoreMemo>,
 }
 
 impl<'c> Scheduler<'c> {
@@ -86,14 +90,19 @@ impl<'c> Scheduler<'c> {
             .iter()
             .map(|(name, weight)| ScoredResource { id: cluster.resources.intern(name), weight: *weight })
             .collect();
+        let weight_sum: i64 = config.scoring_resources.iter().map(|(_, w)| *w).sum();
+        let memo = vec![ScoreMemo::EMPTY; cluster.nodes.len()];
         Scheduler {
             cluster,
             config,
             scored,
+            weight_sum: Divisor::new(weight_sum.max(1) as u64),
             next_start_node_index: 0,
             feasible: Vec::new(),
+            rejected: Vec::new(),
             scores: Vec::new(),
             plugin_scores: Vec::new(),
+            memo,
         }
     }
 
@@ -161,36 +170,50 @@ impl<'c> Scheduler<'c> {
         }
         let to_find = self.num_feasible_nodes_to_find(num_nodes);
 
-        // Filter, starting where the previous cycle stopped.
+        // Filter, starting where the previous cycle stopped. Rejected nodes are only counted
+        // here; their reasons are worked out below if the pod fits nowhere (filters are pure, so
+        // running them again gives the same verdicts).
         self.feasible.clear();
-        let mut rejections: Vec<Rejection> = Vec::new();
-        let mut rejection_ids: HashMap<Rejection, u16> = HashMap::new();
-        let mut node_statuses: Vec<(NodeId, u16)> = Vec::new();
+        self.rejected.clear();
         let mut processed = 0;
-        for i in 0..num_nodes {
-            let node_id = cluster.node_order[(self.next_start_node_index + i) % num_nodes];
+        let (before, after) = cluster.node_order.split_at(self.next_start_node_index);
+        // Most pods ask only for cpu, memory and ephemeral-storage and set no node constraints; on
+        // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
+        // comparisons.
+        let simple_pod = state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
+        for &node_id in after.iter().chain(before) {
             let node = cluster.node(node_id);
             processed += 1;
-            match run_filters(&state, node, cluster) {
-                Ok(()) => {
-                    self.feasible.push(node_id);
-                    if self.feasible.len() >= to_find {
-                        break;
-                    }
+            let feasible = if simple_pod && !node.unschedulable && !node.has_taints {
+                fits_inline(&state, node)
+            } else {
+                run_filters(&state, node, cluster).is_ok()
+            };
+            if feasible {
+                self.feasible.push(node_id);
+                if self.feasible.len() >= to_find {
+                    break;
                 }
-                Err(r) => {
-                    let next = rejections.len() as u16;
-                    let id = *rejection_ids.entry(r.clone()).or_insert_with(|| {
-                        rejections.push(r);
-                        next
-                    });
-                    node_statuses.push((node_id, id));
-                }
+            } else {
+                self.rejected.push(node_id);
             }
         }
         self.next_start_node_index = (self.next_start_node_index + processed) % num_nodes;
 
         if self.feasible.is_empty() {
+            let mut rejections: Vec<Rejection> = Vec::new();
+            let mut rejection_ids: HashMap<Rejection, u16> = HashMap::new();
+            let mut node_statuses: Vec<(NodeId, u16)> = Vec::with_capacity(self.rejected.len());
+            for &node_id in &self.rejected {
+                let r = run_filters(&state, cluster.node(node_id), cluster)
+                    .expect_err("a node Filter rejected once is rejected again: filters are pure");
+                let next = rejections.len() as u16;
+                let id = *rejection_ids.entry(r.clone()).or_insert_with(|| {
+                    rejections.push(r);
+                    next
+                });
+                node_statuses.push((node_id, id));
+            }
             node_statuses.sort_unstable();
             return Outcome::Unschedulable(FitError {
                 num_all_nodes: num_nodes,
@@ -207,17 +230,17 @@ impl<'c> Scheduler<'c> {
                 cluster,
                 config: &self.config,
                 scored: &self.scored,
+                weight_sum: self.weight_sum,
                 feasible: &self.feasible,
                 scores: &mut self.scores,
                 plugin_scores: &mut self.plugin_scores,
+                memo: &mut self.memo,
             };
             scoring.select_host(&state)
         };
         // Reserve: the pod is assumed onto the node for every later cycle.
-        let pod = cluster.pod(pod_id).clone();
-        let node = &mut self.cluster.nodes[chosen.0 as usize];
-        node.account(&pod, 1);
-        node.pods.push(pod_id);
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
         Outcome::Placed(chosen)
     }
 
@@ -228,9 +251,23 @@ struct Scoring<'a> {
     cluster: &'a Cluster,
     config: &'a SchedulerConfig,
     scored: &'a [ScoredResource],
+    weight_sum: Divisor,
     feasible: &'a [NodeId],
     scores: &'a mut Vec<i64>,
     plugin_scores: &'a mut Vec<i64>,
+    memo: &'a mut [ScoreMemo],
+}
+
+/// A node's last NodeResourcesFit + BalancedAllocation score and what it was computed for.
+#[derive(Clone, Copy)]
+struct ScoreMemo {
+    shape: u32,
+    generation: u64,
+    score: i64,
+}
+
+impl ScoreMemo {
+    const EMPTY: ScoreMemo = ScoreMemo { shape: u32::MAX, generation: u64::MAX, score: 0 };
 }
 
 impl Scoring<'_> {
@@ -243,16 +280,30 @@ impl Scoring<'_> {
         self.scores.clear();
         self.scores.resize(self.feasible.len(), 0);
 
-        if w.node_resources_fit != 0 {
-            for (s, n) in self.scores.iter_mut().zip(self.feasible) {
-                let raw = node_resources_fit::score(state, cluster.node(*n), self.config.scoring_strategy, self.scored);
-                *s += w.node_resources_fit * raw;
+        // NodeResourcesFit and NodeResourcesBalancedAllocation need no normalization: one pass.
+        let fit_weight = w.node_resources_fit;
+        let balanced_weight =
+            if node_resources_balanced_allocation::skip(state) { 0 } else { w.balanced_allocation };
+        let shape = state.pod.shape;
+        for (s, n) in self.scores.iter_mut().zip(self.feasible) {
+            let node = cluster.node(*n);
+            // The memo holds the last resource score of this node; it is exact while the node's
+            // generation and the pod's shape are the ones it was computed for.
+            let memo = &mut self.memo[n.0 as usize];
+            if memo.shape == shape && memo.generation == node.generation {
+                *s = memo.score;
+                continue;
             }
-        }
-        if w.balanced_allocation != 0 && !node_resources_balanced_allocation::skip(state) {
-            for (s, n) in self.scores.iter_mut().zip(self.feasible) {
-                *s += w.balanced_allocation * node_resources_balanced_allocation::score(state, cluster.node(*n));
+            let mut v = 0;
+            if fit_weight != 0 {
+                let raw = node_resources_fit::score(state, node, self.config.scoring_strategy, self.scored, self.weight_sum);
+                v += fit_weight * raw;
             }
+            if balanced_weight != 0 {
+                v += balanced_weight * node_resources_balanced_allocation::score(state, node);
+            }
+            *memo = ScoreMemo { shape, generation: node.generation, score: v };
+            *s = v;
         }
         // TaintToleration and NodeAffinity give every node the same score when no node has a
         // PreferNoSchedule taint / the pod has no preferred terms; a constant never changes the
@@ -310,6 +361,17 @@ pub fn run_filters(state: &CycleState<'_>, node: &crate::cluster::NodeInfo, clus
     node_affinity::filter(state, node)?;
     node_resources_fit::filter(state, node, &cluster.resources)?;
     Ok(())
+}
+
+/// NodeResourcesFit's Filter for a pod whose requests are all inline, on a node with room: the
+/// same verdict as `node_resources_fit::filter` returning `Ok`.
+#[inline]
+fn fits_inline(state: &CycleState<'_>, node: &crate::cluster::NodeInfo) -> bool {
+    let r = &state.inline_requests;
+    (node.num_pods < node.allowed_pods)
+        & (r[0] <= node.allocatable[0] - node.requested[0])
+        & (r[1] <= node.allocatable[1] - node.requested[1])
+        & (r[2] <= node.allocatable[2] - node.requested[2])
 }
 
 /// `helper.DefaultNormalizeScore`: scale to 0..=100 by the highest score; `reverse` flips it.

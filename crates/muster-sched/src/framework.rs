@@ -29,6 +29,10 @@ impl Rejection {
 /// What PreFilter computes once per pod and Filter/Score read for every node (`CycleState`).
 pub struct CycleState<'a> {
     pub pod: &'a PodInfo,
+    /// The pod's cpu (milli), memory and ephemeral-storage requests.
+    pub inline_requests: [i64; 3],
+    /// True when the pod requests nothing beyond cpu, memory and ephemeral-storage.
+    pub only_inline_requests: bool,
     pub tolerations: &'a [Toleration],
     /// Tolerations that can tolerate PreferNoSchedule taints (TaintToleration PreScore).
     pub prefer_tolerations: Vec<&'a Toleration>,
@@ -42,8 +46,16 @@ impl<'a> CycleState<'a> {
         let spec = pod.pod.spec.as_ref().expect("the model only holds pods with a spec");
         let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
         let node_affinity = spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref());
+        let mut inline_requests = [0; 3];
+        for &(id, v) in &pod.requests {
+            if let Some(slot) = inline_requests.get_mut(id.0 as usize) {
+                *slot = v;
+            }
+        }
         CycleState {
             pod,
+            inline_requests,
+            only_inline_requests: pod.requests.iter().all(|(id, _)| (id.0 as usize) < 3),
             tolerations,
             prefer_tolerations: tolerations
                 .iter()
@@ -57,7 +69,11 @@ impl<'a> CycleState<'a> {
         }
     }
 
+    #[inline]
     pub fn request(&self, id: ResourceId) -> i64 {
+        if let Some(v) = self.inline_requests.get(id.0 as usize) {
+            return *v;
+        }
         self.pod.requests.iter().find(|(r, _)| *r == id).map_or(0, |(_, v)| *v)
     }
 }

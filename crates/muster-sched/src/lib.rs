@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod cycle;
+pub mod fastdiv;
 pub mod framework;
 pub mod plugins;
 

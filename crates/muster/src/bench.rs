@@ -26,10 +26,12 @@ pub fn basic_node(i: usize) -> Node {
     }
 }
 
-/// scheduler_perf's `pod-default.yaml`: one pause container with 100m cpu and 500Mi memory.
-pub fn basic_pod(i: usize) -> Pod {
+/// scheduler_perf's `pod-default.yaml`: one pause container with 100m cpu and 500Mi memory. With
+/// `shapes > 1`, pod i asks `i % shapes` KiB more memory, so that consecutive pods differ.
+pub fn basic_pod(i: usize, shapes: usize) -> Pod {
+    let memory = format!("{}Ki", 500 * 1024 + i % shapes.max(1));
     let list: BTreeMap<String, Quantity> =
-        [("cpu", "100m"), ("memory", "500Mi")].into_iter().map(|(k, v)| (k.to_string(), q(v))).collect();
+        [("cpu", "100m".to_string()), ("memory", memory)].into_iter().map(|(k, v)| (k.to_string(), q(&v))).collect();
     Pod {
         metadata: ObjectMeta {
             name: Some(format!("pod-{i:06}")),
@@ -49,14 +51,14 @@ pub fn basic_pod(i: usize) -> Pod {
     }
 }
 
-pub fn basic_objects(nodes: usize, pods: usize) -> (Vec<Node>, Vec<Pod>) {
-    ((0..nodes).map(basic_node).collect(), (0..pods).map(basic_pod).collect())
+pub fn basic_objects(nodes: usize, pods: usize, shapes: usize) -> (Vec<Node>, Vec<Pod>) {
+    ((0..nodes).map(basic_node).collect(), (0..pods).map(|i| basic_pod(i, shapes)).collect())
 }
 
 /// Writes the SchedulingBasic cluster as one multi-document YAML file (a dump to load).
 pub fn write_yaml(path: &std::path::Path, nodes: usize, pods: usize) -> anyhow::Result<()> {
     use std::io::Write;
-    let (ns, ps) = basic_objects(nodes, pods);
+    let (ns, ps) = basic_objects(nodes, pods, 1);
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     for n in &ns {
         writeln!(w, "---")?;
@@ -83,8 +85,8 @@ fn secs(d: Duration) -> f64 {
 }
 
 /// Times the plan cycle (not the generation or the snapshot build) `iterations` times.
-pub fn plan(nodes: usize, pods: usize, iterations: usize, config: &SchedulerConfig) -> anyhow::Result<String> {
-    let (ns, ps) = basic_objects(nodes, pods);
+pub fn plan(nodes: usize, pods: usize, shapes: usize, iterations: usize, config: &SchedulerConfig) -> anyhow::Result<String> {
+    let (ns, ps) = basic_objects(nodes, pods, shapes);
     let t = Instant::now();
     let base = Cluster::build(ns, ps, &[], &SchedulerNames::default())
         .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
@@ -102,7 +104,7 @@ pub fn plan(nodes: usize, pods: usize, iterations: usize, config: &SchedulerConf
     let median = runs[runs.len() / 2];
     let best = runs[0];
     Ok(format!(
-        "SchedulingBasic: {nodes} nodes, {pods} pending pods, {iterations} runs\n  snapshot build: {:.3} s\n  plan cycle: median {:.3} s ({:.0} pods/s), best {:.3} s ({:.0} pods/s)\n  placed: {placed}/{pods}\n  peak RSS: {:.0} MiB\n",
+        "SchedulingBasic: {nodes} nodes, {pods} pending pods in {shapes} shape(s), {iterations} runs\n  snapshot build: {:.3} s\n  plan cycle: median {:.3} s ({:.0} pods/s), best {:.3} s ({:.0} pods/s)\n  placed: {placed}/{pods}\n  peak RSS: {:.0} MiB\n",
         secs(build),
         secs(median),
         pods as f64 / secs(median),

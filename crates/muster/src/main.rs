@@ -71,6 +71,9 @@ enum BenchCommand {
         nodes: usize,
         #[arg(long, default_value_t = 50000)]
         pods: usize,
+        /// Distinct pod request shapes (1 = scheduler_perf's identical pods).
+        #[arg(long, default_value_t = 1)]
+        shapes: usize,
         #[arg(long, default_value_t = 5)]
         iterations: usize,
         #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
@@ -165,9 +168,9 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
 
 fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        BenchCommand::Plan { nodes, pods, iterations, scoring } => {
+        BenchCommand::Plan { nodes, pods, shapes, iterations, scoring } => {
             let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
-            print!("{}", bench::plan(nodes, pods, iterations, &config)?);
+            print!("{}", bench::plan(nodes, pods, shapes, iterations, &config)?);
         }
         BenchCommand::Write { nodes, pods, file } => {
             bench::write_yaml(&file, nodes, pods)?;

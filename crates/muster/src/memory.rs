@@ -76,7 +76,7 @@ pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
     for (pod_id, node_id) in &plan.placements {
         let mut pod = cluster.pod(*pod_id).pod.clone();
         if let Some(spec) = pod.spec.as_mut() {
-            spec.node_name = Some(cluster.node(*node_id).name.clone());
+            spec.node_name = Some(cluster.node(*node_id).name().to_string());
         }
         set_scheduled_condition(&mut pod, "True", None, None);
         out.push(pod);

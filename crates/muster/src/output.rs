@@ -27,7 +27,7 @@ fn skipped(cluster: &Cluster) -> Vec<(&str, String)> {
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
     json!({
-        "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name})).collect::<Vec<_>>(),
+        "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name()})).collect::<Vec<_>>(),
         "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": e.message()})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
@@ -51,7 +51,7 @@ pub fn table(world: &World, plan: &Plan) -> String {
     let mut out = String::new();
     if !plan.placements.is_empty() {
         let rows: Vec<(&str, &str)> =
-            plan.placements.iter().map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name.as_str())).collect();
+            plan.placements.iter().map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name())).collect();
         let w = rows.iter().map(|(p, _)| p.len()).max().unwrap_or(0).max("POD".len());
         let _ = writeln!(out, "{:<w$}   NODE", "POD");
         for (p, n) in rows {

@@ -9,7 +9,7 @@ pub const NAME: &str = "NodeAffinity";
 pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
 
 fn view(node: &NodeInfo) -> NodeView<'_> {
-    NodeView { name: &node.name, labels: &node.labels }
+    NodeView { name: &node.detail.name, labels: &node.detail.labels }
 }
 
 pub fn filter(state: &CycleState<'_>, node: &NodeInfo) -> Result<(), Rejection> {

@@ -14,6 +14,7 @@ pub fn skip(state: &CycleState<'_>) -> bool {
     RESOURCES.iter().all(|r| state.request(*r) == 0)
 }
 
+#[inline]
 pub fn score(state: &CycleState<'_>, node: &NodeInfo) -> i64 {
     let mut fractions = [0f64; 2];
     let mut n = 0;

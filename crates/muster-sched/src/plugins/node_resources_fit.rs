@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use crate::cluster::{NodeInfo, ResourceId, ResourceNames};
+use crate::fastdiv::Divisor;
 use crate::framework::{CycleState, MAX_NODE_SCORE, Rejection};
 
 pub const NAME: &str = "NodeResourcesFit";
@@ -27,7 +28,7 @@ pub struct ScoredResource {
 
 pub fn filter(state: &CycleState<'_>, node: &NodeInfo, names: &ResourceNames) -> Result<(), Rejection> {
     let mut reasons: Vec<Cow<'static, str>> = Vec::new();
-    if node.pods.len() as i64 + 1 > node.allowed_pods {
+    if node.num_pods + 1 > node.allowed_pods {
         reasons.push(Cow::Borrowed("Too many pods"));
     }
     for &(id, want) in &state.pod.requests {
@@ -46,6 +47,7 @@ pub fn filter(state: &CycleState<'_>, node: &NodeInfo, names: &ResourceNames) ->
 /// (allocatable, requested-after-placement) for one scored resource, as
 /// `calculateResourceAllocatableRequest` gives them. `non_zero` selects the scheduler's non-zero
 /// defaults for cpu and memory (NodeResourcesFit) over the plain requests (BalancedAllocation).
+#[inline]
 pub fn allocatable_and_requested(state: &CycleState<'_>, node: &NodeInfo, id: ResourceId, non_zero: bool) -> (i64, i64) {
     let pod_request = match (id, non_zero) {
         (ResourceId::CPU, true) => state.pod.non_zero[0],
@@ -64,22 +66,44 @@ pub fn allocatable_and_requested(state: &CycleState<'_>, node: &NodeInfo, id: Re
     (node.allocatable(id), node_requested + pod_request)
 }
 
-pub fn score(state: &CycleState<'_>, node: &NodeInfo, strategy: ScoringStrategy, resources: &[ScoredResource]) -> i64 {
+/// The raw score by `strategy` over `resources`; `weight_sum` divides the weighted sum when every
+/// scored resource is allocatable on the node (the common case), saving a hardware division.
+#[inline]
+pub fn score(
+    state: &CycleState<'_>,
+    node: &NodeInfo,
+    strategy: ScoringStrategy,
+    resources: &[ScoredResource],
+    weight_sum: Divisor,
+) -> i64 {
     let mut node_score = 0;
-    let mut weight_sum = 0;
+    let mut weights = 0;
+    let mut all = true;
     for r in resources {
         let (allocatable, requested) = allocatable_and_requested(state, node, r.id, true);
-        if allocatable == 0 {
+        if allocatable <= 0 {
+            all = false;
             continue;
         }
+        let divide = |n: i64| match node.allocatable_divisors.get(r.id.0 as usize) {
+            Some(d) => d.divide(n as u64) as i64,
+            None => n / allocatable,
+        };
         let s = match strategy {
             ScoringStrategy::LeastAllocated => {
-                if requested > allocatable { 0 } else { (allocatable - requested) * MAX_NODE_SCORE / allocatable }
+                if requested > allocatable { 0 } else { divide((allocatable - requested) * MAX_NODE_SCORE) }
             }
-            ScoringStrategy::MostAllocated => requested.min(allocatable) * MAX_NODE_SCORE / allocatable,
+            ScoringStrategy::MostAllocated => divide(requested.clamp(0, allocatable) * MAX_NODE_SCORE),
         };
         node_score += s * r.weight;
-        weight_sum += r.weight;
+        weights += r.weight;
     }
-    if weight_sum == 0 { 0 } else { node_score / weight_sum }
+    if weights == 0 {
+        0
+    } else if all && node_score >= 0 {
+        weight_sum.divide(node_score as u64) as i64
+    } else {
+        node_score / weights
+    }
 }
+

@@ -9,10 +9,10 @@ use crate::framework::{CycleState, Rejection};
 pub const NAME: &str = "TaintToleration";
 
 pub fn filter(state: &CycleState<'_>, node: &NodeInfo) -> Result<(), Rejection> {
-    if node.taints.is_empty() {
+    if !node.has_taints {
         return Ok(());
     }
-    match find_untolerated(&node.taints, state.tolerations, |t| t.effect == NO_SCHEDULE || t.effect == NO_EXECUTE) {
+    match find_untolerated(&node.detail.taints, state.tolerations, |t| t.effect == NO_SCHEDULE || t.effect == NO_EXECUTE) {
         None => Ok(()),
         Some(t) => Err(Rejection::new(
             NAME,
@@ -28,7 +28,8 @@ pub fn score(state: &CycleState<'_>, node: &NodeInfo) -> i64 {
     if !node.has_prefer_no_schedule_taint {
         return 0;
     }
-    node.taints
+    node.detail
+        .taints
         .iter()
         .filter(|t| t.effect == PREFER_NO_SCHEDULE && !state.prefer_tolerations.iter().any(|tol| tolerates(tol, t)))
         .count() as i64
