@@ -138,6 +138,9 @@ fn collect_files(p: &Path, explicit: bool, out: &mut Vec<PathBuf>) -> Result<(),
     Ok(())
 }
 
+/// Texts larger than this are parsed in pieces, in parallel.
+const PIECE_BYTES: usize = 256 * 1024;
+
 #[derive(Default)]
 struct Loader {
     manifests: Manifests,
@@ -151,11 +154,47 @@ impl Loader {
 
     fn add_text(&mut self, name: &str, text: &str) {
         let file: Arc<str> = name.into();
-        let docs = match yaml::parse_stream(text) {
+        // Large dumps are cut into pieces of whole documents, parsed and decoded on every core;
+        // the pieces are merged back in order, so the result does not depend on the thread count.
+        let pieces = yaml::split_documents(text, PIECE_BYTES);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(pieces.len());
+        let results: Vec<std::sync::Mutex<Option<Loader>>> = pieces.iter().map(|_| Default::default()).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(start, line)) = pieces.get(i) else { break };
+                let end = pieces.get(i + 1).map_or(text.len(), |p| p.0);
+                let mut part = Loader::default();
+                part.add_piece(&file, &text[start..end], line);
+                *results[i].lock().expect("no worker panics") = Some(part);
+            }
+        };
+        if threads <= 1 {
+            work();
+        } else {
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(work);
+                }
+            });
+        }
+        for r in results {
+            let part = r.into_inner().expect("no worker panics").expect("every piece is processed");
+            self.manifests.objects.extend(part.manifests.objects);
+            for (k, n) in part.manifests.ignored {
+                *self.manifests.ignored.entry(k).or_default() += n;
+            }
+            self.errors.extend(part.errors);
+        }
+    }
+
+    fn add_piece(&mut self, file: &Arc<str>, text: &str, line_offset: u32) {
+        let docs = match yaml::parse_stream_at(text, line_offset) {
             Ok(d) => d,
             Err(e) => {
                 self.errors.push(Diagnostic {
-                    file,
+                    file: file.clone(),
                     pos: Some(e.pos),
                     object: None,
                     field: None,
@@ -165,7 +204,7 @@ impl Loader {
             }
         };
         for doc in &docs {
-            self.add_node(&file, &doc.root, None);
+            self.add_node(file, &doc.root, None);
         }
     }
 

@@ -173,15 +173,43 @@ enum Frame<'a> {
     Map { pos: Pos, anchor: usize, entries: Vec<(Node<'a>, Node<'a>)>, key: Option<Node<'a>> },
 }
 
-fn pos_of(span: &granit_parser::Span) -> Pos {
-    Pos { line: span.start.line() as u32, col: span.start.col() as u32 + 1 }
+fn pos_of(span: &granit_parser::Span, line_offset: u32) -> Pos {
+    Pos { line: span.start.line() as u32 + line_offset, col: span.start.col() as u32 + 1 }
 }
 
 /// Upper bound on the nodes that aliases may copy, against "billion laughs" inputs.
 const ALIAS_BUDGET_NODES: usize = 10_000_000;
 
+/// Splits a stream into pieces of at least `min_len` bytes that each hold whole documents, at
+/// lines that start a document (`---`). The YAML spec forbids such lines inside
+/// any scalar, so every piece parses on its own. Returns (byte offset, lines before it) per piece.
+/// A stream with directives (`%YAML`, `%TAG`), which apply across markers, stays one piece.
+pub fn split_documents(text: &str, min_len: usize) -> Vec<(usize, u32)> {
+    let mut pieces = vec![(0usize, 0u32)];
+    if text.starts_with('%') || text.contains("\n%") {
+        return pieces;
+    }
+    let mut line = 0u32;
+    let mut offset = 0usize;
+    for l in text.split_inclusive('\n') {
+        let marker = l.starts_with("---")
+            && l[3..].chars().next().is_none_or(|c| c.is_whitespace());
+        if marker && offset - pieces.last().expect("never empty").0 >= min_len {
+            pieces.push((offset, line));
+        }
+        offset += l.len();
+        line += 1;
+    }
+    pieces
+}
+
 /// Parses every document in `text`. Empty documents (only comments, or nothing) are skipped.
 pub fn parse_stream(text: &str) -> Result<Vec<Document<'_>>, YamlError> {
+    parse_stream_at(text, 0)
+}
+
+/// [`parse_stream`] for a piece of a larger text that starts after `line_offset` lines.
+pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>, YamlError> {
     let mut docs = Vec::new();
     let mut stack: Vec<Frame<'_>> = Vec::new();
     let mut anchors: HashMap<usize, Node<'_>> = HashMap::new();
@@ -189,10 +217,10 @@ pub fn parse_stream(text: &str) -> Result<Vec<Document<'_>>, YamlError> {
     let mut root: Option<Node<'_>> = None;
     for item in Parser::new_from_str(text) {
         let (event, span) = item.map_err(|e| YamlError {
-            pos: Pos { line: e.marker().line() as u32, col: e.marker().col() as u32 + 1 },
+            pos: Pos { line: e.marker().line() as u32 + line_offset, col: e.marker().col() as u32 + 1 },
             message: e.kind().to_string(),
         })?;
-        let pos = pos_of(&span);
+        let pos = pos_of(&span, line_offset);
         let (node, anchor) = match event {
             Event::StreamStart | Event::StreamEnd => continue,
             Event::DocumentStart(..) => {
@@ -364,6 +392,21 @@ mod tests {
     fn syntax_errors_are_located() {
         let e = parse_stream("a: 1\nb: [1, 2\n").unwrap_err();
         assert!(e.pos.line >= 2, "{e:?}");
+    }
+
+    #[test]
+    fn split_pieces_parse_to_the_same_documents() {
+        let text = "a: 1\n---\nb: |\n  ---x\n---\n# c\nc: 3\n...\n---\nd: [1,\n  2]\n";
+        let whole: Vec<_> = parse_stream(text).unwrap().into_iter().map(|d| d.root).collect();
+        let pieces = split_documents(text, 1);
+        assert_eq!(pieces.len(), 4);
+        let mut joined = Vec::new();
+        for (i, (start, line)) in pieces.iter().enumerate() {
+            let end = pieces.get(i + 1).map_or(text.len(), |p| p.0);
+            joined.extend(parse_stream_at(&text[*start..end], *line).unwrap().into_iter().map(|d| d.root));
+        }
+        assert_eq!(joined, whole, "positions included");
+        assert_eq!(split_documents("%YAML 1.2\n---\na: 1\n---\nb: 2\n", 1).len(), 1);
     }
 
     #[test]

@@ -186,7 +186,7 @@ pub enum PodState {
 /// A pod and what the scheduler derived from it (`framework.PodInfo`).
 #[derive(Clone, Debug)]
 pub struct PodInfo {
-    pub pod: Pod,
+    pub pod: Box<Pod>,
     /// `namespace/name`.
     pub key: String,
     pub priority: i32,
@@ -273,7 +273,7 @@ impl Cluster {
     /// Builds the snapshot. Every problem is returned, not only the first.
     pub fn build(
         nodes: Vec<Node>,
-        pods: Vec<Pod>,
+        pods: Vec<Box<Pod>>,
         priority_classes: &[PriorityClass],
         scheduler_names: &SchedulerNames,
     ) -> Result<Cluster, Vec<ModelError>> {
@@ -294,9 +294,12 @@ impl Cluster {
             }
         }
 
-        let mut nodes = nodes;
-        nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        for node in nodes {
+        // Objects are large: sort them through an index rather than moving them around.
+        let mut nodes: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+        let mut order: Vec<usize> = (0..nodes.len()).collect();
+        order.sort_by(|a, b| nodes[*a].as_ref().map(|n| &n.metadata.name).cmp(&nodes[*b].as_ref().map(|n| &n.metadata.name)));
+        c.nodes.reserve_exact(nodes.len());
+        for node in order.into_iter().filter_map(|i| nodes[i].take()) {
             let name = node.metadata.name.clone().unwrap_or_default();
             let status = node.status.as_ref();
             let (list, field) = match status.and_then(|s| s.allocatable.as_ref()) {
@@ -362,12 +365,13 @@ impl Cluster {
             c.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), NodeId(i as u32))).collect();
 
         let mut shapes: HashMap<(Vec<(ResourceId, i64)>, [i64; 2]), u32> = HashMap::new();
-        let mut pods = pods;
-        pods.sort_by(|a, b| {
-            (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
-                .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
-        });
-        for pod in pods {
+        let mut order: Vec<usize> = (0..pods.len()).collect();
+        let pod_key = |p: &Box<Pod>| (p.metadata.namespace.clone(), p.metadata.name.clone());
+        let keys: Vec<_> = pods.iter().map(pod_key).collect();
+        order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+        let mut pods: Vec<Option<Box<Pod>>> = pods.into_iter().map(Some).collect();
+        c.pods.reserve_exact(pods.len());
+        for pod in order.into_iter().filter_map(|i| pods[i].take()) {
             let key = format!(
                 "{}/{}",
                 pod.metadata.namespace.as_deref().unwrap_or("default"),

@@ -51,8 +51,8 @@ pub fn basic_pod(i: usize, shapes: usize) -> Pod {
     }
 }
 
-pub fn basic_objects(nodes: usize, pods: usize, shapes: usize) -> (Vec<Node>, Vec<Pod>) {
-    ((0..nodes).map(basic_node).collect(), (0..pods).map(|i| basic_pod(i, shapes)).collect())
+pub fn basic_objects(nodes: usize, pods: usize, shapes: usize) -> (Vec<Node>, Vec<Box<Pod>>) {
+    ((0..nodes).map(basic_node).collect(), (0..pods).map(|i| Box::new(basic_pod(i, shapes))).collect())
 }
 
 /// Writes the SchedulingBasic cluster as one multi-document YAML file (a dump to load).

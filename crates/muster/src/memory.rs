@@ -8,8 +8,10 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
 use muster_sched::{Cluster, ModelError, Plan, SchedulerNames};
 
-/// The inputs of a run: the manifests (kept for origins and output) and the cluster built from them.
+/// The inputs of a run: the cluster built from the manifests, and what the manifests held that the
+/// cluster does not (objects muster ignores, kinds this version reads but does not use).
 pub struct World {
+    /// The manifests, with `objects` moved into the cluster.
     pub manifests: Manifests,
     pub cluster: Cluster,
     /// Kinds that were read but that this version's scheduling does not use yet, with counts.
@@ -23,19 +25,19 @@ impl World {
         Self::from_manifests(manifests, names)
     }
 
-    pub fn from_manifests(manifests: Manifests, names: &SchedulerNames) -> Result<World, Vec<Diagnostic>> {
+    pub fn from_manifests(mut manifests: Manifests, names: &SchedulerNames) -> Result<World, Vec<Diagnostic>> {
         let mut nodes = Vec::new();
         let mut pods = Vec::new();
         let mut classes = Vec::new();
         let mut unused: Vec<(&'static str, usize)> = Vec::new();
         let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
-        for l in &manifests.objects {
+        for l in std::mem::take(&mut manifests.objects) {
             let key = object_key(l.object.metadata().namespace.as_deref(), l.object.metadata().name.as_deref(), l.object.is_namespaced());
-            origins.insert((l.object.kind(), key), l.origin.clone());
-            match &l.object {
-                Object::Node(n) => nodes.push((**n).clone()),
-                Object::Pod(p) => pods.push((**p).clone()),
-                Object::PriorityClass(pc) => classes.push((**pc).clone()),
+            origins.insert((l.object.kind(), key), l.origin);
+            match l.object {
+                Object::Node(n) => nodes.push(*n),
+                Object::Pod(p) => pods.push(p),
+                Object::PriorityClass(pc) => classes.push(*pc),
                 other => match unused.iter_mut().find(|(k, _)| *k == other.kind()) {
                     Some((_, n)) => *n += 1,
                     None => unused.push((other.kind(), 1)),
@@ -74,7 +76,7 @@ fn model_diagnostic(e: ModelError, origins: &HashMap<(&'static str, String), Ori
 pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
     let mut out = Vec::with_capacity(plan.placements.len() + plan.unschedulable.len());
     for (pod_id, node_id) in &plan.placements {
-        let mut pod = cluster.pod(*pod_id).pod.clone();
+        let mut pod = (*cluster.pod(*pod_id).pod).clone();
         if let Some(spec) = pod.spec.as_mut() {
             spec.node_name = Some(cluster.node(*node_id).name().to_string());
         }
@@ -82,7 +84,7 @@ pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
         out.push(pod);
     }
     for (pod_id, err) in &plan.unschedulable {
-        let mut pod = cluster.pod(*pod_id).pod.clone();
+        let mut pod = (*cluster.pod(*pod_id).pod).clone();
         set_scheduled_condition(&mut pod, "False", Some("Unschedulable"), Some(err.message()));
         out.push(pod);
     }
