@@ -232,9 +232,7 @@ pub fn parse(s: &str) -> Result<Quantity, QuantityError> {
     let mut num: i128 = mantissa;
     let mut den: i128 = 1;
     let mul = |v: i128, f: i128| v.checked_mul(f).ok_or(QuantityError::TooLarge);
-    let pow10 = |n: i32| -> Result<i128, QuantityError> {
-        10i128.checked_pow(n as u32).ok_or(QuantityError::TooLarge)
-    };
+    let pow10 = |n: i32| -> Result<i128, QuantityError> { 10i128.checked_pow(n as u32).ok_or(QuantityError::TooLarge) };
     if base == 2 {
         num = mul(num, 1i128 << exp)?;
     }
@@ -249,11 +247,7 @@ pub fn parse(s: &str) -> Result<Quantity, QuantityError> {
     } else {
         den = pow10(-dec_exp)?;
     }
-    let mut nanos = if den == 0 {
-        i128::from(num != 0)
-    } else {
-        div_ceil(num, den)
-    };
+    let mut nanos = if den == 0 { i128::from(num != 0) } else { div_ceil(num, den) };
     if dropped_nonzero && nanos == 0 {
         nanos = 1;
     }

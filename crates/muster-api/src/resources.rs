@@ -111,9 +111,8 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>) -> Result<PodReq
     for (i, c) in spec.containers.iter().enumerate() {
         let mut req = container_requests(c, &format!("spec.containers[{i}]"))?;
         // In-place resize: the larger of what the spec asks and what the kubelet allocated.
-        if let Some(cs) = status
-            .and_then(|s| s.container_statuses.as_ref())
-            .and_then(|v| v.iter().find(|cs| cs.name == c.name))
+        if let Some(cs) =
+            status.and_then(|s| s.container_statuses.as_ref()).and_then(|v| v.iter().find(|cs| cs.name == c.name))
             && let Some(alloc) = cs.allocated_resources.as_ref()
         {
             let alloc = parse_list(Some(alloc), &format!("status.containerStatuses[{}].allocatedResources", c.name))?;
@@ -132,8 +131,7 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>) -> Result<PodReq
     // Defaulting: a pod-level limit without a pod-level request, for a resource no container
     // requests, makes the pod-level request equal to the limit.
     for (k, v) in &pod_lim {
-        let container_asks =
-            regular.iter().any(|r| r.contains_key(k)) || init.iter().any(|(_, r)| r.contains_key(k));
+        let container_asks = regular.iter().any(|r| r.contains_key(k)) || init.iter().any(|(_, r)| r.contains_key(k));
         if is_pod_level_resource(k) && !container_asks {
             pod_req.entry(k.clone()).or_insert(*v);
         }
@@ -206,11 +204,11 @@ mod tests {
     #[test]
     fn sums_containers_and_takes_the_init_peak() {
         let p = pod(serde_json::json!({"spec": {
-            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}],
-            "containers": [
-                {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
-                {"name": "b", "resources": {"requests": {"cpu": "500m"}}}
-            ]}}));
+        "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}],
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "500m"}}}
+        ]}}));
         let r = reqs(&p);
         assert_eq!(get(&r, CPU).milli_value(), 3000, "init container peak wins");
         assert_eq!(get(&r, MEMORY).value(), 1 << 30);
@@ -234,12 +232,12 @@ mod tests {
     fn pod_level_resources_override_cpu_and_memory_only() {
         // workload-spec.md §8.2's example.
         let p = pod(serde_json::json!({"spec": {
-            "resources": {"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"cpu": "8", "memory": "16Gi"}},
-            "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "1"}}}],
-            "containers": [
-                {"name": "a", "resources": {"requests": {"cpu": "1", "example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}},
-                {"name": "b"}
-            ]}}));
+        "resources": {"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"cpu": "8", "memory": "16Gi"}},
+        "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "1"}}}],
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1", "example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}},
+            {"name": "b"}
+        ]}}));
         let r = reqs(&p);
         assert_eq!(get(&r, CPU).milli_value(), 4000);
         assert_eq!(get(&r, MEMORY).value(), 8 << 30);
@@ -289,6 +287,9 @@ mod tests {
             {"name": "a", "resources": {"requests": {"memory": "80GB"}}}]}}));
         let e = pod_requests(p.spec.as_ref().unwrap(), None).unwrap_err();
         assert_eq!(e.field, "spec.containers[0].resources.requests.memory");
-        assert_eq!(e.to_string(), "spec.containers[0].resources.requests.memory: invalid quantity \"80GB\": unknown quantity suffix \"GB\"");
+        assert_eq!(
+            e.to_string(),
+            "spec.containers[0].resources.requests.memory: invalid quantity \"80GB\": unknown quantity suffix \"GB\""
+        );
     }
 }

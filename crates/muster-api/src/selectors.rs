@@ -96,7 +96,8 @@ mod tests {
     fn terms_are_ored_requirements_anded() {
         let l = labels(&[("zone", "a"), ("gpu", "h100")]);
         let node = NodeView { name: "n1", labels: &l };
-        let term = |rs: Vec<NodeSelectorRequirement>| NodeSelectorTerm { match_expressions: Some(rs), match_fields: None };
+        let term =
+            |rs: Vec<NodeSelectorRequirement>| NodeSelectorTerm { match_expressions: Some(rs), match_fields: None };
         let sel = NodeSelector {
             node_selector_terms: vec![
                 term(vec![req("zone", "In", &["b"])]),
@@ -104,18 +105,29 @@ mod tests {
             ],
         };
         assert!(node_selector_matches(&sel, node));
-        let sel = NodeSelector { node_selector_terms: vec![term(vec![req("zone", "In", &["a"]), req("gpu", "In", &["a100"])])] };
+        let sel = NodeSelector {
+            node_selector_terms: vec![term(vec![req("zone", "In", &["a"]), req("gpu", "In", &["a100"])])],
+        };
         assert!(!node_selector_matches(&sel, node));
-        assert!(!node_selector_matches(&NodeSelector { node_selector_terms: vec![NodeSelectorTerm::default()] }, node), "an empty term matches nothing");
+        assert!(
+            !node_selector_matches(&NodeSelector { node_selector_terms: vec![NodeSelectorTerm::default()] }, node),
+            "an empty term matches nothing"
+        );
     }
 
     #[test]
     fn match_fields_on_metadata_name() {
         let l = labels(&[]);
         let node = NodeView { name: "gpu-7", labels: &l };
-        let t = NodeSelectorTerm { match_expressions: None, match_fields: Some(vec![req("metadata.name", "In", &["gpu-7"])]) };
+        let t = NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![req("metadata.name", "In", &["gpu-7"])]),
+        };
         assert!(term_matches(&t, node));
-        let t = NodeSelectorTerm { match_expressions: None, match_fields: Some(vec![req("metadata.labels", "In", &["gpu-7"])]) };
+        let t = NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![req("metadata.labels", "In", &["gpu-7"])]),
+        };
         assert!(!term_matches(&t, node));
     }
 

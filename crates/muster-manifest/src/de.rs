@@ -157,7 +157,9 @@ impl<'de, 'n, 'p> de::Deserializer<'de> for De<'n, 'p> {
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         let r = match &self.node.value {
-            Value::Seq(items) => visitor.visit_seq(SeqAccess { items: items.iter(), index: 0, parent: self.path, unknown: self.unknown }),
+            Value::Seq(items) => {
+                visitor.visit_seq(SeqAccess { items: items.iter(), index: 0, parent: self.path, unknown: self.unknown })
+            }
             Value::Map(entries) => visitor.visit_map(self.map_access(entries, false)),
             Value::Scalar { text, .. } => match self.node.resolve() {
                 Resolved::Null => visitor.visit_unit(),
@@ -229,11 +231,7 @@ impl<'de, 'n, 'p> de::Deserializer<'de> for De<'n, 'p> {
     }
 
     fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        if self.node.is_null() {
-            visitor.visit_unit().map_err(|e| self.locate(e))
-        } else {
-            self.type_error(&visitor)
-        }
+        if self.node.is_null() { visitor.visit_unit().map_err(|e| self.locate(e)) } else { self.type_error(&visitor) }
     }
 
     fn deserialize_unit_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, DeError> {
@@ -252,9 +250,13 @@ impl<'de, 'n, 'p> de::Deserializer<'de> for De<'n, 'p> {
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         let r = match &self.node.value {
-            Value::Seq(items) => visitor.visit_seq(SeqAccess { items: items.iter(), index: 0, parent: self.path, unknown: self.unknown }),
+            Value::Seq(items) => {
+                visitor.visit_seq(SeqAccess { items: items.iter(), index: 0, parent: self.path, unknown: self.unknown })
+            }
             // `null` for a list reads as an empty list, as Go's JSON decoding reads it.
-            _ if self.node.is_null() => visitor.visit_seq(SeqAccess { items: [].iter(), index: 0, parent: self.path, unknown: self.unknown }),
+            _ if self.node.is_null() => {
+                visitor.visit_seq(SeqAccess { items: [].iter(), index: 0, parent: self.path, unknown: self.unknown })
+            }
             _ => return self.type_error(&visitor),
         };
         r.map_err(|e| self.locate(e))
@@ -264,7 +266,12 @@ impl<'de, 'n, 'p> de::Deserializer<'de> for De<'n, 'p> {
         self.deserialize_seq(visitor)
     }
 
-    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _name: &'static str, _len: usize, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
         self.deserialize_seq(visitor)
     }
 
@@ -403,12 +410,14 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_all_reported_with_their_parent_path() {
-        let errs = de::<Pod>("metadata:\n  name: p\n  nmae: q\nspec:\n  containers:\n  - name: a\n    imagee: x\n").unwrap_err();
-        let rendered: Vec<_> = errs.iter().map(|e| format!("{}: {}: {}", e.pos.unwrap(), e.path.as_deref().unwrap(), e.message)).collect();
-        assert_eq!(rendered, [
-            "3:3: metadata: unknown field \"nmae\"",
-            "7:5: spec.containers[0]: unknown field \"imagee\"",
-        ]);
+        let errs = de::<Pod>("metadata:\n  name: p\n  nmae: q\nspec:\n  containers:\n  - name: a\n    imagee: x\n")
+            .unwrap_err();
+        let rendered: Vec<_> =
+            errs.iter().map(|e| format!("{}: {}: {}", e.pos.unwrap(), e.path.as_deref().unwrap(), e.message)).collect();
+        assert_eq!(
+            rendered,
+            ["3:3: metadata: unknown field \"nmae\"", "7:5: spec.containers[0]: unknown field \"imagee\"",]
+        );
     }
 
     #[test]
@@ -422,7 +431,9 @@ mod tests {
 
     #[test]
     fn bad_quantities_are_located() {
-        let errs = de::<Pod>("spec:\n  containers:\n  - name: a\n    resources:\n      limits:\n        memory: 80GB\n").unwrap_err();
+        let errs =
+            de::<Pod>("spec:\n  containers:\n  - name: a\n    resources:\n      limits:\n        memory: 80GB\n")
+                .unwrap_err();
         assert_eq!(errs[0].path.as_deref(), Some("spec.containers[0].resources.limits.memory"));
         assert_eq!(errs[0].message, "invalid quantity \"80GB\": unknown quantity suffix \"GB\"");
     }

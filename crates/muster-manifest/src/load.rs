@@ -130,9 +130,7 @@ fn collect_files(p: &Path, explicit: bool, out: &mut Vec<PathBuf>) -> Result<(),
                 collect_files(&e, false, out)?;
             }
         }
-    } else if explicit
-        || p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-    {
+    } else if explicit || p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json")) {
         out.push(p.to_path_buf());
     }
     Ok(())
@@ -245,7 +243,9 @@ impl Loader {
                 }
                 None => {}
                 Some(_) if node.get("items").is_some_and(Node::is_null) => {}
-                Some(_) => self.errors.push(diag(node.pos, Some(kind.to_string()), Some("items"), "expected a list".into())),
+                Some(_) => {
+                    self.errors.push(diag(node.pos, Some(kind.to_string()), Some("items"), "expected a list".into()))
+                }
             }
             return;
         }
@@ -298,7 +298,7 @@ impl Loader {
                         Some(name_of()),
                         Some("apiVersion"),
                         format!(
-                            "{api_version} {kind} is not a Kubernetes 1.37 form muster reads; use {} (`muster convert` rewrites older forms)",
+                            "{api_version} {kind} is not a Kubernetes 1.37 form muster reads; use {}",
                             versions.join(" or ")
                         ),
                     ));

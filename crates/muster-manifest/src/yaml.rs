@@ -39,7 +39,10 @@ pub struct Node<'a> {
 pub enum Value<'a> {
     /// A scalar's text after escape processing; `plain` is false for quoted and block scalars
     /// (and `!!str`-tagged ones), which are always strings.
-    Scalar { text: Cow<'a, str>, plain: bool },
+    Scalar {
+        text: Cow<'a, str>,
+        plain: bool,
+    },
     Seq(Vec<Node<'a>>),
     /// Entries in source order; keys are unique.
     Map(Vec<(Node<'a>, Node<'a>)>),
@@ -113,7 +116,8 @@ pub fn resolve_plain(text: &str) -> Resolved {
     if !(first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.')) {
         return Resolved::Str;
     }
-    let cleaned: Cow<'_, str> = if text.contains('_') { Cow::Owned(text.replace('_', "")) } else { Cow::Borrowed(text) };
+    let cleaned: Cow<'_, str> =
+        if text.contains('_') { Cow::Owned(text.replace('_', "")) } else { Cow::Borrowed(text) };
     let (neg, digits) = match cleaned.as_bytes()[0] {
         b'-' => (true, &cleaned[1..]),
         b'+' => (false, &cleaned[1..]),
@@ -189,16 +193,13 @@ pub fn split_documents(text: &str, min_len: usize) -> Vec<(usize, u32)> {
     if text.starts_with('%') || text.contains("\n%") {
         return pieces;
     }
-    let mut line = 0u32;
     let mut offset = 0usize;
-    for l in text.split_inclusive('\n') {
-        let marker = l.starts_with("---")
-            && l[3..].chars().next().is_none_or(|c| c.is_whitespace());
+    for (line, l) in text.split_inclusive('\n').enumerate() {
+        let marker = l.starts_with("---") && l[3..].chars().next().is_none_or(|c| c.is_whitespace());
         if marker && offset - pieces.last().expect("never empty").0 >= min_len {
-            pieces.push((offset, line));
+            pieces.push((offset, line as u32));
         }
         offset += l.len();
-        line += 1;
     }
     pieces
 }
@@ -249,7 +250,8 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
                 (copy, 0)
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let tagged_str = tag.as_ref().is_some_and(|t| t.to_string().ends_with(":str") || t.to_string() == "!!str");
+                let tagged_str =
+                    tag.as_ref().is_some_and(|t| t.to_string().ends_with(":str") || t.to_string() == "!!str");
                 let plain = style == ScalarStyle::Plain && !tagged_str;
                 (Node { pos, value: Value::Scalar { text, plain } }, anchor)
             }
@@ -317,11 +319,19 @@ fn apply_merge_keys<'a>(entries: Vec<(Node<'a>, Node<'a>)>) -> Result<Vec<(Node<
         let sources = match merged.value {
             Value::Map(_) => vec![merged],
             Value::Seq(items) => items,
-            _ => return Err(YamlError { pos: merged.pos, message: "merge key << needs a mapping or a list of mappings".into() }),
+            _ => {
+                return Err(YamlError {
+                    pos: merged.pos,
+                    message: "merge key << needs a mapping or a list of mappings".into(),
+                });
+            }
         };
         for src in sources {
             let Value::Map(src_entries) = src.value else {
-                return Err(YamlError { pos: src.pos, message: "merge key << needs a mapping or a list of mappings".into() });
+                return Err(YamlError {
+                    pos: src.pos,
+                    message: "merge key << needs a mapping or a list of mappings".into(),
+                });
             };
             for (k, v) in src_entries {
                 if !own.iter().any(|(o, _)| o.as_str() == k.as_str()) {
@@ -420,7 +430,9 @@ mod tests {
         let mut s = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 0..9 {
             let prev = if i == 0 { "a".to_string() } else { format!("l{}", i - 1) };
-            s += &format!("l{i}: &l{i} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n");
+            s += &format!(
+                "l{i}: &l{i} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
+            );
         }
         let e = parse_stream(&s).unwrap_err();
         assert!(e.message.contains("aliases expand"), "{e:?}");

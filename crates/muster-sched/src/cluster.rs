@@ -126,7 +126,11 @@ impl NodeInfo {
 
     pub fn allocatable(&self, id: ResourceId) -> i64 {
         let i = id.0 as usize;
-        if i < INLINE { self.allocatable[i] } else { self.detail.scalar_allocatable.get(i - INLINE).copied().unwrap_or(0) }
+        if i < INLINE {
+            self.allocatable[i]
+        } else {
+            self.detail.scalar_allocatable.get(i - INLINE).copied().unwrap_or(0)
+        }
     }
 
     pub fn requested(&self, id: ResourceId) -> i64 {
@@ -248,6 +252,9 @@ impl SchedulerNames {
     }
 }
 
+/// What makes two pods score alike: their requests and non-zero cpu/memory.
+type ShapeKey = (Vec<(ResourceId, i64)>, [i64; 2]);
+
 /// The built-in PriorityClasses every cluster has.
 const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] =
     [("system-cluster-critical", 2_000_000_000), ("system-node-critical", 2_000_001_000)];
@@ -297,7 +304,9 @@ impl Cluster {
         // Objects are large: sort them through an index rather than moving them around.
         let mut nodes: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
         let mut order: Vec<usize> = (0..nodes.len()).collect();
-        order.sort_by(|a, b| nodes[*a].as_ref().map(|n| &n.metadata.name).cmp(&nodes[*b].as_ref().map(|n| &n.metadata.name)));
+        order.sort_by(|a, b| {
+            nodes[*a].as_ref().map(|n| &n.metadata.name).cmp(&nodes[*b].as_ref().map(|n| &n.metadata.name))
+        });
         c.nodes.reserve_exact(nodes.len());
         for node in order.into_iter().filter_map(|i| nodes[i].take()) {
             let name = node.metadata.name.clone().unwrap_or_default();
@@ -309,7 +318,12 @@ impl Cluster {
             let parsed = match resources::parse_list(list, field) {
                 Ok(p) => p,
                 Err(e) => {
-                    errors.push(ModelError { kind: "Node", object: name, field: Some(e.field), message: format!("invalid quantity {:?}: {}", e.value, e.source) });
+                    errors.push(ModelError {
+                        kind: "Node",
+                        object: name,
+                        field: Some(e.field),
+                        message: format!("invalid quantity {:?}: {}", e.value, e.source),
+                    });
                     continue;
                 }
             };
@@ -364,10 +378,9 @@ impl Cluster {
         let node_ids: HashMap<String, NodeId> =
             c.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), NodeId(i as u32))).collect();
 
-        let mut shapes: HashMap<(Vec<(ResourceId, i64)>, [i64; 2]), u32> = HashMap::new();
+        let mut shapes: HashMap<ShapeKey, u32> = HashMap::new();
         let mut order: Vec<usize> = (0..pods.len()).collect();
-        let pod_key = |p: &Box<Pod>| (p.metadata.namespace.clone(), p.metadata.name.clone());
-        let keys: Vec<_> = pods.iter().map(pod_key).collect();
+        let keys: Vec<_> = pods.iter().map(|p| (p.metadata.namespace.clone(), p.metadata.name.clone())).collect();
         order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
         let mut pods: Vec<Option<Box<Pod>>> = pods.into_iter().map(Some).collect();
         c.pods.reserve_exact(pods.len());
@@ -377,7 +390,12 @@ impl Cluster {
                 pod.metadata.namespace.as_deref().unwrap_or("default"),
                 pod.metadata.name.as_deref().unwrap_or_default()
             );
-            let err = |field: Option<String>, message: String| ModelError { kind: "Pod", object: key.clone(), field, message };
+            let err = |field: Option<String>, message: String| ModelError {
+                kind: "Pod",
+                object: key.clone(),
+                field,
+                message,
+            };
             let Some(spec) = pod.spec.as_ref() else {
                 errors.push(err(Some("spec".into()), "required value".into()));
                 continue;
@@ -389,7 +407,9 @@ impl Cluster {
                 match node_ids.get(node) {
                     Some(id) => PodState::Bound(*id),
                     None => {
-                        c.warnings.push(format!("pod {key} is bound to node {node}, which is not in the input; its usage is not counted"));
+                        c.warnings.push(format!(
+                            "pod {key} is bound to node {node}, which is not in the input; its usage is not counted"
+                        ));
                         PodState::BoundElsewhere(node.to_string())
                     }
                 }
@@ -405,7 +425,10 @@ impl Cluster {
                 (None, Some(class)) => match classes.get(class) {
                     Some(v) => *v,
                     None => {
-                        errors.push(err(Some("spec.priorityClassName".into()), format!("PriorityClass {class:?} not found")));
+                        errors.push(err(
+                            Some("spec.priorityClassName".into()),
+                            format!("PriorityClass {class:?} not found"),
+                        ));
                         continue;
                     }
                 },

@@ -159,7 +159,8 @@ impl<'c> Scheduler<'c> {
         let pod = cluster.pod(pod_id);
         let state = CycleState::new(pod);
         let num_nodes = cluster.node_order.len();
-        let pre_filter = if num_nodes == 0 { Some("no nodes available to schedule pods".to_string()) } else { pre_filter(&state) };
+        let pre_filter =
+            if num_nodes == 0 { Some("no nodes available to schedule pods".to_string()) } else { pre_filter(&state) };
         if let Some(message) = pre_filter {
             return Outcome::Unschedulable(FitError {
                 num_all_nodes: num_nodes,
@@ -180,7 +181,8 @@ impl<'c> Scheduler<'c> {
         // Most pods ask only for cpu, memory and ephemeral-storage and set no node constraints; on
         // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
         // comparisons.
-        let simple_pod = state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
+        let simple_pod =
+            state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
         for &node_id in after.iter().chain(before) {
             let node = cluster.node(node_id);
             processed += 1;
@@ -243,7 +245,6 @@ impl<'c> Scheduler<'c> {
         nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
         Outcome::Placed(chosen)
     }
-
 }
 
 /// The Score phase's view of the scheduler: read-only inputs and reusable buffers.
@@ -282,8 +283,7 @@ impl Scoring<'_> {
 
         // NodeResourcesFit and NodeResourcesBalancedAllocation need no normalization: one pass.
         let fit_weight = w.node_resources_fit;
-        let balanced_weight =
-            if node_resources_balanced_allocation::skip(state) { 0 } else { w.balanced_allocation };
+        let balanced_weight = if node_resources_balanced_allocation::skip(state) { 0 } else { w.balanced_allocation };
         let shape = state.pod.shape;
         for (s, n) in self.scores.iter_mut().zip(self.feasible) {
             let node = cluster.node(*n);
@@ -296,7 +296,8 @@ impl Scoring<'_> {
             }
             let mut v = 0;
             if fit_weight != 0 {
-                let raw = node_resources_fit::score(state, node, self.config.scoring_strategy, self.scored, self.weight_sum);
+                let raw =
+                    node_resources_fit::score(state, node, self.config.scoring_strategy, self.scored, self.weight_sum);
                 v += fit_weight * raw;
             }
             if balanced_weight != 0 {
@@ -349,13 +350,19 @@ fn pre_filter(state: &CycleState<'_>) -> Option<String> {
         ));
     }
     if let Some(group) = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.as_deref()) {
-        return Some(format!("pod belongs to PodGroup {group:?}; gang scheduling is not implemented in this version of muster yet"));
+        return Some(format!(
+            "pod belongs to PodGroup {group:?}; gang scheduling is not implemented in this version of muster yet"
+        ));
     }
     None
 }
 
 /// The Filter plugins in kube-scheduler's order; the first rejection wins.
-pub fn run_filters(state: &CycleState<'_>, node: &crate::cluster::NodeInfo, cluster: &Cluster) -> Result<(), Rejection> {
+pub fn run_filters(
+    state: &CycleState<'_>,
+    node: &crate::cluster::NodeInfo,
+    cluster: &Cluster,
+) -> Result<(), Rejection> {
     node_unschedulable::filter(state, node)?;
     taint_toleration::filter(state, node)?;
     node_affinity::filter(state, node)?;

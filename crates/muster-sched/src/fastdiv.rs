@@ -39,7 +39,8 @@ mod tests {
 
     #[test]
     fn matches_hardware_division() {
-        let divisors = [1u64, 2, 3, 5, 7, 10, 100, 1000, 4000, 15_800, 34_359_738_368, 2_147_483_648_000, u64::MAX / 3, u64::MAX];
+        let divisors =
+            [1u64, 2, 3, 5, 7, 10, 100, 1000, 4000, 15_800, 34_359_738_368, 2_147_483_648_000, u64::MAX / 3, u64::MAX];
         let numerators = [0u64, 1, 2, 99, 100, 101, 399_900, 3_435_973_836_800, u64::MAX / 2, u64::MAX - 1, u64::MAX];
         for d in divisors {
             let div = Divisor::new(d);

@@ -62,7 +62,8 @@ impl<'a> CycleState<'a> {
                 .filter(|t| matches!(t.effect.as_deref(), None | Some("") | Some("PreferNoSchedule")))
                 .collect(),
             node_selector: spec.node_selector.as_ref().filter(|s| !s.is_empty()),
-            required_affinity: node_affinity.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+            required_affinity: node_affinity
+                .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
             preferred_affinity: node_affinity
                 .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_deref())
                 .unwrap_or(&[]),

@@ -43,19 +43,26 @@ fn merge(a: &mut Value, b: Value) {
     }
 }
 
-/// Plans and returns (pod → node) and (pod → message), both sorted by pod.
-fn plan_with(nodes: Vec<Node>, pods: Vec<Box<Pod>>, config: SchedulerConfig) -> (Vec<(String, String)>, Vec<(String, String)>) {
+/// (pod → node) and (pod → message), both sorted by pod.
+type Outcomes = (Vec<(String, String)>, Vec<(String, String)>);
+
+/// Plans and returns the outcomes.
+fn plan_with(nodes: Vec<Node>, pods: Vec<Box<Pod>>, config: SchedulerConfig) -> Outcomes {
     let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
     let plan = Scheduler::new(&mut cluster, config).plan();
-    let mut placed: Vec<_> =
-        plan.placements.iter().map(|(p, n)| (cluster.pod(*p).key.clone(), cluster.node(*n).name().to_string())).collect();
-    let mut failed: Vec<_> = plan.unschedulable.iter().map(|(p, e)| (cluster.pod(*p).key.clone(), e.message())).collect();
+    let mut placed: Vec<_> = plan
+        .placements
+        .iter()
+        .map(|(p, n)| (cluster.pod(*p).key.clone(), cluster.node(*n).name().to_string()))
+        .collect();
+    let mut failed: Vec<_> =
+        plan.unschedulable.iter().map(|(p, e)| (cluster.pod(*p).key.clone(), e.message())).collect();
     placed.sort();
     failed.sort();
     (placed, failed)
 }
 
-fn plan(nodes: Vec<Node>, pods: Vec<Box<Pod>>) -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn plan(nodes: Vec<Node>, pods: Vec<Box<Pod>>) -> Outcomes {
     plan_with(nodes, pods, SchedulerConfig::default())
 }
 
@@ -83,9 +90,13 @@ fn node_resources_fit_places_within_allocatable() {
 
 #[test]
 fn node_resources_fit_counts_bound_pods_and_reports_every_short_resource() {
-    let mut bound = pod("running", json!({"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "3Gi"}}}]}));
+    let mut bound = pod(
+        "running",
+        json!({"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "3Gi"}}}]}),
+    );
     bound.status = Some(serde_json::from_value(json!({"phase": "Running"})).unwrap());
-    let p = pod("p", json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "1500m", "memory": "2Gi"}}}]}));
+    let p =
+        pod("p", json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "1500m", "memory": "2Gi"}}}]}));
     let (placed, failed) = plan(vec![plain_node("n1", "2", "4Gi")], vec![bound, p]);
     assert!(placed.is_empty());
     assert_eq!(failed, pairs(&[("default/p", "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory.")]));
@@ -93,7 +104,8 @@ fn node_resources_fit_counts_bound_pods_and_reports_every_short_resource() {
 
 #[test]
 fn terminated_pods_hold_nothing() {
-    let mut done = pod("done", json!({"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}));
+    let mut done =
+        pod("done", json!({"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}));
     done.status = Some(serde_json::from_value(json!({"phase": "Succeeded"})).unwrap());
     let (placed, _) = plan(vec![plain_node("n1", "2", "4Gi")], vec![done, cpu_pod("p", "2")]);
     assert_eq!(placed, pairs(&[("default/p", "n1")]));
@@ -101,7 +113,8 @@ fn terminated_pods_hold_nothing() {
 
 #[test]
 fn node_resources_fit_extended_resources_and_pod_count() {
-    let gpu = node("gpu", json!({"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2", "pods": "1"}), json!({}), json!({}));
+    let gpu =
+        node("gpu", json!({"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2", "pods": "1"}), json!({}), json!({}));
     let p = pod("p", json!({"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}));
     assert_eq!(placed_on(vec![gpu.clone()], p), Ok("gpu".into()));
     let p = pod("p", json!({"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "3"}}}]}));
@@ -114,44 +127,71 @@ fn node_resources_fit_extended_resources_and_pod_count() {
 #[test]
 fn node_resources_fit_uses_pod_level_resources_and_overhead() {
     let n = || vec![plain_node("n1", "4", "16Gi")];
-    let p = pod("p", json!({"resources": {"requests": {"cpu": "3"}}, "overhead": {"cpu": "500m"},
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}));
+    let p = pod(
+        "p",
+        json!({"resources": {"requests": {"cpu": "3"}}, "overhead": {"cpu": "500m"},
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}),
+    );
     assert_eq!(placed_on(n(), p), Ok("n1".into()));
-    let p = pod("p", json!({"resources": {"requests": {"cpu": "4"}}, "overhead": {"cpu": "500m"},
-        "containers": [{"name": "c"}]}));
+    let p = pod(
+        "p",
+        json!({"resources": {"requests": {"cpu": "4"}}, "overhead": {"cpu": "500m"},
+        "containers": [{"name": "c"}]}),
+    );
     assert_eq!(placed_on(n(), p), Err("0/1 nodes are available: 1 Insufficient cpu.".into()));
 }
 
 #[test]
 fn node_unschedulable_unless_tolerated() {
-    let cordoned = node("n1", json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), json!({}), json!({"unschedulable": true}));
+    let cordoned =
+        node("n1", json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), json!({}), json!({"unschedulable": true}));
     assert_eq!(
         placed_on(vec![cordoned.clone()], cpu_pod("p", "1")),
         Err("0/1 nodes are available: 1 node(s) were unschedulable.".into())
     );
-    let tolerant = with(cpu_pod("p", "1"), json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}));
+    let tolerant = with(
+        cpu_pod("p", "1"),
+        json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}),
+    );
     assert_eq!(placed_on(vec![cordoned], tolerant), Ok("n1".into()));
 }
 
 #[test]
 fn taint_toleration_filters_no_schedule_and_no_execute() {
     let tainted = |effect: &str| {
-        node("n1", json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), json!({}), json!({"taints": [{"key": "dedicated", "value": "batch", "effect": effect}]}))
+        node(
+            "n1",
+            json!({"cpu": "4", "memory": "4Gi", "pods": "10"}),
+            json!({}),
+            json!({"taints": [{"key": "dedicated", "value": "batch", "effect": effect}]}),
+        )
     };
     for effect in ["NoSchedule", "NoExecute"] {
         assert_eq!(
             placed_on(vec![tainted(effect)], cpu_pod("p", "1")),
             Err("0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: batch}.".into())
         );
-        let tol = with(cpu_pod("p", "1"), json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": effect}]}));
+        let tol = with(
+            cpu_pod("p", "1"),
+            json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": effect}]}),
+        );
         assert_eq!(placed_on(vec![tainted(effect)], tol), Ok("n1".into()));
     }
-    assert_eq!(placed_on(vec![tainted("PreferNoSchedule")], cpu_pod("p", "1")), Ok("n1".into()), "PreferNoSchedule never filters");
+    assert_eq!(
+        placed_on(vec![tainted("PreferNoSchedule")], cpu_pod("p", "1")),
+        Ok("n1".into()),
+        "PreferNoSchedule never filters"
+    );
 }
 
 #[test]
 fn taint_toleration_prefers_nodes_without_prefer_no_schedule_taints() {
-    let a = node("a", json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), json!({}), json!({"taints": [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]}));
+    let a = node(
+        "a",
+        json!({"cpu": "4", "memory": "4Gi", "pods": "10"}),
+        json!({}),
+        json!({"taints": [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]}),
+    );
     let b = plain_node("b", "4", "4Gi");
     assert_eq!(placed_on(vec![a.clone(), b.clone()], cpu_pod("p", "1")), Ok("b".into()));
     let tol = with(cpu_pod("p", "1"), json!({"tolerations": [{"key": "spot", "operator": "Exists"}]}));
@@ -160,7 +200,14 @@ fn taint_toleration_prefers_nodes_without_prefer_no_schedule_taints() {
 
 #[test]
 fn node_affinity_node_selector() {
-    let zoned = |name: &str, zone: &str| node(name, json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), json!({"topology.kubernetes.io/zone": zone}), json!({}));
+    let zoned = |name: &str, zone: &str| {
+        node(
+            name,
+            json!({"cpu": "4", "memory": "4Gi", "pods": "10"}),
+            json!({"topology.kubernetes.io/zone": zone}),
+            json!({}),
+        )
+    };
     let p = with(cpu_pod("p", "1"), json!({"nodeSelector": {"topology.kubernetes.io/zone": "b"}}));
     assert_eq!(placed_on(vec![zoned("n1", "a"), zoned("n2", "b")], p.clone()), Ok("n2".into()));
     assert_eq!(
@@ -171,11 +218,20 @@ fn node_affinity_node_selector() {
 
 #[test]
 fn node_affinity_required_terms_all_operators() {
-    let n = |name: &str, labels: Value| node(name, json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), labels, json!({}));
-    let nodes = || vec![n("small", json!({"gpus": "2", "tier": "dev"})), n("big", json!({"gpus": "8", "tier": "prod", "nvlink": ""}))];
+    let n =
+        |name: &str, labels: Value| node(name, json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), labels, json!({}));
+    let nodes = || {
+        vec![
+            n("small", json!({"gpus": "2", "tier": "dev"})),
+            n("big", json!({"gpus": "8", "tier": "prod", "nvlink": ""})),
+        ]
+    };
     let affinity = |exprs: Value, fields: Value| {
-        with(cpu_pod("p", "1"), json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": exprs, "matchFields": fields}]}}}}))
+        with(
+            cpu_pod("p", "1"),
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": exprs, "matchFields": fields}]}}}}),
+        )
     };
     let cases = [
         (json!([{"key": "tier", "operator": "In", "values": ["prod"]}]), json!(null), Ok("big")),
@@ -191,16 +247,24 @@ fn node_affinity_required_terms_all_operators() {
         let got = placed_on(nodes(), affinity(exprs.clone(), fields.clone()));
         match want {
             Ok(n) => assert_eq!(got, Ok(n.to_string()), "{exprs} {fields}"),
-            Err(()) => assert_eq!(got, Err("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.".into())),
+            Err(()) => assert_eq!(
+                got,
+                Err("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.".into())
+            ),
         }
     }
 }
 
 #[test]
 fn node_affinity_preferred_terms_score() {
-    let n = |name: &str, zone: &str| node(name, json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), json!({"zone": zone}), json!({}));
-    let p = with(cpu_pod("p", "1"), json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 10, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}}]}}}));
+    let n = |name: &str, zone: &str| {
+        node(name, json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), json!({"zone": zone}), json!({}))
+    };
+    let p = with(
+        cpu_pod("p", "1"),
+        json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}}]}}}),
+    );
     assert_eq!(placed_on(vec![n("a1", "a"), n("b1", "b")], p), Ok("b1".into()));
 }
 
@@ -209,7 +273,12 @@ fn aggregated_reasons_are_sorted_and_counted() {
     let nodes = vec![
         plain_node("cpu-1", "1", "4Gi"),
         plain_node("cpu-2", "1", "4Gi"),
-        node("gpu-1", json!({"cpu": "64", "memory": "64Gi", "pods": "10"}), json!({}), json!({"taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]})),
+        node(
+            "gpu-1",
+            json!({"cpu": "64", "memory": "64Gi", "pods": "10"}),
+            json!({}),
+            json!({"taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]}),
+        ),
     ];
     assert_eq!(
         placed_on(nodes, cpu_pod("p", "8")),
@@ -230,7 +299,8 @@ fn least_allocated_spreads_and_most_allocated_packs() {
 
 #[test]
 fn queue_order_is_priority_then_creation_then_name() {
-    let classes: Vec<PriorityClass> = vec![serde_json::from_value(json!({"metadata": {"name": "high"}, "value": 1000})).unwrap()];
+    let classes: Vec<PriorityClass> =
+        vec![serde_json::from_value(json!({"metadata": {"name": "high"}, "value": 1000})).unwrap()];
     let mut late_high = cpu_pod("z-high", "2");
     late_high.metadata.creation_timestamp = Some(serde_json::from_value(json!("2026-01-02T00:00:00Z")).unwrap());
     late_high.spec.as_mut().unwrap().priority_class_name = Some("high".into());
@@ -238,7 +308,13 @@ fn queue_order_is_priority_then_creation_then_name() {
     early.metadata.creation_timestamp = Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
     let mut late = cpu_pod("a-late", "2");
     late.metadata.creation_timestamp = Some(serde_json::from_value(json!("2026-01-03T00:00:00Z")).unwrap());
-    let mut cluster = Cluster::build(vec![plain_node("n", "4", "8Gi")], vec![late, early, late_high], &classes, &SchedulerNames::default()).unwrap();
+    let mut cluster = Cluster::build(
+        vec![plain_node("n", "4", "8Gi")],
+        vec![late, early, late_high],
+        &classes,
+        &SchedulerNames::default(),
+    )
+    .unwrap();
     let mut s = Scheduler::new(&mut cluster, SchedulerConfig::default());
     let order: Vec<String> = s.queue().into_iter().map(|p| s.cluster().pod(p).key.clone()).collect();
     assert_eq!(order, ["default/z-high", "default/b-early", "default/a-late"]);
@@ -260,27 +336,45 @@ fn other_schedulers_gates_and_bound_pods_are_not_scheduled() {
     let gated = with(cpu_pod("gated", "1"), json!({"schedulingGates": [{"name": "example.com/quota"}]}));
     let mine = with(cpu_pod("mine", "1"), json!({"schedulerName": "muster"}));
     let bound = with(cpu_pod("bound", "1"), json!({"nodeName": "n"}));
-    let cluster = Cluster::build(vec![plain_node("n", "4", "8Gi")], vec![other, gated, mine, bound], &[], &SchedulerNames::default()).unwrap();
+    let cluster = Cluster::build(
+        vec![plain_node("n", "4", "8Gi")],
+        vec![other, gated, mine, bound],
+        &[],
+        &SchedulerNames::default(),
+    )
+    .unwrap();
     let states: Vec<(&str, &PodState)> = cluster.pods.iter().map(|p| (p.key.as_str(), &p.state)).collect();
-    assert_eq!(states, [
-        ("default/bound", &PodState::Bound(muster_sched::NodeId(0))),
-        ("default/gated", &PodState::Gated(vec!["example.com/quota".into()])),
-        ("default/mine", &PodState::Pending),
-        ("default/other", &PodState::OtherScheduler("volcano".into())),
-    ]);
+    assert_eq!(
+        states,
+        [
+            ("default/bound", &PodState::Bound(muster_sched::NodeId(0))),
+            ("default/gated", &PodState::Gated(vec!["example.com/quota".into()])),
+            ("default/mine", &PodState::Pending),
+            ("default/other", &PodState::OtherScheduler("volcano".into())),
+        ]
+    );
 }
 
 #[test]
 fn pods_with_claims_or_groups_are_reported_not_placed() {
-    let claims = with(cpu_pod("claims", "1"), json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}));
+    let claims = with(
+        cpu_pod("claims", "1"),
+        json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}),
+    );
     let (placed, failed) = plan(vec![plain_node("n", "4", "8Gi")], vec![claims]);
     assert!(placed.is_empty());
-    assert_eq!(failed[0].1, "0/1 nodes are available: pod uses DRA resource claims (gpu), which this version of muster does not allocate yet.");
+    assert_eq!(
+        failed[0].1,
+        "0/1 nodes are available: pod uses DRA resource claims (gpu), which this version of muster does not allocate yet."
+    );
 }
 
 #[test]
 fn no_nodes() {
-    assert_eq!(placed_on(vec![], cpu_pod("p", "1")), Err("0/0 nodes are available: no nodes available to schedule pods.".into()));
+    assert_eq!(
+        placed_on(vec![], cpu_pod("p", "1")),
+        Err("0/0 nodes are available: no nodes available to schedule pods.".into())
+    );
 }
 
 #[test]
@@ -288,8 +382,12 @@ fn filter_stops_after_enough_feasible_nodes_and_rotates() {
     // 200 identical nodes: kube-scheduler looks for max(100, 200 * 50%) = 100 feasible nodes, then
     // starts the next cycle where this one stopped.
     let nodes: Vec<Node> = (0..200).map(|i| plain_node(&format!("n{i:03}"), "4", "8Gi")).collect();
-    let mut cluster = Cluster::build(nodes, vec![cpu_pod("a", "1"), cpu_pod("b", "1")], &[], &SchedulerNames::default()).unwrap();
-    let mut s = Scheduler::new(&mut cluster, SchedulerConfig { scoring_strategy: ScoringStrategy::MostAllocated, ..Default::default() });
+    let mut cluster =
+        Cluster::build(nodes, vec![cpu_pod("a", "1"), cpu_pod("b", "1")], &[], &SchedulerNames::default()).unwrap();
+    let mut s = Scheduler::new(
+        &mut cluster,
+        SchedulerConfig { scoring_strategy: ScoringStrategy::MostAllocated, ..Default::default() },
+    );
     assert_eq!(s.num_feasible_nodes_to_find(200), 100);
     assert_eq!(s.num_feasible_nodes_to_find(5000), 500);
     assert_eq!(s.num_feasible_nodes_to_find(50), 50);
@@ -300,15 +398,30 @@ fn filter_stops_after_enough_feasible_nodes_and_rotates() {
 
 #[test]
 fn zones_are_interleaved_like_the_node_tree() {
-    let n = |name: &str, zone: &str| node(name, json!({"cpu": "4", "memory": "4Gi", "pods": "10"}), json!({"topology.kubernetes.io/zone": zone}), json!({}));
-    let cluster = Cluster::build(vec![n("a1", "a"), n("a2", "a"), n("a3", "a"), n("b1", "b"), n("c1", "c")], vec![], &[], &SchedulerNames::default()).unwrap();
+    let n = |name: &str, zone: &str| {
+        node(
+            name,
+            json!({"cpu": "4", "memory": "4Gi", "pods": "10"}),
+            json!({"topology.kubernetes.io/zone": zone}),
+            json!({}),
+        )
+    };
+    let cluster = Cluster::build(
+        vec![n("a1", "a"), n("a2", "a"), n("a3", "a"), n("b1", "b"), n("c1", "c")],
+        vec![],
+        &[],
+        &SchedulerNames::default(),
+    )
+    .unwrap();
     let order: Vec<&str> = cluster.node_order.iter().map(|id| cluster.node(*id).name()).collect();
     assert_eq!(order, ["a1", "b1", "c1", "a2", "a3"]);
 }
 
 #[test]
 fn outcome_of_a_single_cycle() {
-    let mut cluster = Cluster::build(vec![plain_node("n", "1", "1Gi")], vec![cpu_pod("p", "1")], &[], &SchedulerNames::default()).unwrap();
+    let mut cluster =
+        Cluster::build(vec![plain_node("n", "1", "1Gi")], vec![cpu_pod("p", "1")], &[], &SchedulerNames::default())
+            .unwrap();
     let mut s = Scheduler::new(&mut cluster, SchedulerConfig::default());
     let id = s.queue()[0];
     assert_eq!(s.schedule_one(id), Outcome::Placed(muster_sched::NodeId(0)));

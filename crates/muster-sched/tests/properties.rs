@@ -30,13 +30,28 @@ struct PodSpec {
 
 fn node_spec() -> impl Strategy<Value = NodeSpec> {
     (1u32..16, 1u32..64, 0u32..4, 1u32..6, 0u8..3, any::<bool>(), prop::bool::weighted(0.1)).prop_map(
-        |(cpu, memory_gi, gpus, pods, zone, tainted, cordoned)| NodeSpec { cpu, memory_gi, gpus, pods, zone, tainted, cordoned },
+        |(cpu, memory_gi, gpus, pods, zone, tainted, cordoned)| NodeSpec {
+            cpu,
+            memory_gi,
+            gpus,
+            pods,
+            zone,
+            tainted,
+            cordoned,
+        },
     )
 }
 
 fn pod_spec() -> impl Strategy<Value = PodSpec> {
     (0u32..6000, 0u32..16000, 0u32..3, any::<bool>(), prop::option::weighted(0.3, 0u8..3), -2i32..3).prop_map(
-        |(cpu_m, memory_mi, gpus, tolerates, zone, priority)| PodSpec { cpu_m, memory_mi, gpus, tolerates, zone, priority },
+        |(cpu_m, memory_mi, gpus, tolerates, zone, priority)| PodSpec {
+            cpu_m,
+            memory_mi,
+            gpus,
+            tolerates,
+            zone,
+            priority,
+        },
     )
 }
 

@@ -42,7 +42,11 @@ pub fn basic_pod(i: usize, shapes: usize) -> Pod {
             containers: vec![Container {
                 name: "pause".into(),
                 image: Some("registry.k8s.io/pause:3.10".into()),
-                resources: Some(ResourceRequirements { requests: Some(list.clone()), limits: Some(list), ..Default::default() }),
+                resources: Some(ResourceRequirements {
+                    requests: Some(list.clone()),
+                    limits: Some(list),
+                    ..Default::default()
+                }),
                 ..Default::default()
             }],
             ..Default::default()
@@ -85,7 +89,13 @@ fn secs(d: Duration) -> f64 {
 }
 
 /// Times the plan cycle (not the generation or the snapshot build) `iterations` times.
-pub fn plan(nodes: usize, pods: usize, shapes: usize, iterations: usize, config: &SchedulerConfig) -> anyhow::Result<String> {
+pub fn plan(
+    nodes: usize,
+    pods: usize,
+    shapes: usize,
+    iterations: usize,
+    config: &SchedulerConfig,
+) -> anyhow::Result<String> {
     let (ns, ps) = basic_objects(nodes, pods, shapes);
     let t = Instant::now();
     let base = Cluster::build(ns, ps, &[], &SchedulerNames::default())

@@ -85,7 +85,9 @@ pub fn parse_strategy(s: &str) -> anyhow::Result<ScoringStrategy> {
     match s {
         "LeastAllocated" | "least-allocated" => Ok(ScoringStrategy::LeastAllocated),
         "MostAllocated" | "most-allocated" => Ok(ScoringStrategy::MostAllocated),
-        "RequestedToCapacityRatio" => bail!("scoring strategy RequestedToCapacityRatio is not supported yet; use LeastAllocated or MostAllocated"),
+        "RequestedToCapacityRatio" => {
+            bail!("scoring strategy RequestedToCapacityRatio is not supported yet; use LeastAllocated or MostAllocated")
+        }
         other => bail!("unknown scoring strategy {other:?}; use LeastAllocated or MostAllocated"),
     }
 }
@@ -98,7 +100,8 @@ pub fn load(path: &Path, config: &mut SchedulerConfig) -> anyhow::Result<Vec<Str
 }
 
 pub fn apply(file: &str, text: &str, config: &mut SchedulerConfig) -> anyhow::Result<Vec<String>> {
-    let docs = muster_manifest::yaml::parse_stream(text).map_err(|e| anyhow::anyhow!("{file}:{}: invalid YAML: {}", e.pos, e.message))?;
+    let docs = muster_manifest::yaml::parse_stream(text)
+        .map_err(|e| anyhow::anyhow!("{file}:{}: invalid YAML: {}", e.pos, e.message))?;
     let Some(doc) = docs.first() else { bail!("{file}: empty configuration") };
     let cfg: KubeSchedulerConfiguration = muster_manifest::de::from_node(&doc.root).map_err(|errs| {
         let lines: Vec<String> = errs
@@ -148,10 +151,12 @@ pub fn apply(file: &str, text: &str, config: &mut SchedulerConfig) -> anyhow::Re
             let _ = (pc.args.api_version, pc.args.kind);
             if let Some(s) = pc.args.scoring_strategy {
                 if let Some(t) = s.type_.as_deref() {
-                    config.scoring_strategy = parse_strategy(t).with_context(|| format!("{file}: NodeResourcesFit args"))?;
+                    config.scoring_strategy =
+                        parse_strategy(t).with_context(|| format!("{file}: NodeResourcesFit args"))?;
                 }
                 if !s.resources.is_empty() {
-                    config.scoring_resources = s.resources.into_iter().map(|r| (r.name, r.weight.unwrap_or(1))).collect();
+                    config.scoring_resources =
+                        s.resources.into_iter().map(|r| (r.name, r.weight.unwrap_or(1))).collect();
                 }
             }
         }
@@ -168,8 +173,17 @@ fn set_weight(w: &mut muster_sched::ScoreWeights, plugin: &str, weight: i64, fil
         "NodeResourcesBalancedAllocation" => w.balanced_allocation = weight,
         "TaintToleration" => w.taint_toleration = weight,
         "NodeAffinity" => w.node_affinity = weight,
-        "*" if weight == 0 => *w = muster_sched::ScoreWeights { node_resources_fit: 0, balanced_allocation: 0, taint_toleration: 0, node_affinity: 0 },
-        other => bail!("{file}: score plugin {other:?} is not one muster runs (NodeResourcesFit, NodeResourcesBalancedAllocation, TaintToleration, NodeAffinity)"),
+        "*" if weight == 0 => {
+            *w = muster_sched::ScoreWeights {
+                node_resources_fit: 0,
+                balanced_allocation: 0,
+                taint_toleration: 0,
+                node_affinity: 0,
+            }
+        }
+        other => bail!(
+            "{file}: score plugin {other:?} is not one muster runs (NodeResourcesFit, NodeResourcesBalancedAllocation, TaintToleration, NodeAffinity)"
+        ),
     }
     Ok(())
 }
@@ -191,7 +205,9 @@ mod tests {
     #[test]
     fn unknown_fields_are_errors_with_positions() {
         let mut c = SchedulerConfig::default();
-        let e = apply("c.yaml", "kind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: x\n  plugns: {}\n", &mut c).unwrap_err();
+        let e =
+            apply("c.yaml", "kind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: x\n  plugns: {}\n", &mut c)
+                .unwrap_err();
         assert_eq!(e.to_string(), "c.yaml:4:3: KubeSchedulerConfiguration: profiles[0]: unknown field \"plugns\"");
     }
 }

@@ -153,7 +153,11 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             for d in &diags {
                 eprintln!("error: {d}");
             }
-            eprintln!("{} error{} in the input; nothing was scheduled", diags.len(), if diags.len() == 1 { "" } else { "s" });
+            eprintln!(
+                "{} error{} in the input; nothing was scheduled",
+                diags.len(),
+                if diags.len() == 1 { "" } else { "s" }
+            );
             return Ok(ExitCode::from(2));
         }
     };
@@ -175,11 +179,16 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Write { nodes, pods, file } => {
             bench::write_yaml(&file, nodes, pods)?;
             let size = std::fs::metadata(&file)?.len();
-            println!("wrote {} ({:.1} MiB): {nodes} nodes, {pods} pods", file.display(), size as f64 / (1 << 20) as f64);
+            println!(
+                "wrote {} ({:.1} MiB): {nodes} nodes, {pods} pods",
+                file.display(),
+                size as f64 / (1 << 20) as f64
+            );
         }
         BenchCommand::Load { paths } => {
             let t = std::time::Instant::now();
-            let manifests = muster_manifest::load_paths(&paths).map_err(|d| anyhow::anyhow!("{} input errors, first: {}", d.len(), d[0]))?;
+            let manifests = muster_manifest::load_paths(&paths)
+                .map_err(|d| anyhow::anyhow!("{} input errors, first: {}", d.len(), d[0]))?;
             let parsed = t.elapsed();
             let n = manifests.objects.len();
             let t_build = std::time::Instant::now();

@@ -32,7 +32,11 @@ impl World {
         let mut unused: Vec<(&'static str, usize)> = Vec::new();
         let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
         for l in std::mem::take(&mut manifests.objects) {
-            let key = object_key(l.object.metadata().namespace.as_deref(), l.object.metadata().name.as_deref(), l.object.is_namespaced());
+            let key = object_key(
+                l.object.metadata().namespace.as_deref(),
+                l.object.metadata().name.as_deref(),
+                l.object.is_namespaced(),
+            );
             origins.insert((l.object.kind(), key), l.origin);
             match l.object {
                 Object::Node(n) => nodes.push(*n),
@@ -45,9 +49,8 @@ impl World {
             }
         }
         unused.sort();
-        let cluster = Cluster::build(nodes, pods, &classes, names).map_err(|errs| {
-            errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>()
-        })?;
+        let cluster = Cluster::build(nodes, pods, &classes, names)
+            .map_err(|errs| errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>())?;
         Ok(World { manifests, cluster, unused })
     }
 }

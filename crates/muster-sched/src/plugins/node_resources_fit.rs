@@ -48,7 +48,12 @@ pub fn filter(state: &CycleState<'_>, node: &NodeInfo, names: &ResourceNames) ->
 /// `calculateResourceAllocatableRequest` gives them. `non_zero` selects the scheduler's non-zero
 /// defaults for cpu and memory (NodeResourcesFit) over the plain requests (BalancedAllocation).
 #[inline]
-pub fn allocatable_and_requested(state: &CycleState<'_>, node: &NodeInfo, id: ResourceId, non_zero: bool) -> (i64, i64) {
+pub fn allocatable_and_requested(
+    state: &CycleState<'_>,
+    node: &NodeInfo,
+    id: ResourceId,
+    non_zero: bool,
+) -> (i64, i64) {
     let pod_request = match (id, non_zero) {
         (ResourceId::CPU, true) => state.pod.non_zero[0],
         (ResourceId::MEMORY, true) => state.pod.non_zero[1],
@@ -91,7 +96,11 @@ pub fn score(
         };
         let s = match strategy {
             ScoringStrategy::LeastAllocated => {
-                if requested > allocatable { 0 } else { divide((allocatable - requested) * MAX_NODE_SCORE) }
+                if requested > allocatable {
+                    0
+                } else {
+                    divide((allocatable - requested) * MAX_NODE_SCORE)
+                }
             }
             ScoringStrategy::MostAllocated => divide(requested.clamp(0, allocatable) * MAX_NODE_SCORE),
         };
@@ -106,4 +115,3 @@ pub fn score(
         node_score / weights
     }
 }
-

@@ -15,9 +15,5 @@ pub fn filter(state: &CycleState<'_>, node: &NodeInfo) -> Result<(), Rejection> 
         return Ok(());
     }
     let taint = Taint { key: UNSCHEDULABLE_TAINT_KEY.into(), effect: NO_SCHEDULE.into(), ..Default::default() };
-    if tolerated_by(state.tolerations, &taint) {
-        Ok(())
-    } else {
-        Err(Rejection::new(NAME, true, REASON))
-    }
+    if tolerated_by(state.tolerations, &taint) { Ok(()) } else { Err(Rejection::new(NAME, true, REASON)) }
 }

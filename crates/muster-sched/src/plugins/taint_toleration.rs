@@ -12,7 +12,9 @@ pub fn filter(state: &CycleState<'_>, node: &NodeInfo) -> Result<(), Rejection> 
     if !node.has_taints {
         return Ok(());
     }
-    match find_untolerated(&node.detail.taints, state.tolerations, |t| t.effect == NO_SCHEDULE || t.effect == NO_EXECUTE) {
+    match find_untolerated(&node.detail.taints, state.tolerations, |t| {
+        t.effect == NO_SCHEDULE || t.effect == NO_EXECUTE
+    }) {
         None => Ok(()),
         Some(t) => Err(Rejection::new(
             NAME,

@@ -1,0 +1,163 @@
+//! The `muster` command as a user runs it: exit codes, outputs, error messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn muster(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_muster")).args(args).current_dir(root()).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+#[test]
+fn plan_quickstart_table() {
+    let o = muster(&["plan", "examples/quickstart"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!("plan_quickstart_table", stdout(&o));
+}
+
+#[test]
+fn plan_json_contract() {
+    let o = muster(&["plan", "examples/quickstart", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The contract: these keys and shapes; scripts depend on them.
+    let placements = v["placements"].as_array().unwrap();
+    assert!(placements.iter().all(|p| p["pod"].is_string() && p["node"].is_string()));
+    assert!(placements.iter().any(|p| p["pod"] == "ml/train-resnet-0" && p["node"] == "gpu-b1"));
+    let unschedulable = v["unschedulable"].as_array().unwrap();
+    assert!(unschedulable.iter().all(|p| p["pod"].is_string() && p["reason"].is_string()));
+    assert_eq!(
+        unschedulable.iter().find(|u| u["pod"] == "data/etl-big").unwrap()["reason"],
+        "0/5 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu, 2 node(s) had untolerated taint {nvidia.com/gpu: present}."
+    );
+    assert_eq!(v["ignored"], serde_json::json!([{"apiVersion": "apps/v1", "kind": "Deployment", "count": 1}]));
+    insta::assert_json_snapshot!("plan_quickstart_json", v);
+}
+
+#[test]
+fn plan_yaml_holds_the_changed_pods_as_the_api_server_would() {
+    let o = muster(&["plan", "examples/quickstart", "-o", "yaml"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    let m = muster_manifest::load_str("plan.yaml", &text).expect("the output is valid input");
+    let pods: Vec<_> = m
+        .objects
+        .iter()
+        .filter_map(|l| match &l.object {
+            muster_manifest::Object::Pod(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pods.len(), 5, "3 placed + 2 unschedulable");
+    let resnet = pods.iter().find(|p| p.metadata.name.as_deref() == Some("train-resnet-0")).unwrap();
+    assert_eq!(resnet.spec.as_ref().unwrap().node_name.as_deref(), Some("gpu-b1"));
+    let cond = &resnet.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+    assert_eq!((cond.type_.as_str(), cond.status.as_str()), ("PodScheduled", "True"));
+    let etl = pods.iter().find(|p| p.metadata.name.as_deref() == Some("etl-big")).unwrap();
+    let cond = &etl.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+    assert_eq!((cond.status.as_str(), cond.reason.as_deref()), ("False", Some("Unschedulable")));
+}
+
+#[test]
+fn same_input_same_output_byte_for_byte() {
+    for format in ["table", "json", "yaml"] {
+        let a = muster(&["plan", "examples/quickstart", "tests/scenarios", "-o", format]);
+        let b = muster(&["plan", "examples/quickstart", "tests/scenarios", "-o", format]);
+        assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+        assert!(!a.stdout.is_empty());
+        assert_eq!(a.stdout, b.stdout, "{format}");
+    }
+}
+
+#[test]
+fn reads_standard_input() {
+    let text = std::fs::read_to_string(root().join("examples/quickstart/nodes.yaml")).unwrap()
+        + "\n---\n"
+        + "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["plan", "-", "-o", "json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["placements"][0]["pod"], "default/p");
+}
+
+#[test]
+fn scheduler_name_flag_selects_pods() {
+    let o = muster(&["plan", "examples/quickstart", "--scheduler-name", "volcano", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let placed: Vec<&str> = v["placements"].as_array().unwrap().iter().map(|p| p["pod"].as_str().unwrap()).collect();
+    assert_eq!(placed, ["data/batch-0"]);
+}
+
+/// Every kind of bad input, one file each: exit code 2 and a message with file:line:col, the
+/// object and the field.
+#[test]
+fn bad_input_messages() {
+    let dir = root().join("tests/bad-input");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 10);
+    let mut report = String::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).unwrap().to_str().unwrap().to_string();
+        let o = muster(&["plan", &rel]);
+        assert_eq!(o.status.code(), Some(2), "{rel} must be rejected");
+        assert!(o.stdout.is_empty(), "{rel}: no plan on bad input");
+        report.push_str(&format!("$ muster plan {rel}\n{}\n", stderr(&o)));
+    }
+    insta::assert_snapshot!("bad_input_messages", report);
+}
+
+#[test]
+fn all_errors_are_listed_not_only_the_first() {
+    let o = muster(&["plan", "tests/bad-input"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    let lines = err.lines().filter(|l| l.starts_with("error: ")).count();
+    assert!(lines >= 12, "{err}");
+}
+
+#[test]
+fn missing_path_is_an_error() {
+    let o = muster(&["plan", "no/such/dir"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no/such/dir: cannot read"), "{}", stderr(&o));
+}
+
+#[test]
+fn help_documents_every_flag() {
+    let o = muster(&["plan", "--help"]);
+    let help = stdout(&o);
+    for flag in ["--output", "--scheduler-name", "--scoring", "--config", "--percentage-of-nodes-to-score"] {
+        assert!(help.contains(flag), "{flag} missing from --help");
+    }
+}
+
+#[test]
+fn config_file_selects_bin_packing() {
+    let dir = std::env::temp_dir().join(format!("muster-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("sched.yaml");
+    std::fs::write(&cfg, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n").unwrap();
+    let o = muster(&["plan", "tests/scenarios/spread-or-pack", "--config", cfg.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let nodes: Vec<&str> = v["placements"].as_array().unwrap().iter().map(|p| p["node"].as_str().unwrap()).collect();
+    assert_eq!(nodes, ["node-a", "node-a", "node-a"]);
+}

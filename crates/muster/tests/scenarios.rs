@@ -1,0 +1,86 @@
+//! Scenario tests: each folder under `tests/scenarios/` holds manifests and an `expected.txt`:
+//!
+//! ```text
+//! # comments
+//! args: --scoring most-allocated          (optional: extra flags for `muster plan`)
+//! inputs: ../../../examples/quickstart    (optional: paths instead of the folder itself)
+//! ns/pod -> node                          (placed there)
+//! ns/pod !! message                       (unschedulable with exactly this message)
+//! ```
+//!
+//! The plan must match exactly: no other pod placed or left unschedulable.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+fn run(dir: &Path) -> Result<(), String> {
+    let expected = std::fs::read_to_string(dir.join("expected.txt")).map_err(|e| e.to_string())?;
+    let mut args: Vec<String> = Vec::new();
+    let mut inputs: Vec<String> = Vec::new();
+    let mut want_placed = BTreeMap::new();
+    let mut want_failed = BTreeMap::new();
+    for line in expected.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if let Some(a) = line.strip_prefix("args:") {
+            args.extend(a.split_whitespace().map(String::from));
+        } else if let Some(i) = line.strip_prefix("inputs:") {
+            inputs.extend(i.split_whitespace().map(|p| dir.join(p).to_string_lossy().into_owned()));
+        } else if let Some((pod, node)) = line.split_once(" -> ") {
+            want_placed.insert(pod.to_string(), node.to_string());
+        } else if let Some((pod, msg)) = line.split_once(" !! ") {
+            want_failed.insert(pod.to_string(), msg.to_string());
+        } else {
+            return Err(format!("bad line in expected.txt: {line}"));
+        }
+    }
+    if inputs.is_empty() {
+        inputs.push(dir.to_string_lossy().into_owned());
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .arg("plan")
+        .args(&inputs)
+        .args(&args)
+        .args(["-o", "json"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("muster plan failed:\n{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+    let got_placed: BTreeMap<String, String> = v["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pod"].as_str().unwrap().to_string(), p["node"].as_str().unwrap().to_string()))
+        .collect();
+    let got_failed: BTreeMap<String, String> = v["unschedulable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pod"].as_str().unwrap().to_string(), p["reason"].as_str().unwrap().to_string()))
+        .collect();
+    let mut problems = Vec::new();
+    if got_placed != want_placed {
+        problems.push(format!("placements:\n  want {want_placed:?}\n  got  {got_placed:?}"));
+    }
+    if got_failed != want_failed {
+        problems.push(format!("unschedulable:\n  want {want_failed:?}\n  got  {got_failed:?}"));
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+#[test]
+fn scenarios() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios");
+    let mut dirs: Vec<_> =
+        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    assert!(dirs.len() >= 5);
+    let mut failures = Vec::new();
+    for d in &dirs {
+        if let Err(e) = run(d) {
+            failures.push(format!("{}: {e}", d.file_name().unwrap().to_string_lossy()));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} scenarios failed:\n{}", failures.len(), dirs.len(), failures.join("\n\n"));
+}
