@@ -1,0 +1,273 @@
+//! The Kubernetes DRA CEL environment: device selectors parsed, checked against the `device`
+//! variable's type, and evaluated with CEL's semantics and Kubernetes' libraries and runtime cost
+//! limit. It owns the language and nothing else: it never reads files, never decides an
+//! allocation (a runtime error is returned to the allocator, which decides what it means), and
+//! never panics on any input string.
+//!
+//! ```
+//! use muster_cel::{Env, DeviceView};
+//! let env = Env::default();
+//! let program = env.compile(r#"device.driver == "gpu.nvidia.com""#).unwrap();
+//! let device = DeviceView { driver: "gpu.nvidia.com".into(), ..Default::default() };
+//! assert_eq!(env.eval(&program, &device), Ok(true));
+//! ```
+//!
+//! # Supported functions
+//!
+//! With the upstream reference for each group:
+//!
+//! - CEL standard library (cel-spec `langdef.md`): operators, `size`, `contains`, `startsWith`,
+//!   `endsWith`, `matches` (RE2 syntax through the `regex` crate), `int`, `uint`, `double`,
+//!   `string`, `bytes`, `bool`, `dyn`, `type`, macros `has`, `all`, `exists`, `exists_one` /
+//!   `existsOne`, `map` (2 and 3 arguments), `filter`, and the two-variable forms of `all`,
+//!   `exists`, `existsOne` (cel-go `ext.TwoVarComprehensions`).
+//! - Strings extension (cel-go `ext.Strings`, version 2): `charAt`, `indexOf`, `lastIndexOf`,
+//!   `lowerAscii`, `upperAscii`, `replace`, `split`, `substring`, `trim`, `join`, `reverse`,
+//!   `strings.quote`.
+//! - `cel.bind` (cel-go `ext.Bindings`); optionals (cel-go `OptionalTypes`): `.?`, `[?]`,
+//!   `?` list and map entries, `optional.of`, `optional.none`, `optional.ofNonZeroValue`,
+//!   `hasValue`, `value`, `orValue`, `or`.
+//! - Kubernetes libraries (`k8s.io/apiserver/pkg/cel/library`): quantity (`quantity`,
+//!   `isQuantity`, `compareTo`, `isLessThan`, `isGreaterThan`, `add`, `sub`, `sign`, `isInteger`,
+//!   `asInteger`, `asApproximateFloat`), semver (`semver`, `isSemver` with optional
+//!   normalization, `major`, `minor`, `patch`, `compareTo`, `isLessThan`, `isGreaterThan`), regex
+//!   (`find`, `findAll`), lists (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`), sets
+//!   (`sets.contains`, `sets.equivalent`, `sets.intersects`).
+//! - DRA (`k8s.io/dynamic-resource-allocation/cel`): the `device` variable and `includes`.
+//!
+//! Not supported yet (a compile error names the function): URL, IP, CIDR, the format library,
+//! `transformList` / `transformMap`, durations and timestamps, quantity `mul`/`div`.
+
+mod ast;
+mod check;
+mod device;
+mod eval;
+mod functions;
+mod lexer;
+mod parser;
+mod regex_cache;
+pub mod semver;
+mod value;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+pub use device::{DeviceError, DeviceView, Domain};
+pub use eval::SELECTOR_COST_LIMIT;
+pub use parser::{MAX_DEPTH, MAX_EXPRESSION_LEN};
+pub use value::Value;
+
+/// A compiled selector.
+#[derive(Debug)]
+pub struct Program {
+    source: Arc<str>,
+    expr: ast::Expr,
+    /// Dense id, for verdict memos.
+    pub id: u32,
+}
+
+impl Program {
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(src: &str, pos: usize) -> (usize, usize) {
+    let pos = pos.min(src.len());
+    let before = &src[..src.floor_char_boundary(pos)];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
+}
+
+/// A compile error, printed as cel-go prints it:
+///
+/// ```text
+/// compilation failed: ERROR: <input>:1:1: undeclared reference to 'noSuchVar' (in container '')
+///  | noSuchVar
+///  | ^
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    pub source_line: String,
+}
+
+impl CompileError {
+    fn new(src: &str, pos: usize, message: String) -> Self {
+        let (line, column) = line_col(src, pos);
+        let source_line = src.lines().nth(line - 1).unwrap_or("").to_string();
+        CompileError { line, column, message, source_line }
+    }
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "compilation failed: ERROR: <input>:{}:{}: {}\n | {}\n | {}^",
+            self.line,
+            self.column,
+            self.message,
+            self.source_line,
+            ".".repeat(self.column.saturating_sub(1))
+        )
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// A runtime error: the message, and where in the expression it arose.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeError {
+    pub message: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl RuntimeError {
+    /// True for a missing attribute or capacity (`no such key`), which upstream extends with a
+    /// hint about optional chaining.
+    pub fn is_missing_key(&self) -> bool {
+        self.message.starts_with("no such key:")
+    }
+
+    pub fn is_cost_limit(&self) -> bool {
+        self.message.contains("actual cost limit exceeded")
+    }
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if self.is_missing_key() {
+            f.write_str(". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() for optional fields")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// The environment: compiles selectors (cached by text), and evaluates them.
+pub struct Env {
+    programs: Mutex<HashMap<Arc<str>, Arc<Program>>>,
+    regexes: regex_cache::RegexCache,
+    cost_limit: u64,
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env::with_cost_limit(SELECTOR_COST_LIMIT)
+    }
+}
+
+impl Env {
+    pub fn with_cost_limit(cost_limit: u64) -> Self {
+        Env { programs: Mutex::default(), regexes: Default::default(), cost_limit }
+    }
+
+    /// Parses and checks `src`. Successful compilations are cached by text; failed ones are
+    /// not (as upstream), and are cheap to redo.
+    pub fn compile(&self, src: &str) -> Result<Arc<Program>, CompileError> {
+        let mut programs = self.programs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = programs.get(src) {
+            return Ok(p.clone());
+        }
+        let expr = parser::parse(src).map_err(|e| {
+            let msg = if e.msg.starts_with("Syntax error") { e.msg } else { format!("Syntax error: {}", e.msg) };
+            CompileError::new(src, e.pos, msg)
+        })?;
+        check::check(&expr).map_err(|e| CompileError::new(src, e.pos as usize, e.msg))?;
+        let program = Arc::new(Program { source: src.into(), expr, id: programs.len() as u32 });
+        programs.insert(program.source.clone(), program.clone());
+        Ok(program)
+    }
+
+    /// Evaluates a selector against a device: `Ok(verdict)`, or the runtime error (including a
+    /// result that is not a bool, and exceeding the cost limit).
+    pub fn eval(&self, program: &Program, device: &DeviceView) -> Result<bool, RuntimeError> {
+        self.eval_with_cost(program, device).map(|(v, _)| v)
+    }
+
+    /// [`Env::eval`], also returning the runtime cost spent.
+    pub fn eval_with_cost(&self, program: &Program, device: &DeviceView) -> Result<(bool, u64), RuntimeError> {
+        let mut ctx = eval::Ctx::new(device, &self.regexes, self.cost_limit);
+        let r = ctx.eval(&program.expr);
+        let cost = ctx.cost;
+        let runtime = |pos: u32, message: String| {
+            let (line, column) = line_col(&program.source, pos as usize);
+            RuntimeError { message, line, column }
+        };
+        match r {
+            Ok(Value::Bool(b)) => Ok((b, cost)),
+            Ok(other) => Err(runtime(
+                program.expr.pos,
+                format!("CEL result of type {} could not be converted to bool", other.type_name()),
+            )),
+            Err(e) => Err(runtime(e.pos, e.msg)),
+        }
+    }
+}
+
+/// Memoized verdicts of (program, device) pairs: a selector's verdict on a device never changes
+/// while both stay the same, so the allocator asks once per pair.
+#[derive(Default)]
+pub struct Verdicts {
+    map: HashMap<u64, Result<bool, Arc<RuntimeError>>, std::hash::BuildHasherDefault<IdHasher>>,
+}
+
+impl Verdicts {
+    fn key(program: u32, device: u32) -> u64 {
+        (u64::from(program) << 32) | u64::from(device)
+    }
+
+    #[inline]
+    pub fn get(&self, program: u32, device: u32) -> Option<&Result<bool, Arc<RuntimeError>>> {
+        self.map.get(&Self::key(program, device))
+    }
+
+    pub fn insert(&mut self, program: u32, device: u32, verdict: Result<bool, RuntimeError>) {
+        self.map.insert(Self::key(program, device), verdict.map_err(Arc::new));
+    }
+
+    /// The verdict, evaluating and remembering it on first use.
+    pub fn get_or_eval(&mut self, env: &Env, program: &Program, device_id: u32, device: &DeviceView) -> Result<bool, Arc<RuntimeError>> {
+        self.map
+            .entry(Self::key(program.id, device_id))
+            .or_insert_with(|| env.eval(program, device).map_err(Arc::new))
+            .clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// A hasher for keys that are already well-mixed integers: one multiply.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
