@@ -84,6 +84,8 @@ impl<'a> Ctx<'a> {
                 let v = self.eval(operand)?;
                 let r = match v {
                     Value::Device => matches!(field.as_ref(), "driver" | "attributes" | "capacity" | "allowMultipleAllocations"),
+                    Value::Attributes => self.device.attribute_domain(field).is_some(),
+                    Value::Capacity => self.device.capacity_domain(field).is_some(),
                     other => self.lookup(&other, &Value::String(field.clone()), e.pos)?.is_some(),
                 };
                 Ok(Value::Bool(r))
@@ -422,7 +424,10 @@ impl<'a> Ctx<'a> {
                     self.charge(items.len() as u64 / 10, pos)?;
                     Bool(items.iter().any(|x| equal(x, &a)))
                 }
-                Map(_) | Attributes | Capacity | AttrDomain(_) | CapDomain(_) => Bool(self.lookup(&b, &a, pos)?.is_some()),
+                // An unknown domain reads as an empty map, but it is not `in` the attributes.
+                Attributes => Bool(matches!(&a, String(d) if self.device.attribute_domain(d).is_some())),
+                Capacity => Bool(matches!(&a, String(d) if self.device.capacity_domain(d).is_some())),
+                Map(_) | AttrDomain(_) | CapDomain(_) => Bool(self.lookup(&b, &a, pos)?.is_some()),
                 _ => return Err(no_overload(pos, "@in", &[&a, &b])),
             },
             BinOp::Add => match (&a, &b) {
