@@ -84,25 +84,69 @@ pub enum Kind {
     Lit(Lit),
     Ident(Arc<str>),
     /// `a.b`, or `a.?b` when `optional`.
-    Select { operand: Box<Expr>, field: Arc<str>, optional: bool },
+    Select {
+        operand: Box<Expr>,
+        field: Arc<str>,
+        optional: bool,
+    },
     /// `has(a.b)`.
-    Has { operand: Box<Expr>, field: Arc<str> },
+    Has {
+        operand: Box<Expr>,
+        field: Arc<str>,
+    },
     /// `a[b]`, or `a[?b]` when `optional`.
-    Index { operand: Box<Expr>, index: Box<Expr>, optional: bool },
+    Index {
+        operand: Box<Expr>,
+        index: Box<Expr>,
+        optional: bool,
+    },
     /// A function or method call; namespaced functions keep their dotted name (`optional.of`).
-    Call { func: Arc<str>, target: Option<Box<Expr>>, args: Vec<Expr> },
+    Call {
+        func: Arc<str>,
+        target: Option<Box<Expr>>,
+        args: Vec<Expr>,
+    },
     Not(Box<Expr>),
     Neg(Box<Expr>),
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     /// `a && b && c`, flattened.
     And(Vec<Expr>),
     Or(Vec<Expr>),
-    Cond { cond: Box<Expr>, then: Box<Expr>, otherwise: Box<Expr> },
+    Cond {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        otherwise: Box<Expr>,
+    },
     /// Elements and whether each is optional (`?x`).
     List(Vec<(Expr, bool)>),
     /// Entries and whether each is optional (`?k: v`).
     Map(Vec<(Expr, Expr, bool)>),
     Comprehension(Box<Comprehension>),
     /// `cel.bind(var, init, body)`.
-    Bind { var: Arc<str>, init: Box<Expr>, body: Box<Expr> },
+    Bind {
+        var: Arc<str>,
+        init: Box<Expr>,
+        body: Box<Expr>,
+    },
+    /// Lowered after checking: a constant computed at compile time (`quantity('79Gi')`).
+    Const(crate::value::Value),
+    /// Lowered: `device.driver`.
+    DeviceDriver,
+    /// Lowered: `device.attributes[domain].id` (or `device.attributes.domain.id`), with the
+    /// names interned; `id` is kept for the error message.
+    DeviceAttr {
+        domain: crate::intern::Sym,
+        sym: crate::intern::Sym,
+        id: Arc<str>,
+    },
+    /// Lowered: `device.capacity[domain].id`.
+    DeviceCap {
+        domain: crate::intern::Sym,
+        sym: crate::intern::Sym,
+        id: Arc<str>,
+    },
 }

@@ -98,6 +98,7 @@ impl Checker<'_> {
     fn check(&mut self, e: &Expr) -> Result<Ty, CheckError> {
         let pos = e.pos;
         Ok(match &e.kind {
+            Kind::Const(_) | Kind::DeviceDriver | Kind::DeviceAttr { .. } | Kind::DeviceCap { .. } => Ty::Dyn,
             Kind::Lit(l) => match l {
                 Lit::Null => Ty::Null,
                 Lit::Bool(_) => Ty::Bool,
@@ -113,7 +114,8 @@ impl Checker<'_> {
                 } else {
                     match name.as_ref() {
                         "device" => Ty::Device,
-                        "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map" | "null_type" | "type" => Ty::Type,
+                        "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map" | "null_type"
+                        | "type" => Ty::Type,
                         _ => return Err(err(pos, format!("undeclared reference to '{name}' (in container '')"))),
                     }
                 }
@@ -132,7 +134,9 @@ impl Checker<'_> {
                 let t = self.check(operand)?;
                 let i = self.check(index)?;
                 let r = match t {
-                    Ty::Attributes | Ty::Capacity | Ty::AttrDomain | Ty::CapDomain if !matches!(i, Ty::String | Ty::Dyn) => {
+                    Ty::Attributes | Ty::Capacity | Ty::AttrDomain | Ty::CapDomain
+                        if !matches!(i, Ty::String | Ty::Dyn) =>
+                    {
                         return Err(no_overload(pos, "_[_]", &[t, i]));
                     }
                     Ty::Attributes => Ty::AttrDomain,
@@ -202,7 +206,10 @@ impl Checker<'_> {
                 if !r.iterable() {
                     return Err(err(
                         c.range.pos,
-                        format!("expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)", r.name()),
+                        format!(
+                            "expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)",
+                            r.name()
+                        ),
                     ));
                 }
                 let depth = self.scope.len();
@@ -267,7 +274,8 @@ impl Checker<'_> {
                 // Quantity and semver comparisons need a value of their own kind.
                 if let (Some(r @ (Ty::Quantity | Ty::Semver)), "compareTo" | "isLessThan" | "isGreaterThan", [a]) =
                     (recv, func.as_ref(), tys.as_slice())
-                    && !matches!(a, Ty::Dyn) && *a != r
+                    && !matches!(a, Ty::Dyn)
+                    && *a != r
                 {
                     return Err(no_overload(pos, func, &[r, *a]));
                 }
@@ -298,7 +306,9 @@ impl Checker<'_> {
         Ok(match op {
             BinOp::Eq | BinOp::Ne => Ty::Bool,
             BinOp::In => {
-                if !dyn_either && !matches!(b, Ty::List | Ty::Map | Ty::Attributes | Ty::Capacity | Ty::AttrDomain | Ty::CapDomain) {
+                if !dyn_either
+                    && !matches!(b, Ty::List | Ty::Map | Ty::Attributes | Ty::Capacity | Ty::AttrDomain | Ty::CapDomain)
+                {
                     return Err(no_overload(pos, op.name(), &[a, b]));
                 }
                 Ty::Bool
@@ -317,7 +327,9 @@ impl Checker<'_> {
                     return Ok(Ty::Dyn);
                 }
                 let ok = match op {
-                    BinOp::Add => a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double | Ty::String | Ty::Bytes | Ty::List),
+                    BinOp::Add => {
+                        a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double | Ty::String | Ty::Bytes | Ty::List)
+                    }
                     BinOp::Rem => a == b && matches!(a, Ty::Int | Ty::UInt),
                     _ => a == b && a.numeric(),
                 };
@@ -336,9 +348,9 @@ fn return_type(func: &str, recv: Option<Ty>) -> Ty {
         "compareTo" => Ty::Int,
         "uint" => Ty::UInt,
         "double" | "asApproximateFloat" => Ty::Double,
-        "contains" | "startsWith" | "endsWith" | "matches" | "isQuantity" | "isSemver" | "isLessThan" | "isGreaterThan"
-        | "hasValue" | "isSorted" | "isInteger" | "includes" | "bool" | "sets.contains" | "sets.equivalent"
-        | "sets.intersects" => Ty::Bool,
+        "contains" | "startsWith" | "endsWith" | "matches" | "isQuantity" | "isSemver" | "isLessThan"
+        | "isGreaterThan" | "hasValue" | "isSorted" | "isInteger" | "includes" | "bool" | "sets.contains"
+        | "sets.equivalent" | "sets.intersects" => Ty::Bool,
         "quantity" => Ty::Quantity,
         "add" | "sub" if recv == Some(Ty::Quantity) => Ty::Quantity,
         "semver" => Ty::Semver,

@@ -5,30 +5,28 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::Device;
 use muster_api::Quantity;
 
+use crate::intern::{Sym, intern};
 use crate::semver::Semver;
 use crate::value::Value;
 
-/// One domain's attributes or capacities, sorted by identifier.
-#[derive(Clone, Debug, Default)]
-pub struct Domain<T> {
-    pub name: Arc<str>,
-    pub entries: Vec<(Arc<str>, T)>,
-}
-
-impl<T> Domain<T> {
-    pub fn get(&self, id: &str) -> Option<&T> {
-        self.entries.binary_search_by(|(k, _)| k.as_ref().cmp(id)).ok().map(|i| &self.entries[i].1)
-    }
-}
-
 /// What a selector sees of a device (`kubernetes.DRADevice` in the CEL environment).
+///
+/// Attributes and capacities sit in contiguous arrays keyed by interned (domain, identifier)
+/// pairs, in (domain, identifier) name order.
 #[derive(Clone, Debug, Default)]
 pub struct DeviceView {
     pub driver: Arc<str>,
-    /// Domains sorted by name.
-    pub attributes: Vec<Domain<Value>>,
-    pub capacity: Vec<Domain<Quantity>>,
+    /// `driver` as a CEL value, for comparisons in place.
+    driver_value: Value,
     pub allow_multiple_allocations: bool,
+    /// Attribute keys then capacity keys, (domain, identifier): the one small array every lookup
+    /// scans; the values it finds sit in `attr_values` / `cap_values` at the same position.
+    keys: Box<[(Sym, Sym)]>,
+    num_attrs: usize,
+    attr_values: Box<[Value]>,
+    cap_values: Box<[Quantity]>,
+    /// The names behind `keys`, for iteration and messages.
+    names: Box<[(Arc<str>, Arc<str>)]>,
 }
 
 /// Why a device cannot be shown to selectors. Fatal for an allocation, as upstream.
@@ -46,50 +44,47 @@ fn split<'a>(qualified: &'a str, driver: &'a str) -> (&'a str, &'a str) {
     }
 }
 
-fn insert<T>(domains: &mut Vec<Domain<T>>, domain: &str, id: &str, v: T, qualified: bool, quals: &mut Vec<(String, String, bool)>) {
-    let di = match domains.binary_search_by(|d| d.name.as_ref().cmp(domain)) {
-        Ok(i) => i,
-        Err(i) => {
-            domains.insert(i, Domain { name: domain.into(), entries: Vec::new() });
-            i
+/// Keys, names and values of one kind of entry, in name order.
+type Built<T> = (Box<[(Sym, Sym)]>, Box<[(Arc<str>, Arc<str>)]>, Box<[T]>);
+
+/// Sorted, de-duplicated entries: of `x` and `<driver>/x`, the fully-qualified one wins (upstream
+/// keeps whichever Go's map order gives last; muster is deterministic).
+fn build<T>(mut entries: Vec<(String, String, bool, T)>) -> Built<T> {
+    entries.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+    let mut keys = Vec::with_capacity(entries.len());
+    let mut names: Vec<(Arc<str>, Arc<str>)> = Vec::with_capacity(entries.len());
+    let mut values = Vec::with_capacity(entries.len());
+    for (d, id, _, v) in entries {
+        if names.last().is_some_and(|(ld, lid)| **ld == *d && **lid == *id) {
+            // Sorted with unqualified first: the qualified one replaces it.
+            *values.last_mut().expect("same length") = v;
+            continue;
         }
-    };
-    let entries = &mut domains[di].entries;
-    match entries.binary_search_by(|(k, _)| k.as_ref().cmp(id)) {
-        Ok(i) => {
-            // Upstream keeps whichever of `x` and `<driver>/x` Go's map order gives last; muster
-            // keeps the fully-qualified one, always.
-            let was_qualified = quals.iter().any(|(d, k, q)| d == domain && k == id && *q);
-            if qualified || !was_qualified {
-                entries[i].1 = v;
-            }
-        }
-        Err(i) => entries.insert(i, (id.into(), v)),
+        keys.push((intern(&d), intern(&id)));
+        names.push((d.into(), id.into()));
+        values.push(v);
     }
-    quals.push((domain.to_string(), id.to_string(), qualified));
+    (keys.into(), names.into(), values.into())
 }
 
 impl DeviceView {
     /// Converts a device published by `driver`. Attribute conversion errors are returned even when
     /// no selector would read the attribute, as upstream does.
     pub fn new(driver: &str, device: &Device) -> Result<DeviceView, DeviceError> {
-        let mut view = DeviceView {
-            driver: driver.into(),
-            allow_multiple_allocations: device.allow_multiple_allocations.unwrap_or(false),
-            ..Default::default()
-        };
-        let mut quals = Vec::new();
+        let mut attrs = Vec::new();
         for (name, a) in device.attributes.iter().flatten() {
             let err = |reason: String| DeviceError { name: name.clone(), reason };
             let version = |s: &str| {
-                Semver::parse(s).map(|v| Value::Semver(Arc::new(v))).map_err(|e| err(format!("parse semantic version: {e}")))
+                Semver::parse(s)
+                    .map(|v| Value::Semver(Arc::new(v)))
+                    .map_err(|e| err(format!("parse semantic version: {e}")))
             };
             let v = if let Some(xs) = &a.ints {
                 Value::list(xs.iter().map(|i| Value::Int(*i)).collect())
             } else if let Some(xs) = &a.bools {
                 Value::list(xs.iter().map(|b| Value::Bool(*b)).collect())
             } else if let Some(xs) = &a.strings {
-                Value::list(xs.iter().map(|s| Value::string(s)).collect())
+                Value::list(xs.iter().map(|s| Value::String(crate::intern::shared_str(s))).collect())
             } else if let Some(xs) = &a.versions {
                 Value::list(xs.iter().map(|s| version(s)).collect::<Result<_, _>>()?)
             } else if let Some(i) = a.int {
@@ -97,36 +92,105 @@ impl DeviceView {
             } else if let Some(b) = a.bool {
                 Value::Bool(b)
             } else if let Some(s) = &a.string {
-                Value::string(s)
+                Value::String(crate::intern::shared_str(s))
             } else if let Some(s) = &a.version {
                 version(s)?
             } else {
                 return Err(err("unsupported attribute value".into()));
             };
-            let (domain, id) = split(name, driver);
-            insert(&mut view.attributes, domain, id, v, name.contains('/'), &mut quals);
+            let (d, id) = split(name, driver);
+            attrs.push((d.to_string(), id.to_string(), name.contains('/'), v));
         }
-        quals.clear();
+        let mut caps = Vec::new();
         for (name, c) in device.capacity.iter().flatten() {
             let q = muster_api::quantity::parse(&c.value.0)
                 .map_err(|e| DeviceError { name: name.clone(), reason: format!("capacity: {e}") })?;
-            let (domain, id) = split(name, driver);
-            insert(&mut view.capacity, domain, id, q, name.contains('/'), &mut quals);
+            let (d, id) = split(name, driver);
+            caps.push((d.to_string(), id.to_string(), name.contains('/'), q));
         }
-        Ok(view)
+        let (attr_keys, attr_names, attr_values) = build(attrs);
+        let (cap_keys, cap_names, cap_values) = build(caps);
+        let num_attrs = attr_keys.len();
+        let keys: Box<[(Sym, Sym)]> = attr_keys.iter().chain(cap_keys.iter()).copied().collect();
+        let names: Box<[(Arc<str>, Arc<str>)]> = attr_names.iter().chain(cap_names.iter()).cloned().collect();
+        Ok(DeviceView {
+            driver: crate::intern::shared_str(driver),
+            driver_value: Value::String(crate::intern::shared_str(driver)),
+            allow_multiple_allocations: device.allow_multiple_allocations.unwrap_or(false),
+            keys,
+            num_attrs,
+            attr_values,
+            cap_values,
+            names,
+        })
     }
 
-    pub fn attribute_domain(&self, domain: &str) -> Option<usize> {
-        self.attributes.binary_search_by(|d| d.name.as_ref().cmp(domain)).ok()
+    pub(crate) fn driver_value(&self) -> &Value {
+        &self.driver_value
     }
 
-    pub fn capacity_domain(&self, domain: &str) -> Option<usize> {
-        self.capacity.binary_search_by(|d| d.name.as_ref().cmp(domain)).ok()
+    #[inline]
+    pub(crate) fn attr(&self, domain: Sym, id: Sym) -> Option<&Value> {
+        self.keys[..self.num_attrs].iter().position(|k| *k == (domain, id)).map(|i| &self.attr_values[i])
+    }
+
+    #[inline]
+    pub(crate) fn cap(&self, domain: Sym, id: Sym) -> Option<Quantity> {
+        self.keys[self.num_attrs..].iter().position(|k| *k == (domain, id)).map(|i| self.cap_values[i])
+    }
+
+    pub(crate) fn has_attr_domain(&self, domain: Sym) -> bool {
+        self.keys[..self.num_attrs].iter().any(|(d, _)| *d == domain)
+    }
+
+    pub(crate) fn has_cap_domain(&self, domain: Sym) -> bool {
+        self.keys[self.num_attrs..].iter().any(|(d, _)| *d == domain)
+    }
+
+    /// Attribute domains in name order, each once, with their symbol.
+    pub(crate) fn attr_domains(&self) -> Vec<(Arc<str>, Sym)> {
+        domains(&self.keys[..self.num_attrs], &self.names[..self.num_attrs])
+    }
+
+    pub(crate) fn cap_domains(&self) -> Vec<(Arc<str>, Sym)> {
+        domains(&self.keys[self.num_attrs..], &self.names[self.num_attrs..])
+    }
+
+    /// A domain's (identifier, value) attributes in name order.
+    pub(crate) fn attr_entries(&self, domain: Sym) -> impl Iterator<Item = (&Arc<str>, &Value)> {
+        let n = self.num_attrs;
+        self.keys[..n]
+            .iter()
+            .zip(&self.names[..n])
+            .zip(self.attr_values.iter())
+            .filter(move |((k, _), _)| k.0 == domain)
+            .map(|((_, (_, id)), v)| (id, v))
+    }
+
+    pub(crate) fn cap_entries(&self, domain: Sym) -> impl Iterator<Item = (&Arc<str>, Quantity)> {
+        let n = self.num_attrs;
+        self.keys[n..]
+            .iter()
+            .zip(&self.names[n..])
+            .zip(self.cap_values.iter())
+            .filter(move |((k, _), _)| k.0 == domain)
+            .map(|((_, (_, id)), q)| (id, *q))
     }
 
     /// An attribute by its fully-qualified or driver-relative name (constraint lookup).
     pub fn attribute(&self, qualified: &str) -> Option<&Value> {
         let (domain, id) = split(qualified, &self.driver);
-        self.attribute_domain(domain).and_then(|i| self.attributes[i].get(id))
+        let (Some(d), Some(i)) = (crate::intern::lookup(domain), crate::intern::lookup(id)) else { return None };
+        self.attr(d, i)
     }
+}
+
+fn domains(keys: &[(Sym, Sym)], names: &[(Arc<str>, Arc<str>)]) -> Vec<(Arc<str>, Sym)> {
+    let mut out: Vec<(Arc<str>, Sym)> = Vec::new();
+    for ((d, _), (name, _)) in keys.iter().zip(names) {
+        if out.last().is_none_or(|(_, s)| s != d) {
+            out.push((name.clone(), *d));
+        }
+    }
+    out
 }

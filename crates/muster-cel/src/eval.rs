@@ -58,6 +58,25 @@ impl<'a> Ctx<'a> {
     pub fn eval(&mut self, e: &Expr) -> R {
         match &e.kind {
             Kind::Lit(l) => Ok(lit(l)),
+            Kind::Const(v) => Ok(v.clone()),
+            Kind::DeviceDriver => {
+                self.charge(2, e.pos)?;
+                Ok(Value::String(self.device.driver.clone()))
+            }
+            Kind::DeviceAttr { domain, sym, id } => {
+                self.charge(4, e.pos)?;
+                match self.device.attr(*domain, *sym) {
+                    Some(v) => Ok(v.clone()),
+                    None => Err(err(e.pos, format!("no such key: {id}"))),
+                }
+            }
+            Kind::DeviceCap { domain, sym, id } => {
+                self.charge(4, e.pos)?;
+                match self.device.cap(*domain, *sym) {
+                    Some(q) => Ok(Value::Quantity(q)),
+                    None => Err(err(e.pos, format!("no such key: {id}"))),
+                }
+            }
             Kind::Ident(name) => {
                 self.charge(1, e.pos)?;
                 if let Some((_, v)) = self.vars.iter().rev().find(|(n, _)| n == name) {
@@ -83,9 +102,11 @@ impl<'a> Ctx<'a> {
                 self.charge(1, e.pos)?;
                 let v = self.eval(operand)?;
                 let r = match v {
-                    Value::Device => matches!(field.as_ref(), "driver" | "attributes" | "capacity" | "allowMultipleAllocations"),
-                    Value::Attributes => self.device.attribute_domain(field).is_some(),
-                    Value::Capacity => self.device.capacity_domain(field).is_some(),
+                    Value::Device => {
+                        matches!(field.as_ref(), "driver" | "attributes" | "capacity" | "allowMultipleAllocations")
+                    }
+                    Value::Attributes => self.device.has_attr_domain(sym(field)),
+                    Value::Capacity => self.device.has_cap_domain(sym(field)),
                     other => self.lookup(&other, &Value::String(field.clone()), e.pos)?.is_some(),
                 };
                 Ok(Value::Bool(r))
@@ -131,9 +152,15 @@ impl<'a> Ctx<'a> {
             },
             Kind::Binary { op, lhs, rhs } => {
                 self.charge(1, e.pos)?;
+                // Constants and device attributes are compared in place, without copying them.
+                let device = self.device;
+                if let (Some(a), Some(b)) = (borrow(device, lhs), borrow(device, rhs)) {
+                    let (a, b) = (a?, b?);
+                    return self.binary(*op, a, b, e.pos);
+                }
                 let a = self.eval(lhs)?;
                 let b = self.eval(rhs)?;
-                self.binary(*op, a, b, e.pos)
+                self.binary(*op, &a, &b, e.pos)
             }
             Kind::List(xs) => {
                 self.charge(1, e.pos)?;
@@ -256,16 +283,10 @@ impl<'a> Ctx<'a> {
             other => Err(no_overload(pos, "_[_]", &[container, other])),
         };
         Ok(match container {
-            Value::Attributes => Some(Value::AttrDomain(dev.attribute_domain(key_str()?).map(|i| i as u32))),
-            Value::Capacity => Some(Value::CapDomain(dev.capacity_domain(key_str()?).map(|i| i as u32))),
-            Value::AttrDomain(d) => {
-                let k = key_str()?;
-                d.and_then(|i| dev.attributes[i as usize].get(k)).cloned()
-            }
-            Value::CapDomain(d) => {
-                let k = key_str()?;
-                d.and_then(|i| dev.capacity[i as usize].get(k)).map(|q| Value::Quantity(*q))
-            }
+            Value::Attributes => Some(Value::AttrDomain(sym(key_str()?))),
+            Value::Capacity => Some(Value::CapDomain(sym(key_str()?))),
+            Value::AttrDomain(d) => dev.attr(*d, sym(key_str()?)).cloned(),
+            Value::CapDomain(d) => dev.cap(*d, sym(key_str()?)).map(Value::Quantity),
             Value::Map(entries) => entries.iter().find(|(k, _)| equal(k, key)).map(|(_, v)| v.clone()),
             Value::List(items) => {
                 let i = match key {
@@ -304,24 +325,16 @@ impl<'a> Ctx<'a> {
         Ok(match v {
             Value::List(items) => items.iter().enumerate().map(|(i, x)| (Value::Int(i as i64), x.clone())).collect(),
             Value::Map(entries) => entries.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            Value::Attributes => dev
-                .attributes
-                .iter()
-                .enumerate()
-                .map(|(i, d)| (Value::String(d.name.clone()), Value::AttrDomain(Some(i as u32))))
-                .collect(),
-            Value::Capacity => dev
-                .capacity
-                .iter()
-                .enumerate()
-                .map(|(i, d)| (Value::String(d.name.clone()), Value::CapDomain(Some(i as u32))))
-                .collect(),
-            Value::AttrDomain(d) => d
-                .map(|i| dev.attributes[i as usize].entries.iter().map(|(k, v)| (Value::String(k.clone()), v.clone())).collect())
-                .unwrap_or_default(),
-            Value::CapDomain(d) => d
-                .map(|i| dev.capacity[i as usize].entries.iter().map(|(k, q)| (Value::String(k.clone()), Value::Quantity(*q))).collect())
-                .unwrap_or_default(),
+            Value::Attributes => {
+                dev.attr_domains().into_iter().map(|(n, s)| (Value::String(n), Value::AttrDomain(s))).collect()
+            }
+            Value::Capacity => {
+                dev.cap_domains().into_iter().map(|(n, s)| (Value::String(n), Value::CapDomain(s))).collect()
+            }
+            Value::AttrDomain(d) => dev.attr_entries(*d).map(|(k, v)| (Value::String(k.clone()), v.clone())).collect(),
+            Value::CapDomain(d) => {
+                dev.cap_entries(*d).map(|(k, q)| (Value::String(k.clone()), Value::Quantity(q))).collect()
+            }
             other => return Err(err(pos, format!("got '{}', expected iterable type", other.go_type_name()))),
         })
     }
@@ -393,24 +406,24 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    fn binary(&mut self, op: BinOp, a: Value, b: Value, pos: u32) -> R {
+    fn binary(&mut self, op: BinOp, a: &Value, b: &Value, pos: u32) -> R {
         use Value::*;
         let overflow = || err(pos, "integer overflow");
         Ok(match op {
-            BinOp::Eq => Bool(equal(&a, &b)),
-            BinOp::Ne => Bool(!equal(&a, &b)),
+            BinOp::Eq => Bool(equal(a, b)),
+            BinOp::Ne => Bool(!equal(a, b)),
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                let ord = match (&a, &b) {
+                let ord = match (a, b) {
                     (String(x), String(y)) => Some(x.cmp(y)),
                     (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
                     (Bool(x), Bool(y)) => Some(x.cmp(y)),
-                    _ => compare_numbers(&a, &b),
+                    _ => compare_numbers(a, b),
                 };
                 let Some(ord) = ord else {
-                    if matches!((&a, &b), (Double(_), _) | (_, Double(_))) && is_number(&a) && is_number(&b) {
+                    if matches!((a, b), (Double(_), _) | (_, Double(_))) && is_number(a) && is_number(b) {
                         return Ok(Bool(false)); // NaN
                     }
-                    return Err(no_overload(pos, op.name(), &[&a, &b]));
+                    return Err(no_overload(pos, op.name(), &[a, b]));
                 };
                 Bool(match op {
                     BinOp::Lt => ord == Ordering::Less,
@@ -419,18 +432,18 @@ impl<'a> Ctx<'a> {
                     _ => ord != Ordering::Less,
                 })
             }
-            BinOp::In => match &b {
+            BinOp::In => match b {
                 List(items) => {
                     self.charge(items.len() as u64 / 10, pos)?;
-                    Bool(items.iter().any(|x| equal(x, &a)))
+                    Bool(items.iter().any(|x| equal(x, a)))
                 }
                 // An unknown domain reads as an empty map, but it is not `in` the attributes.
-                Attributes => Bool(matches!(&a, String(d) if self.device.attribute_domain(d).is_some())),
-                Capacity => Bool(matches!(&a, String(d) if self.device.capacity_domain(d).is_some())),
-                Map(_) | AttrDomain(_) | CapDomain(_) => Bool(self.lookup(&b, &a, pos)?.is_some()),
-                _ => return Err(no_overload(pos, "@in", &[&a, &b])),
+                Attributes => Bool(matches!(a, String(d) if self.device.has_attr_domain(sym(d)))),
+                Capacity => Bool(matches!(a, String(d) if self.device.has_cap_domain(sym(d)))),
+                Map(_) | AttrDomain(_) | CapDomain(_) => Bool(self.lookup(b, a, pos)?.is_some()),
+                _ => return Err(no_overload(pos, "@in", &[a, b])),
             },
-            BinOp::Add => match (&a, &b) {
+            BinOp::Add => match (a, b) {
                 (Int(x), Int(y)) => Int(x.checked_add(*y).ok_or_else(overflow)?),
                 (UInt(x), UInt(y)) => UInt(x.checked_add(*y).ok_or_else(overflow)?),
                 (Double(x), Double(y)) => Double(x + y),
@@ -443,32 +456,32 @@ impl<'a> Ctx<'a> {
                     self.charge((x.len() + y.len()) as u64 / 10, pos)?;
                     List(x.iter().chain(y.iter()).cloned().collect())
                 }
-                _ => return Err(no_overload(pos, "_+_", &[&a, &b])),
+                _ => return Err(no_overload(pos, "_+_", &[a, b])),
             },
-            BinOp::Sub => match (&a, &b) {
+            BinOp::Sub => match (a, b) {
                 (Int(x), Int(y)) => Int(x.checked_sub(*y).ok_or_else(overflow)?),
                 (UInt(x), UInt(y)) => UInt(x.checked_sub(*y).ok_or_else(overflow)?),
                 (Double(x), Double(y)) => Double(x - y),
-                _ => return Err(no_overload(pos, "_-_", &[&a, &b])),
+                _ => return Err(no_overload(pos, "_-_", &[a, b])),
             },
-            BinOp::Mul => match (&a, &b) {
+            BinOp::Mul => match (a, b) {
                 (Int(x), Int(y)) => Int(x.checked_mul(*y).ok_or_else(overflow)?),
                 (UInt(x), UInt(y)) => UInt(x.checked_mul(*y).ok_or_else(overflow)?),
                 (Double(x), Double(y)) => Double(x * y),
-                _ => return Err(no_overload(pos, "_*_", &[&a, &b])),
+                _ => return Err(no_overload(pos, "_*_", &[a, b])),
             },
-            BinOp::Div => match (&a, &b) {
+            BinOp::Div => match (a, b) {
                 (Int(_), Int(0)) | (UInt(_), UInt(0)) => return Err(err(pos, "division by zero")),
                 (Int(x), Int(y)) => Int(x.checked_div(*y).ok_or_else(overflow)?),
                 (UInt(x), UInt(y)) => UInt(x / y),
                 (Double(x), Double(y)) => Double(x / y),
-                _ => return Err(no_overload(pos, "_/_", &[&a, &b])),
+                _ => return Err(no_overload(pos, "_/_", &[a, b])),
             },
-            BinOp::Rem => match (&a, &b) {
+            BinOp::Rem => match (a, b) {
                 (Int(_), Int(0)) | (UInt(_), UInt(0)) => return Err(err(pos, "modulus by zero")),
                 (Int(x), Int(y)) => Int(x.checked_rem(*y).ok_or_else(overflow)?),
                 (UInt(x), UInt(y)) => UInt(x % y),
-                _ => return Err(no_overload(pos, "_%_", &[&a, &b])),
+                _ => return Err(no_overload(pos, "_%_", &[a, b])),
             },
         })
     }
@@ -480,11 +493,24 @@ impl<'a> Ctx<'a> {
             Some(t) => Some(self.eval(t)?),
             None => None,
         };
-        let mut vals = Vec::with_capacity(args.len());
-        for a in args {
-            vals.push(self.eval(a)?);
+        match args {
+            [] => crate::functions::call(self, func, recv, &[], pos),
+            [a] => {
+                let a = self.eval(a)?;
+                crate::functions::call(self, func, recv, std::slice::from_ref(&a), pos)
+            }
+            [a, b] => {
+                let vals = [self.eval(a)?, self.eval(b)?];
+                crate::functions::call(self, func, recv, &vals, pos)
+            }
+            _ => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                crate::functions::call(self, func, recv, &vals, pos)
+            }
         }
-        crate::functions::call(self, func, recv, vals, pos)
     }
 
     pub(crate) fn regex(&self, pattern: &str, pos: u32) -> Result<Arc<regex::Regex>, EvalError> {
@@ -512,6 +538,25 @@ impl<'a> Ctx<'a> {
             other => Ok(Value::Bool(equal(other, x))),
         }
     }
+}
+
+/// The value of a node that needs no evaluation work, by reference: constants and device
+/// attributes. `None` for every other node.
+#[inline]
+fn borrow<'v>(device: &'v DeviceView, e: &'v Expr) -> Option<Result<&'v Value, EvalError>> {
+    match &e.kind {
+        Kind::Const(v) => Some(Ok(v)),
+        Kind::DeviceDriver => Some(Ok(device.driver_value())),
+        Kind::DeviceAttr { domain, sym, id } => {
+            Some(device.attr(*domain, *sym).ok_or_else(|| err(e.pos, format!("no such key: {id}"))))
+        }
+        _ => None,
+    }
+}
+
+/// The symbol of a name looked up at runtime; a name never interned belongs to no device.
+fn sym(name: &str) -> crate::intern::Sym {
+    crate::intern::lookup(name).unwrap_or(crate::intern::Sym::NONE)
 }
 
 fn is_number(v: &Value) -> bool {
@@ -551,10 +596,12 @@ pub fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Null, Null) => true,
         (Bool(x), Bool(y)) => x == y,
-        (String(x), String(y)) => x == y,
+        (String(x), String(y)) => Arc::ptr_eq(x, y) || x == y,
         (Bytes(x), Bytes(y)) => x == y,
         (List(x), List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q)),
-        (Map(x), Map(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| equal(k, k2) && equal(v, v2))),
+        (Map(x), Map(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.iter().any(|(k2, v2)| equal(k, k2) && equal(v, v2)))
+        }
         (Quantity(x), Quantity(y)) => x == y,
         (Semver(x), Semver(y)) => x == y,
         (Optional(x), Optional(y)) => match (x, y) {

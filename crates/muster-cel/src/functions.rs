@@ -146,31 +146,32 @@ fn compare_values(a: &Value, b: &Value) -> Option<Ordering> {
     }
 }
 
-pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>, pos: u32) -> R {
+pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: &[Value], pos: u32) -> R {
     use Value::*;
     let fail = |recv: &Option<Value>, args: &[Value]| bad(pos, func, recv, args);
+    let args_slice = args;
     // Receiver-style calls on an optional.
     if let Some(Optional(o)) = &recv {
-        return match (func, args.as_slice()) {
+        return match (func, args) {
             ("hasValue", []) => Ok(Bool(o.is_some())),
             ("value", []) => o.as_deref().cloned().ok_or_else(|| e(pos, "optional.none() dereference")),
             ("orValue", [d]) => Ok(o.as_deref().cloned().unwrap_or_else(|| d.clone())),
             ("or", [Optional(other)]) => Ok(Optional(o.clone().or_else(|| other.clone()))),
-            _ => Err(fail(&recv, &args)),
+            _ => Err(fail(&recv, args)),
         };
     }
-    match (func, recv.as_ref(), args.as_slice()) {
+    match (func, recv.as_ref(), args_slice) {
         // --- standard library ---
         ("size", None, [x]) | ("size", Some(x), []) => match x {
             String(t) => Ok(Int(t.chars().count() as i64)),
             Bytes(b) => Ok(Int(b.len() as i64)),
             List(l) => Ok(Int(l.len() as i64)),
             Map(m) => Ok(Int(m.len() as i64)),
-            AttrDomain(d) => Ok(Int(d.map_or(0, |i| ctx.device.attributes[i as usize].entries.len()) as i64)),
-            CapDomain(d) => Ok(Int(d.map_or(0, |i| ctx.device.capacity[i as usize].entries.len()) as i64)),
-            Attributes => Ok(Int(ctx.device.attributes.len() as i64)),
-            Capacity => Ok(Int(ctx.device.capacity.len() as i64)),
-            _ => Err(fail(&recv, &args)),
+            AttrDomain(d) => Ok(Int(ctx.device.attr_entries(*d).count() as i64)),
+            CapDomain(d) => Ok(Int(ctx.device.cap_entries(*d).count() as i64)),
+            Attributes => Ok(Int(ctx.device.attr_domains().len() as i64)),
+            Capacity => Ok(Int(ctx.device.cap_domains().len() as i64)),
+            _ => Err(fail(&recv, args)),
         },
         ("contains", Some(String(t)), [String(x)]) => {
             ctx.charge_len(t.len(), pos)?;
@@ -187,29 +188,36 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
             UInt(u) => i64::try_from(*u).map(Int).map_err(|_| e(pos, "integer overflow")),
             Double(d) if d.is_finite() && *d > -9.223372036854776e18 && *d < 9.223372036854776e18 => Ok(Int(*d as i64)),
             Double(_) => Err(e(pos, "integer overflow")),
-            String(t) => t.parse().map(Int).map_err(|_| e(pos, format!("type conversion error from 'string' to 'int': {t}"))),
-            _ => Err(fail(&recv, &args)),
+            String(t) => {
+                t.parse().map(Int).map_err(|_| e(pos, format!("type conversion error from 'string' to 'int': {t}")))
+            }
+            _ => Err(fail(&recv, args)),
         },
         ("uint", None, [x]) => match x {
             UInt(u) => Ok(UInt(*u)),
             Int(i) => u64::try_from(*i).map(UInt).map_err(|_| e(pos, "unsigned integer overflow")),
             Double(d) if d.is_finite() && *d >= 0.0 && *d < 1.8446744073709552e19 => Ok(UInt(*d as u64)),
             Double(_) => Err(e(pos, "unsigned integer overflow")),
-            String(t) => t.parse().map(UInt).map_err(|_| e(pos, format!("type conversion error from 'string' to 'uint': {t}"))),
-            _ => Err(fail(&recv, &args)),
+            String(t) => {
+                t.parse().map(UInt).map_err(|_| e(pos, format!("type conversion error from 'string' to 'uint': {t}")))
+            }
+            _ => Err(fail(&recv, args)),
         },
         ("double", None, [x]) => match x {
             Double(d) => Ok(Double(*d)),
             Int(i) => Ok(Double(*i as f64)),
             UInt(u) => Ok(Double(*u as f64)),
-            String(t) => t.parse().map(Double).map_err(|_| e(pos, format!("type conversion error from 'string' to 'double': {t}"))),
-            _ => Err(fail(&recv, &args)),
+            String(t) => t
+                .parse()
+                .map(Double)
+                .map_err(|_| e(pos, format!("type conversion error from 'string' to 'double': {t}"))),
+            _ => Err(fail(&recv, args)),
         },
         ("string", None, [x]) => match x {
             String(_) => Ok(x.clone()),
             Int(_) | UInt(_) | Bool(_) | Double(_) => Ok(Value::string(&display(x))),
             Bytes(b) => std::str::from_utf8(b).map(Value::string).map_err(|_| e(pos, "invalid UTF-8 in bytes")),
-            _ => Err(fail(&recv, &args)),
+            _ => Err(fail(&recv, args)),
         },
         ("bytes", None, [String(t)]) => Ok(Bytes(t.as_bytes().into())),
         ("bytes", None, [Bytes(b)]) => Ok(Bytes(b.clone())),
@@ -227,14 +235,15 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
             let start = char_offset(t, *i, pos)?;
             Ok(Value::string(t[start..].chars().next().map(|c| c.to_string()).as_deref().unwrap_or("")))
         }
-        ("indexOf", Some(String(t)), [String(x), rest @ ..]) | ("lastIndexOf", Some(String(t)), [String(x), rest @ ..]) => {
+        ("indexOf", Some(String(t)), [String(x), rest @ ..])
+        | ("lastIndexOf", Some(String(t)), [String(x), rest @ ..]) => {
             let chars: Vec<char> = t.chars().collect();
             let needle: Vec<char> = x.chars().collect();
             let last = func == "lastIndexOf";
             let bound = match rest {
                 [] => None,
                 [Int(i)] => Some(*i),
-                _ => return Err(fail(&recv, &args)),
+                _ => return Err(fail(&recv, args)),
             };
             if let Some(b) = bound
                 && (b < 0 || b as usize > chars.len())
@@ -259,7 +268,7 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
                 [] => Ok(Value::string(&t.replace(a.as_ref(), b))),
                 [Int(n)] if *n < 0 => Ok(Value::string(&t.replace(a.as_ref(), b))),
                 [Int(n)] => Ok(Value::string(&t.replacen(a.as_ref(), b, *n as usize))),
-                _ => Err(fail(&recv, &args)),
+                _ => Err(fail(&recv, args)),
             }
         }
         ("split", Some(String(t)), [String(sep), rest @ ..]) => {
@@ -269,7 +278,7 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
                 [Int(0)] => Vec::new(),
                 [Int(n)] if *n < 0 => t.split(sep.as_ref()).map(Value::string).collect(),
                 [Int(n)] => t.splitn(*n as usize, sep.as_ref()).map(Value::string).collect(),
-                _ => return Err(fail(&recv, &args)),
+                _ => return Err(fail(&recv, args)),
             };
             Ok(Value::list(parts))
         }
@@ -279,7 +288,7 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
                 [] => t.len(),
                 [Int(b)] if b < a => return Err(e(pos, format!("invalid substring range. start: {a}, end: {b}"))),
                 [Int(b)] => char_offset(t, *b, pos)?,
-                _ => return Err(fail(&recv, &args)),
+                _ => return Err(fail(&recv, args)),
             };
             Ok(Value::string(&t[start..end]))
         }
@@ -289,10 +298,10 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
             let sep = match rest {
                 [] => "",
                 [String(x)] => x,
-                _ => return Err(fail(&recv, &args)),
+                _ => return Err(fail(&recv, args)),
             };
             let parts: Option<Vec<&str>> = items.iter().map(s).collect();
-            parts.map(|p| Value::string(&p.join(sep))).ok_or_else(|| fail(&recv, &args))
+            parts.map(|p| Value::string(&p.join(sep))).ok_or_else(|| fail(&recv, args))
         }
         ("strings.quote", None, [String(t)]) => Ok(Value::string(&format!("{t:?}"))),
 
@@ -307,7 +316,7 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
                 [] => usize::MAX,
                 [Int(n)] if *n < 0 => usize::MAX,
                 [Int(n)] => *n as usize,
-                _ => return Err(fail(&recv, &args)),
+                _ => return Err(fail(&recv, args)),
             };
             let r = ctx.regex(re, pos)?;
             Ok(Value::list(r.find_iter(t).take(limit).map(|m| Value::string(m.as_str())).collect()))
@@ -319,7 +328,7 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
                 match compare_values(&w[0], &w[1]) {
                     Some(Ordering::Greater) => return Ok(Bool(false)),
                     Some(_) => {}
-                    None => return Err(fail(&recv, &args)),
+                    None => return Err(fail(&recv, args)),
                 }
             }
             Ok(Bool(true))
@@ -330,15 +339,17 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
                 Some(UInt(_)) => UInt(0),
                 Some(Double(_)) => Double(0.0),
                 Some(Quantity(_)) => Quantity(muster_api::Quantity::ZERO),
-                _ => return Err(fail(&recv, &args)),
+                _ => return Err(fail(&recv, args)),
             };
             for x in items.iter() {
                 acc = match (&acc, x) {
                     (Int(a), Int(b)) => Int(a.checked_add(*b).ok_or_else(|| e(pos, "integer overflow"))?),
                     (UInt(a), UInt(b)) => UInt(a.checked_add(*b).ok_or_else(|| e(pos, "integer overflow"))?),
                     (Double(a), Double(b)) => Double(a + b),
-                    (Quantity(a), Quantity(b)) => Quantity(a.checked_add(*b).ok_or_else(|| e(pos, "quantity overflow"))?),
-                    _ => return Err(fail(&recv, &args)),
+                    (Quantity(a), Quantity(b)) => {
+                        Quantity(a.checked_add(*b).ok_or_else(|| e(pos, "quantity overflow"))?)
+                    }
+                    _ => return Err(fail(&recv, args)),
                 };
             }
             Ok(acc)
@@ -352,14 +363,16 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
                     Some(b) => match compare_values(x, b) {
                         Some(o) if o == want => Some(x),
                         Some(_) => Some(b),
-                        None => return Err(fail(&recv, &args)),
+                        None => return Err(fail(&recv, args)),
                     },
                 };
             }
             best.cloned().ok_or_else(|| e(pos, format!("{func} called on empty list")))
         }
         ("indexOf", Some(List(items)), [x]) => Ok(Int(items.iter().position(|i| equal(i, x)).map_or(-1, |i| i as i64))),
-        ("lastIndexOf", Some(List(items)), [x]) => Ok(Int(items.iter().rposition(|i| equal(i, x)).map_or(-1, |i| i as i64))),
+        ("lastIndexOf", Some(List(items)), [x]) => {
+            Ok(Int(items.iter().rposition(|i| equal(i, x)).map_or(-1, |i| i as i64)))
+        }
 
         // --- quantity ---
         ("quantity", None, [String(t)]) => {
@@ -370,12 +383,14 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
         ("isLessThan", Some(Quantity(q)), [Quantity(o)]) => Ok(Bool(q < o)),
         ("isGreaterThan", Some(Quantity(q)), [Quantity(o)]) => Ok(Bool(q > o)),
         ("add", Some(Quantity(q)), [o]) | ("sub", Some(Quantity(q)), [o]) => {
-            let o = quantity_arg(o).ok_or_else(|| fail(&recv, &args))?;
+            let o = quantity_arg(o).ok_or_else(|| fail(&recv, args))?;
             let r = if func == "add" { q.checked_add(o) } else { q.checked_sub(o) };
             r.map(Quantity).ok_or_else(|| e(pos, "quantity overflow"))
         }
         ("sign", Some(Quantity(q)), []) => Ok(Int(q.signum() as i64)),
-        ("isInteger", Some(Quantity(q)), []) => Ok(Bool(q.nanos() % 1_000_000_000 == 0 && i64::try_from(q.nanos() / 1_000_000_000).is_ok())),
+        ("isInteger", Some(Quantity(q)), []) => {
+            Ok(Bool(q.nanos() % 1_000_000_000 == 0 && i64::try_from(q.nanos() / 1_000_000_000).is_ok()))
+        }
         ("asInteger", Some(Quantity(q)), []) => {
             if q.nanos() % 1_000_000_000 != 0 {
                 return Err(e(pos, "cannot convert value to integer"));
@@ -389,16 +404,19 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
             let normalize = match rest {
                 [] => false,
                 [Bool(b)] => *b,
-                _ => return Err(fail(&recv, &args)),
+                _ => return Err(fail(&recv, args)),
             };
-            let parsed = if normalize { crate::semver::Semver::parse_normalized(t) } else { crate::semver::Semver::parse(t) };
+            let parsed =
+                if normalize { crate::semver::Semver::parse_normalized(t) } else { crate::semver::Semver::parse(t) };
             if func == "isSemver" {
                 return Ok(Bool(parsed.is_ok()));
             }
             parsed.map(|v| Semver(Arc::new(v))).map_err(|err| e(pos, format!("invalid semver: {err}")))
         }
-        ("compareTo", Some(Semver(a)), [b]) | ("isLessThan", Some(Semver(a)), [b]) | ("isGreaterThan", Some(Semver(a)), [b]) => {
-            let b = semver_of(b).ok_or_else(|| fail(&recv, &args))?;
+        ("compareTo", Some(Semver(a)), [b])
+        | ("isLessThan", Some(Semver(a)), [b])
+        | ("isGreaterThan", Some(Semver(a)), [b]) => {
+            let b = semver_of(b).ok_or_else(|| fail(&recv, args))?;
             let o = a.as_ref().cmp(b);
             Ok(match func {
                 "compareTo" => ord_to_int(o),
@@ -441,7 +459,7 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: Vec<Value>
 
         _ => {
             let _ = (int, s);
-            Err(fail(&recv, &args))
+            Err(fail(&recv, args))
         }
     }
 }

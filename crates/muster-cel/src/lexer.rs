@@ -108,8 +108,23 @@ pub struct LexError {
 }
 
 const RESERVED: &[&str] = &[
-    "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop", "package", "namespace",
-    "return", "var", "void", "while",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 pub fn tokenize(src: &str) -> Result<Vec<Token>, LexError> {
@@ -173,7 +188,8 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, LexError> {
                 let prefix_len = rest.iter().take(2).take_while(|x| matches!(x, b'r' | b'R' | b'b' | b'B')).count();
                 let quote_at = i + prefix_len;
                 let prefix = &src[i..quote_at];
-                let distinct = prefix.len() < 2 || prefix.to_ascii_lowercase() == "rb" || prefix.to_ascii_lowercase() == "br";
+                let distinct =
+                    prefix.len() < 2 || prefix.eq_ignore_ascii_case("rb") || prefix.eq_ignore_ascii_case("br");
                 if prefix_len > 0 && distinct && matches!(b.get(quote_at), Some(b'"' | b'\'')) {
                     let raw = prefix.contains(['r', 'R']);
                     let bytes = prefix.contains(['b', 'B']);

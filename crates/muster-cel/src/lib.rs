@@ -8,7 +8,8 @@
 //! use muster_cel::{Env, DeviceView};
 //! let env = Env::default();
 //! let program = env.compile(r#"device.driver == "gpu.nvidia.com""#).unwrap();
-//! let device = DeviceView { driver: "gpu.nvidia.com".into(), ..Default::default() };
+//! # use k8s_openapi::api::resource::v1::Device;
+//! let device = DeviceView::new("gpu.nvidia.com", &Device { name: "gpu-0".into(), ..Default::default() }).unwrap();
 //! assert_eq!(env.eval(&program, &device), Ok(true));
 //! ```
 //!
@@ -43,7 +44,9 @@ mod check;
 mod device;
 mod eval;
 mod functions;
+mod intern;
 mod lexer;
+mod lower;
 mod parser;
 mod regex_cache;
 pub mod semver;
@@ -53,7 +56,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-pub use device::{DeviceError, DeviceView, Domain};
+pub use device::{DeviceError, DeviceView};
 pub use eval::SELECTOR_COST_LIMIT;
 pub use parser::{MAX_DEPTH, MAX_EXPRESSION_LEN};
 pub use value::Value;
@@ -183,6 +186,8 @@ impl Env {
             CompileError::new(src, e.pos, msg)
         })?;
         check::check(&expr).map_err(|e| CompileError::new(src, e.pos as usize, e.msg))?;
+        let mut expr = expr;
+        lower::lower(&mut expr);
         let program = Arc::new(Program { source: src.into(), expr, id: programs.len() as u32 });
         programs.insert(program.source.clone(), program.clone());
         Ok(program)
@@ -236,7 +241,13 @@ impl Verdicts {
     }
 
     /// The verdict, evaluating and remembering it on first use.
-    pub fn get_or_eval(&mut self, env: &Env, program: &Program, device_id: u32, device: &DeviceView) -> Result<bool, Arc<RuntimeError>> {
+    pub fn get_or_eval(
+        &mut self,
+        env: &Env,
+        program: &Program,
+        device_id: u32,
+        device: &DeviceView,
+    ) -> Result<bool, Arc<RuntimeError>> {
         self.map
             .entry(Self::key(program.id, device_id))
             .or_insert_with(|| env.eval(program, device).map_err(Arc::new))

@@ -29,7 +29,10 @@ pub fn parse(src: &str) -> Result<Expr, ParseError> {
     }
     let depth = ast_depth(&e);
     if depth > MAX_DEPTH {
-        return Err(ParseError { pos: 0, msg: format!("expression nests {depth} levels deep; the limit is {MAX_DEPTH}") });
+        return Err(ParseError {
+            pos: 0,
+            msg: format!("expression nests {depth} levels deep; the limit is {MAX_DEPTH}"),
+        });
     }
     Ok(e)
 }
@@ -53,7 +56,12 @@ fn ast_depth(e: &Expr) -> usize {
 /// The direct children of a node.
 pub(crate) fn children<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     match &e.kind {
-        Kind::Lit(_) | Kind::Ident(_) => {}
+        Kind::Lit(_)
+        | Kind::Ident(_)
+        | Kind::Const(_)
+        | Kind::DeviceDriver
+        | Kind::DeviceAttr { .. }
+        | Kind::DeviceCap { .. } => {}
         Kind::Select { operand, .. } | Kind::Has { operand, .. } => out.push(operand),
         Kind::Index { operand, index, .. } => out.extend([&**operand, &**index]),
         Kind::Call { target, args, .. } => {
@@ -111,13 +119,19 @@ impl Parser {
     }
 
     fn unexpected(&self, expecting: &str) -> ParseError {
-        ParseError { pos: self.pos(), msg: format!("Syntax error: mismatched input '{}' expecting {expecting}", self.peek()) }
+        ParseError {
+            pos: self.pos(),
+            msg: format!("Syntax error: mismatched input '{}' expecting {expecting}", self.peek()),
+        }
     }
 
     fn enter(&mut self) -> Result<(), ParseError> {
         self.depth += 1;
         if self.depth > MAX_NESTING {
-            return Err(ParseError { pos: self.pos(), msg: format!("expression nests more than {MAX_NESTING} levels deep") });
+            return Err(ParseError {
+                pos: self.pos(),
+                msg: format!("expression nests more than {MAX_NESTING} levels deep"),
+            });
         }
         Ok(())
     }
@@ -126,7 +140,10 @@ impl Parser {
     fn link(&self, n: &mut usize) -> Result<(), ParseError> {
         *n += 1;
         if *n > MAX_DEPTH {
-            return Err(ParseError { pos: self.pos(), msg: format!("expression nests more than {MAX_DEPTH} levels deep") });
+            return Err(ParseError {
+                pos: self.pos(),
+                msg: format!("expression nests more than {MAX_DEPTH} levels deep"),
+            });
         }
         Ok(())
     }
@@ -139,7 +156,10 @@ impl Parser {
             let then = self.or()?;
             self.expect(Tok::Colon)?;
             let otherwise = self.expr()?;
-            Expr { pos: pos as u32, kind: Kind::Cond { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) } }
+            Expr {
+                pos: pos as u32,
+                kind: Kind::Cond { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) },
+            }
         } else {
             cond
         };
@@ -382,7 +402,10 @@ impl Parser {
 
     fn ident_or_call(&mut self, name: String, pos: u32) -> Result<Expr, ParseError> {
         if self.peek() == &Tok::LBrace {
-            return Err(ParseError { pos: self.pos(), msg: "message construction is not supported in DRA selectors".into() });
+            return Err(ParseError {
+                pos: self.pos(),
+                msg: "message construction is not supported in DRA selectors".into(),
+            });
         }
         if self.peek() != &Tok::LParen {
             return Ok(Expr { pos, kind: Kind::Ident(name.into()) });
@@ -446,7 +469,10 @@ impl Parser {
             }
             _ => (None, None, it.next().expect("2 args")),
         };
-        Ok(Expr { pos, kind: Kind::Comprehension(Box::new(Comprehension { kind, range: target, var, var2, filter, body })) })
+        Ok(Expr {
+            pos,
+            kind: Kind::Comprehension(Box::new(Comprehension { kind, range: target, var, var2, filter, body })),
+        })
     }
 }
 
@@ -460,7 +486,9 @@ mod tests {
 
     #[test]
     fn parses_the_dra_shapes() {
-        ok(r#"device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].productName == 'NVIDIA H100 80GB HBM3'"#);
+        ok(
+            r#"device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].productName == 'NVIDIA H100 80GB HBM3'"#,
+        );
         ok("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('79Gi')) >= 0");
         ok("device.attributes['d'].?x.orValue(0) > 1 || has(device.attributes.d) ? true : false");
         ok("cel.bind(dra, device.attributes['dra.example.com'], dra.a && dra.b)");

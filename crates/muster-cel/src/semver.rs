@@ -129,7 +129,9 @@ impl Semver {
                     if id.len() > 1 && id.starts_with('0') {
                         return Err(format!("Prerelease version number must not contain leading zeroes {id:?}"));
                     }
-                    v.pre.push(PreRelease::Numeric(id.parse().map_err(|_| format!("Prerelease number too large {id:?}"))?));
+                    v.pre.push(PreRelease::Numeric(
+                        id.parse().map_err(|_| format!("Prerelease number too large {id:?}"))?,
+                    ));
                 } else {
                     v.pre.push(PreRelease::Alpha(id.to_string()));
                 }
@@ -181,7 +183,19 @@ mod tests {
 
     #[test]
     fn precedence_follows_semver_2() {
-        let order = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.10.0", "2.0.0"];
+        let order = [
+            "1.0.0-alpha",
+            "1.0.0-alpha.1",
+            "1.0.0-alpha.beta",
+            "1.0.0-beta",
+            "1.0.0-beta.2",
+            "1.0.0-beta.11",
+            "1.0.0-rc.1",
+            "1.0.0",
+            "1.0.1",
+            "1.10.0",
+            "2.0.0",
+        ];
         for w in order.windows(2) {
             assert!(v(w[0]) < v(w[1]), "{} < {}", w[0], w[1]);
         }
@@ -191,7 +205,10 @@ mod tests {
 
     #[test]
     fn strict_parse_rejects() {
-        for bad in ["", "1", "1.2", "v1.2.3", "01.2.3", "1.02.3", "1.2.3-", "1.2.3-01", "1.2.3+", "1.2.3.4", "a.b.c", "1.2.3-a$"] {
+        for bad in [
+            "", "1", "1.2", "v1.2.3", "01.2.3", "1.02.3", "1.2.3-", "1.2.3-01", "1.2.3+", "1.2.3.4", "a.b.c",
+            "1.2.3-a$",
+        ] {
             assert!(Semver::parse(bad).is_err(), "{bad}");
         }
     }

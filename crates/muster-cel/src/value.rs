@@ -8,8 +8,9 @@ use muster_api::Quantity;
 use crate::semver::Semver;
 
 /// A CEL value. Cheap to clone: strings, lists and maps are shared.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum Value {
+    #[default]
     Null,
     Bool(bool),
     Int(i64),
@@ -28,10 +29,10 @@ pub enum Value {
     /// `device.attributes` / `device.capacity`.
     Attributes,
     Capacity,
-    /// `device.attributes[domain]` / `device.capacity[domain]`: the domain's index in the device
-    /// view, or `None` for a domain the device does not have (an empty map).
-    AttrDomain(Option<u32>),
-    CapDomain(Option<u32>),
+    /// `device.attributes[domain]` / `device.capacity[domain]`: the domain's symbol (a domain the
+    /// device does not have reads as an empty map).
+    AttrDomain(crate::intern::Sym),
+    CapDomain(crate::intern::Sym),
 }
 
 impl Value {
@@ -109,7 +110,20 @@ fn cmp_i_f(i: i128, f: f64) -> Option<Ordering> {
     }
     let t = f.trunc();
     match i.cmp(&(t as i128)) {
-        Ordering::Equal => Some(if f > t { Ordering::Less } else if f < t { Ordering::Greater } else { Ordering::Equal }),
+        Ordering::Equal => Some(if f > t {
+            Ordering::Less
+        } else if f < t {
+            Ordering::Greater
+        } else {
+            Ordering::Equal
+        }),
         o => Some(o),
+    }
+}
+
+/// Structural equality: same variant and equal by CEL's rules (used to compare ASTs in tests).
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other) && crate::eval::equal(self, other)
     }
 }

@@ -20,7 +20,8 @@ struct Case {
 fn load(path: &Path) -> Case {
     let text = std::fs::read_to_string(path).unwrap();
     let m = muster_manifest::load_str_documents(&path.display().to_string(), &text).unwrap();
-    let mut case = Case { name: String::new(), classes: vec![], slices: vec![], claims: vec![], expect: Default::default() };
+    let mut case =
+        Case { name: String::new(), classes: vec![], slices: vec![], claims: vec![], expect: Default::default() };
     for l in m.objects {
         match l.object {
             Object::DeviceClass(c) => case.classes.push(*c),
@@ -37,13 +38,20 @@ fn load(path: &Path) -> Case {
 }
 
 fn selectors_of_class(c: &DeviceClass) -> Vec<String> {
-    c.spec.as_ref().and_then(|s| s.selectors.as_ref()).into_iter().flatten().filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone())).collect()
+    c.spec
+        .as_ref()
+        .and_then(|s| s.selectors.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
+        .collect()
 }
 
 /// (request name as results name it, class, selectors) for every request and subrequest.
 fn requests(claim: &ResourceClaim) -> Vec<(String, String, Vec<String>)> {
     let mut out = Vec::new();
-    let reqs: &[DeviceRequest] = claim.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.requests.as_deref()).unwrap_or(&[]);
+    let reqs: &[DeviceRequest] =
+        claim.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.requests.as_deref()).unwrap_or(&[]);
     let sels = |s: &Option<Vec<k8s_openapi::api::resource::v1::DeviceSelector>>| -> Vec<String> {
         s.iter().flatten().filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone())).collect()
     };
@@ -61,7 +69,11 @@ fn requests(claim: &ResourceClaim) -> Vec<(String, String, Vec<String>)> {
 #[test]
 fn upstream_selectors_behave_as_upstream() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/allocator");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
     files.sort();
     assert_eq!(files.len(), 223);
     let env = Env::default();
@@ -77,7 +89,10 @@ fn upstream_selectors_behave_as_upstream() {
                     Ok(_) => compiled += 1,
                     Err(e) => {
                         compile_errors += 1;
-                        let msg = format!("class {}: selector #{i}: CEL compile error: {e}", class.metadata.name.as_deref().unwrap());
+                        let msg = format!(
+                            "class {}: selector #{i}: CEL compile error: {e}",
+                            class.metadata.name.as_deref().unwrap()
+                        );
                         if msg != expected_error {
                             failures.push(format!("{}: {msg:?} != {expected_error:?}", case.name));
                         }
@@ -92,7 +107,10 @@ fn upstream_selectors_behave_as_upstream() {
                         Ok(_) => compiled += 1,
                         Err(e) => {
                             compile_errors += 1;
-                            let msg = format!("claim {}: selector #{i}: CEL compile error: {e}", claim.metadata.name.as_deref().unwrap());
+                            let msg = format!(
+                                "claim {}: selector #{i}: CEL compile error: {e}",
+                                claim.metadata.name.as_deref().unwrap()
+                            );
                             if msg != expected_error {
                                 failures.push(format!("{}: {msg:?} != {expected_error:?}", case.name));
                             }
@@ -116,13 +134,26 @@ fn upstream_selectors_behave_as_upstream() {
         for (claim, alloc) in case.claims.iter().zip(case.expect["allocations"].as_array().into_iter().flatten()) {
             let reqs = requests(claim);
             for r in alloc["devices"]["results"].as_array().into_iter().flatten() {
-                let (req, pool, dev) = (r["request"].as_str().unwrap(), r["pool"].as_str().unwrap(), r["device"].as_str().unwrap());
+                let (req, pool, dev) =
+                    (r["request"].as_str().unwrap(), r["pool"].as_str().unwrap(), r["device"].as_str().unwrap());
                 let Some((_, class, sels)) = reqs.iter().find(|(n, _, _)| n == req) else { continue };
-                let slice = case.slices.iter().find(|s| s.spec.pool.name == pool && s.spec.driver == r["driver"].as_str().unwrap()
-                    && s.spec.devices.iter().flatten().any(|d| d.name == dev)).unwrap();
+                let slice = case
+                    .slices
+                    .iter()
+                    .find(|s| {
+                        s.spec.pool.name == pool
+                            && s.spec.driver == r["driver"].as_str().unwrap()
+                            && s.spec.devices.iter().flatten().any(|d| d.name == dev)
+                    })
+                    .unwrap();
                 let device = slice.spec.devices.iter().flatten().find(|d| d.name == dev).unwrap();
                 let view = DeviceView::new(&slice.spec.driver, device).unwrap();
-                let class_sels = case.classes.iter().find(|c| c.metadata.name.as_deref() == Some(class)).map(selectors_of_class).unwrap_or_default();
+                let class_sels = case
+                    .classes
+                    .iter()
+                    .find(|c| c.metadata.name.as_deref() == Some(class))
+                    .map(selectors_of_class)
+                    .unwrap_or_default();
                 for src in class_sels.iter().chain(sels) {
                     let p = env.compile(src).unwrap();
                     evaluated += 1;

@@ -69,7 +69,10 @@ fn the_device_variable() {
     fails("device.attributes['gpu.nvidia.com'].nvlink", "no such key: nvlink. consider using CEL optional chaining");
     fails("device.attributes['no-such-domain'].noSuchAttr.isGreaterThan(quantity('0'))", "no such key: noSuchAttr");
     fails("device.nosuchfield == 1", "compile: compilation failed: ERROR: <input>:1:7: undefined field 'nosuchfield'");
-    fails("device.attributes['gpu.nvidia.com'].productName", "CEL result of type string could not be converted to bool");
+    fails(
+        "device.attributes['gpu.nvidia.com'].productName",
+        "CEL result of type string could not be converted to bool",
+    );
 }
 
 #[test]
@@ -84,7 +87,10 @@ fn quantities() {
     yes("quantity('250m').asApproximateFloat() == 0.25 && isQuantity('1Gi') && !isQuantity('1GB')");
     yes("device.capacity['gpu.nvidia.com'].multiprocessors == quantity('132')");
     fails("quantity('1GB') == quantity('1G')", "unknown quantity suffix");
-    fails("quantity('1') < quantity('2')", "found no matching overload for '_<_' applied to '(kubernetes.Quantity, kubernetes.Quantity)'");
+    fails(
+        "quantity('1') < quantity('2')",
+        "found no matching overload for '_<_' applied to '(kubernetes.Quantity, kubernetes.Quantity)'",
+    );
     fails("quantity('1').compareTo(1)", "found no matching overload for 'compareTo'");
     fails("quantity('1').asInteger() == 1 && quantity('0.5').asInteger() == 0", "cannot convert value to integer");
 }
@@ -106,8 +112,12 @@ fn strings_regex_and_lists() {
     yes("device.attributes['gpu.nvidia.com'].productName.contains('80GB') && 'HBM3'.lowerAscii() == 'hbm3'");
     yes("device.attributes['gpu.nvidia.com'].productName.matches('^NVIDIA H[0-9]+')");
     yes("matches('abc', 'b') && 'a,b,c'.split(',').size() == 3 && ['a', 'b'].join('-') == 'a-b'");
-    yes("'hello'.substring(1, 3) == 'el' && 'hello'.charAt(1) == 'e' && 'hello'.indexOf('l') == 2 && 'hello'.lastIndexOf('l') == 3");
-    yes("'  x '.trim() == 'x' && 'aaa'.replace('a', 'b', 2) == 'bba' && 'abc'.upperAscii() == 'ABC' && 'abc'.reverse() == 'cba'");
+    yes(
+        "'hello'.substring(1, 3) == 'el' && 'hello'.charAt(1) == 'e' && 'hello'.indexOf('l') == 2 && 'hello'.lastIndexOf('l') == 3",
+    );
+    yes(
+        "'  x '.trim() == 'x' && 'aaa'.replace('a', 'b', 2) == 'bba' && 'abc'.upperAscii() == 'ABC' && 'abc'.reverse() == 'cba'",
+    );
     yes("'gpu-0-mig-1g10gb-19-0'.find('[0-9]+g[0-9]+gb') == '1g10gb' && 'a1b22c333'.findAll('[0-9]+').size() == 3");
     yes("[1, 2, 3].isSorted() && [3, 1, 2].sum() == 6 && [3, 1, 2].min() == 1 && [3, 1, 2].max() == 3");
     yes("[1, 2, 3].indexOf(2) == 1 && [1, 2, 2].lastIndexOf(2) == 2");
@@ -121,13 +131,20 @@ fn list_attributes_and_includes() {
     yes("device.attributes['gpu.nvidia.com'].models.includes('h100')");
     yes("device.attributes['gpu.nvidia.com'].type.includes('gpu')");
     yes("device.attributes['gpu.nvidia.com'].models.exists(m, m.startsWith('h100-'))");
-    yes("device.attributes['gpu.nvidia.com'].ports.all(p, p > 0) && device.attributes['gpu.nvidia.com'].ports.exists_one(p, p == 2)");
-    yes("device.attributes['gpu.nvidia.com'].ports.map(p, p * 2) == [2, 4, 6] && device.attributes['gpu.nvidia.com'].ports.filter(p, p > 1).size() == 2");
+    yes(
+        "device.attributes['gpu.nvidia.com'].ports.all(p, p > 0) && device.attributes['gpu.nvidia.com'].ports.exists_one(p, p == 2)",
+    );
+    yes(
+        "device.attributes['gpu.nvidia.com'].ports.map(p, p * 2) == [2, 4, 6] && device.attributes['gpu.nvidia.com'].ports.filter(p, p > 1).size() == 2",
+    );
     yes("device.attributes['gpu.nvidia.com'].ports.map(p, p > 1, p * 10) == [20, 30]");
     yes("[10, 20].all(i, v, v == (i + 1) * 10) && {'a': 1}.exists(k, v, k == 'a' && v == 1)");
     fails("device.attributes['gpu.nvidia.com'].partition4.all(x, x > 0)", "got 'types.Int', expected iterable type");
     let long: Vec<String> = (0..60).map(|i| i.to_string()).collect();
-    fails(&format!("[{}].includes(59)", long.join(", ")), "'includes' function cannot be applied to lists longer than 48 values");
+    fails(
+        &format!("[{}].includes(59)", long.join(", ")),
+        "'includes' function cannot be applied to lists longer than 48 values",
+    );
     yes(&format!("[{}].includes(3)", long.join(", ")));
     yes("device.attributes.exists_one(d, d == 'resource.kubernetes.io')");
 }
@@ -139,7 +156,9 @@ fn operators_and_error_semantics() {
     yes("(1 > 2 ? 'x' : 'y') == 'y' && {'k': 1}['k'] == 1 && [1, 2][1] == 2 && 2 in [1, 2] && 'k' in {'k': 1}");
     yes("cel.bind(dra, device.attributes['gpu.nvidia.com'], dra.type == 'gpu' && dra.brand == 'Nvidia')");
     yes("int('42') == 42 && uint(3) == 3u && double(1) == 1.0 && string(12) == '12' && bool('true') && type(1) == int");
-    yes("optional.of(1).value() == 1 && !optional.none().hasValue() && optional.none().or(optional.of(2)).value() == 2");
+    yes(
+        "optional.of(1).value() == 1 && !optional.none().hasValue() && optional.none().or(optional.of(2)).value() == 2",
+    );
     // An error on one side of && or || is absorbed when the other side decides.
     no("device.attributes['gpu.nvidia.com'].nvlink && false");
     yes("device.attributes['gpu.nvidia.com'].nvlink || true");
@@ -149,8 +168,14 @@ fn operators_and_error_semantics() {
     fails("[1][5] == 1", "index out of bounds: 5");
     fails("{'a': 1, 'a': 2}.size() == 2", "repeated key");
     fails("1 + 'a' == 2", "found no matching overload for '_+_' applied to '(int, string)'");
-    fails("noSuchVar", "compile: compilation failed: ERROR: <input>:1:1: undeclared reference to 'noSuchVar' (in container '')\n | noSuchVar\n | ^");
-    fails("device.driver == ", "compile: compilation failed: ERROR: <input>:1:18: Syntax error: mismatched input '<EOF>'");
+    fails(
+        "noSuchVar",
+        "compile: compilation failed: ERROR: <input>:1:1: undeclared reference to 'noSuchVar' (in container '')\n | noSuchVar\n | ^",
+    );
+    fails(
+        "device.driver == ",
+        "compile: compilation failed: ERROR: <input>:1:18: Syntax error: mismatched input '<EOF>'",
+    );
     fails("nosuchfunc(1)", "undeclared reference to 'nosuchfunc'");
     fails("1 + 1", "must evaluate to bool or the unknown type, not int");
 }
@@ -182,7 +207,8 @@ fn device_conversion_errors() {
         "attribute v: parse semantic version: No Major.Minor.Patch elements found"
     );
     // `x` and `<driver>/x` land on the same key; the fully-qualified one wins, deterministically.
-    let d: Device = serde_json::from_value(json!({"name": "d", "attributes": {"x": {"int": 1}, "drv/x": {"int": 2}}})).unwrap();
+    let d: Device =
+        serde_json::from_value(json!({"name": "d", "attributes": {"x": {"int": 1}, "drv/x": {"int": 2}}})).unwrap();
     let v = DeviceView::new("drv", &d).unwrap();
     let env = Env::default();
     assert_eq!(env.eval(&env.compile("device.attributes['drv'].x == 2").unwrap(), &v), Ok(true));

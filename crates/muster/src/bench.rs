@@ -123,3 +123,87 @@ pub fn plan(
         peak_rss_mib().unwrap_or(f64::NAN)
     ))
 }
+
+/// The selector: driver, product name and a memory floor.
+pub const H100_SELECTOR: &str = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3' && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('79Gi')) >= 0";
+
+/// A realistic full-GPU device of dra-driver-nvidia-gpu (landscape.md §4.1); every 7th is an A100.
+pub fn gpu_device(i: usize) -> k8s_openapi::api::resource::v1::Device {
+    let (product, memory, arch, cc) = if i % 7 == 6 {
+        ("NVIDIA A100-SXM4-80GB", "81920Mi", "Ampere", "8.0.0")
+    } else {
+        ("NVIDIA H100 80GB HBM3", "81559Mi", "Hopper", "9.0.0")
+    };
+    serde_json::from_value(serde_json::json!({
+        "name": format!("gpu-{}", i % 8),
+        "attributes": {
+            "type": {"string": "gpu"},
+            "uuid": {"string": format!("GPU-{i:08x}-40a0-40ae-3fc5-82b8ff8b8138")},
+            "productName": {"string": product},
+            "brand": {"string": "Nvidia"},
+            "architecture": {"string": arch},
+            "cudaComputeCapability": {"version": cc},
+            "driverVersion": {"version": "580.105.8"},
+            "cudaDriverVersion": {"version": "13.0.0"},
+            "addressingMode": {"string": "HMM"},
+            "resource.kubernetes.io/pciBusID": {"string": format!("0000:{:02x}:00.0", 0x53 + i % 8)},
+            "resource.kubernetes.io/pcieRoot": {"string": format!("pci0000:{:02x}", 0x44 + i % 8)},
+            "resource.kubernetes.io/numaNode": {"int": (i % 8 / 4) as i64}
+        },
+        "capacity": {"memory": {"value": memory}}
+    }))
+    .expect("a valid device")
+}
+
+/// Times compiling and evaluating [`H100_SELECTOR`] over `devices` device views.
+pub fn cel(devices: usize, iterations: usize) -> anyhow::Result<String> {
+    use muster_cel::{DeviceView, Env, Verdicts};
+    // Devices as a cluster holds them (read from slices), then converted in one pass, as the
+    // scheduler converts a slice's devices when it sees the slice.
+    let published: Vec<_> = (0..devices).map(gpu_device).collect();
+    let views: Vec<DeviceView> =
+        published.iter().map(|d| DeviceView::new("gpu.nvidia.com", d)).collect::<Result<_, _>>()?;
+    drop(published);
+    // Compile: a fresh environment each time, so that nothing is cached.
+    let compiles = 2000;
+    let t = Instant::now();
+    for _ in 0..compiles {
+        let env = Env::default();
+        std::hint::black_box(env.compile(H100_SELECTOR).map_err(|e| anyhow::anyhow!("{e}"))?);
+    }
+    let compile = t.elapsed() / compiles;
+    let env = Env::default();
+    let program = env.compile(H100_SELECTOR).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut runs = Vec::new();
+    let mut matched = 0;
+    for _ in 0..iterations.max(1) {
+        matched = 0;
+        let t = Instant::now();
+        for v in &views {
+            if env.eval(&program, v) == Ok(true) {
+                matched += 1;
+            }
+        }
+        runs.push(t.elapsed());
+    }
+    runs.sort();
+    let per_eval = runs[runs.len() / 2].as_nanos() as f64 / devices as f64;
+    let mut verdicts = Verdicts::default();
+    for (i, v) in views.iter().enumerate() {
+        verdicts.insert(program.id, i as u32, env.eval(&program, v));
+    }
+    let lookups = 10_000_000u64;
+    let t = Instant::now();
+    let mut hits = 0u64;
+    for k in 0..lookups {
+        let device = (k.wrapping_mul(2_654_435_761) % devices as u64) as u32;
+        if let Some(Ok(true)) = verdicts.get(program.id, std::hint::black_box(device)) {
+            hits += 1;
+        }
+    }
+    let lookup = t.elapsed().as_nanos() as f64 / lookups as f64;
+    Ok(format!(
+        "CEL selector over {devices} GPU device views ({matched} match), {iterations} runs\n  compile: {:.1} us\n  evaluate: {per_eval:.0} ns per device (median run)\n  cached verdict lookup: {lookup:.1} ns ({hits} hits)\n",
+        compile.as_nanos() as f64 / 1000.0
+    ))
+}

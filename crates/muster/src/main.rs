@@ -79,6 +79,13 @@ enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
         scoring: Scoring,
     },
+    /// Compile and evaluate the H100 selector of issue 3 over generated GPU device views.
+    Cel {
+        #[arg(long, default_value_t = 100_000)]
+        devices: usize,
+        #[arg(long, default_value_t = 5)]
+        iterations: usize,
+    },
     /// Write the SchedulingBasic cluster as a YAML dump (to time loading with `bench load`).
     Write {
         #[arg(long, default_value_t = 5000)]
@@ -176,6 +183,7 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
             print!("{}", bench::plan(nodes, pods, shapes, iterations, &config)?);
         }
+        BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::Write { nodes, pods, file } => {
             bench::write_yaml(&file, nodes, pods)?;
             let size = std::fs::metadata(&file)?.len();
