@@ -13,18 +13,20 @@ use crate::value::Value;
 ///
 /// Attributes and capacities sit in contiguous arrays keyed by interned (domain, identifier)
 /// pairs, in (domain, identifier) name order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DeviceView {
     pub driver: Arc<str>,
     /// `driver` as a CEL value, for comparisons in place.
     driver_value: Value,
     pub allow_multiple_allocations: bool,
-    /// Attribute keys then capacity keys, (domain, identifier): the one small array every lookup
-    /// scans; the values it finds sit in `attr_values` / `cap_values` at the same position.
-    keys: Box<[(Sym, Sym)]>,
-    num_attrs: usize,
-    attr_values: Box<[Value]>,
-    cap_values: Box<[Quantity]>,
+    /// Attribute keys then capacity keys, (domain, identifier), inline: the API allows at most
+    /// 32 attributes and capacities per device, so every lookup scans this array in place and
+    /// touches one more cache line, for the value it finds.
+    keys: [(Sym, Sym); MAX_ENTRIES],
+    len: u8,
+    num_attrs: u8,
+    /// Attribute values, then capacities (as quantities), at their key's position.
+    values: Box<[Value]>,
     /// The names behind `keys`, for iteration and messages.
     names: Box<[(Arc<str>, Arc<str>)]>,
 }
@@ -36,6 +38,9 @@ pub struct DeviceError {
     pub name: String,
     pub reason: String,
 }
+
+/// The API's limit on attributes plus capacities of one device.
+pub const MAX_ENTRIES: usize = 32;
 
 fn split<'a>(qualified: &'a str, driver: &'a str) -> (&'a str, &'a str) {
     match qualified.split_once('/') {
@@ -110,17 +115,28 @@ impl DeviceView {
         }
         let (attr_keys, attr_names, attr_values) = build(attrs);
         let (cap_keys, cap_names, cap_values) = build(caps);
-        let num_attrs = attr_keys.len();
-        let keys: Box<[(Sym, Sym)]> = attr_keys.iter().chain(cap_keys.iter()).copied().collect();
+        let len = attr_keys.len() + cap_keys.len();
+        if len > MAX_ENTRIES {
+            return Err(DeviceError {
+                name: device.name.clone(),
+                reason: format!("{len} attributes and capacities; the API allows at most {MAX_ENTRIES} per device"),
+            });
+        }
+        let mut keys = [(Sym::NONE, Sym::NONE); MAX_ENTRIES];
+        for (slot, k) in keys.iter_mut().zip(attr_keys.iter().chain(cap_keys.iter())) {
+            *slot = *k;
+        }
         let names: Box<[(Arc<str>, Arc<str>)]> = attr_names.iter().chain(cap_names.iter()).cloned().collect();
+        let values: Box<[Value]> =
+            attr_values.into_vec().into_iter().chain(cap_values.iter().map(|q| Value::Quantity(*q))).collect();
         Ok(DeviceView {
             driver: crate::intern::shared_str(driver),
             driver_value: Value::String(crate::intern::shared_str(driver)),
             allow_multiple_allocations: device.allow_multiple_allocations.unwrap_or(false),
             keys,
-            num_attrs,
-            attr_values,
-            cap_values,
+            len: len as u8,
+            num_attrs: attr_keys.len() as u8,
+            values,
             names,
         })
     }
@@ -129,52 +145,81 @@ impl DeviceView {
         &self.driver_value
     }
 
+    /// A device with no attributes or capacities (for evaluating constants).
+    pub(crate) fn empty() -> DeviceView {
+        DeviceView {
+            driver: "".into(),
+            driver_value: Value::String("".into()),
+            allow_multiple_allocations: false,
+            keys: [(Sym::NONE, Sym::NONE); MAX_ENTRIES],
+            len: 0,
+            num_attrs: 0,
+            values: Box::new([]),
+            names: Box::new([]),
+        }
+    }
+
+    fn attr_keys(&self) -> &[(Sym, Sym)] {
+        &self.keys[..self.num_attrs as usize]
+    }
+
+    fn cap_keys(&self) -> &[(Sym, Sym)] {
+        &self.keys[self.num_attrs as usize..self.len as usize]
+    }
+
     #[inline]
     pub(crate) fn attr(&self, domain: Sym, id: Sym) -> Option<&Value> {
-        self.keys[..self.num_attrs].iter().position(|k| *k == (domain, id)).map(|i| &self.attr_values[i])
+        self.attr_keys().iter().position(|k| *k == (domain, id)).map(|i| &self.values[i])
     }
 
     #[inline]
     pub(crate) fn cap(&self, domain: Sym, id: Sym) -> Option<Quantity> {
-        self.keys[self.num_attrs..].iter().position(|k| *k == (domain, id)).map(|i| self.cap_values[i])
+        let at = self.cap_keys().iter().position(|k| *k == (domain, id))?;
+        match self.values[self.num_attrs as usize + at] {
+            Value::Quantity(q) => Some(q),
+            _ => None,
+        }
     }
 
     pub(crate) fn has_attr_domain(&self, domain: Sym) -> bool {
-        self.keys[..self.num_attrs].iter().any(|(d, _)| *d == domain)
+        self.attr_keys().iter().any(|(d, _)| *d == domain)
     }
 
     pub(crate) fn has_cap_domain(&self, domain: Sym) -> bool {
-        self.keys[self.num_attrs..].iter().any(|(d, _)| *d == domain)
+        self.cap_keys().iter().any(|(d, _)| *d == domain)
     }
 
     /// Attribute domains in name order, each once, with their symbol.
     pub(crate) fn attr_domains(&self) -> Vec<(Arc<str>, Sym)> {
-        domains(&self.keys[..self.num_attrs], &self.names[..self.num_attrs])
+        domains(self.attr_keys(), &self.names[..self.num_attrs as usize])
     }
 
     pub(crate) fn cap_domains(&self) -> Vec<(Arc<str>, Sym)> {
-        domains(&self.keys[self.num_attrs..], &self.names[self.num_attrs..])
+        domains(self.cap_keys(), &self.names[self.num_attrs as usize..])
     }
 
     /// A domain's (identifier, value) attributes in name order.
     pub(crate) fn attr_entries(&self, domain: Sym) -> impl Iterator<Item = (&Arc<str>, &Value)> {
-        let n = self.num_attrs;
+        let n = self.num_attrs as usize;
         self.keys[..n]
             .iter()
             .zip(&self.names[..n])
-            .zip(self.attr_values.iter())
+            .zip(&self.values[..n])
             .filter(move |((k, _), _)| k.0 == domain)
             .map(|((_, (_, id)), v)| (id, v))
     }
 
     pub(crate) fn cap_entries(&self, domain: Sym) -> impl Iterator<Item = (&Arc<str>, Quantity)> {
-        let n = self.num_attrs;
-        self.keys[n..]
+        let (n, len) = (self.num_attrs as usize, self.len as usize);
+        self.keys[n..len]
             .iter()
-            .zip(&self.names[n..])
-            .zip(self.cap_values.iter())
+            .zip(&self.names[n..len])
+            .zip(&self.values[n..len])
             .filter(move |((k, _), _)| k.0 == domain)
-            .map(|((_, (_, id)), q)| (id, *q))
+            .filter_map(|((_, (_, id)), v)| match v {
+                Value::Quantity(q) => Some((id, *q)),
+                _ => None,
+            })
     }
 
     /// An attribute by its fully-qualified or driver-relative name (constraint lookup).

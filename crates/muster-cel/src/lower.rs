@@ -125,7 +125,7 @@ fn lower_in(e: &mut Expr, bound: &mut Vec<Arc<str>>) {
                 .collect();
             lits.and_then(|vals| {
                 let regexes = crate::regex_cache::RegexCache::default();
-                let device = crate::device::DeviceView::default();
+                let device = crate::device::DeviceView::empty();
                 let mut ctx = crate::eval::Ctx::new(&device, &regexes, u64::MAX);
                 // A constant that fails stays a call, so that the error surfaces at evaluation.
                 crate::functions::call(&mut ctx, func, None, &vals, e.pos).ok().map(Kind::Const)

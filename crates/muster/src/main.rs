@@ -5,6 +5,7 @@
 
 mod bench;
 mod config;
+mod devices;
 mod memory;
 mod output;
 
@@ -29,6 +30,10 @@ enum Command {
     /// standard input: multi-document YAML, JSON, or `kind: List` dumps as `kubectl get -o yaml`
     /// writes them. Exits 0 when the plan ran (even if pods stay pending), 2 on bad input.
     Plan(PlanArgs),
+    /// List the devices of the manifests' ResourceSlices and which of them a DeviceClass and/or a
+    /// CEL selector selects, or why evaluating it fails. Exits 0 when it ran, 2 on bad input or a
+    /// selector that does not compile.
+    Devices(DevicesArgs),
     /// Measure muster on generated clusters in scheduler_perf's shapes.
     Bench {
         #[command(subcommand)]
@@ -60,6 +65,28 @@ struct PlanArgs {
     /// adaptive default, 100 = consider every node). Overrides --config.
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: Option<u32>,
+}
+
+#[derive(clap::Args)]
+struct DevicesArgs {
+    /// Manifest files or directories; `-` reads standard input.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Evaluate this DeviceClass's selectors (the class must be in the input).
+    #[arg(long, value_name = "NAME")]
+    class: Option<String>,
+    /// Evaluate this CEL expression too, as a request's selector (after the class's).
+    #[arg(long, value_name = "EXPR")]
+    selector: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = DevicesFormat::Table)]
+    output: DevicesFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DevicesFormat {
+    Table,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -127,6 +154,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(args) => plan(args),
+        Command::Devices(args) => run_devices(args),
         Command::Bench { bench } => run_bench(bench),
     };
     match result {
@@ -173,6 +201,25 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         Format::Table => print!("{}", output::table(&world, &plan)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&output::json(&world, &plan))?),
         Format::Yaml => print!("{}", output::yaml(&world, &plan)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_devices(args: DevicesArgs) -> anyhow::Result<ExitCode> {
+    let manifests = match muster_manifest::load_paths(&args.paths) {
+        Ok(m) => m,
+        Err(diags) => {
+            for d in &diags {
+                eprintln!("error: {d}");
+            }
+            eprintln!("{} error{} in the input", diags.len(), if diags.len() == 1 { "" } else { "s" });
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let rows = devices::evaluate(&manifests, args.class.as_deref(), args.selector.as_deref())?;
+    match args.output {
+        DevicesFormat::Table => print!("{}", devices::table(&rows, args.class.is_some() || args.selector.is_some())),
+        DevicesFormat::Json => println!("{}", serde_json::to_string_pretty(&devices::json(&rows))?),
     }
     Ok(ExitCode::SUCCESS)
 }

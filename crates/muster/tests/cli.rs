@@ -161,3 +161,52 @@ fn config_file_selects_bin_packing() {
     let nodes: Vec<&str> = v["placements"].as_array().unwrap().iter().map(|p| p["node"].as_str().unwrap()).collect();
     assert_eq!(nodes, ["node-a", "node-a", "node-a"]);
 }
+
+#[test]
+fn devices_shows_which_devices_a_class_selects() {
+    // An "80GB" H100 reports 81559Mi < 80Gi: the class selects the A100s (81920Mi) only.
+    let o = muster(&["devices", "examples/gpu-devices", "--class", "h100-80gi"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!("devices_h100_80gi", stdout(&o));
+}
+
+#[test]
+fn devices_json_contract() {
+    let o = muster(&["devices", "examples/gpu-devices", "--class", "nvidia-h100", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 24);
+    for d in devices {
+        for key in ["driver", "pool", "device", "node", "match", "error"] {
+            assert!(d.get(key).is_some(), "{key} missing in {d}");
+        }
+    }
+    let matched: Vec<&str> =
+        devices.iter().filter(|d| d["match"] == true).map(|d| d["pool"].as_str().unwrap()).collect();
+    assert_eq!(matched.len(), 16);
+    assert!(matched.iter().all(|p| p.starts_with("h100-")));
+}
+
+#[test]
+fn devices_reports_runtime_and_compile_errors() {
+    let o = muster(&[
+        "devices",
+        "examples/gpu-devices",
+        "--selector",
+        "device.attributes['gpu.nvidia.com'].nvlink",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["devices"][0]["error"],
+        "--selector on device gpu.nvidia.com/a100-node-1/gpu-0: CEL runtime error: no such key: nvlink. consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() for optional fields"
+    );
+    let o = muster(&["devices", "examples/gpu-devices", "--selector", "device.atributes.x == 1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "error: --selector: CEL compile error: compilation failed: ERROR: <input>:1:7: undefined field 'atributes'\n | device.atributes.x == 1\n | ......^\n"
+    );
+}
