@@ -156,6 +156,36 @@ impl fmt::Display for RuntimeError {
 
 impl std::error::Error for RuntimeError {}
 
+/// Where a selector is written, for error messages: a DeviceClass or a claim's request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectorOwner<'a> {
+    /// `class <name>`.
+    Class(&'a str),
+    /// `claim <namespace/name>` (upstream names the claim, not the request, in CEL errors).
+    Claim(&'a str),
+}
+
+impl fmt::Display for SelectorOwner<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelectorOwner::Class(n) => write!(f, "class {n}"),
+            SelectorOwner::Claim(c) => write!(f, "claim {c}"),
+        }
+    }
+}
+
+/// Upstream's text for a selector that does not compile:
+/// `class <name>: selector #<i>: CEL compile error: <detail>`.
+pub fn selector_compile_error(owner: SelectorOwner<'_>, index: usize, e: &CompileError) -> String {
+    format!("{owner}: selector #{index}: CEL compile error: {e}")
+}
+
+/// Upstream's text for a selector that fails on a device:
+/// `claim <c>: selector #<i> on device <driver>/<pool>/<device>: CEL runtime error: <err>`.
+pub fn selector_runtime_error(owner: SelectorOwner<'_>, index: usize, device: &str, e: &RuntimeError) -> String {
+    format!("{owner}: selector #{index} on device {device}: CEL runtime error: {e}")
+}
+
 /// The environment: compiles selectors (cached by text), and evaluates them.
 pub struct Env {
     programs: Mutex<HashMap<Arc<str>, Arc<Program>>>,

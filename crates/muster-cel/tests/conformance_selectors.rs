@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice};
-use muster_cel::{DeviceView, Env};
+use muster_cel::{DeviceView, Env, SelectorOwner};
 use muster_manifest::Object;
 
 struct Case {
@@ -89,10 +89,8 @@ fn upstream_selectors_behave_as_upstream() {
                     Ok(_) => compiled += 1,
                     Err(e) => {
                         compile_errors += 1;
-                        let msg = format!(
-                            "class {}: selector #{i}: CEL compile error: {e}",
-                            class.metadata.name.as_deref().unwrap()
-                        );
+                        let owner = SelectorOwner::Class(class.metadata.name.as_deref().unwrap());
+                        let msg = muster_cel::selector_compile_error(owner, i, &e);
                         if msg != expected_error {
                             failures.push(format!("{}: {msg:?} != {expected_error:?}", case.name));
                         }
@@ -107,10 +105,8 @@ fn upstream_selectors_behave_as_upstream() {
                         Ok(_) => compiled += 1,
                         Err(e) => {
                             compile_errors += 1;
-                            let msg = format!(
-                                "claim {}: selector #{i}: CEL compile error: {e}",
-                                claim.metadata.name.as_deref().unwrap()
-                            );
+                            let owner = SelectorOwner::Claim(claim.metadata.name.as_deref().unwrap());
+                            let msg = muster_cel::selector_compile_error(owner, i, &e);
                             if msg != expected_error {
                                 failures.push(format!("{}: {msg:?} != {expected_error:?}", case.name));
                             }

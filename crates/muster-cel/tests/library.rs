@@ -219,7 +219,7 @@ proptest::proptest! {
 
     /// Arbitrary text never panics: it compiles or returns an error, and evaluation too.
     #[test]
-    fn arbitrary_text_never_panics(src in "\\PC{0,200}") {
+    fn arbitrary_text_never_panics(src in "\\PC{0,1024}") {
         let env = Env::default();
         if let Ok(p) = env.compile(&src) {
             let _ = env.eval(&p, &h100());

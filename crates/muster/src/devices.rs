@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
-use muster_cel::{DeviceView, Env, Program};
+use muster_cel::{DeviceView, Env, Program, SelectorOwner};
 use muster_manifest::{Manifests, Object};
 use serde_json::json;
 
@@ -41,7 +41,8 @@ fn node_of(slice: &ResourceSlice, device: &k8s_openapi::api::resource::v1::Devic
 /// Evaluates the class's selectors and then `selector` on every device.
 pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> anyhow::Result<Vec<Row>> {
     let env = Env::default();
-    let mut programs: Vec<(String, std::sync::Arc<Program>)> = Vec::new();
+    // (class selector index, or None for --selector, program)
+    let mut programs: Vec<(Option<usize>, std::sync::Arc<Program>)> = Vec::new();
     if let Some(name) = class {
         let c: &DeviceClass = m
             .objects
@@ -55,15 +56,15 @@ pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> a
             let Some(cel) = &sel.cel else {
                 anyhow::bail!("class {name}: selector #{i}: CEL expression empty (unsupported selector type?)");
             };
-            let p = env
-                .compile(&cel.expression)
-                .map_err(|e| anyhow::anyhow!("class {name}: selector #{i}: CEL compile error: {e}"))?;
-            programs.push((format!("class {name}: selector #{i}"), p));
+            let p = env.compile(&cel.expression).map_err(|e| {
+                anyhow::anyhow!("{}", muster_cel::selector_compile_error(SelectorOwner::Class(name), i, &e))
+            })?;
+            programs.push((Some(i), p));
         }
     }
     if let Some(expr) = selector {
         let p = env.compile(expr).map_err(|e| anyhow::anyhow!("--selector: CEL compile error: {e}"))?;
-        programs.push(("--selector".to_string(), p));
+        programs.push((None, p));
     }
     let mut slices: Vec<&ResourceSlice> = m
         .objects
@@ -117,7 +118,12 @@ pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> a
                             }
                             Err(e) => {
                                 row.matched = false;
-                                row.error = Some(format!("{what} on device {id}: CEL runtime error: {e}"));
+                                row.error = Some(match (what, class) {
+                                    (Some(i), Some(c)) => {
+                                        muster_cel::selector_runtime_error(SelectorOwner::Class(c), *i, &id, &e)
+                                    }
+                                    _ => format!("--selector on device {id}: CEL runtime error: {e}"),
+                                });
                                 break;
                             }
                         }
