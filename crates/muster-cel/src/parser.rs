@@ -194,55 +194,48 @@ impl Parser {
     }
 
     fn relation(&mut self) -> Result<Expr, ParseError> {
-        let mut lhs = self.addition()?;
-        let mut n = 0;
-        loop {
-            self.link(&mut n)?;
-            let op = match self.peek() {
-                Tok::Lt => BinOp::Lt,
-                Tok::Le => BinOp::Le,
-                Tok::Gt => BinOp::Gt,
-                Tok::Ge => BinOp::Ge,
-                Tok::Eq => BinOp::Eq,
-                Tok::Ne => BinOp::Ne,
-                Tok::In => BinOp::In,
-                _ => return Ok(lhs),
-            };
-            let pos = self.next().pos as u32;
-            let rhs = self.addition()?;
-            lhs = Expr { pos, kind: Kind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) } };
-        }
+        self.left_assoc(Self::addition, |t| match t {
+            Tok::Lt => Some(BinOp::Lt),
+            Tok::Le => Some(BinOp::Le),
+            Tok::Gt => Some(BinOp::Gt),
+            Tok::Ge => Some(BinOp::Ge),
+            Tok::Eq => Some(BinOp::Eq),
+            Tok::Ne => Some(BinOp::Ne),
+            Tok::In => Some(BinOp::In),
+            _ => None,
+        })
     }
 
     fn addition(&mut self) -> Result<Expr, ParseError> {
-        let mut lhs = self.multiplication()?;
-        let mut n = 0;
-        loop {
-            self.link(&mut n)?;
-            let op = match self.peek() {
-                Tok::Plus => BinOp::Add,
-                Tok::Minus => BinOp::Sub,
-                _ => return Ok(lhs),
-            };
-            let pos = self.next().pos as u32;
-            let rhs = self.multiplication()?;
-            lhs = Expr { pos, kind: Kind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) } };
-        }
+        self.left_assoc(Self::multiplication, |t| match t {
+            Tok::Plus => Some(BinOp::Add),
+            Tok::Minus => Some(BinOp::Sub),
+            _ => None,
+        })
     }
 
     fn multiplication(&mut self) -> Result<Expr, ParseError> {
-        let mut lhs = self.unary()?;
+        self.left_assoc(Self::unary, |t| match t {
+            Tok::Star => Some(BinOp::Mul),
+            Tok::Slash => Some(BinOp::Div),
+            Tok::Percent => Some(BinOp::Rem),
+            _ => None,
+        })
+    }
+
+    /// One precedence level of left-associative binary operators, built by a loop.
+    fn left_assoc(
+        &mut self,
+        operand: fn(&mut Self) -> Result<Expr, ParseError>,
+        op_of: fn(&Tok) -> Option<BinOp>,
+    ) -> Result<Expr, ParseError> {
+        let mut lhs = operand(self)?;
         let mut n = 0;
         loop {
             self.link(&mut n)?;
-            let op = match self.peek() {
-                Tok::Star => BinOp::Mul,
-                Tok::Slash => BinOp::Div,
-                Tok::Percent => BinOp::Rem,
-                _ => return Ok(lhs),
-            };
+            let Some(op) = op_of(self.peek()) else { return Ok(lhs) };
             let pos = self.next().pos as u32;
-            let rhs = self.unary()?;
+            let rhs = operand(self)?;
             lhs = Expr { pos, kind: Kind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) } };
         }
     }
