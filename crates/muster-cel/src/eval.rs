@@ -60,18 +60,18 @@ impl<'a> Ctx<'a> {
             Kind::Lit(l) => Ok(lit(l)),
             Kind::Const(v) => Ok(v.clone()),
             Kind::DeviceDriver => {
-                self.charge(2, e.pos)?;
+                self.charge(borrowed_cost(e), e.pos)?;
                 Ok(Value::String(self.device.driver.clone()))
             }
             Kind::DeviceAttr { domain, sym, id } => {
-                self.charge(4, e.pos)?;
+                self.charge(borrowed_cost(e), e.pos)?;
                 match self.device.attr(*domain, *sym) {
                     Some(v) => Ok(v.clone()),
                     None => Err(err(e.pos, format!("no such key: {id}"))),
                 }
             }
             Kind::DeviceCap { domain, sym, id } => {
-                self.charge(4, e.pos)?;
+                self.charge(borrowed_cost(e), e.pos)?;
                 match self.device.cap(*domain, *sym) {
                     Some(q) => Ok(Value::Quantity(q)),
                     None => Err(err(e.pos, format!("no such key: {id}"))),
@@ -134,11 +134,11 @@ impl<'a> Ctx<'a> {
                     None => Err(self.missing(&v, &i, e.pos)),
                 }
             }
-            Kind::Not(x) => match self.eval(x)? {
+            Kind::Not(x) => match self.charge(1, e.pos).and_then(|()| self.eval(x))? {
                 Value::Bool(b) => Ok(Value::Bool(!b)),
                 other => Err(no_overload(e.pos, "!_", &[&other])),
             },
-            Kind::Neg(x) => match self.eval(x)? {
+            Kind::Neg(x) => match self.charge(1, e.pos).and_then(|()| self.eval(x))? {
                 Value::Int(i) => i.checked_neg().map(Value::Int).ok_or_else(|| err(e.pos, "integer overflow")),
                 Value::Double(d) => Ok(Value::Double(-d)),
                 other => Err(no_overload(e.pos, "-_", &[&other])),
@@ -151,19 +151,23 @@ impl<'a> Ctx<'a> {
                 other => Err(no_overload(e.pos, "_?_:_", &[&other])),
             },
             Kind::Binary { op, lhs, rhs } => {
-                self.charge(1, e.pos)?;
                 // Constants and device attributes are compared in place, without copying them.
+                // `x in [constants]` is a set lookup in cel-go: only `x` is charged.
+                let set_lookup = *op == BinOp::In && matches!(rhs.kind, Kind::Const(Value::List(_)));
                 let device = self.device;
                 if let (Some(a), Some(b)) = (borrow(device, lhs), borrow(device, rhs)) {
                     let (a, b) = (a?, b?);
+                    let own = if set_lookup { 0 } else { binary_cost(*op, a, b) };
+                    self.charge(own + borrowed_cost(lhs) + borrowed_cost(rhs), e.pos)?;
                     return self.binary(*op, a, b, e.pos);
                 }
                 let a = self.eval(lhs)?;
                 let b = self.eval(rhs)?;
+                self.charge(if set_lookup { 0 } else { binary_cost(*op, &a, &b) }, e.pos)?;
                 self.binary(*op, &a, &b, e.pos)
             }
             Kind::List(xs) => {
-                self.charge(1, e.pos)?;
+                self.charge(10, e.pos)?;
                 let mut out = Vec::with_capacity(xs.len());
                 for (x, optional) in xs {
                     let v = self.eval(x)?;
@@ -177,7 +181,7 @@ impl<'a> Ctx<'a> {
                 Ok(Value::list(out))
             }
             Kind::Map(entries) => {
-                self.charge(1, e.pos)?;
+                self.charge(30, e.pos)?;
                 let mut out: Vec<(Value, Value)> = Vec::with_capacity(entries.len());
                 for (k, v, optional) in entries {
                     let key = self.eval(k)?;
@@ -346,8 +350,17 @@ impl<'a> Ctx<'a> {
         let mut count = 0u64;
         let mut out = Vec::new();
         let mut first_err: Option<EvalError> = None;
+        // cel-go charges each element the expanded macro's loop condition and step around the
+        // predicate: `all` 3, `exists` 4, `map` 12 (plus the filter), and after a true predicate
+        // `exists_one` 2 and `filter` 13.
+        let per_element = match c.kind {
+            CompKind::All => 3,
+            CompKind::Exists => 4,
+            CompKind::Map => 12,
+            CompKind::ExistsOne | CompKind::Filter => 0,
+        };
         for (k, v) in items {
-            self.charge(1, pos)?;
+            self.charge(per_element, pos)?;
             // One variable: the element (lists) or the key (maps). Two: index/key, then value.
             let bound = match &c.var2 {
                 None => vec![(c.var.clone(), if is_map { k } else { v })],
@@ -364,6 +377,7 @@ impl<'a> Ctx<'a> {
                     },
                     CompKind::Filter => match self.eval(&c.body)? {
                         Value::Bool(true) => {
+                            self.charge(13, pos)?;
                             out.push(self.vars[depth].1.clone());
                             Ok(None)
                         }
@@ -387,7 +401,10 @@ impl<'a> Ctx<'a> {
             match (c.kind, r) {
                 (CompKind::All, Ok(Some(false))) => return Ok(Value::Bool(false)),
                 (CompKind::Exists, Ok(Some(true))) => return Ok(Value::Bool(true)),
-                (CompKind::ExistsOne, Ok(Some(true))) => count += 1,
+                (CompKind::ExistsOne, Ok(Some(true))) => {
+                    self.charge(2, pos)?;
+                    count += 1;
+                }
                 (CompKind::All | CompKind::Exists, Err(e)) if !e.msg.contains("actual cost limit exceeded") => {
                     first_err.get_or_insert(e);
                 }
@@ -398,6 +415,8 @@ impl<'a> Ctx<'a> {
         if let Some(e) = first_err {
             return Err(e);
         }
+        // The result expression: `accu` (1), or `accu == 1` for exists_one (2).
+        self.charge(if c.kind == CompKind::ExistsOne { 2 } else { 1 }, pos)?;
         Ok(match c.kind {
             CompKind::All => Value::Bool(true),
             CompKind::Exists => Value::Bool(false),
@@ -433,10 +452,7 @@ impl<'a> Ctx<'a> {
                 })
             }
             BinOp::In => match b {
-                List(items) => {
-                    self.charge(items.len() as u64 / 10, pos)?;
-                    Bool(items.iter().any(|x| equal(x, a)))
-                }
+                List(items) => Bool(items.iter().any(|x| equal(x, a))),
                 // An unknown domain reads as an empty map, but it is not `in` the attributes.
                 Attributes => Bool(matches!(a, String(d) if self.device.has_attr_domain(sym(d)))),
                 Capacity => Bool(matches!(a, String(d) if self.device.has_cap_domain(sym(d)))),
@@ -447,15 +463,9 @@ impl<'a> Ctx<'a> {
                 (Int(x), Int(y)) => Int(x.checked_add(*y).ok_or_else(overflow)?),
                 (UInt(x), UInt(y)) => UInt(x.checked_add(*y).ok_or_else(overflow)?),
                 (Double(x), Double(y)) => Double(x + y),
-                (String(x), String(y)) => {
-                    self.charge((x.len() + y.len()) as u64 / 10, pos)?;
-                    String(format!("{x}{y}").into())
-                }
+                (String(x), String(y)) => String(format!("{x}{y}").into()),
                 (Bytes(x), Bytes(y)) => Bytes([&x[..], &y[..]].concat().into()),
-                (List(x), List(y)) => {
-                    self.charge((x.len() + y.len()) as u64 / 10, pos)?;
-                    List(x.iter().chain(y.iter()).cloned().collect())
-                }
+                (List(x), List(y)) => List(x.iter().chain(y.iter()).cloned().collect()),
                 _ => return Err(no_overload(pos, "_+_", &[a, b])),
             },
             BinOp::Sub => match (a, b) {
@@ -487,8 +497,6 @@ impl<'a> Ctx<'a> {
     }
 
     fn call(&mut self, func: &str, target: Option<&Expr>, args: &[Expr], pos: u32) -> R {
-        self.charge(1, pos)?;
-        // `orValue` and `or` take their argument lazily only in spirit; CEL evaluates it eagerly.
         let recv = match target {
             Some(t) => Some(self.eval(t)?),
             None => None,
@@ -517,8 +525,8 @@ impl<'a> Ctx<'a> {
         self.regexes.get(pattern).map_err(|e| err(pos, e))
     }
 
-    pub(crate) fn charge_len(&mut self, len: usize, pos: u32) -> Result<(), EvalError> {
-        self.charge(len as u64 / 10, pos)
+    pub(crate) fn charge_n(&mut self, n: u64, pos: u32) -> Result<(), EvalError> {
+        self.charge(n, pos)
     }
 
     /// `includes`: list membership capped at 48 scanned elements, or equality for a scalar.
@@ -537,6 +545,54 @@ impl<'a> Ctx<'a> {
             }
             other => Ok(Value::Bool(equal(other, x))),
         }
+    }
+}
+
+/// cel-go's runtime cost of a binary operator on these operands.
+fn binary_cost(op: BinOp, a: &Value, b: &Value) -> u64 {
+    fn size(v: &Value) -> Option<u64> {
+        match v {
+            Value::String(s) => Some(s.chars().count() as u64),
+            Value::Bytes(b) => Some(b.len() as u64),
+            Value::List(l) => Some(l.len() as u64),
+            _ => None,
+        }
+    }
+    let tenth = |n: u64| n.div_ceil(10);
+    match op {
+        BinOp::Eq | BinOp::Ne => match (a, b) {
+            (Value::Quantity(_) | Value::Semver(_), _) => 1,
+            _ => match (size(a), size(b)) {
+                (Some(x), Some(y)) => tenth(x.min(y)),
+                _ => 1,
+            },
+        },
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => match (a, b) {
+            (Value::String(_), Value::String(_)) | (Value::Bytes(_), Value::Bytes(_)) => {
+                tenth(size(a).unwrap_or(0).min(size(b).unwrap_or(0)))
+            }
+            _ => 1,
+        },
+        BinOp::In => match b {
+            Value::List(l) => l.len() as u64,
+            _ => 1,
+        },
+        BinOp::Add => match (a, b) {
+            (Value::String(_), Value::String(_)) | (Value::Bytes(_), Value::Bytes(_)) => {
+                tenth(size(a).unwrap_or(0) + size(b).unwrap_or(0))
+            }
+            _ => 1,
+        },
+        _ => 1,
+    }
+}
+
+/// What evaluating a borrowable node would have charged: `device` and one qualifier per step.
+fn borrowed_cost(e: &Expr) -> u64 {
+    match e.kind {
+        Kind::DeviceDriver => 2,
+        Kind::DeviceAttr { .. } | Kind::DeviceCap { .. } => 4,
+        _ => 0,
     }
 }
 

@@ -146,8 +146,50 @@ fn compare_values(a: &Value, b: &Value) -> Option<Ordering> {
     }
 }
 
+/// cel-go's and Kubernetes' runtime cost of one call (the overload's own cost; arguments are
+/// charged as they are evaluated).
+fn call_cost(func: &str, recv: Option<&Value>, args: &[Value]) -> u64 {
+    fn chars(v: Option<&Value>) -> u64 {
+        match v {
+            Some(Value::String(s)) => s.chars().count() as u64,
+            Some(Value::Bytes(b)) => b.len() as u64,
+            Some(Value::List(l)) => l.len() as u64,
+            Some(Value::Map(m)) => m.len() as u64,
+            _ => 1,
+        }
+    }
+    /// Kubernetes' `traversalCost`: strings by bytes rounded down, lists and maps by their
+    /// elements' traversal costs.
+    fn traversal(v: &Value) -> u64 {
+        match v {
+            Value::String(s) => s.len() as u64 / 10,
+            Value::Bytes(b) => b.len() as u64 / 10,
+            Value::List(l) => l.iter().map(traversal).sum(),
+            Value::Map(m) => m.iter().map(|(k, v)| traversal(k) + traversal(v)).sum(),
+            _ => 1,
+        }
+    }
+    let ceil = |n: u64, f: f64| (n as f64 * f).ceil() as u64;
+    let first = args.first();
+    match func {
+        "quantity" | "isQuantity" | "semver" | "isSemver" => ceil(chars(first), 0.1),
+        "startsWith" | "endsWith" | "bytes" | "strings.quote" => ceil(chars(recv.or(first)), 0.1),
+        "matches" if recv.is_some() => ceil(chars(recv) + 1, 0.1) * ceil(chars(first), 0.25),
+        "find" | "findAll" => ceil(chars(recv) + 1, 0.1) * ceil(chars(first), 0.25),
+        "contains" => ceil(chars(recv), 0.1) * ceil(chars(first), 0.1),
+        "lowerAscii" | "upperAscii" | "substring" | "trim" => ceil(chars(recv), 0.1),
+        "replace" | "split" => ceil(chars(recv), 0.2),
+        "isSorted" | "sum" | "min" | "max" | "indexOf" | "lastIndexOf" => recv.map_or(1, traversal),
+        "sets.contains" | "sets.intersects" => 1 + chars(first) * chars(args.get(1)),
+        "sets.equivalent" => 1 + 2 * chars(first) * chars(args.get(1)),
+        "or" | "orValue" => 0,
+        _ => 1,
+    }
+}
+
 pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: &[Value], pos: u32) -> R {
     use Value::*;
+    ctx.charge_n(call_cost(func, recv.as_ref(), args), pos)?;
     let fail = |recv: &Option<Value>, args: &[Value]| bad(pos, func, recv, args);
     let args_slice = args;
     // Receiver-style calls on an optional.
@@ -173,14 +215,10 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: &[Value], 
             Capacity => Ok(Int(ctx.device.cap_domains().len() as i64)),
             _ => Err(fail(&recv, args)),
         },
-        ("contains", Some(String(t)), [String(x)]) => {
-            ctx.charge_len(t.len(), pos)?;
-            Ok(Bool(t.contains(x.as_ref())))
-        }
+        ("contains", Some(String(t)), [String(x)]) => Ok(Bool(t.contains(x.as_ref()))),
         ("startsWith", Some(String(t)), [String(x)]) => Ok(Bool(t.starts_with(x.as_ref()))),
         ("endsWith", Some(String(t)), [String(x)]) => Ok(Bool(t.ends_with(x.as_ref()))),
         ("matches", Some(String(t)), [String(re)]) | ("matches", None, [String(t), String(re)]) => {
-            ctx.charge_len(t.len() * 4, pos)?;
             Ok(Bool(ctx.regex(re, pos)?.is_match(t)))
         }
         ("int", None, [x]) => match x {
@@ -262,17 +300,13 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: &[Value], 
         }
         ("lowerAscii", Some(String(t)), []) => Ok(Value::string(&t.to_ascii_lowercase())),
         ("upperAscii", Some(String(t)), []) => Ok(Value::string(&t.to_ascii_uppercase())),
-        ("replace", Some(String(t)), [String(a), String(b), rest @ ..]) => {
-            ctx.charge_len(t.len(), pos)?;
-            match rest {
-                [] => Ok(Value::string(&t.replace(a.as_ref(), b))),
-                [Int(n)] if *n < 0 => Ok(Value::string(&t.replace(a.as_ref(), b))),
-                [Int(n)] => Ok(Value::string(&t.replacen(a.as_ref(), b, *n as usize))),
-                _ => Err(fail(&recv, args)),
-            }
-        }
+        ("replace", Some(String(t)), [String(a), String(b), rest @ ..]) => match rest {
+            [] => Ok(Value::string(&t.replace(a.as_ref(), b))),
+            [Int(n)] if *n < 0 => Ok(Value::string(&t.replace(a.as_ref(), b))),
+            [Int(n)] => Ok(Value::string(&t.replacen(a.as_ref(), b, *n as usize))),
+            _ => Err(fail(&recv, args)),
+        },
         ("split", Some(String(t)), [String(sep), rest @ ..]) => {
-            ctx.charge_len(t.len(), pos)?;
             let parts: Vec<Value> = match rest {
                 [] => t.split(sep.as_ref()).map(Value::string).collect(),
                 [Int(0)] => Vec::new(),
@@ -307,11 +341,9 @@ pub fn call(ctx: &mut Ctx<'_>, func: &str, recv: Option<Value>, args: &[Value], 
 
         // --- regex ---
         ("find", Some(String(t)), [String(re)]) => {
-            ctx.charge_len(t.len() * 4, pos)?;
             Ok(Value::string(ctx.regex(re, pos)?.find(t).map_or("", |m| m.as_str())))
         }
         ("findAll", Some(String(t)), [String(re), rest @ ..]) => {
-            ctx.charge_len(t.len() * 4, pos)?;
             let limit = match rest {
                 [] => usize::MAX,
                 [Int(n)] if *n < 0 => usize::MAX,

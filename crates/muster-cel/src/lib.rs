@@ -36,11 +36,16 @@
 //!   (`sets.contains`, `sets.equivalent`, `sets.intersects`).
 //! - DRA (`k8s.io/dynamic-resource-allocation/cel`): the `device` variable and `includes`.
 //!
+//! Costs: evaluation meters cel-go's runtime cost and stops at Kubernetes' limit of 1,000,000
+//! (`operation cancelled: actual cost limit exceeded`); `Program::estimated_cost` is cel-go's
+//! static worst-case estimate with the DRA size limits, as API validation computes it.
+//!
 //! Not supported yet (a compile error names the function): URL, IP, CIDR, the format library,
 //! `transformList` / `transformMap`, durations and timestamps, quantity `mul`/`div`.
 
 mod ast;
 mod check;
+mod cost;
 mod device;
 mod eval;
 mod functions;
@@ -66,6 +71,8 @@ pub use value::Value;
 pub struct Program {
     source: Arc<str>,
     expr: ast::Expr,
+    /// cel-go's static worst-case cost estimate, as API validation computes it.
+    pub estimated_cost: u64,
     /// Dense id, for verdict memos.
     pub id: u32,
 }
@@ -216,9 +223,10 @@ impl Env {
             CompileError::new(src, e.pos, msg)
         })?;
         check::check(&expr).map_err(|e| CompileError::new(src, e.pos as usize, e.msg))?;
+        let estimated_cost = cost::estimate(&expr);
         let mut expr = expr;
         lower::lower(&mut expr);
-        let program = Arc::new(Program { source: src.into(), expr, id: programs.len() as u32 });
+        let program = Arc::new(Program { source: src.into(), expr, estimated_cost, id: programs.len() as u32 });
         programs.insert(program.source.clone(), program.clone());
         Ok(program)
     }

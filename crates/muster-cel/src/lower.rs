@@ -135,6 +135,17 @@ fn lower_in(e: &mut Expr, bound: &mut Vec<Arc<str>>) {
         // usually a pointer comparison.
         Kind::Lit(Lit::String(s)) => Some(Kind::Const(Value::String(crate::intern::shared_str(s)))),
         Kind::Lit(l) => Some(Kind::Const(crate::eval::lit(l))),
+        // A list of constants is a constant (cel-go folds it too, so it costs nothing at runtime).
+        Kind::List(xs) if xs.iter().all(|(x, optional)| !optional && matches!(x.kind, Kind::Const(_))) => {
+            let vals: Vec<Value> = xs
+                .iter()
+                .map(|(x, _)| match &x.kind {
+                    Kind::Const(v) => v.clone(),
+                    _ => unreachable!("checked above"),
+                })
+                .collect();
+            Some(Kind::Const(Value::list(vals)))
+        }
         _ => None,
     };
     if let Some(k) = lowered {

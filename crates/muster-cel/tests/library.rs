@@ -198,6 +198,24 @@ fn cost_limit_stops_runaway_expressions() {
 }
 
 #[test]
+fn runtime_and_estimated_costs_follow_cel_go() {
+    let env = Env::default();
+    let cost = |src: &str| env.eval_with_cost(&env.compile(src).unwrap(), &h100()).map(|(_, c)| c).unwrap();
+    // device (1) + .driver (1) + equality of 14-character strings (2).
+    assert_eq!(cost("device.driver == 'gpu.nvidia.com'"), 4);
+    // upstream's note: the bind test costs 15 estimated, 5 at runtime.
+    assert_eq!(cost("cel.bind(dra, device.attributes['gpu.nvidia.com'], dra.type == 'gpu')"), 5 + 1);
+    // a constant quantity is folded: receiver 4 + compareTo 1 + `>=` 1.
+    assert_eq!(cost("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('79Gi')) >= 0"), 6);
+    // `all` over a 3-element list: result 1 + 3 × (3 + `x` 1 + `>` 1); the constant list is free.
+    assert_eq!(cost("[1, 2, 3].all(x, x > 0)"), 1 + 3 * 5);
+    // `in` on a constant list is a set lookup.
+    assert_eq!(cost("device.attributes['gpu.nvidia.com'].type in ['gpu', 'mig']"), 4);
+    let p = env.compile("device.attributes['gpu.nvidia.com'].models.exists(x, x > 0)").unwrap();
+    assert_eq!(p.estimated_cost, 389, "cel-go's static estimate");
+}
+
+#[test]
 fn device_conversion_errors() {
     let d: Device = serde_json::from_value(json!({"name": "d", "attributes": {"bad": {}}})).unwrap();
     assert_eq!(DeviceView::new("x", &d).unwrap_err().to_string(), "attribute bad: unsupported attribute value");
