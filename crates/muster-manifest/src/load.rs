@@ -116,11 +116,12 @@ pub fn load_str(name: &str, text: &str) -> Result<Manifests, Vec<Diagnostic>> {
     loader.finish()
 }
 
-/// Like [`load_str`], but keeps objects that repeat a kind/namespace/name, in document order:
-/// for test-case files (such as the allocator conformance table) whose documents describe
-/// successive states or deliberately reuse names.
+/// Like [`load_str`], but takes the documents exactly as written: objects that repeat a
+/// kind/namespace/name are kept in document order, and namespaces are not defaulted. For test-case
+/// files (such as the allocator conformance table) whose documents describe successive states or
+/// deliberately reuse names.
 pub fn load_str_documents(name: &str, text: &str) -> Result<Manifests, Vec<Diagnostic>> {
-    let mut loader = Loader { allow_duplicates: true, ..Loader::default() };
+    let mut loader = Loader { allow_duplicates: true, as_written: true, ..Loader::default() };
     loader.add_text(name, text);
     loader.finish()
 }
@@ -153,6 +154,7 @@ struct Loader {
     manifests: Manifests,
     errors: Vec<Diagnostic>,
     allow_duplicates: bool,
+    as_written: bool,
 }
 
 impl Loader {
@@ -173,7 +175,7 @@ impl Loader {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(&(start, line)) = pieces.get(i) else { break };
                 let end = pieces.get(i + 1).map_or(text.len(), |p| p.0);
-                let mut part = Loader::default();
+                let mut part = Loader { as_written: self.as_written, ..Loader::default() };
                 part.add_piece(&file, &text[start..end], line);
                 *results[i].lock().expect("no worker panics") = Some(part);
             }
@@ -280,7 +282,10 @@ impl Loader {
                     self.errors.push(diag(node.pos, Some(name_of()), Some("metadata.name"), message.into()));
                     return;
                 }
-                if obj.is_namespaced() && obj.metadata().namespace.as_deref().unwrap_or("").is_empty() {
+                if !self.as_written
+                    && obj.is_namespaced()
+                    && obj.metadata().namespace.as_deref().unwrap_or("").is_empty()
+                {
                     obj.metadata_mut().namespace = Some("default".into());
                 }
                 self.manifests.objects.push(Loaded { object: obj, origin });

@@ -5,6 +5,7 @@
 
 mod bench;
 mod config;
+mod conformance;
 mod devices;
 mod memory;
 mod output;
@@ -34,6 +35,13 @@ enum Command {
     /// CEL selector selects, or why evaluating it fails. Exits 0 when it ran, 2 on bad input or a
     /// selector that does not compile.
     Devices(DevicesArgs),
+    /// Run conformance data: `muster conformance allocator DIR` runs every AllocationCase file in
+    /// DIR through the allocator, prints `PASS name` or `FAIL name: what differs` per case and
+    /// `N passed, M failed`; exits 1 if any failed.
+    Conformance {
+        #[command(subcommand)]
+        suite: ConformanceSuite,
+    },
     /// Measure muster on generated clusters in scheduler_perf's shapes.
     Bench {
         #[command(subcommand)]
@@ -65,6 +73,12 @@ struct PlanArgs {
     /// adaptive default, 100 = consider every node). Overrides --config.
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: Option<u32>,
+}
+
+#[derive(Subcommand)]
+enum ConformanceSuite {
+    /// Upstream's structured-allocator test table (tests/conformance/allocator).
+    Allocator { dir: PathBuf },
 }
 
 #[derive(clap::Args)]
@@ -155,6 +169,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(args) => plan(args),
         Command::Devices(args) => run_devices(args),
+        Command::Conformance { suite: ConformanceSuite::Allocator { dir } } => {
+            conformance::run_dir(&dir).map(|(report, _, failed)| {
+                print!("{report}");
+                if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+            })
+        }
         Command::Bench { bench } => run_bench(bench),
     };
     match result {

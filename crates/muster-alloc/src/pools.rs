@@ -1,0 +1,119 @@
+//! Gathering the pools a node can allocate from (upstream's `GatherPools`, spec §2).
+
+use std::collections::{BTreeMap, HashSet};
+
+use k8s_openapi::api::core::v1::{Node, NodeSelector};
+use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
+use muster_api::selectors::{NodeView, node_selector_matches};
+
+use crate::state::Features;
+
+/// One pool as seen from a node.
+pub struct Pool<'a> {
+    pub driver: &'a str,
+    pub name: &'a str,
+    /// Some slices of the pool's current generation are missing.
+    pub incomplete: bool,
+    /// Why the pool is unusable (duplicate device names), if it is.
+    pub invalid: Option<String>,
+    /// The slices that target the node, by name.
+    pub slices: Vec<&'a ResourceSlice>,
+}
+
+/// Does a slice's (or device's) node selection include `node`?
+pub fn node_matches(
+    node: Option<&Node>,
+    name: Option<&str>,
+    all: Option<bool>,
+    selector: Option<&NodeSelector>,
+) -> bool {
+    if let Some(n) = name.filter(|n| !n.is_empty()) {
+        return node.is_some_and(|node| node.metadata.name.as_deref() == Some(n));
+    }
+    if all == Some(true) {
+        return true;
+    }
+    if let Some(sel) = selector {
+        let Some(node) = node else { return false };
+        let empty = BTreeMap::new();
+        let view = NodeView {
+            name: node.metadata.name.as_deref().unwrap_or(""),
+            labels: node.metadata.labels.as_ref().unwrap_or(&empty),
+        };
+        return node_selector_matches(sel, view);
+    }
+    false
+}
+
+/// Does a device of this slice offer itself to `node` (per-device node selection)?
+pub fn device_matches(node: Option<&Node>, slice: &ResourceSlice, d: &Device) -> bool {
+    slice.spec.per_device_node_selection != Some(true)
+        || node_matches(node, d.node_name.as_deref(), d.all_nodes, d.node_selector.as_ref())
+}
+
+fn ignored(slice: &ResourceSlice, features: Features) -> bool {
+    !features.partitionable_devices
+        && (slice.spec.per_device_node_selection.is_some()
+            || slice.spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty()))
+}
+
+fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
+    let s = &slice.spec;
+    if s.node_name.as_deref().is_some_and(|n| !n.is_empty()) || s.all_nodes == Some(true) || s.node_selector.is_some() {
+        return node_matches(node, s.node_name.as_deref(), s.all_nodes, s.node_selector.as_ref());
+    }
+    if s.per_device_node_selection == Some(true) {
+        return s.devices.iter().flatten().any(|d| device_matches(node, slice, d));
+    }
+    false
+}
+
+/// The pools of `slices` that `node` sees, in search order: by (driver, pool name), then pools
+/// with devices that have binding conditions last.
+pub fn gather<'a>(node: Option<&Node>, slices: &'a [ResourceSlice], features: Features) -> Vec<Pool<'a>> {
+    // (driver, pool) → (generation, relevant slices).
+    let mut groups: BTreeMap<(&'a str, &'a str), (i64, Vec<&'a ResourceSlice>)> = BTreeMap::new();
+    for slice in slices {
+        if ignored(slice, features) || !relevant(node, slice) {
+            continue;
+        }
+        let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
+        let generation = slice.spec.pool.generation;
+        let entry = groups.entry(key).or_insert((generation, Vec::new()));
+        if generation > entry.0 {
+            *entry = (generation, vec![slice]);
+        } else if generation == entry.0 {
+            entry.1.push(slice);
+        }
+    }
+    let mut pools = Vec::new();
+    for ((driver, name), (generation, mut relevant)) in groups {
+        let count = relevant[0].spec.pool.resource_slice_count;
+        let mut incomplete = false;
+        if relevant.len() as i64 != count {
+            let same_pool = |s: &&ResourceSlice| s.spec.driver == driver && s.spec.pool.name == name;
+            if slices.iter().filter(same_pool).any(|s| s.spec.pool.generation > generation) {
+                // A newer generation exists elsewhere: this node's view is obsolete.
+                continue;
+            }
+            let current = slices.iter().filter(same_pool).filter(|s| s.spec.pool.generation == generation).count();
+            incomplete = current as i64 != count;
+        }
+        relevant.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut invalid = None;
+        let mut names = HashSet::new();
+        for d in relevant.iter().flat_map(|s| s.spec.devices.iter().flatten()) {
+            if !names.insert(d.name.as_str()) {
+                invalid = Some(format!("duplicate device name {}", d.name));
+                break;
+            }
+        }
+        pools.push(Pool { driver, name, incomplete, invalid, slices: if incomplete { Vec::new() } else { relevant } });
+    }
+    // Pools whose targeting devices have binding conditions go last (stable, so each group stays
+    // in (driver, name) order).
+    pools.sort_by_key(|p| {
+        p.slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).any(|d| d.binding_conditions.is_some())
+    });
+    pools
+}

@@ -1,0 +1,100 @@
+//! The allocator's inputs besides objects: feature switches and the allocated state.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::resource::v1::ResourceClaim;
+
+/// Allocator-level feature switches (upstream's `Features`, one per DRA gate family).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    pub admin_access: bool,
+    pub prioritized_list: bool,
+    pub partitionable_devices: bool,
+    pub device_taints: bool,
+    pub device_binding_and_status: bool,
+    pub consumable_capacity: bool,
+    pub list_type_attributes: bool,
+}
+
+impl Features {
+    /// Kubernetes 1.37's defaults: every feature but the alpha ListTypeAttributes.
+    pub fn kubernetes_1_37() -> Self {
+        Features {
+            admin_access: true,
+            prioritized_list: true,
+            partitionable_devices: true,
+            device_taints: true,
+            device_binding_and_status: true,
+            consumable_capacity: true,
+            list_type_attributes: false,
+        }
+    }
+
+    /// Sets a feature by upstream's name (`AdminAccess`, `PrioritizedList`, ...); false for an
+    /// unknown name.
+    pub fn set(&mut self, name: &str, on: bool) -> bool {
+        let f = match name {
+            "AdminAccess" => &mut self.admin_access,
+            "PrioritizedList" => &mut self.prioritized_list,
+            "PartitionableDevices" => &mut self.partitionable_devices,
+            "DeviceTaints" => &mut self.device_taints,
+            "DeviceBindingAndStatus" => &mut self.device_binding_and_status,
+            "ConsumableCapacity" => &mut self.consumable_capacity,
+            "ListTypeAttributes" => &mut self.list_type_attributes,
+            _ => return false,
+        };
+        *f = on;
+        true
+    }
+}
+
+/// A device: (driver, pool, device).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceId {
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
+}
+
+impl std::fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.driver, self.pool, self.device)
+    }
+}
+
+/// Devices already in use by allocated claims.
+#[derive(Clone, Debug, Default)]
+pub struct AllocatedState {
+    /// Exclusively allocated devices.
+    pub devices: HashSet<DeviceId>,
+    /// Devices with at least one share (multi-allocatable, consumable capacity).
+    pub shared: HashSet<DeviceId>,
+}
+
+impl AllocatedState {
+    /// What the scheduler derives from claims with `status.allocation`: admin-access results never
+    /// count as allocated; results with a share ID are shares (with ConsumableCapacity on).
+    pub fn from_claims<'a>(claims: impl IntoIterator<Item = &'a ResourceClaim>, features: Features) -> Self {
+        let mut s = AllocatedState::default();
+        for c in claims {
+            let results = c
+                .status
+                .as_ref()
+                .and_then(|st| st.allocation.as_ref())
+                .and_then(|a| a.devices.as_ref())
+                .and_then(|d| d.results.as_ref());
+            for r in results.into_iter().flatten() {
+                if r.admin_access == Some(true) {
+                    continue;
+                }
+                let id = DeviceId { driver: r.driver.clone(), pool: r.pool.clone(), device: r.device.clone() };
+                if features.consumable_capacity && r.share_id.is_some() {
+                    s.shared.insert(id);
+                } else {
+                    s.devices.insert(id);
+                }
+            }
+        }
+        s
+    }
+}
