@@ -10,6 +10,10 @@ use k8s_openapi::api::resource::v1::{
     AllocationResult, Device, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceClass,
     DeviceRequestAllocationResult, DeviceSelector, DeviceToleration, ResourceClaim, ResourceSlice,
 };
+use k8s_openapi::api::resource::v1::{CapacityRequestPolicy, DeviceCapacity};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use muster_api::Quantity;
+use muster_api::quantity::{Format, format_of};
 use muster_cel::{DeviceView, Env, SelectorOwner};
 
 use crate::constraints::{Kind as ConstraintKind, Tracker};
@@ -74,6 +78,8 @@ struct Req<'a> {
     mode: Mode,
     admin: bool,
     tolerations: Option<&'a [DeviceToleration]>,
+    /// Requested capacity (consumable capacity).
+    capacity: Option<&'a BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
     /// For `All`: the devices it takes, found during preparation.
     all: Vec<Cand<'a>>,
 }
@@ -110,12 +116,19 @@ struct Cand<'a> {
     device: &'a Device,
 }
 
+/// What a share consumes of each capacity of its device: nano-units, and the format to print it in.
+type Consumed = BTreeMap<String, (i128, Format)>;
+
 /// One device taken for a claim.
 struct Taken<'a> {
     request: usize,
     sub: usize,
     cand: Cand<'a>,
     id: DeviceId,
+    /// Whether it drew on its pool's counters (released on undo).
+    counters: bool,
+    /// For a share of a multi-allocatable device: its ID and what it consumes.
+    share: Option<(String, Consumed)>,
 }
 
 enum Search {
@@ -137,6 +150,12 @@ struct Call<'a, 'b> {
     results: Vec<Vec<Taken<'a>>>,
     /// The subrequest chosen for each (claim, request).
     chosen: HashMap<(usize, usize), usize>,
+    /// Per pool: what its counters have left after existing allocations (computed on first use),
+    /// and what this call has drawn from them, in nano-units.
+    available: HashMap<usize, BTreeMap<(String, String), i128>>,
+    drawn: HashMap<usize, BTreeMap<(String, String), i128>>,
+    /// Capacity taken by shares placed in this call, per device, in nano-units.
+    allocating_capacity: HashMap<DeviceId, BTreeMap<String, i128>>,
 }
 
 fn claim_name(c: &ResourceClaim) -> String {
@@ -195,6 +214,9 @@ impl<'a> Allocator<'a> {
             allocating: HashMap::new(),
             results: claims.iter().map(|_| Vec::new()).collect(),
             chosen: HashMap::new(),
+            available: HashMap::new(),
+            drawn: HashMap::new(),
+            allocating_capacity: HashMap::new(),
         };
         for (ci, c) in claims.iter().enumerate() {
             let prepared = call.prepare(ci, c)?;
@@ -256,6 +278,7 @@ impl<'a> Call<'a, '_> {
                         s.count,
                         None,
                         s.tolerations.as_deref(),
+                        s.capacity.as_ref().and_then(|c| c.requests.as_ref()),
                     )?;
                     prepared.push(req);
                 }
@@ -282,6 +305,7 @@ impl<'a> Call<'a, '_> {
                     e.count,
                     e.admin_access,
                     e.tolerations.as_deref(),
+                    e.capacity.as_ref().and_then(|c| c.requests.as_ref()),
                 )?;
                 min_devices += req.num_devices();
                 requests.push(Request { subs: vec![req], has_subrequests: false });
@@ -327,6 +351,7 @@ impl<'a> Call<'a, '_> {
         count: Option<i64>,
         admin: Option<bool>,
         tolerations: Option<&'a [DeviceToleration]>,
+        capacity: Option<&'a BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
     ) -> Result<Req<'a>, AllocError> {
         let f = self.alloc.features;
         let ctx = format!("claim {claim}, request {name}");
@@ -368,6 +393,7 @@ impl<'a> Call<'a, '_> {
             mode,
             admin: admin == Some(true),
             tolerations,
+            capacity,
             all: Vec::new(),
         };
         if mode == Mode::All {
@@ -389,7 +415,9 @@ impl<'a> Call<'a, '_> {
             let cands = self.candidates();
             let mut all = Vec::new();
             for c in cands {
-                if self.selectable(&c, ci, ri, si, &req, claim)? {
+                if self.selectable(&c, ci, ri, si, &req, claim)?
+                    && (!f.consumable_capacity || self.capacity_fits(&c, &req, false).is_some())
+                {
                     all.push(c);
                 }
             }
@@ -560,6 +588,14 @@ impl<'a> Call<'a, '_> {
             if !selectable? {
                 continue;
             }
+            if self.alloc.features.consumable_capacity {
+                let claims = std::mem::take(&mut self.claims);
+                let fits = self.capacity_fits(&c, &claims[ci].requests[ri].subs[si], true).is_some();
+                self.claims = claims;
+                if !fits {
+                    continue;
+                }
+            }
             if !self.take(ci, ri, si, c, false)? {
                 continue;
             }
@@ -592,10 +628,24 @@ impl<'a> Call<'a, '_> {
         } else if self.alloc.allocated.devices.contains(&id) || allocating.is_some_and(|cs| !cs.is_empty()) {
             return Ok(false);
         }
-        if c.device.consumes_counters.as_ref().is_some_and(|cc| !cc.is_empty()) {
-            // Shared counters are not implemented yet: such devices are never taken.
+        let multi = f.consumable_capacity && c.device.allow_multiple_allocations == Some(true);
+        let consumes = c.device.consumes_counters.as_ref().is_some_and(|cc| !cc.is_empty());
+        if consumes && !f.partitionable_devices {
             return Ok(false);
         }
+        // A multi-allocatable device draws on its counters for its first share only (spec §6.4).
+        let has_shares = self.alloc.allocated.capacity.contains_key(&id) || self.allocating_capacity.contains_key(&id);
+        let consumes = consumes && !(multi && has_shares);
+        if consumes && !self.draw_counters(&c, 1) {
+            return Ok(false);
+        }
+        // From here on, a rejection gives the counters back. (Upstream keeps them drawn [QUIRK],
+        // which can make a later candidate of the same pool fail wrongly.)
+        let give_back = |call: &mut Self| {
+            if consumes {
+                call.draw_counters(&c, -1);
+            }
+        };
         if f.device_taints {
             for t in c.device.taints.iter().flatten() {
                 if t.effect != "NoSchedule" && t.effect != "NoExecute" {
@@ -603,6 +653,7 @@ impl<'a> Call<'a, '_> {
                 }
                 let value = t.value.as_deref().unwrap_or("");
                 if !tolerations.unwrap_or(&[]).iter().any(|tol| tolerates(tol, &t.key, value, &t.effect)) {
+                    give_back(self);
                     return Ok(false);
                 }
             }
@@ -612,7 +663,10 @@ impl<'a> Call<'a, '_> {
         if needs_view {
             let view = match self.view(&c, &id) {
                 Ok(v) => v,
-                Err(_) => return Ok(false),
+                Err(_) => {
+                    give_back(self);
+                    return Ok(false);
+                }
             };
             let mut added = Vec::new();
             for (i, t) in self.claims[ci].constraints.iter_mut().enumerate() {
@@ -626,6 +680,7 @@ impl<'a> Call<'a, '_> {
                 for j in added {
                     self.claims[ci].constraints[j].remove(at);
                 }
+                give_back(self);
                 if must {
                     let name = self.claims[ci].name.clone();
                     return Err(Self::fatal(format!(
@@ -635,13 +690,132 @@ impl<'a> Call<'a, '_> {
                 return Ok(false);
             }
         }
-        self.allocating.entry(id.clone()).or_default().push(ci);
-        self.results[ci].push(Taken { request: ri, sub: si, cand: c, id });
+        let mut share = None;
+        if f.consumable_capacity {
+            let claims = std::mem::take(&mut self.claims);
+            let fits = self.capacity_fits(&c, &claims[ci].requests[ri].subs[si], true);
+            self.claims = claims;
+            let Some(consumed) = fits else {
+                for t in &mut self.claims[ci].constraints {
+                    t.remove(at);
+                }
+                give_back(self);
+                return Ok(false);
+            };
+            if multi {
+                let sum = self.allocating_capacity.entry(id.clone()).or_default();
+                for (k, (v, _)) in &consumed {
+                    *sum.entry(k.clone()).or_default() += v;
+                }
+                let share_id = share_id(&self.claims[ci].name, at, &id);
+                share = Some((share_id, consumed));
+            }
+        }
+        if !multi {
+            self.allocating.entry(id.clone()).or_default().push(ci);
+        }
+        self.results[ci].push(Taken { request: ri, sub: si, cand: c, id, counters: consumes, share });
         Ok(true)
+    }
+
+    /// Spec §7.3: can `req` take its share of the device's capacities? Returns what it consumes
+    /// of each capacity of the device, or `None`. `in_call` adds the shares placed in this call.
+    fn capacity_fits(&self, c: &Cand<'a>, req: &Req<'a>, in_call: bool) -> Option<Consumed> {
+        let caps = c.device.capacity.as_ref();
+        let requested = req.capacity;
+        if requested.into_iter().flatten().any(|(name, _)| !caps.is_some_and(|c| c.contains_key(name))) {
+            return None;
+        }
+        let id = id_of(c);
+        let allocated = self.alloc.allocated.capacity.get(&id);
+        let allocating = if in_call { self.allocating_capacity.get(&id) } else { None };
+        let mut out = BTreeMap::new();
+        for (name, cap) in caps.into_iter().flatten() {
+            let value = parse(&cap.value.0);
+            let (consumed, format, from_default) = consumed_amount(requested.and_then(|r| r.get(name)), cap);
+            if !from_default && violates(consumed, cap.request_policy.as_ref()) {
+                return None;
+            }
+            let used = allocated.and_then(|m| m.get(name)).copied().unwrap_or(0)
+                + allocating.and_then(|m| m.get(name)).copied().unwrap_or(0);
+            if used + consumed > value {
+                return None;
+            }
+            out.insert(name.clone(), (consumed, format));
+        }
+        Some(out)
+    }
+
+    /// What a pool's counters have left after the devices already allocated (spec §6.2): every
+    /// device of the pool, targeting this node or not, that is in use draws on them. Keyed by the
+    /// pool (driver and name); upstream keys by pool name only [QUIRK].
+    fn available(&mut self, pool: usize) -> &BTreeMap<(String, String), i128> {
+        if !self.available.contains_key(&pool) {
+            let p = &self.pools[pool];
+            let mut left: BTreeMap<(String, String), i128> = BTreeMap::new();
+            for (set, counters) in &p.counter_sets {
+                for (name, q) in counters {
+                    left.insert((set.to_string(), name.to_string()), q.nanos());
+                }
+            }
+            let devices =
+                p.slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).chain(p.other_devices.iter().copied());
+            for d in devices {
+                let id = DeviceId { driver: p.driver.to_string(), pool: p.name.to_string(), device: d.name.clone() };
+                if !self.alloc.allocated.devices.contains(&id) && !self.alloc.allocated.shared.contains(&id) {
+                    continue;
+                }
+                for cc in d.consumes_counters.iter().flatten() {
+                    for (name, c) in &cc.counters {
+                        let q = muster_api::quantity::parse(&c.value.0).unwrap_or_default();
+                        *left.entry((cc.counter_set.clone(), name.clone())).or_default() -= q.nanos();
+                    }
+                }
+            }
+            self.available.insert(pool, left);
+        }
+        &self.available[&pool]
+    }
+
+    /// Draws (`sign` 1) or returns (`sign` -1) a device's counter consumption. Drawing fails,
+    /// changing nothing, if any counter of the pool would go below what is left of it (spec §6.3).
+    fn draw_counters(&mut self, c: &Cand<'a>, sign: i128) -> bool {
+        let mut change: Vec<((String, String), i128)> = Vec::new();
+        for cc in c.device.consumes_counters.iter().flatten() {
+            for (name, counter) in &cc.counters {
+                let q = muster_api::quantity::parse(&counter.value.0).unwrap_or_default();
+                change.push(((cc.counter_set.clone(), name.clone()), sign * q.nanos()));
+            }
+        }
+        let available = self.available(c.pool).clone();
+        let drawn = self.drawn.entry(c.pool).or_default();
+        for (k, v) in &change {
+            *drawn.entry(k.clone()).or_default() += v;
+        }
+        if sign > 0 && available.iter().any(|(k, left)| drawn.get(k).copied().unwrap_or(0) > *left) {
+            for (k, v) in &change {
+                *drawn.entry(k.clone()).or_default() -= v;
+            }
+            return false;
+        }
+        true
     }
 
     fn undo(&mut self, ci: usize) {
         let Some(t) = self.results[ci].pop() else { return };
+        if t.counters {
+            self.draw_counters(&t.cand, -1);
+        }
+        if let Some((_, consumed)) = &t.share
+            && let Some(sum) = self.allocating_capacity.get_mut(&t.id)
+        {
+            for (k, (v, _)) in consumed {
+                *sum.entry(k.clone()).or_default() -= v;
+            }
+            if sum.values().all(|v| *v == 0) {
+                self.allocating_capacity.remove(&t.id);
+            }
+        }
         let at = self.results[ci].len();
         for tr in &mut self.claims[ci].constraints {
             tr.remove(at);
@@ -681,6 +855,12 @@ impl<'a> Call<'a, '_> {
                     } else {
                         None
                     },
+                    share_id: t.share.as_ref().map(|(s, _)| s.clone()),
+                    consumed_capacity: t.share.as_ref().filter(|(_, c)| !c.is_empty()).map(|(_, c)| {
+                        c.iter()
+                            .map(|(k, (v, fmt))| (k.clone(), ApiQuantity(Quantity::from_nanos(*v).canonical(*fmt))))
+                            .collect()
+                    }),
                     ..Default::default()
                 });
             }
@@ -818,6 +998,92 @@ impl<'a> Call<'a, '_> {
             && term.match_expressions.as_ref().is_none_or(Vec::is_empty);
         Ok(if empty { None } else { Some(NodeSelector { node_selector_terms: vec![term] }) })
     }
+}
+
+fn parse(s: &str) -> i128 {
+    muster_api::quantity::parse(s).map(Quantity::nanos).unwrap_or(0)
+}
+
+/// `Quantity.Value()` in nano-units: rounded up to a whole unit.
+fn whole(nanos: i128) -> i128 {
+    Quantity::from_nanos(nanos).value() as i128 * 1_000_000_000
+}
+
+/// Spec §7.4: what a request consumes of one capacity, its format, and whether it is the policy's
+/// default (which always satisfies the policy).
+fn consumed_amount(requested: Option<&ApiQuantity>, cap: &DeviceCapacity) -> (i128, Format, bool) {
+    let policy = cap.request_policy.as_ref();
+    let Some(req) = requested else {
+        return match policy.and_then(|p| p.default.as_ref()) {
+            Some(d) => (parse(&d.0), format_of(&d.0), true),
+            None => (parse(&cap.value.0), format_of(&cap.value.0), false),
+        };
+    };
+    let r = parse(&req.0);
+    let fmt = format_of(&req.0);
+    let Some(policy) = policy else { return (r, fmt, false) };
+    if let Some(range) = &policy.valid_range {
+        let min = parse(&range.min.0);
+        if r < min {
+            return (min, format_of(&range.min.0), false);
+        }
+        let Some(step) = &range.step else { return (r, fmt, false) };
+        let (min_w, step_w, req_w) = (whole(min), whole(parse(&step.0)), whole(r));
+        if step_w <= 0 {
+            return (r, fmt, false);
+        }
+        let n = (req_w - min_w + step_w - 1) / step_w;
+        return (min_w + step_w * n, Format::BinarySI, false);
+    }
+    if let Some(values) = &policy.valid_values {
+        let mut vs: Vec<(i128, &ApiQuantity)> = values.iter().map(|v| (parse(&v.0), v)).collect();
+        vs.sort_by_key(|(n, _)| *n);
+        if let Some((n, v)) = vs.into_iter().find(|(n, _)| *n >= r) {
+            return (n, format_of(&v.0), false);
+        }
+    }
+    (r, fmt, false)
+}
+
+/// Spec §7.5: does a consumed amount break the capacity's request policy?
+fn violates(consumed: i128, policy: Option<&CapacityRequestPolicy>) -> bool {
+    let Some(policy) = policy else { return false };
+    if let Some(range) = &policy.valid_range {
+        if range.max.as_ref().is_some_and(|m| consumed > parse(&m.0)) {
+            return true;
+        }
+        if let Some(step) = &range.step {
+            let step_w = whole(parse(&step.0));
+            if step_w > 0 && (whole(consumed) - whole(parse(&range.min.0))) % step_w != 0 {
+                return true;
+            }
+        }
+        return false;
+    }
+    if let Some(values) = &policy.valid_values {
+        return !values.iter().any(|v| parse(&v.0) == consumed);
+    }
+    false
+}
+
+/// A share ID: a UUID-shaped string derived from the claim, the result position and the device,
+/// so that the same input always gives the same output (upstream draws a random UUID).
+fn share_id(claim: &str, at: usize, id: &DeviceId) -> String {
+    use std::hash::{Hash, Hasher};
+    let hash = |seed: u64| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (seed, claim, at, id).hash(&mut h);
+        h.finish()
+    };
+    let (a, b) = (hash(1), hash(2));
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        0x8000 | ((b >> 48) & 0x3fff),
+        b & 0xffff_ffff_ffff
+    )
 }
 
 /// Appends requirements not already present (same key, operator and value set).

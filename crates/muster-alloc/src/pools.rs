@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
+use muster_api::Quantity;
 use muster_api::selectors::{NodeView, node_selector_matches};
 
 use crate::state::Features;
@@ -16,8 +17,13 @@ pub struct Pool<'a> {
     pub incomplete: bool,
     /// Why the pool is unusable (duplicate device names), if it is.
     pub invalid: Option<String>,
-    /// The slices that target the node, by name.
+    /// The device slices that target the node, by name.
     pub slices: Vec<&'a ResourceSlice>,
+    /// Counter sets of the pool (partitionable devices): set → counter → value.
+    pub counter_sets: BTreeMap<&'a str, BTreeMap<&'a str, Quantity>>,
+    /// Devices of the pool's current generation that do not target the node: they still draw on
+    /// the pool's counters.
+    pub other_devices: Vec<&'a Device>,
 }
 
 /// Does a slice's (or device's) node selection include `node`?
@@ -89,26 +95,78 @@ pub fn gather<'a>(node: Option<&Node>, slices: &'a [ResourceSlice], features: Fe
     let mut pools = Vec::new();
     for ((driver, name), (generation, mut relevant)) in groups {
         let count = relevant[0].spec.pool.resource_slice_count;
+        let same_pool = |s: &&ResourceSlice| s.spec.driver == driver && s.spec.pool.name == name;
         let mut incomplete = false;
+        let mut others: Vec<&'a ResourceSlice> = Vec::new();
         if relevant.len() as i64 != count {
-            let same_pool = |s: &&ResourceSlice| s.spec.driver == driver && s.spec.pool.name == name;
             if slices.iter().filter(same_pool).any(|s| s.spec.pool.generation > generation) {
                 // A newer generation exists elsewhere: this node's view is obsolete.
                 continue;
             }
-            let current = slices.iter().filter(same_pool).filter(|s| s.spec.pool.generation == generation).count();
-            incomplete = current as i64 != count;
+            let current: Vec<&'a ResourceSlice> =
+                slices.iter().filter(same_pool).filter(|s| s.spec.pool.generation == generation).collect();
+            incomplete = current.len() as i64 != count;
+            others = current.into_iter().filter(|s| !relevant.iter().any(|r| std::ptr::eq(*r, *s))).collect();
         }
         relevant.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let has_counters = |s: &&ResourceSlice| {
+            features.partitionable_devices && s.spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty())
+        };
+        let (counter_slices, device_slices): (Vec<_>, Vec<_>) = relevant.into_iter().partition(has_counters);
+        let (other_counter_slices, other_device_slices): (Vec<_>, Vec<_>) = others.into_iter().partition(has_counters);
         let mut invalid = None;
         let mut names = HashSet::new();
-        for d in relevant.iter().flat_map(|s| s.spec.devices.iter().flatten()) {
+        for d in device_slices.iter().flat_map(|s| s.spec.devices.iter().flatten()) {
             if !names.insert(d.name.as_str()) {
                 invalid = Some(format!("duplicate device name {}", d.name));
                 break;
             }
         }
-        pools.push(Pool { driver, name, incomplete, invalid, slices: if incomplete { Vec::new() } else { relevant } });
+        let mut counter_sets: BTreeMap<&'a str, BTreeMap<&'a str, Quantity>> = BTreeMap::new();
+        let other_devices: Vec<&'a Device> =
+            other_device_slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).collect();
+        if features.partitionable_devices {
+            for set in
+                counter_slices.iter().chain(&other_counter_slices).flat_map(|s| s.spec.shared_counters.iter().flatten())
+            {
+                if counter_sets.contains_key(set.name.as_str()) {
+                    invalid.get_or_insert(format!("duplicate counter set name {}", set.name));
+                    continue;
+                }
+                let counters = set
+                    .counters
+                    .iter()
+                    .map(|(k, c)| (k.as_str(), muster_api::quantity::parse(&c.value.0).unwrap_or_default()))
+                    .collect();
+                counter_sets.insert(set.name.as_str(), counters);
+            }
+            let devices =
+                device_slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).chain(other_devices.iter().copied());
+            for d in devices {
+                for cc in d.consumes_counters.iter().flatten() {
+                    match counter_sets.get(cc.counter_set.as_str()) {
+                        None => {
+                            invalid.get_or_insert(format!("counter set {} not found", cc.counter_set));
+                        }
+                        Some(set) => {
+                            if let Some(c) = cc.counters.keys().find(|c| !set.contains_key(c.as_str())) {
+                                invalid
+                                    .get_or_insert(format!("counter {c} not found in counter set {}", cc.counter_set));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        pools.push(Pool {
+            driver,
+            name,
+            incomplete,
+            invalid,
+            slices: if incomplete { Vec::new() } else { device_slices },
+            counter_sets,
+            other_devices,
+        });
     }
     // Pools whose targeting devices have binding conditions go last (stable, so each group stays
     // in (driver, name) order).

@@ -1,6 +1,6 @@
 //! The allocator's inputs besides objects: feature switches and the allocated state.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
@@ -69,6 +69,15 @@ pub struct AllocatedState {
     pub devices: HashSet<DeviceId>,
     /// Devices with at least one share (multi-allocatable, consumable capacity).
     pub shared: HashSet<DeviceId>,
+    /// Capacity consumed by the shares of each device, summed, in nano-units per capacity name.
+    pub capacity: HashMap<DeviceId, BTreeMap<String, i128>>,
+}
+
+impl AllocatedState {
+    /// `IsDeviceAllocated`: dedicated, or with shares, or with consumed capacity.
+    pub fn in_use(&self, id: &DeviceId) -> bool {
+        self.devices.contains(id) || self.shared.contains(id) || self.capacity.contains_key(id)
+    }
 }
 
 impl AllocatedState {
@@ -89,6 +98,13 @@ impl AllocatedState {
                 }
                 let id = DeviceId { driver: r.driver.clone(), pool: r.pool.clone(), device: r.device.clone() };
                 if features.consumable_capacity && r.share_id.is_some() {
+                    if let Some(cc) = &r.consumed_capacity {
+                        let sum = s.capacity.entry(id.clone()).or_default();
+                        for (k, q) in cc {
+                            let v = muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0);
+                            *sum.entry(k.clone()).or_default() += v;
+                        }
+                    }
                     s.shared.insert(id);
                 } else {
                     s.devices.insert(id);

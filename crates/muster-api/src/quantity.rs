@@ -46,6 +46,11 @@ impl Quantity {
         Quantity { nanos: n as i128 * NANO }
     }
 
+    /// A quantity of `n` nano-units.
+    pub fn from_nanos(nanos: i128) -> Self {
+        Quantity { nanos }
+    }
+
     /// A quantity of `n` milli-units.
     pub fn from_millis(n: i64) -> Self {
         Quantity { nanos: n as i128 * 1_000_000 }
@@ -257,9 +262,90 @@ pub fn parse(s: &str) -> Result<Quantity, QuantityError> {
     Ok(Quantity { nanos })
 }
 
+/// How a quantity is written, as Kubernetes keeps it to print the quantity back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `k`, `M`, `m`, or no suffix.
+    DecimalSI,
+    /// `Ki`, `Mi`, `Gi`, ...
+    BinarySI,
+    /// `1e3`.
+    DecimalExponent,
+}
+
+/// The format of a quantity string (its suffix), as `ParseQuantity` records it.
+pub fn format_of(s: &str) -> Format {
+    let t = s.trim_end_matches(|c: char| c.is_ascii_digit() || c == '+' || c == '-');
+    if t.ends_with('i') {
+        Format::BinarySI
+    } else if t.ends_with(['e', 'E']) && !t.ends_with("Ee") {
+        Format::DecimalExponent
+    } else {
+        Format::DecimalSI
+    }
+}
+
+impl Quantity {
+    /// Kubernetes' canonical text (`Quantity.String()`): binary suffixes for whole values of at
+    /// least 1024 that were written in binary form, decimal suffixes otherwise.
+    pub fn canonical(self, format: Format) -> String {
+        let n = self.nanos;
+        if format == Format::BinarySI && n.abs() >= 1024 * NANO && n % NANO == 0 {
+            let mut v = n / NANO;
+            let mut e = 0;
+            while e < 6 && v % 1024 == 0 {
+                v /= 1024;
+                e += 1;
+            }
+            return format!("{v}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][e]);
+        }
+        if n == 0 {
+            return "0".into();
+        }
+        // The largest power of 1000 (from nano up) that divides the value exactly.
+        let mut exp = -9i32;
+        let mut m = n;
+        while exp < 18 && m % 1000 == 0 {
+            m /= 1000;
+            exp += 3;
+        }
+        if format == Format::DecimalExponent {
+            return if exp == 0 { m.to_string() } else { format!("{m}e{exp}") };
+        }
+        let suffix = match exp {
+            -9 => "n",
+            -6 => "u",
+            -3 => "m",
+            0 => "",
+            3 => "k",
+            6 => "M",
+            9 => "G",
+            12 => "T",
+            15 => "P",
+            _ => "E",
+        };
+        format!("{m}{suffix}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_text() {
+        let c = |s: &str| q(s).canonical(format_of(s));
+        assert_eq!(c("1024Mi"), "1Gi");
+        assert_eq!(c("1536Mi"), "1536Mi");
+        assert_eq!(c("2Gi"), "2Gi");
+        assert_eq!(c("512"), "512");
+        assert_eq!(c("2000"), "2k");
+        assert_eq!(c("1500m"), "1500m");
+        assert_eq!(c("0.5"), "500m");
+        assert_eq!(c("100Ki"), "100Ki");
+        assert_eq!(c("0"), "0");
+        assert_eq!(Quantity::from_units(1000).canonical(Format::BinarySI), "1k", "below 1024 falls back to decimal");
+    }
 
     fn q(s: &str) -> Quantity {
         parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
