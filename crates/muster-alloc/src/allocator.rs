@@ -17,7 +17,7 @@ use muster_api::quantity::{Format, format_of};
 use muster_cel::{DeviceView, Env, SelectorOwner};
 
 use crate::constraints::{Kind as ConstraintKind, Tracker};
-use crate::pools::{Pool, device_matches, gather};
+use crate::pools::{Pool, SliceIndex, device_matches, gather};
 use crate::state::{AllocatedState, DeviceId, Features};
 
 /// The most devices one claim can be allocated (`AllocationResultsMaxSize`).
@@ -56,7 +56,7 @@ pub struct Allocator<'a> {
     features: Features,
     allocated: &'a AllocatedState,
     classes: HashMap<&'a str, &'a DeviceClass>,
-    slices: &'a [ResourceSlice],
+    slices: &'a SliceIndex<'a>,
     env: &'a Env,
 }
 
@@ -188,11 +188,13 @@ fn tolerates(t: &DeviceToleration, key: &str, value: &str, effect: &str) -> bool
 }
 
 impl<'a> Allocator<'a> {
+    /// An allocator for one scheduling cycle: `slices` is the cluster's slices, indexed once
+    /// per snapshot ([`SliceIndex::new`]); `env` caches compiled selectors across cycles.
     pub fn new(
         features: Features,
         allocated: &'a AllocatedState,
         classes: &'a [DeviceClass],
-        slices: &'a [ResourceSlice],
+        slices: &'a SliceIndex<'a>,
         env: &'a Env,
     ) -> Self {
         let classes = classes.iter().map(|c| (c.metadata.name.as_deref().unwrap_or(""), c)).collect();

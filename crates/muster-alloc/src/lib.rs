@@ -17,5 +17,6 @@ mod constraints;
 mod pools;
 mod state;
 
-pub use allocator::{AllocError, Allocator, Outcome};
+pub use allocator::{AllocError, Allocator, MAX_DEVICES_PER_CLAIM, Outcome};
+pub use pools::SliceIndex;
 pub use state::{AllocatedState, DeviceId, Features};

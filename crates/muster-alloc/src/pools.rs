@@ -1,6 +1,6 @@
 //! Gathering the pools a node can allocate from (upstream's `GatherPools`, spec §2).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
@@ -74,12 +74,48 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
     false
 }
 
-/// The pools of `slices` that `node` sees, in search order: by (driver, pool name), then pools
-/// with devices that have binding conditions last.
-pub fn gather<'a>(node: Option<&Node>, slices: &'a [ResourceSlice], features: Features) -> Vec<Pool<'a>> {
+/// The cluster's ResourceSlices, indexed once per snapshot: by the node they are local to, the
+/// ones that are not node-local, and by pool. An allocation call then looks only at the slices
+/// that can matter to its node.
+pub struct SliceIndex<'a> {
+    slices: &'a [ResourceSlice],
+    node_local: HashMap<&'a str, Vec<usize>>,
+    shared: Vec<usize>,
+    by_pool: HashMap<(&'a str, &'a str), Vec<usize>>,
+}
+
+impl<'a> SliceIndex<'a> {
+    pub fn new(slices: &'a [ResourceSlice]) -> Self {
+        let mut index = SliceIndex { slices, node_local: HashMap::new(), shared: Vec::new(), by_pool: HashMap::new() };
+        for (i, s) in slices.iter().enumerate() {
+            match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+                Some(n) => index.node_local.entry(n).or_default().push(i),
+                None => index.shared.push(i),
+            }
+            index.by_pool.entry((s.spec.driver.as_str(), s.spec.pool.name.as_str())).or_default().push(i);
+        }
+        index
+    }
+
+    /// Node-local slices of `node`, then the shared ones, in input order within each.
+    fn for_node(&self, node: Option<&Node>) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
+        let local = node.and_then(|n| n.metadata.name.as_deref()).and_then(|n| self.node_local.get(n));
+        let mut ids: Vec<usize> = local.into_iter().flatten().chain(&self.shared).copied().collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|i| &self.slices[i])
+    }
+
+    fn pool(&self, driver: &'a str, pool: &'a str) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
+        self.by_pool.get(&(driver, pool)).into_iter().flatten().map(|i| &self.slices[*i])
+    }
+}
+
+/// The pools `node` sees, in search order: by (driver, pool name), then pools with devices that
+/// have binding conditions last.
+pub fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Features) -> Vec<Pool<'a>> {
     // (driver, pool) → (generation, relevant slices).
     let mut groups: BTreeMap<(&'a str, &'a str), (i64, Vec<&'a ResourceSlice>)> = BTreeMap::new();
-    for slice in slices {
+    for slice in index.for_node(node) {
         if ignored(slice, features) || !relevant(node, slice) {
             continue;
         }
@@ -95,16 +131,15 @@ pub fn gather<'a>(node: Option<&Node>, slices: &'a [ResourceSlice], features: Fe
     let mut pools = Vec::new();
     for ((driver, name), (generation, mut relevant)) in groups {
         let count = relevant[0].spec.pool.resource_slice_count;
-        let same_pool = |s: &&ResourceSlice| s.spec.driver == driver && s.spec.pool.name == name;
         let mut incomplete = false;
         let mut others: Vec<&'a ResourceSlice> = Vec::new();
         if relevant.len() as i64 != count {
-            if slices.iter().filter(same_pool).any(|s| s.spec.pool.generation > generation) {
+            if index.pool(driver, name).any(|s| s.spec.pool.generation > generation) {
                 // A newer generation exists elsewhere: this node's view is obsolete.
                 continue;
             }
             let current: Vec<&'a ResourceSlice> =
-                slices.iter().filter(same_pool).filter(|s| s.spec.pool.generation == generation).collect();
+                index.pool(driver, name).filter(|s| s.spec.pool.generation == generation).collect();
             incomplete = current.len() as i64 != count;
             others = current.into_iter().filter(|s| !relevant.iter().any(|r| std::ptr::eq(*r, *s))).collect();
         }

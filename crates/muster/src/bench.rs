@@ -207,3 +207,115 @@ pub fn cel(devices: usize, iterations: usize) -> anyhow::Result<String> {
         compile.as_nanos() as f64 / 1000.0
     ))
 }
+
+/// Times one allocation call per upstream test case (tests/conformance/allocator), `reps` times
+/// each, with parsing and setup outside the timer; reports the median and p90 of the per-case
+/// medians.
+pub fn alloc_conformance(dir: &std::path::Path, reps: usize) -> anyhow::Result<String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let mut medians = Vec::new();
+    for f in &files {
+        let case = crate::conformance::load(f)?;
+        let env = muster_cel::Env::default();
+        let index = muster_alloc::SliceIndex::new(&case.slices);
+        let _ = case.execute(&env, &index); // warm the selector cache, as a running scheduler has it
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps.max(1) {
+            let t = Instant::now();
+            let r = case.execute(&env, &index);
+            times.push(t.elapsed());
+            std::hint::black_box(r).ok();
+        }
+        times.sort();
+        medians.push(times[times.len() / 2]);
+    }
+    medians.sort();
+    let at = |p: usize| medians[(medians.len() * p / 100).min(medians.len() - 1)];
+    Ok(format!(
+        "allocator over {} conformance cases, {reps} calls each\n  per-call time, median of per-case medians: {:.2} us\n  p90: {:.2} us, max: {:.2} us\n",
+        medians.len(),
+        at(50).as_secs_f64() * 1e6,
+        at(90).as_secs_f64() * 1e6,
+        medians.last().map_or(0.0, |d| d.as_secs_f64() * 1e6)
+    ))
+}
+
+/// scheduler_perf's DRA shape: `nodes` nodes with `per_node` devices of one driver, one class
+/// with a CEL selector, `claims` one-device claims allocated one after another, each on the first
+/// node that can hold it (nodes found full are not tried again: the claims are identical).
+pub fn alloc_scale(nodes: usize, per_node: usize, claims: usize) -> anyhow::Result<String> {
+    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+    use muster_alloc::{AllocatedState, Allocator, DeviceId, Features, Outcome, SliceIndex};
+    let driver = "test-driver.cdi.k8s.io";
+    let node_objs: Vec<Node> = (0..nodes)
+        .map(|i| Node {
+            metadata: ObjectMeta { name: Some(format!("node-{i:04}")), ..Default::default() },
+            ..Default::default()
+        })
+        .collect();
+    let slices: Vec<ResourceSlice> = (0..nodes)
+        .map(|i| {
+            let devices: Vec<serde_json::Value> = (0..per_node)
+                .map(|d| serde_json::json!({"name": format!("device-{d}"), "attributes": {"model": {"string": "sim-gpu"}, "index": {"int": d}}, "capacity": {"memory": {"value": "16Gi"}}}))
+                .collect();
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("node-{i:04}-{driver}")},
+                "spec": {"driver": driver, "nodeName": format!("node-{i:04}"), "pool": {"name": format!("node-{i:04}"), "generation": 1, "resourceSliceCount": 1}, "devices": devices}
+            }))
+            .expect("a valid slice")
+        })
+        .collect();
+    let classes: Vec<DeviceClass> = vec![serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "test-class"},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{driver}'")}}]}
+    }))?];
+    let claim_objs: Vec<ResourceClaim> = (0..claims)
+        .map(|i| {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("claim-{i:05}"), "namespace": "bench"},
+                "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class", "allocationMode": "ExactCount", "count": 1}}]}}
+            }))
+            .expect("a valid claim")
+        })
+        .collect();
+    let env = muster_cel::Env::default();
+    let index = SliceIndex::new(&slices);
+    let features = Features::kubernetes_1_37();
+    let mut state = AllocatedState::default();
+    let mut cursor = 0;
+    let (mut placed, mut calls) = (0, 0);
+    let t = Instant::now();
+    for claim in &claim_objs {
+        while cursor < node_objs.len() {
+            calls += 1;
+            let outcome = Allocator::new(features, &state, &classes, &index, &env)
+                .allocate(Some(&node_objs[cursor]), &[claim])
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            match outcome {
+                Outcome::Allocated(results) => {
+                    for r in results.iter().flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten())) {
+                        state.devices.insert(DeviceId {
+                            driver: r.driver.clone(),
+                            pool: r.pool.clone(),
+                            device: r.device.clone(),
+                        });
+                    }
+                    placed += 1;
+                    break;
+                }
+                Outcome::Unsatisfiable => cursor += 1,
+            }
+        }
+    }
+    let elapsed = t.elapsed();
+    Ok(format!(
+        "allocator at scale: {nodes} nodes x {per_node} devices, {claims} one-device claims\n  placed {placed} with {calls} allocation calls in {:.3} s: {:.0} claims/s ({:.2} us per call)\n",
+        elapsed.as_secs_f64(),
+        placed as f64 / elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1e6 / calls as f64
+    ))
+}

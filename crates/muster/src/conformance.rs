@@ -5,7 +5,7 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use muster_alloc::{AllocError, AllocatedState, Allocator, Features, Outcome};
+use muster_alloc::{AllocError, AllocatedState, Allocator, Features, Outcome, SliceIndex};
 use muster_cel::Env;
 use muster_manifest::Object;
 use serde_json::Value;
@@ -19,7 +19,34 @@ pub fn run_case(path: &Path) -> (String, Option<String>) {
     }
 }
 
-fn run(path: &Path) -> anyhow::Result<(String, Option<String>)> {
+/// A case's inputs, parsed.
+pub struct Case {
+    pub name: String,
+    pub features: Features,
+    pub nodes: Vec<Node>,
+    pub node_name: Option<String>,
+    pub classes: Vec<DeviceClass>,
+    pub slices: Vec<ResourceSlice>,
+    pub claims: Vec<ResourceClaim>,
+    /// Indexes into `claims` of the claims to allocate, in order.
+    pub to_allocate: Vec<usize>,
+    pub state: AllocatedState,
+    pub expect: Value,
+}
+
+impl Case {
+    /// One allocation call, as the scheduler makes it: an allocator for the cycle, then
+    /// `allocate` for the node.
+    pub fn execute(&self, env: &Env, index: &SliceIndex<'_>) -> Result<Outcome, AllocError> {
+        let node =
+            self.node_name.as_deref().and_then(|n| self.nodes.iter().find(|x| x.metadata.name.as_deref() == Some(n)));
+        let claims: Vec<&ResourceClaim> = self.to_allocate.iter().map(|i| &self.claims[*i]).collect();
+        Allocator::new(self.features, &self.state, &self.classes, index, env).allocate(node, &claims)
+    }
+}
+
+/// Reads a case file.
+pub fn load(path: &Path) -> anyhow::Result<Case> {
     let text = std::fs::read_to_string(path)?;
     let file = path.display().to_string();
     let m = muster_manifest::load_str_documents(&file, &text)
@@ -51,27 +78,40 @@ fn run(path: &Path) -> anyhow::Result<(String, Option<String>)> {
             other => anyhow::bail!("unexpected {}", other.display_name()),
         }
     }
-    let node_name = spec["node"].as_str();
-    let node = node_name.and_then(|n| nodes.iter().find(|x| x.metadata.name.as_deref() == Some(n)));
-    let allocated_claims: Vec<&ResourceClaim> =
-        claims.iter().filter(|c| c.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some()).collect();
-    let state = AllocatedState::from_claims(allocated_claims.iter().copied(), features);
+    let is_allocated = |c: &ResourceClaim| c.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
+    let state = AllocatedState::from_claims(claims.iter().filter(|c| is_allocated(c)), features);
     // Claims to allocate, in the order the case lists them; repeated names in document order.
-    let mut pending: Vec<&ResourceClaim> =
-        claims.iter().filter(|c| c.status.as_ref().and_then(|s| s.allocation.as_ref()).is_none()).collect();
+    let mut pending: Vec<usize> = (0..claims.len()).filter(|i| !is_allocated(&claims[*i])).collect();
     let mut to_allocate = Vec::new();
     for n in spec["claims"].as_array().into_iter().flatten() {
         let n = n.as_str().unwrap_or("");
-        let i = pending
+        let at = pending
             .iter()
-            .position(|c| c.metadata.name.as_deref() == Some(n))
+            .position(|i| claims[*i].metadata.name.as_deref() == Some(n))
             .ok_or_else(|| anyhow::anyhow!("claim {n} not found"))?;
-        to_allocate.push(pending.remove(i));
+        to_allocate.push(pending.remove(at));
     }
+    Ok(Case {
+        name,
+        features,
+        nodes,
+        node_name: spec["node"].as_str().map(str::to_string),
+        classes,
+        slices,
+        claims,
+        to_allocate,
+        state,
+        expect: spec["expect"].clone(),
+    })
+}
+
+fn run(path: &Path) -> anyhow::Result<(String, Option<String>)> {
+    let case = load(path)?;
     let env = Env::default();
-    let allocator = Allocator::new(features, &state, &classes, &slices, &env);
-    let got = allocator.allocate(node, &to_allocate);
-    let expect = &spec["expect"];
+    let index = SliceIndex::new(&case.slices);
+    let got = case.execute(&env, &index);
+    let name = case.name.clone();
+    let expect = &case.expect;
     let diff = match (got, expect) {
         (Ok(Outcome::Allocated(results)), e) if e.get("allocations").is_some() => {
             let mut got = serde_json::to_value(&results)?;

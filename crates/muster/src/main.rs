@@ -127,6 +127,22 @@ enum BenchCommand {
         #[arg(long, default_value_t = 5)]
         iterations: usize,
     },
+    /// Time allocation calls on upstream's allocator test table.
+    AllocConformance {
+        #[arg(default_value = "tests/conformance/allocator")]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 201)]
+        reps: usize,
+    },
+    /// Time the allocator at scale: NODES x DEVICES one-device claims, one after another.
+    AllocScale {
+        #[arg(long, default_value_t = 500)]
+        nodes: usize,
+        #[arg(long, default_value_t = 10)]
+        devices: usize,
+        #[arg(long, default_value_t = 5000)]
+        claims: usize,
+    },
     /// Write the SchedulingBasic cluster as a YAML dump (to time loading with `bench load`).
     Write {
         #[arg(long, default_value_t = 5000)]
@@ -251,6 +267,10 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             print!("{}", bench::plan(nodes, pods, shapes, iterations, &config)?);
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
+        BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),
+        BenchCommand::AllocScale { nodes, devices, claims } => {
+            print!("{}", bench::alloc_scale(nodes, devices, claims)?)
+        }
         BenchCommand::Write { nodes, pods, file } => {
             bench::write_yaml(&file, nodes, pods)?;
             let size = std::fs::metadata(&file)?.len();
