@@ -55,7 +55,7 @@ pub enum Outcome {
 pub struct Allocator<'a> {
     features: Features,
     allocated: &'a AllocatedState,
-    classes: HashMap<&'a str, &'a DeviceClass>,
+    classes: &'a [DeviceClass],
     slices: &'a SliceIndex<'a>,
     env: &'a Env,
 }
@@ -112,9 +112,26 @@ struct Cand<'a> {
     pool: usize,
     slice: usize,
     index: usize,
+    /// The slice's position in the cluster's slice list.
+    global: usize,
     slice_ref: &'a ResourceSlice,
     device: &'a Device,
 }
+
+/// A device within one call: (slice in the cluster's list, device in the slice).
+type Key = (usize, usize);
+
+impl Cand<'_> {
+    fn key(&self) -> Key {
+        (self.global, self.index)
+    }
+
+    fn dedicated(&self, state: &AllocatedState) -> bool {
+        state.is_dedicated(&self.slice_ref.spec.driver, &self.slice_ref.spec.pool.name, &self.device.name)
+    }
+}
+
+type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 /// What a share consumes of each capacity of its device: nano-units, and the format to print it in.
 type Consumed = BTreeMap<String, (i128, Format)>;
@@ -143,19 +160,20 @@ struct Call<'a, 'b> {
     node: Option<&'b Node>,
     pools: Vec<Pool<'a>>,
     claims: Vec<Claim<'a>>,
-    views: HashMap<DeviceId, Arc<DeviceView>>,
-    memo: HashMap<(DeviceId, usize, usize, usize), bool>,
+    memo: Fast<(Key, usize, usize, usize), bool>,
     /// Devices being allocated in this call → claims they are being allocated to.
-    allocating: HashMap<DeviceId, Vec<usize>>,
+    allocating: Fast<Key, Vec<usize>>,
     results: Vec<Vec<Taken<'a>>>,
     /// The subrequest chosen for each (claim, request).
     chosen: HashMap<(usize, usize), usize>,
+    /// Every targeting device of every usable pool, in search order.
+    cands: Vec<Cand<'a>>,
     /// Per pool: what its counters have left after existing allocations (computed on first use),
     /// and what this call has drawn from them, in nano-units.
     available: HashMap<usize, BTreeMap<(String, String), i128>>,
     drawn: HashMap<usize, BTreeMap<(String, String), i128>>,
     /// Capacity taken by shares placed in this call, per device, in nano-units.
-    allocating_capacity: HashMap<DeviceId, BTreeMap<String, i128>>,
+    allocating_capacity: Fast<Key, BTreeMap<String, i128>>,
 }
 
 fn claim_name(c: &ResourceClaim) -> String {
@@ -197,7 +215,6 @@ impl<'a> Allocator<'a> {
         slices: &'a SliceIndex<'a>,
         env: &'a Env,
     ) -> Self {
-        let classes = classes.iter().map(|c| (c.metadata.name.as_deref().unwrap_or(""), c)).collect();
         Allocator { features, allocated, classes, slices, env }
     }
 
@@ -211,15 +228,16 @@ impl<'a> Allocator<'a> {
             node,
             pools: gather(node, self.slices, self.features),
             claims: Vec::new(),
-            views: HashMap::new(),
-            memo: HashMap::new(),
-            allocating: HashMap::new(),
+            memo: Fast::default(),
+            allocating: Fast::default(),
             results: claims.iter().map(|_| Vec::new()).collect(),
             chosen: HashMap::new(),
+            cands: Vec::new(),
             available: HashMap::new(),
             drawn: HashMap::new(),
-            allocating_capacity: HashMap::new(),
+            allocating_capacity: Fast::default(),
         };
+        call.cands = call.candidates();
         for (ci, c) in claims.iter().enumerate() {
             let prepared = call.prepare(ci, c)?;
             call.claims.push(prepared);
@@ -356,35 +374,37 @@ impl<'a> Call<'a, '_> {
         capacity: Option<&'a BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
     ) -> Result<Req<'a>, AllocError> {
         let f = self.alloc.features;
-        let ctx = format!("claim {claim}, request {name}");
+        let ctx = |name: &str| format!("claim {claim}, request {name}");
         for (i, s) in selectors.iter().enumerate() {
             if s.cel.is_none() {
                 return Err(Self::fatal(format!(
-                    "{ctx}, selector #{i}: CEL expression empty (unsupported selector type?)"
+                    "{}, selector #{i}: CEL expression empty (unsupported selector type?)",
+                    ctx(&name)
                 )));
             }
         }
         if admin.is_some() && !f.admin_access {
-            return Err(Self::fatal(format!("{ctx}: admin access is requested, but the feature is disabled")));
+            return Err(Self::fatal(format!("{}: admin access is requested, but the feature is disabled", ctx(&name))));
         }
         if class_name.is_empty() {
-            return Err(Self::fatal(format!("{ctx}: missing device class name (unsupported request type?)")));
+            return Err(Self::fatal(format!("{}: missing device class name (unsupported request type?)", ctx(&name))));
         }
-        let Some(class) = self.alloc.classes.get(class_name).copied() else {
+        let Some(class) = self.alloc.classes.iter().find(|c| c.metadata.name.as_deref() == Some(class_name)) else {
             return Err(Self::fatal(format!(
-                "{ctx}: could not retrieve device class {class_name}: deviceclass.resource.k8s.io \"{class_name}\" not found"
+                "{}: could not retrieve device class {class_name}: deviceclass.resource.k8s.io \"{class_name}\" not found",
+                ctx(&name)
             )));
         };
         let mode = match mode.unwrap_or("ExactCount") {
             "ExactCount" => {
                 let n = count.unwrap_or(1);
                 if n > MAX_DEVICES_PER_CLAIM as i64 * 1000 || n < 0 {
-                    return Err(Self::fatal(format!("{ctx}: exact count {n} is too large")));
+                    return Err(Self::fatal(format!("{}: exact count {n} is too large", ctx(&name))));
                 }
                 Mode::Exact(n as usize)
             }
             "All" => Mode::All,
-            other => return Err(Self::fatal(format!("{ctx}: unsupported count mode {other}"))),
+            other => return Err(Self::fatal(format!("{}: unsupported count mode {other}", ctx(&name)))),
         };
         let mut req = Req {
             name,
@@ -403,20 +423,24 @@ impl<'a> Call<'a, '_> {
             for p in &self.pools {
                 if p.incomplete {
                     return Err(Self::fatal(format!(
-                        "{ctx}: asks for all devices, but resource pool {}/{} is currently being updated",
-                        p.driver, p.name
+                        "{}: asks for all devices, but resource pool {}/{} is currently being updated",
+                        ctx(&req.name),
+                        p.driver,
+                        p.name
                     )));
                 }
                 if p.invalid.is_some() {
                     return Err(Self::fatal(format!(
-                        "{ctx}: asks for all devices, but resource pool {}/{} is currently invalid",
-                        p.driver, p.name
+                        "{}: asks for all devices, but resource pool {}/{} is currently invalid",
+                        ctx(&req.name),
+                        p.driver,
+                        p.name
                     )));
                 }
             }
-            let cands = self.candidates();
             let mut all = Vec::new();
-            for c in cands {
+            for i in 0..self.cands.len() {
+                let c = self.cands[i];
                 if self.selectable(&c, ci, ri, si, &req, claim)?
                     && (!f.consumable_capacity || self.capacity_fits(&c, &req, false).is_some())
                 {
@@ -435,22 +459,17 @@ impl<'a> Call<'a, '_> {
             if p.incomplete || p.invalid.is_some() {
                 continue;
             }
-            for (si, s) in p.slices.iter().enumerate() {
+            for (si, (global, s)) in p.slices.iter().enumerate() {
                 for (di, d) in s.spec.devices.iter().flatten().enumerate() {
-                    out.push(Cand { pool: pi, slice: si, index: di, slice_ref: s, device: d });
+                    out.push(Cand { pool: pi, slice: si, index: di, global: *global, slice_ref: s, device: d });
                 }
             }
         }
         out
     }
 
-    fn view(&mut self, c: &Cand<'a>, id: &DeviceId) -> Result<Arc<DeviceView>, muster_cel::DeviceError> {
-        if let Some(v) = self.views.get(id) {
-            return Ok(v.clone());
-        }
-        let v = Arc::new(DeviceView::new(&c.slice_ref.spec.driver, c.device)?);
-        self.views.insert(id.clone(), v.clone());
-        Ok(v)
+    fn view(&self, c: &Cand<'a>) -> Result<Arc<DeviceView>, muster_cel::DeviceError> {
+        self.alloc.slices.view(c.global, c.index)
     }
 
     /// Spec §3.2.
@@ -468,8 +487,8 @@ impl<'a> Call<'a, '_> {
         {
             return Ok(false);
         }
-        let id = id_of(c);
-        if let Some(v) = self.memo.get(&(id.clone(), ci, ri, si)) {
+        let key = c.key();
+        if let Some(v) = self.memo.get(&(key, ci, ri, si)) {
             return Ok(*v);
         }
         let class_name = req.class.metadata.name.as_deref().unwrap_or("");
@@ -483,23 +502,28 @@ impl<'a> Call<'a, '_> {
                     .env
                     .compile(&cel.expression)
                     .map_err(|e| Self::fatal(muster_cel::selector_compile_error(owner, i, &e)))?;
-                let view = self.view(c, &id).map_err(|e| {
-                    Self::fatal(format!("{owner}: selector #{i} on device {id}: CEL runtime error: {e}"))
+                let view = self.view(c).map_err(|e| {
+                    Self::fatal(format!("{owner}: selector #{i} on device {}: CEL runtime error: {e}", id_of(c)))
                 })?;
                 match self.alloc.env.eval(&program, &view) {
                     Ok(true) => {}
                     Ok(false) => {
-                        self.memo.insert((id, ci, ri, si), false);
+                        self.memo.insert((key, ci, ri, si), false);
                         return Ok(false);
                     }
                     Err(e) => {
-                        return Err(Self::fatal(muster_cel::selector_runtime_error(owner, i, &id.to_string(), &e)));
+                        return Err(Self::fatal(muster_cel::selector_runtime_error(
+                            owner,
+                            i,
+                            &id_of(c).to_string(),
+                            &e,
+                        )));
                     }
                 }
             }
         }
         let ok = device_matches(self.node, c.slice_ref, c.device);
-        self.memo.insert((id, ci, ri, si), ok);
+        self.memo.insert((key, ci, ri, si), ok);
         Ok(ok)
     }
 
@@ -566,21 +590,20 @@ impl<'a> Call<'a, '_> {
             }
             return r;
         }
-        let cands = self.candidates();
         let claim_name = self.claims[ci].name.clone();
-        for c in cands {
+        for i in 0..self.cands.len() {
+            let c = self.cands[i];
             // Within one request only combinations in search order: after the previous pick.
             if start.is_some_and(|st| (c.pool, c.slice, c.index) < st) {
                 continue;
             }
-            let id = id_of(&c);
             let admin = self.claims[ci].requests[ri].subs[si].admin;
-            let allocating = self.allocating.get(&id);
+            let allocating = self.allocating.get(&c.key());
             if admin {
                 if allocating.is_some_and(|cs| cs.contains(&ci)) {
                     continue;
                 }
-            } else if self.alloc.allocated.devices.contains(&id) || allocating.is_some_and(|cs| !cs.is_empty()) {
+            } else if c.dedicated(self.alloc.allocated) || allocating.is_some_and(|cs| !cs.is_empty()) {
                 continue;
             }
             // `selectable` needs the request while borrowing the call mutably: lend it the claims.
@@ -617,17 +640,17 @@ impl<'a> Call<'a, '_> {
     /// Spec §3.5: `allocateDevice`. Returns whether the device was taken.
     fn take(&mut self, ci: usize, ri: usize, si: usize, c: Cand<'a>, must: bool) -> Result<bool, AllocError> {
         let f = self.alloc.features;
-        let id = id_of(&c);
+        let key = c.key();
         let (admin, tolerations, req_name, result_name, parent) = {
             let r = &self.claims[ci].requests[ri].subs[si];
             (r.admin, r.tolerations, r.name.clone(), r.result_name.clone(), r.parent.clone())
         };
-        let allocating = self.allocating.get(&id);
+        let allocating = self.allocating.get(&key);
         if admin {
             if allocating.is_some_and(|cs| cs.contains(&ci)) {
                 return Ok(false);
             }
-        } else if self.alloc.allocated.devices.contains(&id) || allocating.is_some_and(|cs| !cs.is_empty()) {
+        } else if c.dedicated(self.alloc.allocated) || allocating.is_some_and(|cs| !cs.is_empty()) {
             return Ok(false);
         }
         let multi = f.consumable_capacity && c.device.allow_multiple_allocations == Some(true);
@@ -636,7 +659,12 @@ impl<'a> Call<'a, '_> {
             return Ok(false);
         }
         // A multi-allocatable device draws on its counters for its first share only (spec §6.4).
-        let has_shares = self.alloc.allocated.capacity.contains_key(&id) || self.allocating_capacity.contains_key(&id);
+        let has_shares = self
+            .alloc
+            .allocated
+            .capacity(&c.slice_ref.spec.driver, &c.slice_ref.spec.pool.name, &c.device.name)
+            .is_some()
+            || self.allocating_capacity.contains_key(&key);
         let consumes = consumes && !(multi && has_shares);
         if consumes && !self.draw_counters(&c, 1) {
             return Ok(false);
@@ -663,7 +691,7 @@ impl<'a> Call<'a, '_> {
         let at = self.results[ci].len();
         let needs_view = self.claims[ci].constraints.iter().any(|t| t.applies(&result_name, parent.as_deref()));
         if needs_view {
-            let view = match self.view(&c, &id) {
+            let view = match self.view(&c) {
                 Ok(v) => v,
                 Err(_) => {
                     give_back(self);
@@ -686,7 +714,8 @@ impl<'a> Call<'a, '_> {
                 if must {
                     let name = self.claims[ci].name.clone();
                     return Err(Self::fatal(format!(
-                        "claim {name}, request {req_name}: cannot add device {id} because a claim constraint would not be satisfied"
+                        "claim {name}, request {req_name}: cannot add device {} because a claim constraint would not be satisfied",
+                        id_of(&c)
                     )));
                 }
                 return Ok(false);
@@ -705,18 +734,18 @@ impl<'a> Call<'a, '_> {
                 return Ok(false);
             };
             if multi {
-                let sum = self.allocating_capacity.entry(id.clone()).or_default();
+                let sum = self.allocating_capacity.entry(key).or_default();
                 for (k, (v, _)) in &consumed {
                     *sum.entry(k.clone()).or_default() += v;
                 }
-                let share_id = share_id(&self.claims[ci].name, at, &id);
+                let share_id = share_id(&self.claims[ci].name, at, &id_of(&c));
                 share = Some((share_id, consumed));
             }
         }
         if !multi {
-            self.allocating.entry(id.clone()).or_default().push(ci);
+            self.allocating.entry(key).or_default().push(ci);
         }
-        self.results[ci].push(Taken { request: ri, sub: si, cand: c, id, counters: consumes, share });
+        self.results[ci].push(Taken { request: ri, sub: si, cand: c, id: id_of(&c), counters: consumes, share });
         Ok(true)
     }
 
@@ -728,9 +757,9 @@ impl<'a> Call<'a, '_> {
         if requested.into_iter().flatten().any(|(name, _)| !caps.is_some_and(|c| c.contains_key(name))) {
             return None;
         }
-        let id = id_of(c);
-        let allocated = self.alloc.allocated.capacity.get(&id);
-        let allocating = if in_call { self.allocating_capacity.get(&id) } else { None };
+        let allocated =
+            self.alloc.allocated.capacity(&c.slice_ref.spec.driver, &c.slice_ref.spec.pool.name, &c.device.name);
+        let allocating = if in_call { self.allocating_capacity.get(&c.key()) } else { None };
         let mut out = BTreeMap::new();
         for (name, cap) in caps.into_iter().flatten() {
             let value = parse(&cap.value.0);
@@ -760,11 +789,13 @@ impl<'a> Call<'a, '_> {
                     left.insert((set.to_string(), name.to_string()), q.nanos());
                 }
             }
-            let devices =
-                p.slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).chain(p.other_devices.iter().copied());
+            let devices = p
+                .slices
+                .iter()
+                .flat_map(|(_, s)| s.spec.devices.iter().flatten())
+                .chain(p.other_devices.iter().copied());
             for d in devices {
-                let id = DeviceId { driver: p.driver.to_string(), pool: p.name.to_string(), device: d.name.clone() };
-                if !self.alloc.allocated.devices.contains(&id) && !self.alloc.allocated.shared.contains(&id) {
+                if !self.alloc.allocated.in_use(p.driver, p.name, &d.name) {
                     continue;
                 }
                 for cc in d.consumes_counters.iter().flatten() {
@@ -809,25 +840,25 @@ impl<'a> Call<'a, '_> {
             self.draw_counters(&t.cand, -1);
         }
         if let Some((_, consumed)) = &t.share
-            && let Some(sum) = self.allocating_capacity.get_mut(&t.id)
+            && let Some(sum) = self.allocating_capacity.get_mut(&t.cand.key())
         {
             for (k, (v, _)) in consumed {
                 *sum.entry(k.clone()).or_default() -= v;
             }
             if sum.values().all(|v| *v == 0) {
-                self.allocating_capacity.remove(&t.id);
+                self.allocating_capacity.remove(&t.cand.key());
             }
         }
         let at = self.results[ci].len();
         for tr in &mut self.claims[ci].constraints {
             tr.remove(at);
         }
-        if let Some(cs) = self.allocating.get_mut(&t.id) {
+        if let Some(cs) = self.allocating.get_mut(&t.cand.key()) {
             if let Some(i) = cs.iter().rposition(|c| *c == ci) {
                 cs.remove(i);
             }
             if cs.is_empty() {
-                self.allocating.remove(&t.id);
+                self.allocating.remove(&t.cand.key());
             }
         }
     }

@@ -1,6 +1,9 @@
 //! Gathering the pools a node can allocate from (upstream's `GatherPools`, spec §2).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
+
+use muster_cel::{DeviceError, DeviceView};
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
@@ -17,8 +20,9 @@ pub struct Pool<'a> {
     pub incomplete: bool,
     /// Why the pool is unusable (duplicate device names), if it is.
     pub invalid: Option<String>,
-    /// The device slices that target the node, by name.
-    pub slices: Vec<&'a ResourceSlice>,
+    /// The device slices that target the node, by name, with their position in the cluster's
+    /// slice list.
+    pub slices: Vec<(usize, &'a ResourceSlice)>,
     /// Counter sets of the pool (partitionable devices): set → counter → value.
     pub counter_sets: BTreeMap<&'a str, BTreeMap<&'a str, Quantity>>,
     /// Devices of the pool's current generation that do not target the node: they still draw on
@@ -79,6 +83,8 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
 /// that can matter to its node.
 pub struct SliceIndex<'a> {
     slices: &'a [ResourceSlice],
+    /// Each device's CEL view, converted once on first use (slice, device).
+    views: Vec<Vec<OnceLock<Result<Arc<DeviceView>, DeviceError>>>>,
     node_local: HashMap<&'a str, Vec<usize>>,
     shared: Vec<usize>,
     by_pool: HashMap<(&'a str, &'a str), Vec<usize>>,
@@ -86,7 +92,9 @@ pub struct SliceIndex<'a> {
 
 impl<'a> SliceIndex<'a> {
     pub fn new(slices: &'a [ResourceSlice]) -> Self {
-        let mut index = SliceIndex { slices, node_local: HashMap::new(), shared: Vec::new(), by_pool: HashMap::new() };
+        let views = slices.iter().map(|s| s.spec.devices.iter().flatten().map(|_| OnceLock::new()).collect()).collect();
+        let mut index =
+            SliceIndex { slices, views, node_local: HashMap::new(), shared: Vec::new(), by_pool: HashMap::new() };
         for (i, s) in slices.iter().enumerate() {
             match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
                 Some(n) => index.node_local.entry(n).or_default().push(i),
@@ -98,11 +106,22 @@ impl<'a> SliceIndex<'a> {
     }
 
     /// Node-local slices of `node`, then the shared ones, in input order within each.
-    fn for_node(&self, node: Option<&Node>) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
+    fn for_node(&self, node: Option<&Node>) -> impl Iterator<Item = (usize, &'a ResourceSlice)> + '_ {
         let local = node.and_then(|n| n.metadata.name.as_deref()).and_then(|n| self.node_local.get(n));
         let mut ids: Vec<usize> = local.into_iter().flatten().chain(&self.shared).copied().collect();
         ids.sort_unstable();
-        ids.into_iter().map(|i| &self.slices[i])
+        ids.into_iter().map(|i| (i, &self.slices[i]))
+    }
+
+    /// The CEL view of device `device` of slice `slice`, converted on first use.
+    pub fn view(&self, slice: usize, device: usize) -> Result<Arc<DeviceView>, DeviceError> {
+        self.views[slice][device]
+            .get_or_init(|| {
+                let s = &self.slices[slice];
+                let d = &s.spec.devices.as_deref().unwrap_or(&[])[device];
+                DeviceView::new(&s.spec.driver, d).map(Arc::new)
+            })
+            .clone()
     }
 
     fn pool(&self, driver: &'a str, pool: &'a str) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
@@ -114,8 +133,8 @@ impl<'a> SliceIndex<'a> {
 /// have binding conditions last.
 pub fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Features) -> Vec<Pool<'a>> {
     // (driver, pool) → (generation, relevant slices).
-    let mut groups: BTreeMap<(&'a str, &'a str), (i64, Vec<&'a ResourceSlice>)> = BTreeMap::new();
-    for slice in index.for_node(node) {
+    let mut groups: BTreeMap<(&'a str, &'a str), (i64, Vec<(usize, &'a ResourceSlice)>)> = BTreeMap::new();
+    for (at, slice) in index.for_node(node) {
         if ignored(slice, features) || !relevant(node, slice) {
             continue;
         }
@@ -123,14 +142,14 @@ pub fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Feature
         let generation = slice.spec.pool.generation;
         let entry = groups.entry(key).or_insert((generation, Vec::new()));
         if generation > entry.0 {
-            *entry = (generation, vec![slice]);
+            *entry = (generation, vec![(at, slice)]);
         } else if generation == entry.0 {
-            entry.1.push(slice);
+            entry.1.push((at, slice));
         }
     }
     let mut pools = Vec::new();
     for ((driver, name), (generation, mut relevant)) in groups {
-        let count = relevant[0].spec.pool.resource_slice_count;
+        let count = relevant[0].1.spec.pool.resource_slice_count;
         let mut incomplete = false;
         let mut others: Vec<&'a ResourceSlice> = Vec::new();
         if relevant.len() as i64 != count {
@@ -141,17 +160,20 @@ pub fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Feature
             let current: Vec<&'a ResourceSlice> =
                 index.pool(driver, name).filter(|s| s.spec.pool.generation == generation).collect();
             incomplete = current.len() as i64 != count;
-            others = current.into_iter().filter(|s| !relevant.iter().any(|r| std::ptr::eq(*r, *s))).collect();
+            others = current.into_iter().filter(|s| !relevant.iter().any(|(_, r)| std::ptr::eq(*r, *s))).collect();
         }
-        relevant.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let has_counters = |s: &&ResourceSlice| {
+        relevant.sort_by(|a, b| a.1.metadata.name.cmp(&b.1.metadata.name));
+        let has_counters = |s: &ResourceSlice| {
             features.partitionable_devices && s.spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty())
         };
-        let (counter_slices, device_slices): (Vec<_>, Vec<_>) = relevant.into_iter().partition(has_counters);
-        let (other_counter_slices, other_device_slices): (Vec<_>, Vec<_>) = others.into_iter().partition(has_counters);
+        let (counter_slices, device_slices): (Vec<_>, Vec<_>) =
+            relevant.into_iter().partition(|(_, s)| has_counters(s));
+        let counter_slices: Vec<&'a ResourceSlice> = counter_slices.into_iter().map(|(_, s)| s).collect();
+        let (other_counter_slices, other_device_slices): (Vec<_>, Vec<_>) =
+            others.into_iter().partition(|s| has_counters(s));
         let mut invalid = None;
         let mut names = HashSet::new();
-        for d in device_slices.iter().flat_map(|s| s.spec.devices.iter().flatten()) {
+        for d in device_slices.iter().flat_map(|(_, s)| s.spec.devices.iter().flatten()) {
             if !names.insert(d.name.as_str()) {
                 invalid = Some(format!("duplicate device name {}", d.name));
                 break;
@@ -175,8 +197,10 @@ pub fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Feature
                     .collect();
                 counter_sets.insert(set.name.as_str(), counters);
             }
-            let devices =
-                device_slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).chain(other_devices.iter().copied());
+            let devices = device_slices
+                .iter()
+                .flat_map(|(_, s)| s.spec.devices.iter().flatten())
+                .chain(other_devices.iter().copied());
             for d in devices {
                 for cc in d.consumes_counters.iter().flatten() {
                     match counter_sets.get(cc.counter_set.as_str()) {
@@ -206,7 +230,7 @@ pub fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Feature
     // Pools whose targeting devices have binding conditions go last (stable, so each group stays
     // in (driver, name) order).
     pools.sort_by_key(|p| {
-        p.slices.iter().flat_map(|s| s.spec.devices.iter().flatten()).any(|d| d.binding_conditions.is_some())
+        p.slices.iter().flat_map(|(_, s)| s.spec.devices.iter().flatten()).any(|d| d.binding_conditions.is_some())
     });
     pools
 }

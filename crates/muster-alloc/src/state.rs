@@ -1,6 +1,6 @@
 //! The allocator's inputs besides objects: feature switches and the allocated state.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
@@ -62,25 +62,59 @@ impl std::fmt::Display for DeviceId {
     }
 }
 
-/// Devices already in use by allocated claims.
+/// What allocated claims hold of one device.
+#[derive(Clone, Debug, Default)]
+struct Held {
+    /// Allocated exclusively.
+    dedicated: bool,
+    /// Has at least one share (multi-allocatable device, consumable capacity).
+    shared: bool,
+    /// Capacity consumed by the shares, summed, in nano-units per capacity name.
+    capacity: Option<BTreeMap<String, i128>>,
+}
+
+/// Devices already in use by allocated claims, looked up by (driver, pool, device) without
+/// building keys.
 #[derive(Clone, Debug, Default)]
 pub struct AllocatedState {
-    /// Exclusively allocated devices.
-    pub devices: HashSet<DeviceId>,
-    /// Devices with at least one share (multi-allocatable, consumable capacity).
-    pub shared: HashSet<DeviceId>,
-    /// Capacity consumed by the shares of each device, summed, in nano-units per capacity name.
-    pub capacity: HashMap<DeviceId, BTreeMap<String, i128>>,
+    held: HashMap<String, HashMap<String, HashMap<String, Held>>>,
 }
 
 impl AllocatedState {
-    /// `IsDeviceAllocated`: dedicated, or with shares, or with consumed capacity.
-    pub fn in_use(&self, id: &DeviceId) -> bool {
-        self.devices.contains(id) || self.shared.contains(id) || self.capacity.contains_key(id)
+    fn get(&self, driver: &str, pool: &str, device: &str) -> Option<&Held> {
+        self.held.get(driver)?.get(pool)?.get(device)
     }
-}
 
-impl AllocatedState {
+    fn entry(&mut self, id: &DeviceId) -> &mut Held {
+        self.held
+            .entry(id.driver.clone())
+            .or_default()
+            .entry(id.pool.clone())
+            .or_default()
+            .entry(id.device.clone())
+            .or_default()
+    }
+
+    /// Records a device as exclusively allocated.
+    pub fn mark_dedicated(&mut self, id: &DeviceId) {
+        self.entry(id).dedicated = true;
+    }
+
+    /// Is the device exclusively allocated?
+    pub fn is_dedicated(&self, driver: &str, pool: &str, device: &str) -> bool {
+        self.get(driver, pool, device).is_some_and(|h| h.dedicated)
+    }
+
+    /// `IsDeviceAllocated`: dedicated, or with shares, or with consumed capacity.
+    pub fn in_use(&self, driver: &str, pool: &str, device: &str) -> bool {
+        self.get(driver, pool, device).is_some_and(|h| h.dedicated || h.shared || h.capacity.is_some())
+    }
+
+    /// Capacity consumed by the device's shares, if any share consumed some.
+    pub fn capacity(&self, driver: &str, pool: &str, device: &str) -> Option<&BTreeMap<String, i128>> {
+        self.get(driver, pool, device).and_then(|h| h.capacity.as_ref())
+    }
+
     /// What the scheduler derives from claims with `status.allocation`: admin-access results never
     /// count as allocated; results with a share ID are shares (with ConsumableCapacity on).
     pub fn from_claims<'a>(claims: impl IntoIterator<Item = &'a ResourceClaim>, features: Features) -> Self {
@@ -98,16 +132,17 @@ impl AllocatedState {
                 }
                 let id = DeviceId { driver: r.driver.clone(), pool: r.pool.clone(), device: r.device.clone() };
                 if features.consumable_capacity && r.share_id.is_some() {
+                    let held = s.entry(&id);
+                    held.shared = true;
                     if let Some(cc) = &r.consumed_capacity {
-                        let sum = s.capacity.entry(id.clone()).or_default();
+                        let sum = held.capacity.get_or_insert_with(BTreeMap::new);
                         for (k, q) in cc {
                             let v = muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0);
                             *sum.entry(k.clone()).or_default() += v;
                         }
                     }
-                    s.shared.insert(id);
                 } else {
-                    s.devices.insert(id);
+                    s.mark_dedicated(&id);
                 }
             }
         }

@@ -298,7 +298,7 @@ pub fn alloc_scale(nodes: usize, per_node: usize, claims: usize) -> anyhow::Resu
             match outcome {
                 Outcome::Allocated(results) => {
                     for r in results.iter().flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten())) {
-                        state.devices.insert(DeviceId {
+                        state.mark_dedicated(&DeviceId {
                             driver: r.driver.clone(),
                             pool: r.pool.clone(),
                             device: r.device.clone(),
