@@ -78,13 +78,20 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
     false
 }
 
+/// One device's CEL view, converted on first use (or the conversion error upstream reports).
+type ViewCell = OnceLock<Result<Arc<DeviceView>, DeviceError>>;
+
+/// Slices of one pool seen from a node: the highest generation and its relevant slices (with
+/// their position in the cluster's list).
+type Group<'a> = (i64, Vec<(usize, &'a ResourceSlice)>);
+
 /// The cluster's ResourceSlices, indexed once per snapshot: by the node they are local to, the
 /// ones that are not node-local, and by pool. An allocation call then looks only at the slices
 /// that can matter to its node.
 pub struct SliceIndex<'a> {
     slices: &'a [ResourceSlice],
     /// Each device's CEL view, converted once on first use (slice, device).
-    views: Vec<Vec<OnceLock<Result<Arc<DeviceView>, DeviceError>>>>,
+    views: Vec<Vec<ViewCell>>,
     node_local: HashMap<&'a str, Vec<usize>>,
     shared: Vec<usize>,
     by_pool: HashMap<(&'a str, &'a str), Vec<usize>>,
@@ -133,7 +140,7 @@ impl<'a> SliceIndex<'a> {
 /// have binding conditions last.
 pub fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Features) -> Vec<Pool<'a>> {
     // (driver, pool) → (generation, relevant slices).
-    let mut groups: BTreeMap<(&'a str, &'a str), (i64, Vec<(usize, &'a ResourceSlice)>)> = BTreeMap::new();
+    let mut groups: BTreeMap<(&'a str, &'a str), Group<'a>> = BTreeMap::new();
     for (at, slice) in index.for_node(node) {
         if ignored(slice, features) || !relevant(node, slice) {
             continue;
