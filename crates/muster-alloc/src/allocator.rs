@@ -141,7 +141,6 @@ struct Taken<'a> {
     request: usize,
     sub: usize,
     cand: Cand<'a>,
-    id: DeviceId,
     /// Whether it drew on its pool's counters (released on undo).
     counters: bool,
     /// For a share of a multi-allocatable device: its ID and what it consumes.
@@ -590,7 +589,6 @@ impl<'a> Call<'a, '_> {
             }
             return r;
         }
-        let claim_name = self.claims[ci].name.clone();
         for i in 0..self.cands.len() {
             let c = self.cands[i];
             // Within one request only combinations in search order: after the previous pick.
@@ -608,7 +606,7 @@ impl<'a> Call<'a, '_> {
             }
             // `selectable` needs the request while borrowing the call mutably: lend it the claims.
             let claims = std::mem::take(&mut self.claims);
-            let selectable = self.selectable(&c, ci, ri, si, &claims[ci].requests[ri].subs[si], &claim_name);
+            let selectable = self.selectable(&c, ci, ri, si, &claims[ci].requests[ri].subs[si], &claims[ci].name);
             self.claims = claims;
             if !selectable? {
                 continue;
@@ -641,9 +639,9 @@ impl<'a> Call<'a, '_> {
     fn take(&mut self, ci: usize, ri: usize, si: usize, c: Cand<'a>, must: bool) -> Result<bool, AllocError> {
         let f = self.alloc.features;
         let key = c.key();
-        let (admin, tolerations, req_name, result_name, parent) = {
+        let (admin, tolerations) = {
             let r = &self.claims[ci].requests[ri].subs[si];
-            (r.admin, r.tolerations, r.name.clone(), r.result_name.clone(), r.parent.clone())
+            (r.admin, r.tolerations)
         };
         let allocating = self.allocating.get(&key);
         if admin {
@@ -689,36 +687,50 @@ impl<'a> Call<'a, '_> {
             }
         }
         let at = self.results[ci].len();
-        let needs_view = self.claims[ci].constraints.iter().any(|t| t.applies(&result_name, parent.as_deref()));
+        let needs_view = {
+            let claim = &self.claims[ci];
+            let r = &claim.requests[ri].subs[si];
+            claim.constraints.iter().any(|t| t.applies(&r.result_name, r.parent.as_deref()))
+        };
         if needs_view {
-            let view = match self.view(&c) {
-                Ok(v) => v,
-                Err(_) => {
-                    give_back(self);
-                    return Ok(false);
-                }
-            };
-            let mut added = Vec::new();
-            for (i, t) in self.claims[ci].constraints.iter_mut().enumerate() {
-                if !t.applies(&result_name, parent.as_deref()) {
-                    continue;
-                }
-                if t.add(at, &view) {
-                    added.push(i);
-                    continue;
-                }
-                for j in added {
-                    self.claims[ci].constraints[j].remove(at);
-                }
+            let Ok(view) = self.alloc.slices.view(c.global, c.index) else {
                 give_back(self);
-                if must {
-                    let name = self.claims[ci].name.clone();
-                    return Err(Self::fatal(format!(
-                        "claim {name}, request {req_name}: cannot add device {} because a claim constraint would not be satisfied",
-                        id_of(&c)
-                    )));
-                }
                 return Ok(false);
+            };
+            let claim = &mut self.claims[ci];
+            let r = &claim.requests[ri].subs[si];
+            // Constraints admitted so far (a claim has at most 32), to undo on a rejection.
+            let mut added = 0u64;
+            let mut rejected = false;
+            for (i, t) in claim.constraints.iter_mut().enumerate() {
+                if !t.applies(&r.result_name, r.parent.as_deref()) {
+                    continue;
+                }
+                if !t.add(at, &view) {
+                    rejected = true;
+                    break;
+                }
+                added |= 1 << i;
+            }
+            if rejected {
+                for (i, t) in claim.constraints.iter_mut().enumerate() {
+                    if added & (1 << i) != 0 {
+                        t.remove(at);
+                    }
+                }
+                let error = must.then(|| {
+                    format!(
+                        "claim {}, request {}: cannot add device {} because a claim constraint would not be satisfied",
+                        claim.name,
+                        r.name,
+                        id_of(&c)
+                    )
+                });
+                give_back(self);
+                return match error {
+                    Some(e) => Err(Self::fatal(e)),
+                    None => Ok(false),
+                };
             }
         }
         let mut share = None;
@@ -745,7 +757,7 @@ impl<'a> Call<'a, '_> {
         if !multi {
             self.allocating.entry(key).or_default().push(ci);
         }
-        self.results[ci].push(Taken { request: ri, sub: si, cand: c, id: id_of(&c), counters: consumes, share });
+        self.results[ci].push(Taken { request: ri, sub: si, cand: c, counters: consumes, share });
         Ok(true)
     }
 
@@ -780,7 +792,7 @@ impl<'a> Call<'a, '_> {
     /// What a pool's counters have left after the devices already allocated (spec §6.2): every
     /// device of the pool, targeting this node or not, that is in use draws on them. Keyed by the
     /// pool (driver and name); upstream keys by pool name only [QUIRK].
-    fn available(&mut self, pool: usize) -> &BTreeMap<(String, String), i128> {
+    fn ensure_available(&mut self, pool: usize) {
         if !self.available.contains_key(&pool) {
             let p = &self.pools[pool];
             let mut left: BTreeMap<(String, String), i128> = BTreeMap::new();
@@ -807,7 +819,6 @@ impl<'a> Call<'a, '_> {
             }
             self.available.insert(pool, left);
         }
-        &self.available[&pool]
     }
 
     /// Draws (`sign` 1) or returns (`sign` -1) a device's counter consumption. Drawing fails,
@@ -820,7 +831,8 @@ impl<'a> Call<'a, '_> {
                 change.push(((cc.counter_set.clone(), name.clone()), sign * q.nanos()));
             }
         }
-        let available = self.available(c.pool).clone();
+        self.ensure_available(c.pool);
+        let available = &self.available[&c.pool];
         let drawn = self.drawn.entry(c.pool).or_default();
         for (k, v) in &change {
             *drawn.entry(k.clone()).or_default() += v;
@@ -873,9 +885,9 @@ impl<'a> Call<'a, '_> {
                 let r = &claim.requests[t.request].subs[t.sub];
                 results.push(DeviceRequestAllocationResult {
                     request: r.result_name.clone(),
-                    driver: t.id.driver.clone(),
-                    pool: t.id.pool.clone(),
-                    device: t.id.device.clone(),
+                    driver: t.cand.slice_ref.spec.driver.clone(),
+                    pool: t.cand.slice_ref.spec.pool.name.clone(),
+                    device: t.cand.device.name.clone(),
                     admin_access: r.admin.then_some(true),
                     tolerations: r.tolerations.filter(|t| !t.is_empty()).map(|t| t.to_vec()),
                     binding_conditions: if f.device_binding_and_status {
@@ -912,7 +924,7 @@ impl<'a> Call<'a, '_> {
     }
 
     /// The full name of each request as allocated: the request, or `request/chosen-subrequest`.
-    fn allocated_names(&self, ci: usize, claim: &Claim<'a>) -> Vec<(String, Option<String>)> {
+    fn allocated_names<'c>(&self, ci: usize, claim: &'c Claim<'a>) -> Vec<(&'c str, Option<&'c str>)> {
         claim
             .requests
             .iter()
@@ -920,9 +932,9 @@ impl<'a> Call<'a, '_> {
             .map(|(ri, r)| {
                 if r.has_subrequests {
                     let s = self.chosen.get(&(ci, ri)).copied().unwrap_or(0);
-                    (r.subs[s].parent.clone().unwrap_or_default(), Some(r.subs[s].result_name.clone()))
+                    (r.subs[s].parent.as_deref().unwrap_or_default(), Some(r.subs[s].result_name.as_str()))
                 } else {
-                    (r.subs[0].result_name.clone(), None)
+                    (r.subs[0].result_name.as_str(), None)
                 }
             })
             .collect()
@@ -932,13 +944,13 @@ impl<'a> Call<'a, '_> {
         let names = self.allocated_names(ci, claim);
         let mut out: Vec<DeviceAllocationConfiguration> = Vec::new();
         // Class configs: one entry per class config the first time a class is seen.
-        let mut seen: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut seen: Vec<(&str, Vec<usize>)> = Vec::new();
         for (ri, r) in claim.requests.iter().enumerate() {
             let s = if r.has_subrequests { self.chosen.get(&(ci, ri)).copied().unwrap_or(0) } else { 0 };
             let req = &r.subs[s];
-            let class = req.class.metadata.name.clone().unwrap_or_default();
-            let full = req.result_name.clone();
-            if let Some(entries) = seen.get(&class) {
+            let class = req.class.metadata.name.as_deref().unwrap_or_default();
+            let full = &req.result_name;
+            if let Some((_, entries)) = seen.iter().find(|(c, _)| *c == class) {
                 for &e in entries {
                     out[e].requests.get_or_insert_with(Vec::new).push(full.clone());
                 }
@@ -953,7 +965,7 @@ impl<'a> Call<'a, '_> {
                     opaque: c.opaque.clone(),
                 });
             }
-            seen.insert(class, entries);
+            seen.push((class, entries));
         }
         // Claim configs that apply to an allocated request.
         let claim_configs = claim.claim.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.config.as_ref());
