@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, Device, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceClass,
-    DeviceRequestAllocationResult, DeviceSelector, DeviceToleration, ResourceClaim, ResourceSlice,
+    AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult, DeviceClass,
+    DeviceRequestAllocationResult, DeviceSelector, DeviceToleration, ResourceClaim,
 };
 use k8s_openapi::api::resource::v1::{CapacityRequestPolicy, DeviceCapacity};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
@@ -17,7 +17,7 @@ use muster_api::quantity::{Format, format_of};
 use muster_cel::{DeviceView, Env, SelectorOwner};
 
 use crate::constraints::{Kind as ConstraintKind, Tracker};
-use crate::pools::{Pool, SliceIndex, device_matches, gather};
+use crate::pools::{Cand, Gathered, SliceIndex, device_matches};
 use crate::state::{AllocatedState, DeviceId, Features};
 
 /// The most devices one claim can be allocated (`AllocationResultsMaxSize`).
@@ -52,11 +52,11 @@ pub enum Outcome {
 }
 
 /// The allocator for one scheduling cycle.
-pub struct Allocator<'a> {
+pub struct Allocator<'a, 's> {
     features: Features,
     allocated: &'a AllocatedState,
     classes: &'a [DeviceClass],
-    slices: &'a SliceIndex<'a>,
+    slices: &'a SliceIndex<'s>,
     env: &'a Env,
 }
 
@@ -74,7 +74,10 @@ struct Req<'a> {
     result_name: String,
     parent: Option<String>,
     class: &'a DeviceClass,
-    selectors: &'a [DeviceSelector],
+    /// The class's selectors, then the request's, compiled once per call: (from the class?,
+    /// index, program or compile error). A compile error is reported only when a device reaches
+    /// the selector, as upstream does.
+    programs: Vec<(bool, usize, Result<Arc<muster_cel::Program>, muster_cel::CompileError>)>,
     mode: Mode,
     admin: bool,
     tolerations: Option<&'a [DeviceToleration]>,
@@ -104,18 +107,6 @@ struct Claim<'a> {
     name: String,
     requests: Vec<Request<'a>>,
     constraints: Vec<Tracker>,
-}
-
-/// A candidate device and where it sits in the search order.
-#[derive(Clone, Copy)]
-struct Cand<'a> {
-    pool: usize,
-    slice: usize,
-    index: usize,
-    /// The slice's position in the cluster's slice list.
-    global: usize,
-    slice_ref: &'a ResourceSlice,
-    device: &'a Device,
 }
 
 /// A device within one call: (slice in the cluster's list, device in the slice).
@@ -154,10 +145,12 @@ enum Search {
 }
 
 /// Mutable state of one `allocate` call.
-struct Call<'a, 'b> {
-    alloc: &'b Allocator<'a>,
+struct Call<'a, 'b, 's> {
+    alloc: &'b Allocator<'a, 's>,
     node: Option<&'b Node>,
-    pools: Vec<Pool<'a>>,
+    /// The pools this node sees and their devices in search order (shared by every call for the
+    /// node in this snapshot).
+    gathered: Arc<Gathered<'a>>,
     claims: Vec<Claim<'a>>,
     memo: Fast<(Key, usize, usize, usize), bool>,
     /// Devices being allocated in this call → claims they are being allocated to.
@@ -165,8 +158,6 @@ struct Call<'a, 'b> {
     results: Vec<Vec<Taken<'a>>>,
     /// The subrequest chosen for each (claim, request).
     chosen: HashMap<(usize, usize), usize>,
-    /// Every targeting device of every usable pool, in search order.
-    cands: Vec<Cand<'a>>,
     /// Per pool: what its counters have left after existing allocations (computed on first use),
     /// and what this call has drawn from them, in nano-units.
     available: HashMap<usize, BTreeMap<(String, String), i128>>,
@@ -204,14 +195,14 @@ fn tolerates(t: &DeviceToleration, key: &str, value: &str, effect: &str) -> bool
     }
 }
 
-impl<'a> Allocator<'a> {
+impl<'a, 's: 'a> Allocator<'a, 's> {
     /// An allocator for one scheduling cycle: `slices` is the cluster's slices, indexed once
     /// per snapshot ([`SliceIndex::new`]); `env` caches compiled selectors across cycles.
     pub fn new(
         features: Features,
         allocated: &'a AllocatedState,
         classes: &'a [DeviceClass],
-        slices: &'a SliceIndex<'a>,
+        slices: &'a SliceIndex<'s>,
         env: &'a Env,
     ) -> Self {
         Allocator { features, allocated, classes, slices, env }
@@ -225,18 +216,16 @@ impl<'a> Allocator<'a> {
         let mut call = Call {
             alloc: self,
             node,
-            pools: gather(node, self.slices, self.features),
+            gathered: self.slices.gather(node, self.features),
             claims: Vec::new(),
             memo: Fast::default(),
             allocating: Fast::default(),
             results: claims.iter().map(|_| Vec::new()).collect(),
             chosen: HashMap::new(),
-            cands: Vec::new(),
             available: HashMap::new(),
             drawn: HashMap::new(),
             allocating_capacity: Fast::default(),
         };
-        call.cands = call.candidates();
         for (ci, c) in claims.iter().enumerate() {
             let prepared = call.prepare(ci, c)?;
             call.claims.push(prepared);
@@ -244,7 +233,7 @@ impl<'a> Allocator<'a> {
         match call.search(0, 0, 0, 0, false, None)? {
             Search::Found => Ok(Outcome::Allocated(call.build()?)),
             Search::No | Search::TooMany => {
-                if call.pools.iter().any(|p| p.invalid.is_some()) {
+                if call.gathered.pools.iter().any(|p| p.invalid.is_some()) {
                     Err(AllocError::InvalidPools)
                 } else {
                     Ok(Outcome::Unsatisfiable)
@@ -254,7 +243,7 @@ impl<'a> Allocator<'a> {
     }
 }
 
-impl<'a> Call<'a, '_> {
+impl<'a, 's: 'a> Call<'a, '_, 's> {
     fn fatal(msg: String) -> AllocError {
         AllocError::Fatal(msg)
     }
@@ -405,12 +394,20 @@ impl<'a> Call<'a, '_> {
             "All" => Mode::All,
             other => return Err(Self::fatal(format!("{}: unsupported count mode {other}", ctx(&name)))),
         };
+        let class_sels = class.spec.as_ref().and_then(|s| s.selectors.as_deref()).unwrap_or(&[]);
+        let compile = |from_class: bool, sels: &'a [DeviceSelector]| {
+            sels.iter().enumerate().filter_map(move |(i, s)| s.cel.as_ref().map(|c| (from_class, i, &c.expression)))
+        };
+        let programs = compile(true, class_sels)
+            .chain(compile(false, selectors))
+            .map(|(from_class, i, expr)| (from_class, i, self.alloc.env.compile(expr)))
+            .collect();
         let mut req = Req {
             name,
             result_name,
             parent,
             class,
-            selectors,
+            programs,
             mode,
             admin: admin == Some(true),
             tolerations,
@@ -419,7 +416,7 @@ impl<'a> Call<'a, '_> {
         };
         if mode == Mode::All {
             // Spec §3.3: every pool must be usable; then every selectable targeting device.
-            for p in &self.pools {
+            for p in &self.gathered.pools {
                 if p.incomplete {
                     return Err(Self::fatal(format!(
                         "{}: asks for all devices, but resource pool {}/{} is currently being updated",
@@ -438,8 +435,8 @@ impl<'a> Call<'a, '_> {
                 }
             }
             let mut all = Vec::new();
-            for i in 0..self.cands.len() {
-                let c = self.cands[i];
+            for i in 0..self.gathered.cands.len() {
+                let c = self.gathered.cands[i];
                 if self.selectable(&c, ci, ri, si, &req, claim)?
                     && (!f.consumable_capacity || self.capacity_fits(&c, &req, false).is_some())
                 {
@@ -449,22 +446,6 @@ impl<'a> Call<'a, '_> {
             req.all = all;
         }
         Ok(req)
-    }
-
-    /// Every targeting device of every usable pool, in search order.
-    fn candidates(&self) -> Vec<Cand<'a>> {
-        let mut out = Vec::new();
-        for (pi, p) in self.pools.iter().enumerate() {
-            if p.incomplete || p.invalid.is_some() {
-                continue;
-            }
-            for (si, (global, s)) in p.slices.iter().enumerate() {
-                for (di, d) in s.spec.devices.iter().flatten().enumerate() {
-                    out.push(Cand { pool: pi, slice: si, index: di, global: *global, slice_ref: s, device: d });
-                }
-            }
-        }
-        out
     }
 
     fn view(&self, c: &Cand<'a>) -> Result<Arc<DeviceView>, muster_cel::DeviceError> {
@@ -491,33 +472,21 @@ impl<'a> Call<'a, '_> {
             return Ok(*v);
         }
         let class_name = req.class.metadata.name.as_deref().unwrap_or("");
-        let class_sels = req.class.spec.as_ref().and_then(|s| s.selectors.as_deref()).unwrap_or(&[]);
-        let groups = [(SelectorOwner::Class(class_name), class_sels), (SelectorOwner::Claim(claim), req.selectors)];
-        for (owner, sels) in groups {
-            for (i, s) in sels.iter().enumerate() {
-                let Some(cel) = &s.cel else { continue };
-                let program = self
-                    .alloc
-                    .env
-                    .compile(&cel.expression)
-                    .map_err(|e| Self::fatal(muster_cel::selector_compile_error(owner, i, &e)))?;
-                let view = self.view(c).map_err(|e| {
-                    Self::fatal(format!("{owner}: selector #{i} on device {}: CEL runtime error: {e}", id_of(c)))
-                })?;
-                match self.alloc.env.eval(&program, &view) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        self.memo.insert((key, ci, ri, si), false);
-                        return Ok(false);
-                    }
-                    Err(e) => {
-                        return Err(Self::fatal(muster_cel::selector_runtime_error(
-                            owner,
-                            i,
-                            &id_of(c).to_string(),
-                            &e,
-                        )));
-                    }
+        for (from_class, i, program) in &req.programs {
+            let owner = if *from_class { SelectorOwner::Class(class_name) } else { SelectorOwner::Claim(claim) };
+            let program =
+                program.as_ref().map_err(|e| Self::fatal(muster_cel::selector_compile_error(owner, *i, e)))?;
+            let view = self.view(c).map_err(|e| {
+                Self::fatal(format!("{owner}: selector #{i} on device {}: CEL runtime error: {e}", id_of(c)))
+            })?;
+            match self.alloc.env.eval(program, &view) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.memo.insert((key, ci, ri, si), false);
+                    return Ok(false);
+                }
+                Err(e) => {
+                    return Err(Self::fatal(muster_cel::selector_runtime_error(owner, *i, &id_of(c).to_string(), &e)));
                 }
             }
         }
@@ -589,8 +558,8 @@ impl<'a> Call<'a, '_> {
             }
             return r;
         }
-        for i in 0..self.cands.len() {
-            let c = self.cands[i];
+        for i in 0..self.gathered.cands.len() {
+            let c = self.gathered.cands[i];
             // Within one request only combinations in search order: after the previous pick.
             if start.is_some_and(|st| (c.pool, c.slice, c.index) < st) {
                 continue;
@@ -794,7 +763,7 @@ impl<'a> Call<'a, '_> {
     /// pool (driver and name); upstream keys by pool name only [QUIRK].
     fn ensure_available(&mut self, pool: usize) {
         if !self.available.contains_key(&pool) {
-            let p = &self.pools[pool];
+            let p = &self.gathered.pools[pool];
             let mut left: BTreeMap<(String, String), i128> = BTreeMap::new();
             for (set, counters) in &p.counter_sets {
                 for (name, q) in counters {

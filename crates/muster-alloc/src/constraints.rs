@@ -26,30 +26,45 @@ pub struct Tracker {
     list_types: bool,
 }
 
-/// An attribute value as a typed set: element type and elements (rendered for comparison).
-fn as_set(v: &Value) -> Option<(&'static str, Vec<String>)> {
-    fn scalar(v: &Value) -> Option<(&'static str, String)> {
-        match v {
-            Value::Int(i) => Some(("int", i.to_string())),
-            Value::Bool(b) => Some(("bool", b.to_string())),
-            Value::String(s) => Some(("string", s.to_string())),
-            Value::Semver(s) => Some(("version", s.to_string())),
-            _ => None,
-        }
+/// The type of a scalar attribute value, or `None` for anything else.
+fn kind(v: &Value) -> Option<u8> {
+    match v {
+        Value::Int(_) => Some(0),
+        Value::Bool(_) => Some(1),
+        Value::String(_) => Some(2),
+        Value::Semver(_) => Some(3),
+        _ => None,
     }
+}
+
+/// Equal scalars of one type. Versions compare as their text (semver text is canonical), which
+/// includes build metadata.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Semver(x), Value::Semver(y)) => {
+            (x.major, x.minor, x.patch) == (y.major, y.minor, y.patch) && x.pre == y.pre && x.build == y.build
+        }
+        _ => false,
+    }
+}
+
+/// An attribute value as a typed set (ListTypeAttributes): lists by their elements, scalars as
+/// singletons; `None` for an empty list or mixed element types.
+fn as_set(v: &Value) -> Option<(u8, &[Value])> {
     match v {
         Value::List(items) => {
-            let mut ty = None;
-            let mut out = Vec::new();
-            for i in items.iter() {
-                let (t, s) = scalar(i)?;
-                ty = Some(t);
-                out.push(s);
-            }
-            ty.map(|t| (t, out))
+            let t = kind(items.first()?)?;
+            items.iter().all(|i| kind(i) == Some(t)).then_some((t, &items[..]))
         }
-        other => scalar(other).map(|(t, s)| (t, vec![s])),
+        other => kind(other).map(|t| (t, std::slice::from_ref(other))),
     }
+}
+
+fn intersects(a: &[Value], b: &[Value]) -> bool {
+    a.iter().any(|x| b.iter().any(|y| same(x, y)))
 }
 
 impl Tracker {
@@ -82,28 +97,20 @@ impl Tracker {
     fn accepts(&self, v: &Value) -> bool {
         match (self.kind, self.list_types) {
             (Kind::Match, false) => {
-                let Some((_, first)) = self.members.first() else { return true };
                 // Scalar semantics: the new value must be a scalar equal (same type) to the first.
-                match (as_set(v), as_set(first)) {
-                    (Some((t, s)), Some((ft, fs))) if !matches!(v, Value::List(_)) => {
-                        !matches!(first, Value::List(_)) && t == ft && s == fs
-                    }
-                    _ => false,
-                }
+                let Some((_, first)) = self.members.first() else { return true };
+                kind(v).is_some() && same(v, first)
             }
             (Kind::Match, true) => {
                 let Some((t, set)) = as_set(v) else { return false };
-                if set.is_empty() {
-                    return false;
-                }
                 // The intersection of every member's set with the new one must not be empty.
-                let mut common: Vec<&String> = set.iter().collect();
+                let mut common: Vec<&Value> = set.iter().collect();
                 for (_, m) in &self.members {
                     let Some((mt, ms)) = as_set(m) else { return false };
                     if mt != t {
                         return false;
                     }
-                    common.retain(|x| ms.contains(x));
+                    common.retain(|x| ms.iter().any(|y| same(x, y)));
                 }
                 !common.is_empty()
             }
@@ -111,23 +118,15 @@ impl Tracker {
                 if self.members.is_empty() {
                     return true;
                 }
-                if matches!(v, Value::List(_)) {
-                    return false;
-                }
-                let Some((t, s)) = as_set(v) else { return false };
-                self.members.iter().all(|(_, m)| match as_set(m) {
-                    Some((mt, ms)) if !matches!(m, Value::List(_)) => mt != t || ms != s,
-                    _ => true,
-                })
+                kind(v).is_some() && self.members.iter().all(|(_, m)| !same(v, m))
             }
             (Kind::Distinct, true) => {
-                let set = as_set(v);
                 if self.members.is_empty() {
                     return true;
                 }
-                let Some((t, s)) = set.filter(|(_, s)| !s.is_empty()) else { return false };
+                let Some((t, set)) = as_set(v) else { return false };
                 self.members.iter().all(|(_, m)| match as_set(m) {
-                    Some((mt, ms)) => mt != t || !ms.iter().any(|x| s.contains(x)),
+                    Some((mt, ms)) => mt != t || !intersects(set, ms),
                     None => true,
                 })
             }

@@ -1,7 +1,7 @@
 //! Gathering the pools a node can allocate from (upstream's `GatherPools`, spec §2).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use muster_cel::{DeviceError, DeviceView};
 
@@ -11,6 +11,25 @@ use muster_api::Quantity;
 use muster_api::selectors::{NodeView, node_selector_matches};
 
 use crate::state::Features;
+
+/// A candidate device and where it sits in the search order.
+#[derive(Clone, Copy)]
+pub struct Cand<'a> {
+    pub pool: usize,
+    pub slice: usize,
+    pub index: usize,
+    /// The slice's position in the cluster's slice list.
+    pub global: usize,
+    pub slice_ref: &'a ResourceSlice,
+    pub device: &'a Device,
+}
+
+/// What a node sees: its pools in search order, and every targeting device of every usable pool,
+/// in search order.
+pub struct Gathered<'a> {
+    pub pools: Vec<Pool<'a>>,
+    pub cands: Vec<Cand<'a>>,
+}
 
 /// One pool as seen from a node.
 pub struct Pool<'a> {
@@ -92,6 +111,9 @@ pub struct SliceIndex<'a> {
     slices: &'a [ResourceSlice],
     /// Each device's CEL view, converted once on first use (slice, device).
     views: Vec<Vec<ViewCell>>,
+    /// What each node sees, gathered once: keyed by node name, a fingerprint of its labels, and
+    /// whether partitionable devices are on (the only feature gathering depends on).
+    gathered: RwLock<HashMap<String, Vec<(u64, bool, Arc<Gathered<'a>>)>>>,
     node_local: HashMap<&'a str, Vec<usize>>,
     shared: Vec<usize>,
     by_pool: HashMap<(&'a str, &'a str), Vec<usize>>,
@@ -100,8 +122,14 @@ pub struct SliceIndex<'a> {
 impl<'a> SliceIndex<'a> {
     pub fn new(slices: &'a [ResourceSlice]) -> Self {
         let views = slices.iter().map(|s| s.spec.devices.iter().flatten().map(|_| OnceLock::new()).collect()).collect();
-        let mut index =
-            SliceIndex { slices, views, node_local: HashMap::new(), shared: Vec::new(), by_pool: HashMap::new() };
+        let mut index = SliceIndex {
+            slices,
+            views,
+            gathered: RwLock::default(),
+            node_local: HashMap::new(),
+            shared: Vec::new(),
+            by_pool: HashMap::new(),
+        };
         for (i, s) in slices.iter().enumerate() {
             match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
                 Some(n) => index.node_local.entry(n).or_default().push(i),
@@ -118,6 +146,44 @@ impl<'a> SliceIndex<'a> {
         let mut ids: Vec<usize> = local.into_iter().flatten().chain(&self.shared).copied().collect();
         ids.sort_unstable();
         ids.into_iter().map(|i| (i, &self.slices[i]))
+    }
+
+    /// What `node` sees, gathered on first use.
+    pub fn gather(&self, node: Option<&Node>, features: Features) -> Arc<Gathered<'a>> {
+        use std::hash::{Hash, Hasher};
+        let name = node.and_then(|n| n.metadata.name.as_deref()).unwrap_or_default();
+        let labels = node.and_then(|n| n.metadata.labels.as_ref()).filter(|l| !l.is_empty()).map_or(0, |l| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            l.hash(&mut h);
+            h.finish()
+        });
+        let partitionable = features.partitionable_devices;
+        let cached =
+            self.gathered.read().unwrap_or_else(|e| e.into_inner()).get(name).and_then(|v| {
+                v.iter().find(|(l, p, _)| *l == labels && *p == partitionable).map(|(_, _, g)| g.clone())
+            });
+        if let Some(g) = cached {
+            return g;
+        }
+        let pools = gather(node, self, features);
+        let mut cands = Vec::new();
+        for (pi, p) in pools.iter().enumerate() {
+            if p.incomplete || p.invalid.is_some() {
+                continue;
+            }
+            for (si, (global, s)) in p.slices.iter().enumerate() {
+                for (di, d) in s.spec.devices.iter().flatten().enumerate() {
+                    cands.push(Cand { pool: pi, slice: si, index: di, global: *global, slice_ref: s, device: d });
+                }
+            }
+        }
+        let g = Arc::new(Gathered { pools, cands });
+        self.gathered.write().unwrap_or_else(|e| e.into_inner()).entry(name.to_string()).or_default().push((
+            labels,
+            partitionable,
+            g.clone(),
+        ));
+        g
     }
 
     /// The CEL view of device `device` of slice `slice`, converted on first use.
@@ -138,7 +204,7 @@ impl<'a> SliceIndex<'a> {
 
 /// The pools `node` sees, in search order: by (driver, pool name), then pools with devices that
 /// have binding conditions last.
-pub fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Features) -> Vec<Pool<'a>> {
+fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Features) -> Vec<Pool<'a>> {
     // (driver, pool) → (generation, relevant slices).
     let mut groups: BTreeMap<(&'a str, &'a str), Group<'a>> = BTreeMap::new();
     for (at, slice) in index.for_node(node) {
