@@ -97,6 +97,9 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
     false
 }
 
+/// What one node saw: (fingerprint of its labels, partitionable devices on?, the result).
+type GatheredFor<'a> = (u64, bool, Arc<Gathered<'a>>);
+
 /// One device's CEL view, converted on first use (or the conversion error upstream reports).
 type ViewCell = OnceLock<Result<Arc<DeviceView>, DeviceError>>;
 
@@ -113,7 +116,7 @@ pub struct SliceIndex<'a> {
     views: Vec<Vec<ViewCell>>,
     /// What each node sees, gathered once: keyed by node name, a fingerprint of its labels, and
     /// whether partitionable devices are on (the only feature gathering depends on).
-    gathered: RwLock<HashMap<String, Vec<(u64, bool, Arc<Gathered<'a>>)>>>,
+    gathered: RwLock<HashMap<String, Vec<GatheredFor<'a>>>>,
     node_local: HashMap<&'a str, Vec<usize>>,
     shared: Vec<usize>,
     by_pool: HashMap<(&'a str, &'a str), Vec<usize>>,
