@@ -120,32 +120,37 @@ impl AllocatedState {
     pub fn from_claims<'a>(claims: impl IntoIterator<Item = &'a ResourceClaim>, features: Features) -> Self {
         let mut s = AllocatedState::default();
         for c in claims {
-            let results = c
-                .status
-                .as_ref()
-                .and_then(|st| st.allocation.as_ref())
-                .and_then(|a| a.devices.as_ref())
-                .and_then(|d| d.results.as_ref());
-            for r in results.into_iter().flatten() {
-                if r.admin_access == Some(true) {
-                    continue;
-                }
-                let id = DeviceId { driver: r.driver.clone(), pool: r.pool.clone(), device: r.device.clone() };
-                if features.consumable_capacity && r.share_id.is_some() {
-                    let held = s.entry(&id);
-                    held.shared = true;
-                    if let Some(cc) = &r.consumed_capacity {
-                        let sum = held.capacity.get_or_insert_with(BTreeMap::new);
-                        for (k, q) in cc {
-                            let v = muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0);
-                            *sum.entry(k.clone()).or_default() += v;
-                        }
-                    }
-                } else {
-                    s.mark_dedicated(&id);
-                }
-            }
+            s.add_claim(c, features);
         }
         s
+    }
+
+    /// Adds what one claim's allocation holds.
+    pub fn add_claim(&mut self, c: &ResourceClaim, features: Features) {
+        let results = c
+            .status
+            .as_ref()
+            .and_then(|st| st.allocation.as_ref())
+            .and_then(|a| a.devices.as_ref())
+            .and_then(|d| d.results.as_ref());
+        for r in results.into_iter().flatten() {
+            if r.admin_access == Some(true) {
+                continue;
+            }
+            let id = DeviceId { driver: r.driver.clone(), pool: r.pool.clone(), device: r.device.clone() };
+            if features.consumable_capacity && r.share_id.is_some() {
+                let held = self.entry(&id);
+                held.shared = true;
+                if let Some(cc) = &r.consumed_capacity {
+                    let sum = held.capacity.get_or_insert_with(BTreeMap::new);
+                    for (k, q) in cc {
+                        let v = muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0);
+                        *sum.entry(k.clone()).or_default() += v;
+                    }
+                }
+            } else {
+                self.mark_dedicated(&id);
+            }
+        }
     }
 }

@@ -8,8 +8,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaimStatus, PodStatus, Taint};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use muster_api::resources::{self, PodRequests};
 use muster_api::taints::PREFER_NO_SCHEDULE;
 
@@ -202,6 +204,9 @@ pub struct PodInfo {
     /// them equal scores on a node in a given state.
     pub shape: u32,
     pub state: PodState,
+    /// The pod's resource claims (`spec.resourceClaims`), resolved: an index into
+    /// [`Cluster::claims`], or why the claim is not there.
+    pub claims: Vec<Result<usize, String>>,
 }
 
 impl PodInfo {
@@ -274,6 +279,29 @@ pub struct Cluster {
     pub any_prefer_no_schedule: bool,
     /// Things worth telling the user that are not errors.
     pub warnings: Vec<String>,
+    /// ResourceClaims: those in the input, then those generated from templates for pending pods.
+    pub claims: Vec<ClaimInfo>,
+}
+
+/// A ResourceClaim and what this plan did with it.
+#[derive(Clone, Debug)]
+pub struct ClaimInfo {
+    pub claim: ResourceClaim,
+    /// Created from a pod's ResourceClaimTemplate by this plan (as kube-controller-manager would).
+    pub generated: bool,
+    /// Allocated or reserved by this plan.
+    pub changed: bool,
+}
+
+impl ClaimInfo {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!(
+            "{}/{}",
+            self.claim.metadata.namespace.as_deref().unwrap_or("default"),
+            self.claim.metadata.name.as_deref().unwrap_or("")
+        )
+    }
 }
 
 impl Cluster {
@@ -456,7 +484,7 @@ impl Cluster {
             let non_zero = [non_zero_milli_cpu, non_zero_memory];
             let next_shape = shapes.len() as u32;
             let shape = *shapes.entry((reqs.clone(), non_zero)).or_insert(next_shape);
-            let info = PodInfo { pod, key, priority, requests: reqs, non_zero, shape, state };
+            let info = PodInfo { pod, key, priority, requests: reqs, non_zero, shape, state, claims: Vec::new() };
             if let PodState::Bound(n) = info.state {
                 c.nodes[n.0 as usize].account(&info, id, 1);
             }
@@ -464,6 +492,72 @@ impl Cluster {
         }
         c.node_order = zone_interleaved_order(&c.nodes);
         if errors.is_empty() { Ok(c) } else { Err(errors) }
+    }
+
+    /// Adds the input's ResourceClaims and resolves every pod's `spec.resourceClaims`: a named
+    /// claim must exist; a template claim of a pending pod is generated from its template as
+    /// kube-controller-manager's resourceclaim controller would (name `<pod>-<claim>-<suffix>`,
+    /// owned by the pod, annotated with the pod's claim name, recorded in
+    /// `status.resourceClaimStatuses`).
+    pub fn add_claims(&mut self, claims: Vec<ResourceClaim>, templates: &[ResourceClaimTemplate]) {
+        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        for c in claims {
+            let key = (
+                c.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+                c.metadata.name.clone().unwrap_or_default(),
+            );
+            index.insert(key, self.claims.len());
+            self.claims.push(ClaimInfo { claim: c, generated: false, changed: false });
+        }
+        for pi in 0..self.pods.len() {
+            let pod = &self.pods[pi];
+            let ns = pod.namespace().to_string();
+            let pod_name = pod.name().to_string();
+            let pending = pod.state == PodState::Pending;
+            let spec_claims = pod.pod.spec.as_ref().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
+            let statuses = pod.pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
+            let mut resolved = Vec::new();
+            for pc in &spec_claims {
+                let r = if let Some(name) = pc.resource_claim_name.as_deref() {
+                    index
+                        .get(&(ns.clone(), name.to_string()))
+                        .copied()
+                        .ok_or_else(|| format!("resourceclaim \"{name}\" not found"))
+                } else if let Some(template) = pc.resource_claim_template_name.as_deref() {
+                    let existing =
+                        statuses.iter().find(|s| s.name == pc.name).and_then(|s| s.resource_claim_name.clone());
+                    match existing {
+                        Some(name) => index
+                            .get(&(ns.clone(), name.clone()))
+                            .copied()
+                            .ok_or_else(|| format!("resourceclaim \"{name}\" not found")),
+                        None if !pending => Err(format!("pod claim {} has no generated ResourceClaim", pc.name)),
+                        None => match templates.iter().find(|t| {
+                            t.metadata.name.as_deref() == Some(template)
+                                && t.metadata.namespace.as_deref().unwrap_or("default") == ns
+                        }) {
+                            None => Err(format!("resourceclaimtemplate \"{template}\" not found")),
+                            Some(t) => {
+                                let claim = generate_claim(&self.pods[pi].pod, &pod_name, &ns, &pc.name, t);
+                                let name = claim.metadata.name.clone().unwrap_or_default();
+                                let at = self.claims.len();
+                                index.insert((ns.clone(), name.clone()), at);
+                                self.claims.push(ClaimInfo { claim, generated: true, changed: true });
+                                let status = self.pods[pi].pod.status.get_or_insert_with(PodStatus::default);
+                                status.resource_claim_statuses.get_or_insert_with(Vec::new).push(
+                                    PodResourceClaimStatus { name: pc.name.clone(), resource_claim_name: Some(name) },
+                                );
+                                Ok(at)
+                            }
+                        },
+                    }
+                } else {
+                    Err(format!("pod claim {} names neither a claim nor a template", pc.name))
+                };
+                resolved.push(r);
+            }
+            self.pods[pi].claims = resolved;
+        }
     }
 
     pub fn node(&self, id: NodeId) -> &NodeInfo {
@@ -504,4 +598,46 @@ fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
         round += 1;
     }
     order
+}
+
+/// The claim kube-controller-manager creates for a pod's template claim. The name's suffix is
+/// derived from the pod and claim names (upstream's is random), so that plans are reproducible.
+fn generate_claim(pod: &Pod, pod_name: &str, ns: &str, claim_name: &str, t: &ResourceClaimTemplate) -> ResourceClaim {
+    use std::hash::{Hash, Hasher};
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (ns, pod_name, claim_name).hash(&mut h);
+    let mut x = h.finish();
+    let suffix: String = (0..5)
+        .map(|_| {
+            let c = ALPHABET[(x % ALPHABET.len() as u64) as usize] as char;
+            x /= ALPHABET.len() as u64;
+            c
+        })
+        .collect();
+    let mut base = format!("{pod_name}-{claim_name}");
+    base.truncate(57);
+    let spec = t.spec.as_ref().and_then(|s| s.spec.clone()).unwrap_or_default();
+    let template_meta = t.spec.as_ref().and_then(|s| s.metadata.clone()).unwrap_or_default();
+    let mut annotations = template_meta.annotations.unwrap_or_default();
+    annotations.insert("resource.kubernetes.io/pod-claim-name".into(), claim_name.into());
+    ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(format!("{base}-{suffix}")),
+            namespace: Some(ns.into()),
+            labels: template_meta.labels,
+            annotations: Some(annotations),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                name: pod_name.into(),
+                uid: pod.metadata.uid.clone().unwrap_or_default(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..Default::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
 }

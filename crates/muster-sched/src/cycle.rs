@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use crate::cluster::{Cluster, NodeId, PodId, PodState};
 use crate::fastdiv::Divisor;
 use crate::framework::{CycleState, FitError, MAX_NODE_SCORE, Rejection};
+use crate::plugins::dynamic_resources::{self, DraContext, NodeAllocation};
 use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
 use crate::plugins::{
     node_affinity, node_resources_balanced_allocation, node_resources_fit, node_unschedulable, taint_toleration,
 };
+use muster_alloc::AllocatedState;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -73,6 +75,8 @@ pub struct Plan {
 pub struct Scheduler<'c> {
     cluster: &'c mut Cluster,
     config: SchedulerConfig,
+    /// DRA inputs and the devices in use, when the plan has DRA objects.
+    dra: Option<(&'c DraContext<'c>, AllocatedState)>,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
     next_start_node_index: usize,
@@ -95,6 +99,7 @@ impl<'c> Scheduler<'c> {
         Scheduler {
             cluster,
             config,
+            dra: None,
             scored,
             weight_sum: Divisor::new(weight_sum.max(1) as u64),
             next_start_node_index: 0,
@@ -104,6 +109,14 @@ impl<'c> Scheduler<'c> {
             plugin_scores: Vec::new(),
             memo,
         }
+    }
+
+    /// A scheduler that also serves pods' ResourceClaims (the DynamicResources plugin).
+    pub fn with_dra(cluster: &'c mut Cluster, config: SchedulerConfig, ctx: &'c DraContext<'c>) -> Self {
+        let state = AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features);
+        let mut s = Scheduler::new(cluster, config);
+        s.dra = Some((ctx, state));
+        s
     }
 
     pub fn cluster(&self) -> &Cluster {
@@ -159,8 +172,12 @@ impl<'c> Scheduler<'c> {
         let pod = cluster.pod(pod_id);
         let state = CycleState::new(pod);
         let num_nodes = cluster.node_order.len();
-        let pre_filter =
-            if num_nodes == 0 { Some("no nodes available to schedule pods".to_string()) } else { pre_filter(&state) };
+        let dra = self.dra.as_ref();
+        let pre_filter = if num_nodes == 0 {
+            Some("no nodes available to schedule pods".to_string())
+        } else {
+            pre_filter(&state, cluster, dra.is_some())
+        };
         if let Some(message) = pre_filter {
             return Outcome::Unschedulable(FitError {
                 num_all_nodes: num_nodes,
@@ -181,16 +198,47 @@ impl<'c> Scheduler<'c> {
         // Most pods ask only for cpu, memory and ephemeral-storage and set no node constraints; on
         // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
         // comparisons.
-        let simple_pod =
-            state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
+        let has_claims = !pod.claims.is_empty();
+        let simple_pod = state.only_inline_requests
+            && state.node_selector.is_none()
+            && state.required_affinity.is_none()
+            && !has_claims;
+        // DynamicResources' allocation for each feasible node, for Reserve.
+        let mut allocations: HashMap<NodeId, NodeAllocation> = HashMap::new();
+        // Filter with DynamicResources last, as in kube-scheduler's default order. A problem no
+        // node can fix fails the whole attempt.
+        let dra_filter = |node: &crate::cluster::NodeInfo| -> Result<Result<NodeAllocation, Rejection>, String> {
+            match dra {
+                Some((ctx, alloc_state)) if has_claims => {
+                    dynamic_resources::filter(pod, node, cluster, ctx, alloc_state)
+                }
+                _ => Ok(Ok(Vec::new())),
+            }
+        };
         for &node_id in after.iter().chain(before) {
             let node = cluster.node(node_id);
             processed += 1;
-            let feasible = if simple_pod && !node.unschedulable && !node.has_taints {
+            let mut feasible = if simple_pod && !node.unschedulable && !node.has_taints {
                 fits_inline(&state, node)
             } else {
                 run_filters(&state, node, cluster).is_ok()
             };
+            if feasible && has_claims {
+                match dra_filter(node) {
+                    Err(message) => {
+                        return Outcome::Unschedulable(FitError {
+                            num_all_nodes: num_nodes,
+                            rejections: Vec::new(),
+                            node_statuses: Vec::new(),
+                            pre_filter_message: Some(message),
+                        });
+                    }
+                    Ok(Ok(a)) => {
+                        allocations.insert(node_id, a);
+                    }
+                    Ok(Err(_)) => feasible = false,
+                }
+            }
             if feasible {
                 self.feasible.push(node_id);
                 if self.feasible.len() >= to_find {
@@ -207,8 +255,14 @@ impl<'c> Scheduler<'c> {
             let mut rejection_ids: HashMap<Rejection, u16> = HashMap::new();
             let mut node_statuses: Vec<(NodeId, u16)> = Vec::with_capacity(self.rejected.len());
             for &node_id in &self.rejected {
-                let r = run_filters(&state, cluster.node(node_id), cluster)
-                    .expect_err("a node Filter rejected once is rejected again: filters are pure");
+                let node = cluster.node(node_id);
+                let r = match run_filters(&state, node, cluster) {
+                    Err(r) => r,
+                    Ok(()) => match dra_filter(node) {
+                        Ok(Err(r)) => r,
+                        _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
+                    },
+                };
                 let next = rejections.len() as u16;
                 let id = *rejection_ids.entry(r.clone()).or_insert_with(|| {
                     rejections.push(r);
@@ -240,9 +294,21 @@ impl<'c> Scheduler<'c> {
             };
             scoring.select_host(&state)
         };
-        // Reserve: the pod is assumed onto the node for every later cycle.
+        // Reserve: the pod is assumed onto the node for every later cycle, and its claims get
+        // the allocation Filter found for that node.
+        let allocation = allocations.remove(&chosen);
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
+        if has_claims && let Some((ctx, alloc_state)) = self.dra.as_mut() {
+            let features = ctx.features;
+            dynamic_resources::reserve(
+                pod_id.0 as usize,
+                allocation.unwrap_or_default(),
+                self.cluster,
+                alloc_state,
+                features,
+            );
+        }
         Outcome::Placed(chosen)
     }
 }
@@ -340,14 +406,15 @@ impl Scoring<'_> {
 /// Pods that need devices through ResourceClaims or that belong to a PodGroup are not placed by
 /// this version: placing them without allocating their claims or their gang would be a wrong plan,
 /// so they are reported instead.
-fn pre_filter(state: &CycleState<'_>) -> Option<String> {
+fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool) -> Option<String> {
     let spec = state.pod.pod.spec.as_ref()?;
-    if let Some(claims) = spec.resource_claims.as_ref().filter(|c| !c.is_empty()) {
-        let names: Vec<&str> = claims.iter().map(|c| c.name.as_str()).collect();
-        return Some(format!(
-            "pod uses DRA resource claims ({}), which this version of muster does not allocate yet",
-            names.join(", ")
-        ));
+    if !state.pod.claims.is_empty() || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+        if !dra {
+            return Some("pod uses DRA resource claims, but the plan has no DRA inputs".into());
+        }
+        if let Some(msg) = dynamic_resources::pre_filter(state.pod, cluster) {
+            return Some(msg);
+        }
     }
     if let Some(group) = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.as_deref()) {
         return Some(format!(

@@ -10,7 +10,8 @@ pub mod fastdiv;
 pub mod framework;
 pub mod plugins;
 
-pub use cluster::{Cluster, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState, SchedulerNames};
+pub use cluster::{ClaimInfo, Cluster, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState, SchedulerNames};
 pub use cycle::{Outcome, Plan, Scheduler, SchedulerConfig, ScoreWeights};
 pub use framework::{FitError, Rejection};
+pub use plugins::dynamic_resources::DraContext;
 pub use plugins::node_resources_fit::ScoringStrategy;

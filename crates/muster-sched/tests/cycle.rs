@@ -356,17 +356,14 @@ fn other_schedulers_gates_and_bound_pods_are_not_scheduled() {
 }
 
 #[test]
-fn pods_with_claims_or_groups_are_reported_not_placed() {
+fn pods_with_claims_need_dra_inputs() {
     let claims = with(
         cpu_pod("claims", "1"),
         json!({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}),
     );
     let (placed, failed) = plan(vec![plain_node("n", "4", "8Gi")], vec![claims]);
     assert!(placed.is_empty());
-    assert_eq!(
-        failed[0].1,
-        "0/1 nodes are available: pod uses DRA resource claims (gpu), which this version of muster does not allocate yet."
-    );
+    assert_eq!(failed[0].1, "0/1 nodes are available: pod uses DRA resource claims, but the plan has no DRA inputs.");
 }
 
 #[test]

@@ -232,7 +232,13 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let plan = Scheduler::new(&mut world.cluster, config).plan();
+    let dra = muster_sched::DraContext {
+        index: muster_alloc::SliceIndex::new(&world.slices),
+        classes: &world.device_classes,
+        env: muster_cel::Env::default(),
+        features: muster_alloc::Features::kubernetes_1_37(),
+    };
+    let plan = Scheduler::with_dra(&mut world.cluster, config, &dra).plan();
     match args.output {
         Format::Table => print!("{}", output::table(&world, &plan)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&output::json(&world, &plan))?),

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
 use muster_sched::{Cluster, ModelError, Plan, SchedulerNames};
 
@@ -16,6 +17,10 @@ pub struct World {
     pub cluster: Cluster,
     /// Kinds that were read but that this version's scheduling does not use yet, with counts.
     pub unused: Vec<(&'static str, usize)>,
+    /// DeviceClasses and ResourceSlices (with DeviceTaintRules applied), which the plan reads but
+    /// never changes.
+    pub device_classes: Vec<DeviceClass>,
+    pub slices: Vec<ResourceSlice>,
 }
 
 impl World {
@@ -31,6 +36,8 @@ impl World {
         let mut classes = Vec::new();
         let mut unused: Vec<(&'static str, usize)> = Vec::new();
         let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
+        let (mut device_classes, mut slices, mut claims, mut templates, mut rules) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for l in std::mem::take(&mut manifests.objects) {
             let key = object_key(
                 l.object.metadata().namespace.as_deref(),
@@ -42,6 +49,11 @@ impl World {
                 Object::Node(n) => nodes.push(*n),
                 Object::Pod(p) => pods.push(p),
                 Object::PriorityClass(pc) => classes.push(*pc),
+                Object::DeviceClass(c) => device_classes.push(*c),
+                Object::ResourceSlice(s) => slices.push(*s),
+                Object::ResourceClaim(c) => claims.push(*c),
+                Object::ResourceClaimTemplate(t) => templates.push(*t),
+                Object::DeviceTaintRule(r) => rules.push(*r),
                 other => match unused.iter_mut().find(|(k, _)| *k == other.kind()) {
                     Some((_, n)) => *n += 1,
                     None => unused.push((other.kind(), 1)),
@@ -49,9 +61,33 @@ impl World {
             }
         }
         unused.sort();
-        let cluster = Cluster::build(nodes, pods, &classes, names)
+        let mut cluster = Cluster::build(nodes, pods, &classes, names)
             .map_err(|errs| errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>())?;
-        Ok(World { manifests, cluster, unused })
+        cluster.add_claims(claims, &templates);
+        apply_taint_rules(&mut slices, &rules);
+        Ok(World { manifests, cluster, unused, device_classes, slices })
+    }
+}
+
+/// DeviceTaintRules, applied as the scheduler sees slices: each rule's taint is added to every
+/// device its selector names (driver, pool, device; a rule without a selector names every device,
+/// as upstream's code does).
+fn apply_taint_rules(slices: &mut [ResourceSlice], rules: &[DeviceTaintRule]) {
+    for rule in rules {
+        let sel = rule.spec.device_selector.as_ref();
+        for s in slices.iter_mut() {
+            if sel.and_then(|x| x.driver.as_deref()).is_some_and(|d| d != s.spec.driver)
+                || sel.and_then(|x| x.pool.as_deref()).is_some_and(|p| p != s.spec.pool.name)
+            {
+                continue;
+            }
+            for d in s.spec.devices.iter_mut().flatten() {
+                if sel.and_then(|x| x.device.as_deref()).is_some_and(|n| n != d.name) {
+                    continue;
+                }
+                d.taints.get_or_insert_with(Vec::new).push(rule.spec.taint.clone());
+            }
+        }
     }
 }
 
@@ -72,6 +108,11 @@ fn model_diagnostic(e: ModelError, origins: &HashMap<(&'static str, String), Ori
         field: e.field,
         message: e.message,
     }
+}
+
+/// The ResourceClaims a plan created or changed, as the API server would hold them.
+pub fn changed_claims(cluster: &Cluster) -> Vec<ResourceClaim> {
+    cluster.claims.iter().filter(|c| c.changed).map(|c| c.claim.clone()).collect()
 }
 
 /// The pods a plan changed, as the API server would hold them after binding (spec.nodeName set,

@@ -1,5 +1,6 @@
 //! The in-tree plugins muster runs, under kube-scheduler's names and in its Filter order.
 
+pub mod dynamic_resources;
 pub mod node_affinity;
 pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
