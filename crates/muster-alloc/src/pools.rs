@@ -119,7 +119,7 @@ pub struct SliceIndex<'a> {
     gathered: RwLock<HashMap<String, Vec<GatheredFor<'a>>>>,
     node_local: HashMap<&'a str, Vec<usize>>,
     shared: Vec<usize>,
-    by_pool: HashMap<(&'a str, &'a str), Vec<usize>>,
+    by_pool: HashMap<&'a str, HashMap<&'a str, Vec<usize>>>,
 }
 
 impl<'a> SliceIndex<'a> {
@@ -138,7 +138,13 @@ impl<'a> SliceIndex<'a> {
                 Some(n) => index.node_local.entry(n).or_default().push(i),
                 None => index.shared.push(i),
             }
-            index.by_pool.entry((s.spec.driver.as_str(), s.spec.pool.name.as_str())).or_default().push(i);
+            index
+                .by_pool
+                .entry(s.spec.driver.as_str())
+                .or_default()
+                .entry(s.spec.pool.name.as_str())
+                .or_default()
+                .push(i);
         }
         index
     }
@@ -149,6 +155,11 @@ impl<'a> SliceIndex<'a> {
         let mut ids: Vec<usize> = local.into_iter().flatten().chain(&self.shared).copied().collect();
         ids.sort_unstable();
         ids.into_iter().map(|i| (i, &self.slices[i]))
+    }
+
+    /// Are all slices of the pool local to `node` (published with its `nodeName`)?
+    pub fn pool_is_local_to(&self, driver: &str, pool: &str, node: &str) -> bool {
+        self.pool(driver, pool).all(|s| s.spec.node_name.as_deref() == Some(node))
     }
 
     /// What `node` sees, gathered on first use.
@@ -200,8 +211,8 @@ impl<'a> SliceIndex<'a> {
             .clone()
     }
 
-    fn pool(&self, driver: &'a str, pool: &'a str) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
-        self.by_pool.get(&(driver, pool)).into_iter().flatten().map(|i| &self.slices[*i])
+    fn pool(&self, driver: &str, pool: &str) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
+        self.by_pool.get(driver).and_then(|p| p.get(pool)).into_iter().flatten().map(|i| &self.slices[*i])
     }
 }
 

@@ -291,6 +291,16 @@ pub struct ClaimInfo {
     pub generated: bool,
     /// Allocated or reserved by this plan.
     pub changed: bool,
+    /// A hash of the claim's spec: claims from one template share it, so the allocator's answer
+    /// for one can serve the others.
+    pub spec_fingerprint: u64,
+}
+
+fn fingerprint(c: &ResourceClaim) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&c.spec).unwrap_or_default().hash(&mut h);
+    h.finish()
 }
 
 impl ClaimInfo {
@@ -507,7 +517,8 @@ impl Cluster {
                 c.metadata.name.clone().unwrap_or_default(),
             );
             index.insert(key, self.claims.len());
-            self.claims.push(ClaimInfo { claim: c, generated: false, changed: false });
+            let spec_fingerprint = fingerprint(&c);
+            self.claims.push(ClaimInfo { claim: c, generated: false, changed: false, spec_fingerprint });
         }
         for pi in 0..self.pods.len() {
             let pod = &self.pods[pi];
@@ -542,7 +553,8 @@ impl Cluster {
                                 let name = claim.metadata.name.clone().unwrap_or_default();
                                 let at = self.claims.len();
                                 index.insert((ns.clone(), name.clone()), at);
-                                self.claims.push(ClaimInfo { claim, generated: true, changed: true });
+                                let spec_fingerprint = fingerprint(&claim);
+                                self.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint });
                                 let status = self.pods[pi].pod.status.get_or_insert_with(PodStatus::default);
                                 status.resource_claim_statuses.get_or_insert_with(Vec::new).push(
                                     PodResourceClaimStatus { name: pc.name.clone(), resource_claim_name: Some(name) },

@@ -77,6 +77,16 @@ pub struct Scheduler<'c> {
     config: SchedulerConfig,
     /// DRA inputs and the devices in use, when the plan has DRA objects.
     dra: Option<(&'c DraContext<'c>, AllocatedState)>,
+    /// The allocator's verdicts per (node, claim-spec fingerprint), valid while the node's
+    /// generation and the shared-pool generation are the ones recorded.
+    dra_memo: HashMap<
+        (NodeId, u64),
+        (u64, u64, dynamic_resources::Verdict),
+        std::hash::BuildHasherDefault<muster_cel::IdHasher>,
+    >,
+    /// Bumped when an allocation takes devices of the node's own pools / of shared pools.
+    dra_node_generation: Vec<u64>,
+    dra_shared_generation: u64,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
     next_start_node_index: usize,
@@ -100,6 +110,9 @@ impl<'c> Scheduler<'c> {
             cluster,
             config,
             dra: None,
+            dra_memo: HashMap::default(),
+            dra_node_generation: Vec::new(),
+            dra_shared_generation: 0,
             scored,
             weight_sum: Divisor::new(weight_sum.max(1) as u64),
             next_start_node_index: 0,
@@ -115,6 +128,7 @@ impl<'c> Scheduler<'c> {
     pub fn with_dra(cluster: &'c mut Cluster, config: SchedulerConfig, ctx: &'c DraContext<'c>) -> Self {
         let state = AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features);
         let mut s = Scheduler::new(cluster, config);
+        s.dra_node_generation = vec![0; s.cluster.nodes.len()];
         s.dra = Some((ctx, state));
         s
     }
@@ -199,21 +213,34 @@ impl<'c> Scheduler<'c> {
         // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
         // comparisons.
         let has_claims = !pod.claims.is_empty();
-        let simple_pod = state.only_inline_requests
-            && state.node_selector.is_none()
-            && state.required_affinity.is_none()
-            && !has_claims;
+        let simple_pod =
+            state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
         // DynamicResources' allocation for each feasible node, for Reserve.
-        let mut allocations: HashMap<NodeId, NodeAllocation> = HashMap::new();
+        let mut allocations: Vec<(NodeId, std::sync::Arc<NodeAllocation>)> = Vec::new();
         // Filter with DynamicResources last, as in kube-scheduler's default order. A problem no
         // node can fix fails the whole attempt.
-        let dra_filter = |node: &crate::cluster::NodeInfo| -> Result<Result<NodeAllocation, Rejection>, String> {
-            match dra {
-                Some((ctx, alloc_state)) if has_claims => {
-                    dynamic_resources::filter(pod, node, cluster, ctx, alloc_state)
-                }
-                _ => Ok(Ok(Vec::new())),
+        let (pending, fingerprint) =
+            if has_claims { dynamic_resources::pending_claims(pod, cluster) } else { (Vec::new(), 0) };
+        let memo = &mut self.dra_memo;
+        let generations = (&self.dra_node_generation, self.dra_shared_generation);
+        let mut dra_filter = |node_id: NodeId| -> dynamic_resources::Verdict {
+            let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return Ok(Ok(Default::default())) };
+            let node = cluster.node(node_id);
+            if let Err(r) = dynamic_resources::allocated_claims_fit(pod, node, cluster) {
+                return Ok(Err(r));
             }
+            // The allocator's answer depends only on the claims' specs and the devices in use:
+            // reuse it while neither changed.
+            let node_gen = generations.0[node_id.0 as usize];
+            if let Some((g, sg, v)) = memo.get(&(node_id, fingerprint))
+                && *g == node_gen
+                && *sg == generations.1
+            {
+                return v.clone();
+            }
+            let v = dynamic_resources::allocate(&pending, node, ctx, alloc_state);
+            memo.insert((node_id, fingerprint), (node_gen, generations.1, v.clone()));
+            v
         };
         for &node_id in after.iter().chain(before) {
             let node = cluster.node(node_id);
@@ -224,7 +251,7 @@ impl<'c> Scheduler<'c> {
                 run_filters(&state, node, cluster).is_ok()
             };
             if feasible && has_claims {
-                match dra_filter(node) {
+                match dra_filter(node_id) {
                     Err(message) => {
                         return Outcome::Unschedulable(FitError {
                             num_all_nodes: num_nodes,
@@ -233,9 +260,7 @@ impl<'c> Scheduler<'c> {
                             pre_filter_message: Some(message),
                         });
                     }
-                    Ok(Ok(a)) => {
-                        allocations.insert(node_id, a);
-                    }
+                    Ok(Ok(a)) => allocations.push((node_id, a)),
                     Ok(Err(_)) => feasible = false,
                 }
             }
@@ -258,7 +283,7 @@ impl<'c> Scheduler<'c> {
                 let node = cluster.node(node_id);
                 let r = match run_filters(&state, node, cluster) {
                     Err(r) => r,
-                    Ok(()) => match dra_filter(node) {
+                    Ok(()) => match dra_filter(node_id) {
                         Ok(Err(r)) => r,
                         _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
                     },
@@ -296,18 +321,26 @@ impl<'c> Scheduler<'c> {
         };
         // Reserve: the pod is assumed onto the node for every later cycle, and its claims get
         // the allocation Filter found for that node.
-        let allocation = allocations.remove(&chosen);
+        let allocation = allocations.into_iter().find(|(n, _)| *n == chosen).map(|(_, a)| a);
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
         if has_claims && let Some((ctx, alloc_state)) = self.dra.as_mut() {
+            let allocation: NodeAllocation = allocation.map(|a| (*a).clone()).unwrap_or_default();
+            // Devices taken change what the allocator would answer: for this node only when they
+            // come from its own pools, for every node otherwise.
+            let took_devices = allocation
+                .iter()
+                .any(|a| a.devices.as_ref().and_then(|d| d.results.as_ref()).is_some_and(|r| !r.is_empty()));
+            if took_devices {
+                let node_name = self.cluster.nodes[chosen.0 as usize].name().to_string();
+                if dynamic_resources::node_local(&allocation, &node_name, ctx) {
+                    self.dra_node_generation[chosen.0 as usize] += 1;
+                } else {
+                    self.dra_shared_generation += 1;
+                }
+            }
             let features = ctx.features;
-            dynamic_resources::reserve(
-                pod_id.0 as usize,
-                allocation.unwrap_or_default(),
-                self.cluster,
-                alloc_state,
-                features,
-            );
+            dynamic_resources::reserve(pod_id.0 as usize, allocation, self.cluster, alloc_state, features);
         }
         Outcome::Placed(chosen)
     }

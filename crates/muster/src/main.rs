@@ -134,6 +134,15 @@ enum BenchCommand {
         #[arg(long, default_value_t = 201)]
         reps: usize,
     },
+    /// scheduler_perf's SchedulingWithResourceClaimTemplate: pods with one one-device claim each.
+    PlanDra {
+        #[arg(long, default_value_t = 500)]
+        nodes: usize,
+        #[arg(long, default_value_t = 10)]
+        devices: usize,
+        #[arg(long, default_value_t = 5000)]
+        pods: usize,
+    },
     /// Time the allocator at scale: NODES x DEVICES one-device claims, one after another.
     AllocScale {
         #[arg(long, default_value_t = 500)]
@@ -274,6 +283,7 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),
+        BenchCommand::PlanDra { nodes, devices, pods } => print!("{}", bench::plan_dra(nodes, devices, pods)?),
         BenchCommand::AllocScale { nodes, devices, claims } => {
             print!("{}", bench::alloc_scale(nodes, devices, claims)?)
         }

@@ -58,37 +58,58 @@ pub fn pre_filter(pod: &PodInfo, cluster: &Cluster) -> Option<String> {
     None
 }
 
-/// Filter: `Ok(Some(allocation))` when the node can serve the pod's claims, `Ok(None)` with the
-/// rejection, or `Err` for a problem no node can fix (the pod's attempt fails with it).
-pub fn filter(
-    pod: &PodInfo,
-    node: &NodeInfo,
-    cluster: &Cluster,
-    ctx: &DraContext<'_>,
-    state: &AllocatedState,
-) -> Result<Result<NodeAllocation, Rejection>, String> {
-    let mut pending: Vec<&ResourceClaim> = Vec::new();
-    for c in pod.claims.iter().flatten() {
-        let claim = &cluster.claims[*c].claim;
-        if allocated(claim) {
-            if !available_on(claim, node) {
-                return Ok(Err(Rejection::new(NAME, true, "resourceclaim not available on the node")));
-            }
-        } else {
-            pending.push(claim);
+/// What Filter decides for one node (the allocation is shared: many pods' cycles may reuse it).
+pub type Verdict = Result<Result<std::sync::Arc<NodeAllocation>, Rejection>, String>;
+
+/// The pod's claims that still need an allocation, and a fingerprint of their specs: pods whose
+/// claims come from one template share it, so the allocator's answer for a node can be reused
+/// until the node's devices change.
+pub fn pending_claims<'c>(pod: &PodInfo, cluster: &'c Cluster) -> (Vec<&'c ResourceClaim>, u64) {
+    let mut fingerprint = 0xcbf2_9ce4_8422_2325u64;
+    let mut pending = Vec::new();
+    for c in pod.claims.iter().flatten().map(|c| &cluster.claims[*c]) {
+        if !allocated(&c.claim) {
+            fingerprint = (fingerprint.rotate_left(5) ^ c.spec_fingerprint).wrapping_mul(0x100_0000_01b3);
+            pending.push(&c.claim);
         }
     }
+    (pending, fingerprint)
+}
+
+/// Filter's first half: claims already allocated must be available on the node.
+pub fn allocated_claims_fit(pod: &PodInfo, node: &NodeInfo, cluster: &Cluster) -> Result<(), Rejection> {
+    for c in pod.claims.iter().flatten() {
+        let claim = &cluster.claims[*c].claim;
+        if allocated(claim) && !available_on(claim, node) {
+            return Err(Rejection::new(NAME, true, "resourceclaim not available on the node"));
+        }
+    }
+    Ok(())
+}
+
+/// Filter's second half: `Ok(Ok(allocation))` when the node can serve the pending claims,
+/// `Ok(Err(rejection))`, or `Err` for a problem no node can fix (the pod's attempt fails with it).
+pub fn allocate(pending: &[&ResourceClaim], node: &NodeInfo, ctx: &DraContext<'_>, state: &AllocatedState) -> Verdict {
     if pending.is_empty() {
-        return Ok(Ok(Vec::new()));
+        return Ok(Ok(Default::default()));
     }
     let allocator = Allocator::new(ctx.features, state, ctx.classes, &ctx.index, &ctx.env);
     let n: &Node = &node.detail.node;
-    match allocator.allocate(Some(n), &pending) {
-        Ok(Outcome::Allocated(results)) => Ok(Ok(results)),
+    match allocator.allocate(Some(n), pending) {
+        Ok(Outcome::Allocated(results)) => Ok(Ok(std::sync::Arc::new(results))),
         Ok(Outcome::Unsatisfiable) => Ok(Err(Rejection::new(NAME, true, "cannot allocate all claims"))),
         Err(AllocError::InvalidPools) => Ok(Err(Rejection::new(NAME, false, AllocError::InvalidPools.to_string()))),
         Err(AllocError::Fatal(msg)) => Err(msg),
     }
+}
+
+/// Does an allocation use only devices of pools local to `node`? (Devices of shared pools change
+/// what other nodes can allocate.)
+pub fn node_local(allocation: &NodeAllocation, node: &str, ctx: &DraContext<'_>) -> bool {
+    allocation
+        .iter()
+        .flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten()))
+        .all(|r| ctx.index.pool_is_local_to(&r.driver, &r.pool, node))
 }
 
 /// Reserve and PreBind: write the allocation into the unallocated claims, add the pod to every
