@@ -87,6 +87,7 @@ pub struct Scheduler<'c> {
     /// Bumped when an allocation takes devices of the node's own pools / of shared pools.
     dra_node_generation: Vec<u64>,
     dra_shared_generation: u64,
+    dra_memo_enabled: bool,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
     next_start_node_index: usize,
@@ -113,6 +114,7 @@ impl<'c> Scheduler<'c> {
             dra_memo: HashMap::default(),
             dra_node_generation: Vec::new(),
             dra_shared_generation: 0,
+            dra_memo_enabled: true,
             scored,
             weight_sum: Divisor::new(weight_sum.max(1) as u64),
             next_start_node_index: 0,
@@ -135,6 +137,13 @@ impl<'c> Scheduler<'c> {
 
     pub fn cluster(&self) -> &Cluster {
         self.cluster
+    }
+
+    /// Turns the reuse of allocator verdicts off (every Filter call allocates): for tests that
+    /// check the reuse never changes a decision.
+    pub fn without_dra_memo(mut self) -> Self {
+        self.dra_memo_enabled = false;
+        self
     }
 
     /// The pending pods in kube-scheduler's PrioritySort order: priority (highest first), then
@@ -222,6 +231,7 @@ impl<'c> Scheduler<'c> {
         let (pending, fingerprint) =
             if has_claims { dynamic_resources::pending_claims(pod, cluster) } else { (Vec::new(), 0) };
         let memo = &mut self.dra_memo;
+        let memo_enabled = self.dra_memo_enabled;
         let generations = (&self.dra_node_generation, self.dra_shared_generation);
         let mut dra_filter = |node_id: NodeId| -> dynamic_resources::Verdict {
             let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return Ok(Ok(Default::default())) };
@@ -232,7 +242,8 @@ impl<'c> Scheduler<'c> {
             // The allocator's answer depends only on the claims' specs and the devices in use:
             // reuse it while neither changed.
             let node_gen = generations.0[node_id.0 as usize];
-            if let Some((g, sg, v)) = memo.get(&(node_id, fingerprint))
+            if memo_enabled
+                && let Some((g, sg, v)) = memo.get(&(node_id, fingerprint))
                 && *g == node_gen
                 && *sg == generations.1
             {
