@@ -72,8 +72,8 @@ fn plan_yaml_holds_the_changed_pods_as_the_api_server_would() {
 #[test]
 fn same_input_same_output_byte_for_byte() {
     for format in ["table", "json", "yaml"] {
-        let a = muster(&["plan", "examples/quickstart", "tests/scenarios", "-o", format]);
-        let b = muster(&["plan", "examples/quickstart", "tests/scenarios", "-o", format]);
+        let a = muster(&["plan", "examples/quickstart", "examples/gpu-training", "examples/mig", "-o", format]);
+        let b = muster(&["plan", "examples/quickstart", "examples/gpu-training", "examples/mig", "-o", format]);
         assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
         assert!(!a.stdout.is_empty());
         assert_eq!(a.stdout, b.stdout, "{format}");
