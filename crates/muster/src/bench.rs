@@ -248,7 +248,7 @@ pub fn alloc_conformance(dir: &std::path::Path, reps: usize) -> anyhow::Result<S
 /// with a CEL selector, `claims` one-device claims allocated one after another, each on the first
 /// node that can hold it (nodes found full are not tried again: the claims are identical).
 pub fn alloc_scale(nodes: usize, per_node: usize, claims: usize) -> anyhow::Result<String> {
-    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+    use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
     use muster_alloc::{AllocatedState, Allocator, DeviceId, Features, Outcome, SliceIndex};
     let driver = "test-driver.cdi.k8s.io";
     let node_objs: Vec<Node> = (0..nodes)
@@ -257,27 +257,20 @@ pub fn alloc_scale(nodes: usize, per_node: usize, claims: usize) -> anyhow::Resu
             ..Default::default()
         })
         .collect();
-    let slices: Vec<ResourceSlice> = (0..nodes)
-        .map(|i| {
-            let devices: Vec<serde_json::Value> = (0..per_node)
-                .map(|d| serde_json::json!({"name": format!("device-{d}"), "attributes": {"model": {"string": "sim-gpu"}, "index": {"int": d}}, "capacity": {"memory": {"value": "16Gi"}}}))
-                .collect();
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": format!("node-{i:04}-{driver}")},
-                "spec": {"driver": driver, "nodeName": format!("node-{i:04}"), "pool": {"name": format!("node-{i:04}"), "generation": 1, "resourceSliceCount": 1}, "devices": devices}
-            }))
-            .expect("a valid slice")
+    let slices: Vec<ResourceSlice> = node_objs
+        .iter()
+        .map(|node| {
+            perf_slice(node, driver, per_node, |d| {
+                serde_json::json!({"name": format!("device-{d}"), "attributes": {"model": {"string": "sim-gpu"}, "index": {"int": d}}, "capacity": {"memory": {"value": "16Gi"}}})
+            })
         })
         .collect();
-    let classes: Vec<DeviceClass> = vec![serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "test-class"},
-        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{driver}'")}}]}
-    }))?];
+    let classes = vec![perf_class(driver)];
     let claim_objs: Vec<ResourceClaim> = (0..claims)
         .map(|i| {
             serde_json::from_value(serde_json::json!({
                 "metadata": {"name": format!("claim-{i:05}"), "namespace": "bench"},
-                "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class", "allocationMode": "ExactCount", "count": 1}}]}}
+                "spec": one_device_claim_spec()
             }))
             .expect("a valid claim")
         })
@@ -324,29 +317,24 @@ pub fn alloc_scale(nodes: usize, per_node: usize, claims: usize) -> anyhow::Resu
 /// of one driver, one class with a CEL selector, `pods` pending pods each with one one-device
 /// claim from a template. Times the plan cycle (claim generation and snapshot outside the timer).
 pub fn plan_dra(nodes: usize, per_node: usize, pods: usize) -> anyhow::Result<String> {
-    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate, ResourceSlice};
+    use k8s_openapi::api::resource::v1::{ResourceClaimTemplate, ResourceSlice};
     let driver = "test-driver.cdi.k8s.io";
     let node_objs: Vec<Node> = (0..nodes).map(basic_node).collect();
-    let slices: Vec<ResourceSlice> = (0..nodes)
-        .map(|i| {
-            let devices: Vec<serde_json::Value> = (0..per_node)
-                .map(|d| serde_json::json!({"name": format!("device-{d}"), "attributes": {"model": {"string": "sim-gpu"}}}))
-                .collect();
-            let node = format!("scheduler-perf-{i:05}");
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": format!("{node}-{driver}")},
-                "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}
-            }))
-            .expect("a valid slice")
+    let slices: Vec<ResourceSlice> = node_objs
+        .iter()
+        .map(|node| {
+            perf_slice(
+                node,
+                driver,
+                per_node,
+                |d| serde_json::json!({"name": format!("device-{d}"), "attributes": {"model": {"string": "sim-gpu"}}}),
+            )
         })
         .collect();
-    let classes: Vec<DeviceClass> = vec![serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "test-class"},
-        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{driver}'")}}]}
-    }))?];
+    let classes = vec![perf_class(driver)];
     let templates: Vec<ResourceClaimTemplate> = vec![serde_json::from_value(serde_json::json!({
         "metadata": {"name": "one-device", "namespace": "sched-basic"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class", "allocationMode": "ExactCount", "count": 1}}]}}}
+        "spec": {"spec": one_device_claim_spec()}
     }))?];
     let pod_objs: Vec<Box<Pod>> = (0..pods)
         .map(|i| {
@@ -396,4 +384,35 @@ pub fn plan_dra(nodes: usize, per_node: usize, pods: usize) -> anyhow::Result<St
         plan.placements.len(),
         plan.unschedulable.len()
     ))
+}
+
+/// One ResourceSlice holding `per_node` devices (built by `device`) of `driver` for `node`, in a
+/// pool named after the node: the shape of scheduler_perf's DRA driver.
+fn perf_slice(
+    node: &Node,
+    driver: &str,
+    per_node: usize,
+    device: impl Fn(usize) -> serde_json::Value,
+) -> k8s_openapi::api::resource::v1::ResourceSlice {
+    let node = node.metadata.name.as_deref().expect("bench nodes are named");
+    let devices: Vec<serde_json::Value> = (0..per_node).map(device).collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("{node}-{driver}")},
+        "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}
+    }))
+    .expect("a valid slice")
+}
+
+/// The DeviceClass `test-class`: every device of `driver`, by a CEL selector.
+fn perf_class(driver: &str) -> k8s_openapi::api::resource::v1::DeviceClass {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "test-class"},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == '{driver}'")}}]}
+    }))
+    .expect("a valid class")
+}
+
+/// A claim spec asking for exactly one device of `test-class`.
+fn one_device_claim_spec() -> serde_json::Value {
+    serde_json::json!({"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class", "allocationMode": "ExactCount", "count": 1}}]}})
 }
