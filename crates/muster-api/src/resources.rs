@@ -65,6 +65,23 @@ pub fn is_scalar_resource(name: &str) -> bool {
     !matches!(name, CPU | MEMORY | EPHEMERAL_STORAGE | PODS)
 }
 
+/// The prefix of the resource name every DeviceClass implicitly backs (KEP 5004):
+/// `deviceclass.resource.kubernetes.io/<class>`.
+pub const DEVICE_CLASS_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+/// `IsExtendedResourceName`: a domain-qualified name outside `kubernetes.io` that is not a
+/// quota name (`requests.*`).
+pub fn is_extended_resource_name(name: &str) -> bool {
+    let Some((domain, rest)) = name.split_once('/') else { return false };
+    let native = domain == "kubernetes.io" || domain.ends_with(".kubernetes.io");
+    !native && !rest.is_empty() && !name.starts_with("requests.")
+}
+
+/// `IsDRAExtendedResourceName`: an extended resource name, or a DeviceClass's implicit one.
+pub fn is_dra_extended_resource_name(name: &str) -> bool {
+    is_extended_resource_name(name) || name.strip_prefix(DEVICE_CLASS_RESOURCE_PREFIX).is_some_and(|c| !c.is_empty())
+}
+
 /// A pod's request as NodeResourcesFit filters on it, and the "non-zero" cpu/memory used by scoring.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PodRequests {
@@ -186,6 +203,21 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>) -> Result<PodReq
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn extended_resource_names() {
+        use super::{is_dra_extended_resource_name as dra, is_extended_resource_name as ext};
+        assert!(ext("nvidia.com/gpu"));
+        assert!(ext("example.com/big-gpu"));
+        assert!(!ext("cpu"));
+        assert!(!ext("hugepages-2Mi"));
+        assert!(!ext("kubernetes.io/foo"));
+        assert!(!ext("deviceclass.resource.kubernetes.io/gpu"));
+        assert!(!ext("requests.nvidia.com/gpu"));
+        assert!(dra("nvidia.com/gpu"));
+        assert!(dra("deviceclass.resource.kubernetes.io/gpu.example.com"));
+        assert!(!dra("deviceclass.resource.kubernetes.io/"));
+    }
+
     use super::*;
     use k8s_openapi::api::core::v1::Pod;
 

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaimStatus, PodStatus, Taint};
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use muster_api::resources::{self, PodRequests};
@@ -205,8 +205,14 @@ pub struct PodInfo {
     pub shape: u32,
     pub state: PodState,
     /// The pod's resource claims (`spec.resourceClaims`), resolved: an index into
-    /// [`Cluster::claims`], or why the claim is not there.
+    /// [`Cluster::claims`], or why the claim is not there. Once the pod is placed with devices
+    /// for extended resources, the special extended-resources claim follows them.
     pub claims: Vec<Result<usize, String>>,
+    /// The pod's extended resources that a DeviceClass backs (KEP 5004), sorted by resource
+    /// name, with the class: served through DRA on nodes that do not advertise the resource.
+    pub dra_extended: Vec<(ResourceId, String)>,
+    /// A special extended-resources claim left from an earlier attempt (pending pods only).
+    pub stale_extended_claim: Option<String>,
 }
 
 impl PodInfo {
@@ -283,6 +289,10 @@ pub struct Cluster {
     pub claims: Vec<ClaimInfo>,
 }
 
+/// The annotation that marks the special claim kube-scheduler creates for a pod's extended
+/// resources served through DRA.
+pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str = "resource.kubernetes.io/extended-resource-claim";
+
 /// A ResourceClaim and what this plan did with it.
 #[derive(Clone, Debug)]
 pub struct ClaimInfo {
@@ -296,11 +306,35 @@ pub struct ClaimInfo {
     pub spec_fingerprint: u64,
 }
 
-fn fingerprint(c: &ResourceClaim) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    serde_json::to_string(&c.spec).unwrap_or_default().hash(&mut h);
-    h.finish()
+/// FNV-1a over `parts` (with a separator): stable across Rust versions and platforms, so that
+/// names derived from it are the same on every machine.
+pub fn stable_hash(parts: &[&str]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for p in parts {
+        for b in p.bytes().chain(std::iter::once(0xff)) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Five characters from the API server's name-generator alphabet, derived from `parts` (the API
+/// server's are random; these are reproducible).
+pub fn name_suffix(parts: &[&str]) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut x = stable_hash(parts);
+    (0..5)
+        .map(|_| {
+            let c = ALPHABET[(x % ALPHABET.len() as u64) as usize] as char;
+            x /= ALPHABET.len() as u64;
+            c
+        })
+        .collect()
+}
+
+/// A hash of a claim's spec.
+pub fn fingerprint(c: &ResourceClaim) -> u64 {
+    stable_hash(&[&serde_json::to_string(&c.spec).unwrap_or_default()])
 }
 
 impl ClaimInfo {
@@ -494,7 +528,18 @@ impl Cluster {
             let non_zero = [non_zero_milli_cpu, non_zero_memory];
             let next_shape = shapes.len() as u32;
             let shape = *shapes.entry((reqs.clone(), non_zero)).or_insert(next_shape);
-            let info = PodInfo { pod, key, priority, requests: reqs, non_zero, shape, state, claims: Vec::new() };
+            let info = PodInfo {
+                pod,
+                key,
+                priority,
+                requests: reqs,
+                non_zero,
+                shape,
+                state,
+                claims: Vec::new(),
+                dra_extended: Vec::new(),
+                stale_extended_claim: None,
+            };
             if let PodState::Bound(n) = info.state {
                 c.nodes[n.0 as usize].account(&info, id, 1);
             }
@@ -572,6 +617,80 @@ impl Cluster {
         }
     }
 
+    /// Finds, for every pending pod, the extended resources a DeviceClass backs (KEP 5004): a
+    /// class's `spec.extendedResourceName`, and `deviceclass.resource.kubernetes.io/<class>` for
+    /// every class. When several classes name one resource the most recently created wins, then
+    /// the lexicographically first name, as kube-scheduler's mapping decides. A special
+    /// extended-resources claim the pod already owns (from an earlier attempt) is recorded too.
+    /// Call after [`Cluster::add_claims`].
+    pub fn map_extended_resources(&mut self, classes: &[DeviceClass]) {
+        let mut mapping: HashMap<String, &DeviceClass> = HashMap::new();
+        let newer = |a: &DeviceClass, b: &DeviceClass| {
+            let (ta, tb) = (&a.metadata.creation_timestamp, &b.metadata.creation_timestamp);
+            ta.cmp(tb).reverse().then_with(|| a.metadata.name.cmp(&b.metadata.name)).is_lt()
+        };
+        for class in classes {
+            let name = class.metadata.name.clone().unwrap_or_default();
+            mapping.insert(format!("{}{name}", resources::DEVICE_CLASS_RESOURCE_PREFIX), class);
+            if let Some(r) = class.spec.as_ref().and_then(|s| s.extended_resource_name.as_deref()) {
+                match mapping.get(r) {
+                    Some(other) if !newer(class, other) => {}
+                    _ => {
+                        mapping.insert(r.to_string(), class);
+                    }
+                }
+            }
+        }
+        if mapping.is_empty() {
+            return;
+        }
+        for pi in 0..self.pods.len() {
+            let pod = &self.pods[pi];
+            if pod.state != PodState::Pending {
+                continue;
+            }
+            let mut extended: Vec<(ResourceId, String)> = pod
+                .requests
+                .iter()
+                .filter(|(id, v)| *v > 0 && id.0 as usize >= INLINE)
+                .filter_map(|(id, _)| {
+                    let name = self.resources.name(*id);
+                    if !resources::is_dra_extended_resource_name(name) {
+                        return None;
+                    }
+                    mapping.get(name).map(|c| (*id, c.metadata.name.clone().unwrap_or_default()))
+                })
+                .collect();
+            extended.sort_by(|a, b| self.resources.name(a.0).cmp(self.resources.name(b.0)));
+            let stale = if extended.is_empty() {
+                None
+            } else {
+                let uid = pod.pod.metadata.uid.as_deref().unwrap_or_default();
+                self.claims
+                    .iter()
+                    .find(|c| {
+                        c.claim.metadata.namespace.as_deref().unwrap_or("default") == pod.namespace()
+                            && c.claim
+                                .metadata
+                                .annotations
+                                .as_ref()
+                                .and_then(|a| a.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION))
+                                .is_some_and(|v| v == "true")
+                            && c.claim
+                                .metadata
+                                .owner_references
+                                .iter()
+                                .flatten()
+                                .any(|o| o.controller == Some(true) && o.name == pod.name() && o.uid == uid)
+                    })
+                    .map(|c| c.key())
+            };
+            let pod = &mut self.pods[pi];
+            pod.dra_extended = extended;
+            pod.stale_extended_claim = stale;
+        }
+    }
+
     pub fn node(&self, id: NodeId) -> &NodeInfo {
         &self.nodes[id.0 as usize]
     }
@@ -615,18 +734,7 @@ fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
 /// The claim kube-controller-manager creates for a pod's template claim. The name's suffix is
 /// derived from the pod and claim names (upstream's is random), so that plans are reproducible.
 fn generate_claim(pod: &Pod, pod_name: &str, ns: &str, claim_name: &str, t: &ResourceClaimTemplate) -> ResourceClaim {
-    use std::hash::{Hash, Hasher};
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (ns, pod_name, claim_name).hash(&mut h);
-    let mut x = h.finish();
-    let suffix: String = (0..5)
-        .map(|_| {
-            let c = ALPHABET[(x % ALPHABET.len() as u64) as usize] as char;
-            x /= ALPHABET.len() as u64;
-            c
-        })
-        .collect();
+    let suffix = name_suffix(&[ns, pod_name, claim_name]);
     let mut base = format!("{pod_name}-{claim_name}");
     base.truncate(57);
     let spec = t.spec.as_ref().and_then(|s| s.spec.clone()).unwrap_or_default();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use crate::cluster::{Cluster, NodeId, PodId, PodState};
 use crate::fastdiv::Divisor;
 use crate::framework::{CycleState, FitError, MAX_NODE_SCORE, Rejection};
-use crate::plugins::dynamic_resources::{self, DraContext, NodeAllocation};
+use crate::plugins::dynamic_resources::{self, DraContext, ExtendedClaim, NodeAllocation};
 use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
 use crate::plugins::{
     node_affinity, node_resources_balanced_allocation, node_resources_fit, node_unschedulable, taint_toleration,
@@ -221,7 +221,7 @@ impl<'c> Scheduler<'c> {
         // Most pods ask only for cpu, memory and ephemeral-storage and set no node constraints; on
         // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
         // comparisons.
-        let has_claims = !pod.claims.is_empty();
+        let has_claims = !pod.claims.is_empty() || !pod.dra_extended.is_empty();
         let simple_pod =
             state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
         // DynamicResources' allocation for each feasible node, for Reserve.
@@ -233,12 +233,31 @@ impl<'c> Scheduler<'c> {
         let memo = &mut self.dra_memo;
         let memo_enabled = self.dra_memo_enabled;
         let generations = (&self.dra_node_generation, self.dra_shared_generation);
+        // The special claim for extended resources served through DRA, one variant per set of
+        // resources the nodes do not advertise (usually one).
+        let mut extended_claims: Vec<ExtendedClaim> = Vec::new();
         let mut dra_filter = |node_id: NodeId| -> dynamic_resources::Verdict {
             let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return Ok(Ok(Default::default())) };
             let node = cluster.node(node_id);
             if let Err(r) = dynamic_resources::allocated_claims_fit(pod, node, cluster) {
                 return Ok(Err(r));
             }
+            let mask = dynamic_resources::extended_mask(pod, node);
+            let mut fingerprint = fingerprint;
+            let extended = if mask == 0 {
+                None
+            } else {
+                let i = match extended_claims.iter().position(|e| e.mask == mask) {
+                    Some(i) => i,
+                    None => {
+                        extended_claims.push(dynamic_resources::extended_claim(pod, mask, &cluster.resources));
+                        extended_claims.len() - 1
+                    }
+                };
+                fingerprint =
+                    (fingerprint.rotate_left(7) ^ extended_claims[i].fingerprint).wrapping_mul(0x100_0000_01b3);
+                Some(&extended_claims[i].claim)
+            };
             // The allocator's answer depends only on the claims' specs and the devices in use:
             // reuse it while neither changed.
             let node_gen = generations.0[node_id.0 as usize];
@@ -249,7 +268,14 @@ impl<'c> Scheduler<'c> {
             {
                 return v.clone();
             }
-            let v = dynamic_resources::allocate(&pending, node, ctx, alloc_state);
+            let v = match extended {
+                None => dynamic_resources::allocate(&pending, node, ctx, alloc_state),
+                Some(claim) => {
+                    let mut claims = pending.clone();
+                    claims.push(claim);
+                    dynamic_resources::allocate(&claims, node, ctx, alloc_state)
+                }
+            };
             memo.insert((node_id, fingerprint), (node_gen, generations.1, v.clone()));
             v
         };
@@ -351,7 +377,27 @@ impl<'c> Scheduler<'c> {
                 }
             }
             let features = ctx.features;
+            let mut allocation = allocation;
+            let mask = dynamic_resources::extended_mask(
+                &self.cluster.pods[pod_id.0 as usize],
+                &self.cluster.nodes[chosen.0 as usize],
+            );
+            // The special claim was allocated last, after the pod's own claims.
+            let extended = match extended_claims.into_iter().find(|e| mask != 0 && e.mask == mask) {
+                Some(claim) => allocation.pop().map(|result| (claim, result)),
+                None => None,
+            };
             dynamic_resources::reserve(pod_id.0 as usize, allocation, self.cluster, alloc_state, features);
+            if let Some((claim, result)) = extended {
+                dynamic_resources::reserve_extended(
+                    pod_id.0 as usize,
+                    claim,
+                    result,
+                    self.cluster,
+                    alloc_state,
+                    features,
+                );
+            }
         }
         Outcome::Placed(chosen)
     }
@@ -452,7 +498,8 @@ impl Scoring<'_> {
 /// so they are reported instead.
 fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool) -> Option<String> {
     let spec = state.pod.pod.spec.as_ref()?;
-    if !state.pod.claims.is_empty() || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+    let extended = !state.pod.dra_extended.is_empty();
+    if extended || !state.pod.claims.is_empty() || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
         if !dra {
             return Some("pod uses DRA resource claims, but the plan has no DRA inputs".into());
         }

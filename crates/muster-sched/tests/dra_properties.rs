@@ -8,18 +8,32 @@ use muster_sched::{Cluster, DraContext, Scheduler, SchedulerConfig, SchedulerNam
 use proptest::prelude::*;
 use serde_json::json;
 
-fn build(node_devices: &[u8], shared: u8, pods: &[(u8, bool)]) -> (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>) {
-    let nodes: Vec<Node> = (0..node_devices.len())
-        .map(|i| {
-            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
-                "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}}))
+/// Nodes: (GPUs in the node's ResourceSlice, GPUs its device plugin advertises as
+/// `example.com/gpu`). Pods: (GPUs from a template claim (0 = none), a NIC claim, GPUs asked as
+/// the extended resource `example.com/gpu`).
+fn build(
+    node_devices: &[(u8, u8)],
+    shared: u8,
+    pods: &[(u8, bool, u8)],
+) -> (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>) {
+    let nodes: Vec<Node> = node_devices
+        .iter()
+        .enumerate()
+        .map(|(i, (_, plugin))| {
+            let mut allocatable = json!({"cpu": "64", "memory": "256Gi", "pods": "110"});
+            if *plugin > 0 {
+                allocatable["example.com/gpu"] = json!(plugin.to_string());
+            }
+            serde_json::from_value(
+                json!({"metadata": {"name": format!("n{i}")}, "status": {"allocatable": allocatable}}),
+            )
             .unwrap()
         })
         .collect();
     let mut slices: Vec<ResourceSlice> = node_devices
         .iter()
         .enumerate()
-        .map(|(i, n)| {
+        .map(|(i, (n, _))| {
             let devices: Vec<_> = (0..*n)
                 .map(|d| json!({"name": format!("gpu-{d}"), "attributes": {"kind": {"string": "gpu"}}}))
                 .collect();
@@ -41,14 +55,21 @@ fn build(node_devices: &[u8], shared: u8, pods: &[(u8, bool)]) -> (Vec<Node>, Ve
     let pods = pods
         .iter()
         .enumerate()
-        .map(|(i, (gpus, nic))| {
-            let mut claims = vec![json!({"name": "gpus", "resourceClaimTemplateName": format!("gpus-{gpus}")})];
+        .map(|(i, (gpus, nic, extended))| {
+            let mut claims = Vec::new();
+            if *gpus > 0 {
+                claims.push(json!({"name": "gpus", "resourceClaimTemplateName": format!("gpus-{gpus}")}));
+            }
             if *nic {
                 claims.push(json!({"name": "nic", "resourceClaimTemplateName": "nic"}));
             }
+            let mut resources = json!({"requests": {"cpu": "1"}});
+            if *extended > 0 {
+                resources["limits"] = json!({"example.com/gpu": extended.to_string()});
+            }
             Box::new(
                 serde_json::from_value(json!({"metadata": {"name": format!("p{i:02}"), "namespace": "ml"},
-                    "spec": {"resourceClaims": claims, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}))
+                    "spec": {"resourceClaims": claims, "containers": [{"name": "c", "resources": resources}]}}))
                 .unwrap(),
             )
         })
@@ -60,8 +81,11 @@ fn classes() -> Vec<DeviceClass> {
     ["gpu", "nic"]
         .iter()
         .map(|k| {
-            serde_json::from_value(json!({"metadata": {"name": k},
-                "spec": {"selectors": [{"cel": {"expression": format!("device.attributes['gpu.example.com'].kind == '{k}'")}}]}}))
+            let mut spec = json!({"selectors": [{"cel": {"expression": format!("device.attributes['gpu.example.com'].kind == '{k}'")}}]});
+            if *k == "gpu" {
+                spec["extendedResourceName"] = json!("example.com/gpu");
+            }
+            serde_json::from_value(json!({"metadata": {"name": k}, "spec": spec}))
             .unwrap()
         })
         .collect()
@@ -88,15 +112,16 @@ proptest! {
 
     #[test]
     fn no_device_twice_and_memo_changes_nothing(
-        node_devices in prop::collection::vec(0u8..5, 1..5),
+        node_devices in prop::collection::vec((0u8..5, prop::sample::select(vec![0u8, 0, 2])), 1..5),
         shared in 0u8..4,
-        pods in prop::collection::vec((1u8..4, prop::bool::weighted(0.3)), 0..12),
+        pods in prop::collection::vec((0u8..4, prop::bool::weighted(0.3), prop::sample::select(vec![0u8, 0, 1, 2])), 0..12),
     ) {
         let (classes, templates) = (classes(), templates());
         let run = |memo: bool| {
             let (nodes, slices, pod_objs) = build(&node_devices, shared, &pods);
             let mut cluster = Cluster::build(nodes, pod_objs, &[], &SchedulerNames::default()).unwrap();
             cluster.add_claims(Vec::new(), &templates);
+            cluster.map_extended_resources(&classes);
             let ctx = DraContext {
                 index: muster_alloc::SliceIndex::new(&slices),
                 classes: &classes,
@@ -133,11 +158,35 @@ proptest! {
                 .filter(|c| cluster.claims[*c].claim.status.as_ref().and_then(|s| s.allocation.as_ref()).is_none())
                 .map(|c| cluster.claims[c].key())
                 .collect();
-            (placements, claims, twice, unallocated)
+            // A pod asking `example.com/gpu` got exactly that many devices through its special
+            // claim on a node without the device plugin, and none on a node with it, where the
+            // plugin's GPUs are not overcommitted.
+            let mut extended_wrong = Vec::new();
+            for (p, n) in &plan.placements {
+                let (pod, node) = (cluster.pod(*p), cluster.node(*n));
+                let want = pods[p.0 as usize].2 as usize;
+                let special: usize = pod.claims.iter().flatten().map(|c| &cluster.claims[*c].claim)
+                    .filter(|c| c.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("resource.kubernetes.io/extended-resource-claim")))
+                    .flat_map(|c| c.status.iter().flat_map(|s| s.allocation.iter()).flat_map(|a| a.devices.iter()).flat_map(|d| d.results.iter().flatten()))
+                    .count();
+                let plugin = node_devices[n.0 as usize].1 as usize;
+                let ok = if plugin > 0 { special == 0 } else { special == want };
+                if !ok {
+                    extended_wrong.push(format!("{} on {}: {special} special-claim devices for {want}", pod.key, node.name()));
+                }
+            }
+            for (i, n) in cluster.nodes.iter().enumerate() {
+                let id = cluster.resources.get("example.com/gpu");
+                if let Some(id) = id && node_devices[i].1 > 0 && n.requested(id) > n.allocatable(id) {
+                    extended_wrong.push(format!("{} overcommits the device plugin", n.name()));
+                }
+            }
+            (placements, claims, twice, unallocated, extended_wrong)
         };
         let with_memo = run(true);
         prop_assert!(with_memo.2.is_empty(), "devices allocated twice: {:?}", with_memo.2);
         prop_assert!(with_memo.3.is_empty(), "placed pods with unallocated claims: {:?}", with_memo.3);
+        prop_assert!(with_memo.4.is_empty(), "extended resources served wrongly: {:?}", with_memo.4);
         let without = run(false);
         prop_assert_eq!(&with_memo.0, &without.0, "reusing verdicts changed a placement");
         prop_assert_eq!(&with_memo.1, &without.1, "reusing verdicts changed an allocation");

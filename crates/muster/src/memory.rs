@@ -64,6 +64,7 @@ impl World {
         let mut cluster = Cluster::build(nodes, pods, &classes, names)
             .map_err(|errs| errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>())?;
         cluster.add_claims(claims, &templates);
+        cluster.map_extended_resources(&device_classes);
         apply_taint_rules(&mut slices, &rules);
         Ok(World { manifests, cluster, unused, device_classes, slices })
     }

@@ -55,7 +55,7 @@ fn skipped(cluster: &Cluster) -> Vec<(&str, String)> {
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
     json!({
-        "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name()})).collect::<Vec<_>>(),
+        "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p)})).collect::<Vec<_>>(),
         "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": e.message()})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),

@@ -6,6 +6,8 @@
 //! inputs: ../../../examples/quickstart    (optional: paths instead of the folder itself)
 //! ns/pod -> node                          (placed there)
 //! ns/pod !! message                       (unschedulable with exactly this message)
+//! ns/pod => driver/pool: dev dev          (the devices the pod got, as the table shows them;
+//!                                          pods without such a line are not checked)
 //! ```
 //!
 //! The plan must match exactly: no other pod placed or left unschedulable.
@@ -20,11 +22,14 @@ fn run(dir: &Path) -> Result<(), String> {
     let mut inputs: Vec<String> = Vec::new();
     let mut want_placed = BTreeMap::new();
     let mut want_failed = BTreeMap::new();
+    let mut want_devices = BTreeMap::new();
     for line in expected.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         if let Some(a) = line.strip_prefix("args:") {
             args.extend(a.split_whitespace().map(String::from));
         } else if let Some(i) = line.strip_prefix("inputs:") {
             inputs.extend(i.split_whitespace().map(|p| dir.join(p).to_string_lossy().into_owned()));
+        } else if let Some((pod, devices)) = line.split_once(" => ") {
+            want_devices.insert(pod.to_string(), devices.to_string());
         } else if let Some((pod, node)) = line.split_once(" -> ") {
             want_placed.insert(pod.to_string(), node.to_string());
         } else if let Some((pod, msg)) = line.split_once(" !! ") {
@@ -60,6 +65,14 @@ fn run(dir: &Path) -> Result<(), String> {
         .map(|p| (p["pod"].as_str().unwrap().to_string(), p["reason"].as_str().unwrap().to_string()))
         .collect();
     let mut problems = Vec::new();
+    for (pod, want) in &want_devices {
+        let got = v["placements"].as_array().unwrap().iter().find(|p| p["pod"] == pod.as_str()).map(|p| {
+            p["devices"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect::<Vec<_>>().join(" | ")
+        });
+        if got.as_deref() != Some(want.as_str()) {
+            problems.push(format!("devices of {pod}:\n  want {want}\n  got  {got:?}"));
+        }
+    }
     if got_placed != want_placed {
         problems.push(format!("placements:\n  want {want_placed:?}\n  got  {got_placed:?}"));
     }

@@ -2,14 +2,21 @@
 //! allocation is recorded in the claims when the pod is placed (Reserve, then what PreBind writes:
 //! `status.allocation` and `status.reservedFor`).
 
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Container, ContainerExtendedResourceRequest, Node, Pod, PodExtendedResourceClaimStatus, PodStatus,
 };
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, DeviceClaim, DeviceClass, DeviceRequest, ExactDeviceRequest, ResourceClaim,
+    ResourceClaimConsumerReference, ResourceClaimSpec, ResourceClaimStatus,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use muster_alloc::{AllocError, AllocatedState, Allocator, Features, Outcome, SliceIndex};
 use muster_api::selectors::{NodeView, node_selector_matches};
 
-use crate::cluster::{Cluster, NodeInfo, PodInfo};
+use crate::cluster::{ClaimInfo, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, NodeInfo, PodInfo};
 use crate::framework::Rejection;
 
 pub const NAME: &str = "DynamicResources";
@@ -39,7 +46,15 @@ fn allocated(claim: &ResourceClaim) -> bool {
 }
 
 /// PreFilter: every claim must exist, and a claim may not be reserved by more than 256 pods.
+/// A special extended-resources claim from an earlier attempt makes the attempt fail, as
+/// upstream's Filter does (its PostFilter then deletes the claim and the pod is retried).
 pub fn pre_filter(pod: &PodInfo, cluster: &Cluster) -> Option<String> {
+    if let Some(claim) = &pod.stale_extended_claim {
+        return Some(format!(
+            "cannot schedule extended resource claim: resourceclaim {claim} from an earlier attempt exists \
+             (kube-scheduler deletes it and retries the pod)"
+        ));
+    }
     for c in &pod.claims {
         match c {
             Err(msg) => return Some(msg.clone()),
@@ -121,14 +136,8 @@ pub fn reserve(
     state: &mut AllocatedState,
     features: Features,
 ) {
-    let pod = &cluster.pods[pod_index];
-    let consumer = ResourceClaimConsumerReference {
-        api_group: None,
-        resource: "pods".into(),
-        name: pod.name().to_string(),
-        uid: pod.pod.metadata.uid.clone().unwrap_or_default(),
-    };
-    let claims: Vec<usize> = pod.claims.iter().flatten().copied().collect();
+    let consumer = consumer(&cluster.pods[pod_index]);
+    let claims: Vec<usize> = cluster.pods[pod_index].claims.iter().flatten().copied().collect();
     let mut results = allocation.into_iter();
     for c in claims {
         let info = &mut cluster.claims[c];
@@ -140,5 +149,332 @@ pub fn reserve(
         let status = info.claim.status.get_or_insert_with(ResourceClaimStatus::default);
         status.reserved_for.get_or_insert_with(Vec::new).push(consumer.clone());
         info.changed = true;
+    }
+}
+
+/// The special claim for a pod's extended resources served through DRA on one node (KEP 5004),
+/// as kube-scheduler's DynamicResources plugin prepares it in Filter: the claim (its name is
+/// set at Reserve) and the pod's `extendedResourceClaimStatus.requestMappings`.
+#[derive(Clone, Debug)]
+pub struct ExtendedClaim {
+    /// Which of the pod's `dra_extended` resources the node does not advertise (bit i = entry i).
+    pub mask: u64,
+    pub claim: ResourceClaim,
+    pub mappings: Vec<ContainerExtendedResourceRequest>,
+    pub fingerprint: u64,
+}
+
+/// Which of the pod's DRA-backed extended resources `node` does not advertise: those are served
+/// through DRA there; the others by the device plugin, as NodeResourcesFit counts them.
+pub fn extended_mask(pod: &PodInfo, node: &NodeInfo) -> u64 {
+    let mut mask = 0;
+    for (i, (id, _)) in pod.dra_extended.iter().enumerate().take(64) {
+        if node.allocatable(*id) == 0 {
+            mask |= 1 << i;
+        }
+    }
+    mask
+}
+
+/// A container's requests as the API server stores them: limits default missing requests.
+fn container_requests(c: &Container) -> BTreeMap<&str, &Quantity> {
+    let res = c.resources.as_ref();
+    let mut out: BTreeMap<&str, &Quantity> = BTreeMap::new();
+    for (k, v) in res.and_then(|r| r.limits.as_ref()).into_iter().flatten() {
+        out.insert(k, v);
+    }
+    for (k, v) in res.and_then(|r| r.requests.as_ref()).into_iter().flatten() {
+        out.insert(k, v);
+    }
+    out
+}
+
+/// A request's quantity as a whole number (`AsInt64`); fractions and zero are not requests.
+fn whole(q: &Quantity) -> Option<i64> {
+    let n = muster_api::quantity::parse(&q.0).ok()?.nanos();
+    (n > 0 && n % 1_000_000_000 == 0).then(|| i64::try_from(n / 1_000_000_000).ok()).flatten()
+}
+
+/// One container's request for `resource`: the long-lived requests in `reusable` are taken
+/// first (an init container runs before them, so their devices are free for it); the shortfall
+/// becomes a request named `container-<index>-request-<position of the resource among the
+/// container's sorted request names>`.
+fn container_request(
+    index: usize,
+    container: &Container,
+    resource: &str,
+    class: &str,
+    reusable: &[Option<DeviceRequest>],
+) -> (Option<DeviceRequest>, Vec<ContainerExtendedResourceRequest>) {
+    let requests = container_requests(container);
+    let Some(want) = requests.get(resource).and_then(|q| whole(q)) else { return (None, Vec::new()) };
+    let mapping = |request: &str| ContainerExtendedResourceRequest {
+        container_name: container.name.clone(),
+        resource_name: resource.to_string(),
+        request_name: request.to_string(),
+    };
+    let mut mappings = Vec::new();
+    let mut sum = 0;
+    for r in reusable.iter().flatten() {
+        sum += r.exactly.as_ref().and_then(|e| e.count).unwrap_or(0);
+        mappings.push(mapping(&r.name));
+        if sum >= want {
+            return (None, mappings);
+        }
+    }
+    let position = requests.keys().position(|k| *k == resource).unwrap_or(0);
+    let name = format!("container-{index}-request-{position}");
+    mappings.push(mapping(&name));
+    let request = DeviceRequest {
+        name,
+        exactly: Some(ExactDeviceRequest {
+            device_class_name: class.to_string(),
+            allocation_mode: Some("ExactCount".into()),
+            count: Some(want - sum),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    (Some(request), mappings)
+}
+
+/// The special claim's device requests and the request mappings for `needed` (resource name,
+/// class), as upstream builds them: containers are numbered over `initContainers ++ containers`;
+/// every long-lived container (regular or sidecar) gets its own request; ordinary init containers
+/// reuse the requests of long-lived containers declared after them and ask only for the
+/// shortfall, and of those shortfalls only the largest is kept (init containers run one at a
+/// time), the others' mappings pointing at it. Requests are sorted by name.
+pub fn extended_requests(
+    pod: &Pod,
+    needed: &[(&str, &str)],
+) -> (Vec<DeviceRequest>, Vec<ContainerExtendedResourceRequest>) {
+    let Some(spec) = pod.spec.as_ref() else { return Default::default() };
+    let inits = spec.init_containers.as_deref().unwrap_or_default();
+    let containers: Vec<&Container> = inits.iter().chain(&spec.containers).collect();
+    let long_lived = |i: usize| i >= inits.len() || containers[i].restart_policy.as_deref() == Some("Always");
+    let mut requests = Vec::new();
+    let mut mappings = Vec::new();
+    for &(resource, class) in needed {
+        let mut long: Vec<Option<DeviceRequest>> = vec![None; containers.len()];
+        let mut long_mappings = Vec::new();
+        for (i, c) in containers.iter().enumerate().filter(|(i, _)| long_lived(*i)) {
+            let (r, m) = container_request(i, c, resource, class, &[]);
+            long[i] = r;
+            long_mappings.extend(m);
+        }
+        let mut largest: Option<DeviceRequest> = None;
+        let mut short_names = Vec::new();
+        let mut short_mappings = Vec::new();
+        for (i, c) in containers.iter().enumerate().filter(|(i, _)| !long_lived(*i)) {
+            let (r, m) = container_request(i, c, resource, class, &long[i..]);
+            if let Some(r) = r {
+                let count = |r: &DeviceRequest| r.exactly.as_ref().and_then(|e| e.count).unwrap_or(0);
+                short_names.push(r.name.clone());
+                if largest.as_ref().is_none_or(|l| count(l) < count(&r)) {
+                    largest = Some(r);
+                }
+            }
+            short_mappings.extend(m);
+        }
+        if let Some(l) = &largest {
+            for m in &mut short_mappings {
+                if short_names.contains(&m.request_name) {
+                    m.request_name = l.name.clone();
+                }
+            }
+        }
+        requests.extend(largest);
+        requests.extend(long.into_iter().flatten());
+        mappings.extend(long_mappings);
+        mappings.extend(short_mappings);
+    }
+    requests.sort_by(|a, b| a.name.cmp(&b.name));
+    (requests, mappings)
+}
+
+/// The special claim for `pod` on a node where the resources in `mask` are served through DRA.
+/// Its name is upstream's placeholder until Reserve names it.
+pub fn extended_claim(pod: &PodInfo, mask: u64, resources: &crate::cluster::ResourceNames) -> ExtendedClaim {
+    let needed: Vec<(&str, &str)> = pod
+        .dra_extended
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mask & (1 << i) != 0)
+        .map(|(_, (id, class))| (resources.name(*id), class.as_str()))
+        .collect();
+    let (requests, mappings) = extended_requests(&pod.pod, &needed);
+    let claim = ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(SPECIAL_CLAIM_IN_MEMORY_NAME.into()),
+            generate_name: Some(format!("{}-extended-resources-", pod.name())),
+            namespace: Some(pod.namespace().to_string()),
+            annotations: Some([(EXTENDED_RESOURCE_CLAIM_ANNOTATION.to_string(), "true".to_string())].into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                name: pod.name().to_string(),
+                uid: pod.pod.metadata.uid.clone().unwrap_or_default(),
+                controller: Some(true),
+                block_owner_deletion: None,
+            }]),
+            ..Default::default()
+        },
+        spec: Some(ResourceClaimSpec { devices: Some(DeviceClaim { requests: Some(requests), ..Default::default() }) }),
+        status: None,
+    };
+    let fingerprint = crate::cluster::fingerprint(&claim);
+    ExtendedClaim { mask, claim, mappings, fingerprint }
+}
+
+/// Upstream's name for the special claim while it exists only in memory (not a valid name, so it
+/// cannot clash with a real claim).
+pub const SPECIAL_CLAIM_IN_MEMORY_NAME: &str = "<extended-resources>";
+
+/// Reserve and PreBind for the special claim: name it as the API server would from its
+/// `generateName` (the suffix derived from the pod, not random), allocate it, reserve it for the
+/// pod, and record it in the pod's `status.extendedResourceClaimStatus`.
+pub fn reserve_extended(
+    pod_index: usize,
+    extended: ExtendedClaim,
+    allocation: AllocationResult,
+    cluster: &mut Cluster,
+    state: &mut AllocatedState,
+    features: Features,
+) {
+    let pod = &cluster.pods[pod_index];
+    let mut claim = extended.claim;
+    let mut base = claim.metadata.generate_name.take().unwrap_or_default();
+    base.truncate(58);
+    let suffix = crate::cluster::name_suffix(&[pod.namespace(), pod.name(), "extended-resources"]);
+    let name = format!("{base}{suffix}");
+    claim.metadata.generate_name = Some(format!("{}-extended-resources-", pod.name()));
+    claim.metadata.name = Some(name.clone());
+    claim.status = Some(ResourceClaimStatus {
+        allocation: Some(allocation),
+        reserved_for: Some(vec![consumer(pod)]),
+        ..Default::default()
+    });
+    state.add_claim(&claim, features);
+    let spec_fingerprint = extended.fingerprint;
+    let at = cluster.claims.len();
+    cluster.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint });
+    let pod = &mut cluster.pods[pod_index];
+    pod.claims.push(Ok(at));
+    pod.pod.status.get_or_insert_with(PodStatus::default).extended_resource_claim_status =
+        Some(PodExtendedResourceClaimStatus { resource_claim_name: name, request_mappings: extended.mappings });
+}
+
+fn consumer(pod: &PodInfo) -> ResourceClaimConsumerReference {
+    ResourceClaimConsumerReference {
+        api_group: None,
+        resource: "pods".into(),
+        name: pod.name().to_string(),
+        uid: pod.pod.metadata.uid.clone().unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}, "spec": spec})).unwrap()
+    }
+
+    type Brief = (Vec<(String, i64)>, Vec<(String, String)>);
+
+    /// (request name, count) and (container, request name) pairs, to compare briefly.
+    fn brief(pod: &Pod) -> Brief {
+        let (reqs, maps) = extended_requests(pod, &[("nvidia.com/gpu", "gpu")]);
+        (
+            reqs.iter().map(|r| (r.name.clone(), r.exactly.as_ref().unwrap().count.unwrap())).collect(),
+            maps.iter().map(|m| (m.container_name.clone(), m.request_name.clone())).collect(),
+        )
+    }
+
+    fn s(a: &str, b: &str) -> (String, String) {
+        (a.into(), b.into())
+    }
+
+    #[test]
+    fn request_named_by_container_and_sorted_resource_position() {
+        let p = pod(serde_json::json!({"containers": [
+            {"name": "sidecar-less", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "train", "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "2"}, "limits": {"nvidia.com/gpu": "2"}}},
+        ]}));
+        let (reqs, maps) = brief(&p);
+        assert_eq!(reqs, vec![("container-1-request-1".to_string(), 2)]);
+        assert_eq!(maps, vec![s("train", "container-1-request-1")]);
+        let (reqs, _) = extended_requests(&p, &[("nvidia.com/gpu", "gpu")]);
+        let exact = reqs[0].exactly.as_ref().unwrap();
+        assert_eq!((exact.device_class_name.as_str(), exact.allocation_mode.as_deref()), ("gpu", Some("ExactCount")));
+    }
+
+    #[test]
+    fn limits_alone_count_as_requests() {
+        let p = pod(serde_json::json!({"containers": [
+            {"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1", "memory": "1Gi"}}},
+        ]}));
+        assert_eq!(brief(&p).0, vec![("container-0-request-1".to_string(), 1)]);
+    }
+
+    #[test]
+    fn init_container_reuses_the_devices_of_later_containers() {
+        let p = pod(serde_json::json!({
+            "initContainers": [{"name": "init", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+            "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+        }));
+        let (reqs, maps) = brief(&p);
+        assert_eq!(reqs, vec![("container-1-request-0".to_string(), 2)]);
+        assert_eq!(maps, vec![s("main", "container-1-request-0"), s("init", "container-1-request-0")]);
+    }
+
+    #[test]
+    fn only_the_largest_init_shortfall_is_kept() {
+        let p = pod(serde_json::json!({
+            "initContainers": [
+                {"name": "a", "resources": {"limits": {"nvidia.com/gpu": "3"}}},
+                {"name": "b", "resources": {"limits": {"nvidia.com/gpu": "4"}}},
+            ],
+            "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+        }));
+        let (reqs, maps) = brief(&p);
+        assert_eq!(reqs, vec![("container-1-request-0".to_string(), 2), ("container-2-request-0".to_string(), 2)]);
+        assert_eq!(
+            maps,
+            vec![
+                s("main", "container-2-request-0"),
+                s("a", "container-2-request-0"),
+                s("a", "container-1-request-0"),
+                s("b", "container-2-request-0"),
+                s("b", "container-1-request-0"),
+            ]
+        );
+    }
+
+    #[test]
+    fn sidecars_are_long_lived_and_only_later_ones_are_reused() {
+        let p = pod(serde_json::json!({
+            "initContainers": [
+                {"name": "early", "resources": {"limits": {"nvidia.com/gpu": "2"}}},
+                {"name": "proxy", "restartPolicy": "Always", "resources": {"limits": {"nvidia.com/gpu": "1"}}},
+                {"name": "late", "resources": {"limits": {"nvidia.com/gpu": "1"}}},
+            ],
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
+        }));
+        let (reqs, maps) = brief(&p);
+        // `early` may use the sidecar's device (the sidecar starts after it) and asks for one
+        // more. `late` cannot (the sidecar is running); its own shortfall equals `early`'s, and
+        // init containers run one at a time, so it shares `early`'s request.
+        assert_eq!(reqs, vec![("container-0-request-0".to_string(), 1), ("container-1-request-0".to_string(), 1)]);
+        assert_eq!(
+            maps,
+            vec![
+                s("proxy", "container-1-request-0"),
+                s("early", "container-1-request-0"),
+                s("early", "container-0-request-0"),
+                s("late", "container-0-request-0"),
+            ]
+        );
     }
 }

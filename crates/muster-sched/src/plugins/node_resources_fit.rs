@@ -33,6 +33,11 @@ pub fn filter(state: &CycleState<'_>, node: &NodeInfo, names: &ResourceNames) ->
     }
     for &(id, want) in &state.pod.requests {
         if want > node.allocatable(id) - node.requested(id) {
+            // An extended resource the node does not advertise but a DeviceClass backs is served
+            // through DRA there (KEP 5004): DynamicResources decides.
+            if node.allocatable(id) == 0 && state.pod.dra_extended.iter().any(|(r, _)| *r == id) {
+                continue;
+            }
             reasons.push(match id {
                 ResourceId::CPU => Cow::Borrowed("Insufficient cpu"),
                 ResourceId::MEMORY => Cow::Borrowed("Insufficient memory"),
