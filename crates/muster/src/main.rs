@@ -4,8 +4,10 @@
 //! and prints. It makes no scheduling decision of its own.
 
 mod bench;
+mod check;
 mod config;
 mod conformance;
+mod convert;
 mod devices;
 mod memory;
 mod output;
@@ -35,6 +37,16 @@ enum Command {
     /// CEL selector selects, or why evaluating it fails. Exits 0 when it ran, 2 on bad input or a
     /// selector that does not compile.
     Devices(DevicesArgs),
+    /// Validate manifests without scheduling: the strict schema, the outdated forms of older or
+    /// simplified write-ups (each with its Kubernetes 1.37 form), references between objects, CEL
+    /// selectors (compiled, and the attributes they read checked against the input's
+    /// ResourceSlices). Exits 0 without errors (warnings allowed), 1 with errors, 2 when the input
+    /// cannot be read.
+    Check(CheckArgs),
+    /// Rewrite manifests that hold the outdated forms `muster check` names into Kubernetes 1.37
+    /// objects (to standard output, or in place with -w); objects already valid are kept as
+    /// written. Changes made on an assumption carry a `# muster convert:` comment.
+    Convert(ConvertArgs),
     /// Run conformance data: `muster conformance allocator DIR` runs every AllocationCase file in
     /// DIR through the allocator, prints `PASS name` or `FAIL name: what differs` per case and
     /// `N passed, M failed`; exits 1 if any failed.
@@ -73,6 +85,33 @@ struct PlanArgs {
     /// adaptive default, 100 = consider every node). Overrides --config.
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: Option<u32>,
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// Manifest files or directories; `-` reads standard input.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Output format: text grouped by file, or a JSON list of findings
+    /// {file, line, column, severity, object, field, message, fix}.
+    #[arg(short, long, value_enum, default_value_t = CheckFormat::Text)]
+    output: CheckFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CheckFormat {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct ConvertArgs {
+    /// A manifest file or a directory; `-` reads standard input.
+    #[arg(value_name = "PATH")]
+    path: PathBuf,
+    /// Write the converted files in place instead of to standard output.
+    #[arg(short = 'w', long = "write")]
+    write: bool,
 }
 
 #[derive(Subcommand)]
@@ -194,6 +233,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(args) => plan(args),
         Command::Devices(args) => run_devices(args),
+        Command::Check(args) => check::run(&args.paths, matches!(args.output, CheckFormat::Json)),
+        Command::Convert(args) => convert::run(&args.path, args.write),
         Command::Conformance { suite: ConformanceSuite::Allocator { dir } } => {
             conformance::run_dir(&dir).map(|(report, _, failed)| {
                 print!("{report}");

@@ -1,0 +1,1239 @@
+//! `muster check`: validates manifests without scheduling anything.
+//!
+//! Four passes, every finding with file, line, column, object and field:
+//!
+//! 1. Schema: the strict loader (`muster_manifest`) on every file, and a scan of the located YAML
+//!    tree for the outdated forms of workload-spec.md §12 (the seed article's v1alpha3 DeviceClass,
+//!    `spec.spec.deviceClassName` + `count`, `spec.minCount`, `scheduleTimeoutSeconds`, group
+//!    membership by label, old DeviceTaintRule shape), each named with its 1.37 form. Where a scan
+//!    finding explains a loader error at the same place, only the scan finding is kept.
+//! 2. References: claims, templates, DeviceClasses, PodGroups and PriorityClasses that objects name
+//!    exist in the input.
+//! 3. CEL: every selector compiles (`muster_cel`), errors placed on the line of the expression.
+//! 4. Attributes and capacities that selectors read exist on some device of the input's
+//!    ResourceSlices, and each DeviceClass selects at least one of them (when there are slices;
+//!    without slices, what NVIDIA's driver publishes is the reference).
+//!
+//! Exit status: 0 without errors (warnings allowed), 1 with errors, 2 when the input cannot be read.
+
+pub(crate) mod cel_text;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1::ResourceSlice;
+use muster_cel::{DeviceView, Env, SelectorOwner};
+use muster_manifest::Pos;
+use muster_manifest::yaml::{self, Node, Value};
+use serde_json::json;
+
+use cel_text::{NVIDIA_DRIVER, driver_for_domain, nvidia_name_problem};
+
+/// How bad a finding is: errors make `check` exit 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// One problem: where, which object and field, what is wrong, and the 1.37 form when there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Index of the file in the inputs (output order).
+    pub file: usize,
+    pub pos: Option<Pos>,
+    pub severity: Severity,
+    /// `Kind namespace/name` (namespaced kinds, `default` when unset) or `Kind name`.
+    pub object: Option<String>,
+    pub field: Option<String>,
+    pub message: String,
+    pub fix: Option<String>,
+}
+
+/// One input file and its text.
+pub struct Source {
+    pub name: Arc<str>,
+    pub text: String,
+}
+
+/// Reads `paths` as `muster plan` does (files; directories recursively for `*.yaml`, `*.yml`,
+/// `*.json`, hidden entries skipped; `-` for standard input). Returns the problems that made some
+/// input unreadable.
+pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Source>, Vec<String>> {
+    let mut sources = Vec::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        if p.as_path() == Path::new("-") {
+            let mut text = String::new();
+            match std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+                Ok(_) => sources.push(Source { name: "<stdin>".into(), text }),
+                Err(e) => errors.push(format!("<stdin>: cannot read standard input: {e}")),
+            }
+            continue;
+        }
+        let mut files = Vec::new();
+        if let Err(e) = collect_files(p, true, &mut files) {
+            errors.push(format!("{}: {e}", p.display()));
+        }
+        for f in files {
+            match std::fs::read_to_string(&f) {
+                Ok(text) => sources.push(Source { name: f.display().to_string().into(), text }),
+                Err(e) => errors.push(format!("{}: cannot read: {e}", f.display())),
+            }
+        }
+    }
+    if errors.is_empty() && sources.is_empty() {
+        errors.push("no manifest files (*.yaml, *.yml, *.json) found".into());
+    }
+    if errors.is_empty() { Ok(sources) } else { Err(errors) }
+}
+
+fn collect_files(p: &Path, explicit: bool, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let meta = std::fs::metadata(p).map_err(|e| format!("cannot read: {e}"))?;
+    if meta.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| format!("cannot list directory: {e}"))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            if !e.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')) {
+                collect_files(&e, false, out)?;
+            }
+        }
+    } else if explicit || p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json")) {
+        out.push(p.to_path_buf());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The located tree, object by object.
+
+/// One document of a file: the piece of text between document markers that holds it.
+pub(crate) struct Piece<'a> {
+    /// Byte range of the piece in the file.
+    pub range: std::ops::Range<usize>,
+    /// Lines before the piece.
+    pub line_offset: u32,
+    /// None when the piece is not valid YAML (the loader reports it).
+    pub docs: Option<Vec<yaml::Document<'a>>>,
+}
+
+/// Parses a file piece by piece, so that one bad document does not hide the others.
+pub(crate) fn pieces(text: &str) -> Vec<Piece<'_>> {
+    let cuts = yaml::split_documents(text, 0);
+    cuts.iter()
+        .enumerate()
+        .map(|(i, &(start, line))| {
+            let end = cuts.get(i + 1).map_or(text.len(), |c| c.0);
+            Piece { range: start..end, line_offset: line, docs: yaml::parse_stream_at(&text[start..end], line).ok() }
+        })
+        .collect()
+}
+
+/// An object as written: its node, kind, and identity.
+pub(crate) struct Obj<'n, 'a> {
+    pub file: usize,
+    pub node: &'n Node<'a>,
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    /// Namespace as the API would hold it (`default` for namespaced kinds without one).
+    pub namespace: String,
+}
+
+impl Obj<'_, '_> {
+    pub fn display(&self) -> String {
+        if self.namespace.is_empty() {
+            format!("{} {}", self.kind, self.name)
+        } else {
+            format!("{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+
+    pub fn get(&self, path: &str) -> Option<&Node<'_>> {
+        get_path(self.node, path)
+    }
+}
+
+/// Kinds whose objects live in a namespace (among those the input may hold).
+pub(crate) fn namespaced(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Pod"
+            | "ResourceClaim"
+            | "ResourceClaimTemplate"
+            | "PodGroup"
+            | "Workload"
+            | "CompositePodGroup"
+            | "Deployment"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "ReplicaSet"
+            | "Job"
+            | "CronJob"
+            | "Service"
+            | "ConfigMap"
+            | "Secret"
+            | "ServiceAccount"
+    )
+}
+
+/// `a.b.c` under `node`.
+pub(crate) fn get_path<'n, 'a>(node: &'n Node<'a>, path: &str) -> Option<&'n Node<'a>> {
+    path.split('.').try_fold(node, |n, k| n.get(k))
+}
+
+/// The key node and value node of `key` in a mapping.
+pub(crate) fn entry<'n, 'a>(node: &'n Node<'a>, key: &str) -> Option<(&'n Node<'a>, &'n Node<'a>)> {
+    match &node.value {
+        Value::Map(entries) => entries.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(k, v)| (k, v)),
+        _ => None,
+    }
+}
+
+pub(crate) fn seq<'n, 'a>(node: Option<&'n Node<'a>>) -> &'n [Node<'a>] {
+    match node.map(|n| &n.value) {
+        Some(Value::Seq(items)) => items,
+        _ => &[],
+    }
+}
+
+pub(crate) fn str_of<'n>(node: Option<&'n Node<'_>>) -> Option<&'n str> {
+    node.and_then(Node::as_str).filter(|s| !s.is_empty())
+}
+
+/// The objects of a document, `List`s expanded (items of `PodList` and such default their kind).
+pub(crate) fn objects_of<'n, 'a>(
+    file: usize,
+    node: &'n Node<'a>,
+    list_default: Option<(&str, &str)>,
+    out: &mut Vec<Obj<'n, 'a>>,
+) {
+    if !matches!(node.value, Value::Map(_)) {
+        return;
+    }
+    let (api_version, kind) = match (str_of(node.get("apiVersion")), str_of(node.get("kind")), list_default) {
+        (Some(v), Some(k), _) => (v.to_string(), k.to_string()),
+        (v, k, Some((dv, dk))) => (v.unwrap_or(dv).to_string(), k.unwrap_or(dk).to_string()),
+        _ => return,
+    };
+    if kind == "List" || (kind.ends_with("List") && node.get("items").is_some()) {
+        let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty()).map(str::to_string);
+        for item in seq(node.get("items")) {
+            objects_of(file, item, item_kind.as_deref().map(|k| (api_version.as_str(), k)), out);
+        }
+        return;
+    }
+    let name = str_of(get_path(node, "metadata.name")).unwrap_or("<unnamed>").to_string();
+    let namespace = if namespaced(&kind) {
+        str_of(get_path(node, "metadata.namespace")).unwrap_or("default").to_string()
+    } else {
+        String::new()
+    };
+    out.push(Obj { file, node, api_version, kind, name, namespace });
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the input defines, for references and for inferring a driver.
+
+/// What the whole input defines.
+#[derive(Default)]
+pub(crate) struct Index {
+    /// (kind, namespace, name) → where it is defined first.
+    pub defined: HashMap<(String, String, String), (usize, Pos)>,
+    /// DeviceClass name → the driver domains its selectors read (vendor domains mapped to their
+    /// driver) or test with `device.driver == '...'`.
+    pub class_drivers: BTreeMap<String, BTreeSet<String>>,
+    pub slices: Vec<ResourceSlice>,
+}
+
+impl Index {
+    pub fn build(objects: &[Obj<'_, '_>]) -> Index {
+        let mut ix = Index::default();
+        for o in objects {
+            ix.defined.entry((o.kind.clone(), o.namespace.clone(), o.name.clone())).or_insert((o.file, o.node.pos));
+            match o.kind.as_str() {
+                "DeviceClass" => {
+                    let mut drivers = BTreeSet::new();
+                    for sel in seq(o.get("spec.selectors")) {
+                        let Some(expr) = get_path(sel, "cel.expression").and_then(Node::as_str) else { continue };
+                        for r in cel_text::refs(expr) {
+                            let d = driver_for_domain(&r.domain).map_or(r.domain.clone(), str::to_string);
+                            if d != "resource.kubernetes.io" {
+                                drivers.insert(d);
+                            }
+                        }
+                        let t = cel_text::tokens(expr);
+                        for w in t.windows(5) {
+                            if w[0].text == "device" && w[1].text == "." && w[2].text == "driver" && w[3].text == "==" {
+                                drivers.insert(cel_text::unquote(w[4].text));
+                            }
+                        }
+                    }
+                    ix.class_drivers.insert(o.name.clone(), drivers);
+                }
+                "ResourceSlice" if o.api_version == "resource.k8s.io/v1" => {
+                    if let Ok(s) = muster_manifest::de::from_node::<ResourceSlice>(o.node) {
+                        ix.slices.push(s);
+                    }
+                }
+                _ => {}
+            }
+        }
+        ix
+    }
+
+    pub fn has(&self, kind: &str, namespace: &str, name: &str) -> bool {
+        self.defined.contains_key(&(kind.to_string(), namespace.to_string(), name.to_string()))
+    }
+
+    /// The driver (and pool) of a DeviceTaintRule written with a node and device name, and why.
+    pub fn infer_driver(&self, node: Option<&str>, device: Option<&str>) -> Option<(String, Option<String>, String)> {
+        // A slice that publishes the device on that node says exactly.
+        for s in &self.slices {
+            let on_node = node.is_none_or(|n| s.spec.node_name.as_deref() == Some(n) || s.spec.pool.name == n);
+            if on_node && device.is_some_and(|d| s.spec.devices.iter().flatten().any(|x| x.name == d)) {
+                return Some((
+                    s.spec.driver.clone(),
+                    Some(s.spec.pool.name.clone()),
+                    format!("from ResourceSlice {}", s.metadata.name.as_deref().unwrap_or("")),
+                ));
+            }
+        }
+        let all: BTreeSet<&String> = self.class_drivers.values().flatten().collect();
+        if all.len() == 1 {
+            let d = all.into_iter().next().expect("one");
+            let classes: Vec<&str> =
+                self.class_drivers.iter().filter(|(_, ds)| ds.contains(d)).map(|(n, _)| n.as_str()).collect();
+            return Some((
+                d.clone(),
+                None,
+                format!("inferred from the selectors of DeviceClass {}", classes.join(", ")),
+            ));
+        }
+        None
+    }
+}
+
+/// Pod labels and annotations other schedulers use for group membership.
+pub(crate) const GROUP_LABEL_KEYS: &[&str] =
+    &["scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io", "scheduling.k8s.io/group-name"];
+
+/// A pod that tries to join a PodGroup by a label (or annotation): (key node, PodGroup name).
+pub(crate) fn label_membership<'n, 'a>(o: &Obj<'n, 'a>, ix: &Index) -> Option<(&'n Node<'a>, String)> {
+    if o.kind != "Pod" || o.get("spec.schedulingGroup").is_some() {
+        return None;
+    }
+    let node: &'n Node<'a> = o.node;
+    for path in ["metadata.labels", "metadata.annotations"] {
+        let Some(Value::Map(entries)) = get_path(node, path).map(|n| &n.value) else { continue };
+        for (k, v) in entries {
+            let (Some(key), Some(value)) = (k.as_str(), str_of(Some(v))) else { continue };
+            let names_group = ix.has("PodGroup", &o.namespace, value);
+            if names_group || GROUP_LABEL_KEYS.contains(&key) {
+                // A label naming a PodGroup only by accident (app: x with a PodGroup x) is still
+                // worth a warning: it shows the author's intent.
+                return Some((k, value.to_string()));
+            }
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Positions inside scalars.
+
+/// The position of byte `offset` of the value of scalar `node`, as written in `text`: for block
+/// scalars (`>`, `|`) and multi-line plain or quoted ones, line by line (folding joins lines with
+/// one character, a space or a newline, which keeps the count).
+pub(crate) fn locate(lines: &[&str], node: &Node<'_>, value: &str, offset: usize) -> Pos {
+    let at = node.pos;
+    let Some(first) = lines.get(at.line as usize - 1) else { return at };
+    let start_char = first.chars().nth(at.col as usize - 1).unwrap_or(' ');
+    let offset_chars = value[..value.floor_char_boundary(offset.min(value.len()))].chars().count();
+    if start_char == '>' || start_char == '|' {
+        let mut left = offset_chars;
+        let mut indent = None;
+        for (i, l) in lines.iter().enumerate().skip(at.line as usize) {
+            if l.trim().is_empty() {
+                if left == 0 {
+                    return Pos { line: i as u32 + 1, col: 1 };
+                }
+                left -= 1;
+                continue;
+            }
+            let ind = l.len() - l.trim_start().len();
+            let ind = *indent.get_or_insert(ind);
+            let content: String = l.chars().skip(ind).collect();
+            let n = content.chars().count();
+            if left <= n {
+                return Pos { line: i as u32 + 1, col: (ind + left) as u32 + 1 };
+            }
+            left -= n + 1;
+        }
+        return at;
+    }
+    let quoted = start_char == '\'' || start_char == '"';
+    let mut left = offset_chars;
+    let rest = first.chars().count().saturating_sub(at.col as usize - 1 + usize::from(quoted));
+    if left <= rest {
+        return Pos { line: at.line, col: at.col + u32::from(quoted) + left as u32 };
+    }
+    left -= rest + 1;
+    for (i, l) in lines.iter().enumerate().skip(at.line as usize) {
+        let ind = l.len() - l.trim_start().len();
+        let n = l.trim().chars().count();
+        if left <= n {
+            return Pos { line: i as u32 + 1, col: (ind + left) as u32 + 1 };
+        }
+        left -= n + 1;
+    }
+    at
+}
+
+/// The byte offset of a 1-based line and column (in characters) of `src`.
+fn offset_of(src: &str, line: usize, column: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in src.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            return off + l.char_indices().nth(column.saturating_sub(1)).map_or(l.len(), |(b, _)| b);
+        }
+        off += l.len();
+    }
+    src.len()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks.
+
+struct Checker<'s> {
+    /// Each file's lines, to place positions inside scalars.
+    lines: &'s [Vec<&'s str>],
+    ix: &'s Index,
+    env: Env,
+    findings: Vec<Finding>,
+    /// Positions whose loader error a scan finding explains.
+    covered: HashSet<(usize, Pos)>,
+    /// Devices of the input's slices, converted once: (driver/pool/device, view).
+    devices: Vec<(String, Result<DeviceView, String>)>,
+    /// domain → attribute names, domain → capacity names, over every device of the input.
+    attributes: BTreeMap<String, BTreeSet<String>>,
+    capacities: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// `path: value`, a field in its 1.37 form.
+fn fix_yaml(path: &str, value: &str) -> String {
+    format!("{path}: {value}")
+}
+
+impl<'s> Checker<'s> {
+    fn new(lines: &'s [Vec<&'s str>], ix: &'s Index) -> Self {
+        let mut attributes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut capacities: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut devices = Vec::new();
+        for s in &ix.slices {
+            let driver = &s.spec.driver;
+            for d in s.spec.devices.iter().flatten() {
+                let split = |k: &str| match k.split_once('/') {
+                    Some((dom, n)) => (dom.to_string(), n.to_string()),
+                    None => (driver.clone(), k.to_string()),
+                };
+                for k in d.attributes.iter().flat_map(|m| m.keys()) {
+                    let (dom, n) = split(k);
+                    attributes.entry(dom).or_default().insert(n);
+                }
+                for k in d.capacity.iter().flat_map(|m| m.keys()) {
+                    let (dom, n) = split(k);
+                    capacities.entry(dom).or_default().insert(n);
+                }
+                let id = format!("{driver}/{}/{}", s.spec.pool.name, d.name);
+                devices.push((id, DeviceView::new(driver, d).map_err(|e| e.to_string())));
+            }
+        }
+        Checker {
+            lines,
+            ix,
+            env: Env::default(),
+            findings: Vec::new(),
+            covered: HashSet::new(),
+            devices,
+            attributes,
+            capacities,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        o: &Obj<'_, '_>,
+        pos: Pos,
+        severity: Severity,
+        field: &str,
+        message: String,
+        fix: Option<String>,
+        covers: bool,
+    ) {
+        if covers {
+            self.covered.insert((o.file, pos));
+        }
+        self.findings.push(Finding {
+            file: o.file,
+            pos: Some(pos),
+            severity,
+            object: Some(o.display()),
+            field: (!field.is_empty()).then(|| field.to_string()),
+            message,
+            fix,
+        });
+    }
+
+    fn object(&mut self, o: &Obj<'_, '_>) {
+        self.version(o);
+        match o.kind.as_str() {
+            "DeviceTaintRule" => self.device_taint_rule(o),
+            "DeviceClass" => self.device_class(o),
+            "ResourceClaim" => self.claim_spec(o, "spec"),
+            "ResourceClaimTemplate" => self.claim_spec(o, "spec.spec"),
+            "PodGroup" => self.pod_group(o),
+            "Workload" => {
+                for (i, t) in seq(o.get("spec.podGroupTemplates")).iter().enumerate() {
+                    self.priority_class(o, t, &format!("spec.podGroupTemplates[{i}].priorityClassName"));
+                }
+            }
+            "Pod" => self.pod(o),
+            _ => {}
+        }
+    }
+
+    /// An apiVersion muster does not read for a kind it reads.
+    fn version(&mut self, o: &Obj<'_, '_>) {
+        let versions = muster_manifest::object::supported_versions(&o.kind);
+        if versions.is_empty() || versions.contains(&o.api_version.as_str()) {
+            return;
+        }
+        let preferred = match o.kind.as_str() {
+            "PodGroup" | "Workload" => "scheduling.k8s.io/v1beta1",
+            _ => versions[0],
+        };
+        let (group, version) = o.api_version.split_once('/').unwrap_or(("", &o.api_version));
+        let message = match (group, version, o.kind.as_str()) {
+            ("resource.k8s.io", "v1alpha3", "DeviceTaintRule") => format!(
+                "{} {}: muster reads DeviceTaintRule in {preferred}, where it is GA in Kubernetes 1.37",
+                o.api_version, o.kind
+            ),
+            ("resource.k8s.io", "v1alpha3", k) => {
+                format!(
+                    "Kubernetes 1.37 serves no {k} in resource.k8s.io/v1alpha3 (only DeviceTaintRule); {k} is GA in {preferred}"
+                )
+            }
+            ("resource.k8s.io", _, k) => {
+                format!("{} {k} is deprecated; muster reads {k} in {preferred}, where it is GA", o.api_version)
+            }
+            ("scheduling.k8s.io", "v1alpha1" | "v1alpha2", k) => format!(
+                "Kubernetes 1.37 does not serve {} (removed without conversion); {k} is served as {}",
+                o.api_version,
+                versions.join(" and ")
+            ),
+            (_, _, k) => format!(
+                "{} {k} is not a Kubernetes 1.37 form muster reads; use {}",
+                o.api_version,
+                versions.join(" or ")
+            ),
+        };
+        let pos = o.get("apiVersion").map_or(o.node.pos, |n| n.pos);
+        self.push(o, pos, Severity::Error, "apiVersion", message, Some(fix_yaml("apiVersion", preferred)), true);
+    }
+
+    fn device_taint_rule(&mut self, o: &Obj<'_, '_>) {
+        let Some(spec) = o.get("spec") else { return };
+        let node = str_of(spec.get("nodeName"));
+        let device = str_of(spec.get("deviceName"));
+        let taints = seq(spec.get("taints"));
+        let old = spec.get("nodeName").is_some() || spec.get("deviceName").is_some() || spec.get("taints").is_some();
+        if old {
+            let mut selector = Vec::new();
+            match self.ix.infer_driver(node, device) {
+                Some((d, pool, _)) => {
+                    selector.push(format!("driver: {d}"));
+                    if let Some(p) = pool.or(node.map(str::to_string)) {
+                        selector.push(format!("pool: {p}"));
+                    }
+                }
+                None => {
+                    selector.push("driver: <the device's driver>".into());
+                    if let Some(n) = node {
+                        selector.push(format!("pool: {n}"));
+                    }
+                }
+            }
+            if let Some(d) = device {
+                selector.push(format!("device: {d}"));
+            }
+            let fix = fix_yaml("spec.deviceSelector", &format!("{{{}}}", selector.join(", ")));
+            if let Some((k, _)) = entry(spec, "nodeName") {
+                let m = "DeviceTaintRule has no spec.nodeName in any version: it selects devices with spec.deviceSelector \
+                         {driver, pool, device}; node-local drivers (such as gpu.nvidia.com) name their pool after the node";
+                self.push(o, k.pos, Severity::Error, "spec.nodeName", m.into(), Some(fix.clone()), true);
+            }
+            if let Some((k, _)) = entry(spec, "deviceName") {
+                let m = "DeviceTaintRule has no spec.deviceName in any version: the device is spec.deviceSelector.device, \
+                         with its driver and pool (device names are unique only within a pool)";
+                self.push(o, k.pos, Severity::Error, "spec.deviceName", m.into(), Some(fix), true);
+            }
+            if let Some((k, _)) = entry(spec, "taints") {
+                let m = if taints.len() > 1 {
+                    format!(
+                        "a DeviceTaintRule has one taint, spec.taint: write one rule per taint ({} rules)",
+                        taints.len()
+                    )
+                } else {
+                    "a DeviceTaintRule has one taint, spec.taint {key, value, effect}, not a list".to_string()
+                };
+                let fix = taints.first().map(|t| fix_yaml("spec.taint", &flow(t)));
+                self.push(o, k.pos, Severity::Error, "spec.taints", m, fix, true);
+            }
+            return;
+        }
+        if spec.get("taint").is_none() {
+            let pos = entry(o.node, "spec").map_or(o.node.pos, |(k, _)| k.pos);
+            let m = "required value: the taint to apply, {key, value, effect}";
+            self.push(o, pos, Severity::Error, "spec.taint", m.into(), None, false);
+        }
+        if spec.get("deviceSelector").is_none() {
+            let pos = entry(o.node, "spec").map_or(o.node.pos, |(k, _)| k.pos);
+            let m = "without spec.deviceSelector the rule taints no device (an empty selector {} taints all)";
+            self.push(o, pos, Severity::Warning, "spec.deviceSelector", m.into(), None, false);
+        }
+    }
+
+    fn device_class(&mut self, o: &Obj<'_, '_>) {
+        let mut programs = Vec::new();
+        let mut all_compiled = true;
+        for (i, sel) in seq(o.get("spec.selectors")).iter().enumerate() {
+            let field = format!("spec.selectors[{i}].cel.expression");
+            match self.cel(o, sel, &field, SelectorOwner::Class(&o.name), i) {
+                Some(p) => programs.push((i, p)),
+                None => all_compiled &= get_path(sel, "cel.expression").is_none(),
+            }
+        }
+        if self.devices.is_empty() || programs.is_empty() || !all_compiled {
+            return;
+        }
+        // Which devices does the class select? As `muster devices --class` evaluates it.
+        let (mut matched, mut errors) = (0usize, Vec::new());
+        for (id, view) in &self.devices {
+            let Ok(view) = view else { continue };
+            let mut ok = true;
+            for (i, p) in &programs {
+                match self.env.eval(p, view) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        ok = false;
+                        break;
+                    }
+                    Err(e) => {
+                        errors.push(muster_cel::selector_runtime_error(SelectorOwner::Class(&o.name), *i, id, &e));
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            matched += usize::from(ok);
+        }
+        let pos = entry(o.node, "spec").and_then(|(_, s)| entry(s, "selectors")).map_or(o.node.pos, |(k, _)| k.pos);
+        let n = self.devices.len();
+        let failing = |errors: &[String]| {
+            format!(
+                "the selectors fail on {} of them, first: {}",
+                errors.len(),
+                errors.first().map_or("", |e| e.as_str())
+            )
+        };
+        let m = match (matched, errors.is_empty()) {
+            (0, true) => format!(
+                "selects none of the {n} devices of the input's ResourceSlices (`muster devices PATH... --class {}` shows each verdict)",
+                o.name
+            ),
+            (0, false) => {
+                format!("selects none of the {n} devices of the input's ResourceSlices: {}", failing(&errors))
+            }
+            (_, false) => format!("of the {n} devices of the input's ResourceSlices, {}", failing(&errors)),
+            (_, true) => return,
+        };
+        self.push(o, pos, Severity::Warning, "spec.selectors", m, None, false);
+    }
+
+    /// Compiles the selector `sel` (`{cel: {expression}}`) and checks what it reads.
+    fn cel(
+        &mut self,
+        o: &Obj<'_, '_>,
+        sel: &Node<'_>,
+        field: &str,
+        owner: SelectorOwner<'_>,
+        index: usize,
+    ) -> Option<Arc<muster_cel::Program>> {
+        let expr_node = get_path(sel, "cel.expression")?;
+        let expr = expr_node.as_str()?;
+        let lines: &'s [&'s str] = &self.lines[o.file];
+        let compiled = self.env.compile(expr);
+        if let Err(e) = &compiled {
+            let at = locate(lines, expr_node, expr, offset_of(expr, e.line, e.column));
+            let bare = cel_text::bare_quantities(expr);
+            let mut m = String::new();
+            if let Some(q) = bare.first() {
+                let _ = write!(
+                    m,
+                    "{} is not CEL: a quantity is compared with quantity() and compareTo(), e.g. x.compareTo(quantity('{}')) >= 0; ",
+                    q.text, q.text
+                );
+            }
+            m.push_str(&muster_cel::selector_compile_error(owner, index, e));
+            let rw = cel_text::rewrite(expr);
+            let fix = (!rw.notes.is_empty() && self.env.compile(&rw.text).is_ok()).then(|| rw.text.clone());
+            self.push(o, at, Severity::Error, field, m, fix, false);
+        }
+        // Attribute and capacity names.
+        let mut seen = HashSet::new();
+        let mut domains_reported = HashSet::new();
+        for r in cel_text::refs(expr) {
+            if !seen.insert((r.capacity, r.domain.clone(), r.name.clone())) {
+                continue;
+            }
+            let word = if r.capacity { "capacity" } else { "attributes" };
+            let domain_at = locate(lines, expr_node, expr, r.domain_tok.0);
+            let name_at = r.name_tok.map_or(domain_at, |(s, _)| locate(lines, expr_node, expr, s));
+            if !self.devices.is_empty() || !self.attributes.is_empty() || !self.capacities.is_empty() {
+                // Against the input's devices.
+                let known_domain = self.attributes.contains_key(&r.domain) || self.capacities.contains_key(&r.domain);
+                if !known_domain {
+                    if domains_reported.insert(r.domain.clone()) {
+                        let have: BTreeSet<&String> = self.attributes.keys().chain(self.capacities.keys()).collect();
+                        let m = format!(
+                            "no device of the input's ResourceSlices has attributes or capacities under '{}'; their domains: {}",
+                            r.domain,
+                            have.into_iter().cloned().collect::<Vec<_>>().join(", ")
+                        );
+                        let fix = driver_for_domain(&r.domain).map(|d| format!("device.{word}['{d}']"));
+                        self.push(o, domain_at, Severity::Warning, field, m, fix, false);
+                    }
+                    continue;
+                }
+                let Some(name) = &r.name else { continue };
+                let (mine, other) = if r.capacity {
+                    (&self.capacities, &self.attributes)
+                } else {
+                    (&self.attributes, &self.capacities)
+                };
+                if r.guard || mine.get(&r.domain).is_some_and(|s| s.contains(name)) {
+                    continue;
+                }
+                let kind = if r.capacity { "capacity" } else { "attribute" };
+                let mut m = format!("no device of the input's ResourceSlices has the {kind} {}/{name}", r.domain);
+                let mut fix = None;
+                if other.get(&r.domain).is_some_and(|s| s.contains(name)) {
+                    let (is, other_word) =
+                        if r.capacity { ("an attribute", "attributes") } else { ("a capacity", "capacity") };
+                    let _ = write!(m, ": {name} is {is}");
+                    fix = Some(format!("device.{other_word}['{}'].{name}", r.domain));
+                } else {
+                    let names: Vec<&str> = mine.get(&r.domain).into_iter().flatten().map(String::as_str).collect();
+                    let _ = write!(m, "; their {kind} names under {}: {}", r.domain, names.join(", "));
+                }
+                self.push(o, name_at, Severity::Warning, field, m, fix, false);
+                continue;
+            }
+            // Without slices: what the drivers are known to publish.
+            let driver = driver_for_domain(&r.domain);
+            if let Some(d) = driver
+                && domains_reported.insert(r.domain.clone())
+            {
+                let m = format!(
+                    "'{}' is not a driver's name: attributes and capacities are keyed by the driver that publishes them ({d})",
+                    r.domain
+                );
+                self.push(o, domain_at, Severity::Warning, field, m, Some(format!("device.{word}['{d}']")), false);
+            }
+            let effective = driver.unwrap_or(&r.domain);
+            if effective != NVIDIA_DRIVER || r.guard {
+                continue;
+            }
+            let Some(name) = &r.name else { continue };
+            if let Some((m, renamed)) = nvidia_name_problem(r.capacity, name) {
+                let fix = match renamed {
+                    Some(n) => Some(format!("device.{word}['{NVIDIA_DRIVER}'].{n}")),
+                    None if !r.capacity && cel_text::NVIDIA_CAPACITIES.contains(&name.as_str()) => {
+                        Some(format!("device.capacity['{NVIDIA_DRIVER}'].{name}"))
+                    }
+                    None if r.capacity && cel_text::NVIDIA_ATTRIBUTES.contains(&name.as_str()) => {
+                        Some(format!("device.attributes['{NVIDIA_DRIVER}'].{name}"))
+                    }
+                    None => None,
+                };
+                self.push(o, name_at, Severity::Warning, field, m, fix, false);
+            }
+        }
+        compiled.ok()
+    }
+
+    fn class_ref(&mut self, o: &Obj<'_, '_>, node: Option<&Node<'_>>, field: &str) {
+        let Some(n) = node else { return };
+        let Some(class) = str_of(Some(n)) else { return };
+        if !self.ix.has("DeviceClass", "", class) {
+            let m = format!("DeviceClass {class:?} is not in the input");
+            self.push(o, n.pos, Severity::Error, field, m, None, false);
+        }
+    }
+
+    /// A ResourceClaim's spec or a template's `spec.spec`.
+    fn claim_spec(&mut self, o: &Obj<'_, '_>, prefix: &str) {
+        let Some(cs) = o.get(prefix) else { return };
+        let owner_name = o.display().split_once(' ').map_or(String::new(), |(_, n)| n.to_string());
+        let owner = SelectorOwner::Claim(&owner_name);
+        // The seed article's flat form: deviceClassName and count directly in the claim spec.
+        let flat = entry(cs, "deviceClassName");
+        let flat_count = entry(cs, "count");
+        if flat.is_some() || flat_count.is_some() {
+            let class = str_of(cs.get("deviceClassName")).unwrap_or("<class>");
+            let mode = str_of(cs.get("allocationMode")).unwrap_or("ExactCount");
+            let count = cs.get("count").and_then(Node::as_str).unwrap_or("1");
+            let exactly = if mode == "All" {
+                format!("{{deviceClassName: {class}, allocationMode: All}}")
+            } else {
+                format!("{{deviceClassName: {class}, allocationMode: ExactCount, count: {count}}}")
+            };
+            let fix = fix_yaml(
+                &format!("{prefix}.devices.requests"),
+                &format!("[{{name: {}, exactly: {exactly}}}]", request_name(class)),
+            );
+            if let Some((k, v)) = flat {
+                let m = format!(
+                    "a claim has no {prefix}.deviceClassName: devices are asked for in {prefix}.devices.requests[], \
+                     each {{name, exactly: {{deviceClassName, allocationMode, count}}}}"
+                );
+                self.push(o, k.pos, Severity::Error, &format!("{prefix}.deviceClassName"), m, Some(fix.clone()), true);
+                self.class_ref(o, Some(v), &format!("{prefix}.deviceClassName"));
+            }
+            if let Some((k, _)) = flat_count {
+                let m = format!(
+                    "a claim has no {prefix}.count: the number of devices is {prefix}.devices.requests[].exactly.count, with allocationMode: ExactCount"
+                );
+                let fix = if flat.is_some() { None } else { Some(fix) };
+                self.push(o, k.pos, Severity::Error, &format!("{prefix}.count"), m, fix, true);
+            }
+            for key in ["allocationMode", "selectors", "adminAccess"] {
+                if let Some((k, _)) = entry(cs, key) {
+                    let m = format!(
+                        "a claim has no {prefix}.{key}: it belongs in {prefix}.devices.requests[].exactly.{key}"
+                    );
+                    self.push(o, k.pos, Severity::Error, &format!("{prefix}.{key}"), m, None, true);
+                }
+            }
+            for (j, sel) in seq(cs.get("selectors")).iter().enumerate() {
+                self.cel(o, sel, &format!("{prefix}.selectors[{j}].cel.expression"), owner, j);
+            }
+        }
+        for (i, req) in seq(get_path(cs, "devices.requests")).iter().enumerate() {
+            let path = format!("{prefix}.devices.requests[{i}]");
+            // v1beta1's request: the fields of `exactly` directly in the request.
+            let moved: Vec<(&Node<'_>, &str)> =
+                ["deviceClassName", "allocationMode", "count", "selectors", "adminAccess", "tolerations", "capacity"]
+                    .into_iter()
+                    .filter_map(|k| entry(req, k).map(|(kn, _)| (kn, k)))
+                    .collect();
+            if let Some((first, _)) = moved.first() {
+                let names: Vec<&str> = moved.iter().map(|(_, k)| *k).collect();
+                let m = format!(
+                    "the resource.k8s.io/v1beta1 form of a request: in resource.k8s.io/v1 {} moved into {path}.exactly",
+                    names.join(", ")
+                );
+                let fields: Vec<String> =
+                    moved.iter().map(|(_, k)| format!("{k}: {}", req.get(k).map_or(String::new(), flow))).collect();
+                let fix = fix_yaml(&format!("{path}.exactly"), &format!("{{{}}}", fields.join(", ")));
+                let pos = first.pos;
+                for (kn, _) in &moved {
+                    self.covered.insert((o.file, kn.pos));
+                }
+                self.push(o, pos, Severity::Error, &path, m, Some(fix), true);
+                self.class_ref(o, req.get("deviceClassName"), &format!("{path}.deviceClassName"));
+                for (j, sel) in seq(req.get("selectors")).iter().enumerate() {
+                    self.cel(o, sel, &format!("{path}.selectors[{j}].cel.expression"), owner, j);
+                }
+            }
+            self.class_ref(o, get_path(req, "exactly.deviceClassName"), &format!("{path}.exactly.deviceClassName"));
+            for (j, sel) in seq(get_path(req, "exactly.selectors")).iter().enumerate() {
+                self.cel(o, sel, &format!("{path}.exactly.selectors[{j}].cel.expression"), owner, j);
+            }
+            for (k, sub) in seq(req.get("firstAvailable")).iter().enumerate() {
+                let sp = format!("{path}.firstAvailable[{k}]");
+                self.class_ref(o, sub.get("deviceClassName"), &format!("{sp}.deviceClassName"));
+                for (j, sel) in seq(sub.get("selectors")).iter().enumerate() {
+                    self.cel(o, sel, &format!("{sp}.selectors[{j}].cel.expression"), owner, j);
+                }
+            }
+        }
+    }
+
+    fn pod_group(&mut self, o: &Obj<'_, '_>) {
+        let spec = o.get("spec");
+        let min = spec.and_then(|s| entry(s, "minCount"));
+        let beta = if o.api_version == "scheduling.k8s.io/v1beta1" {
+            ""
+        } else {
+            " (with apiVersion scheduling.k8s.io/v1beta1, preferred)"
+        };
+        if let Some((k, v)) = min {
+            let m = "PodGroup has no spec.minCount: the gang size is spec.schedulingPolicy.gang.minCount \
+                     (spec.schedulingPolicy is required: gang or basic)";
+            let fix =
+                format!("{}{beta}", fix_yaml("spec.schedulingPolicy", &format!("{{gang: {{minCount: {}}}}}", flow(v))));
+            self.push(o, k.pos, Severity::Error, "spec.minCount", m.into(), Some(fix), true);
+        }
+        if let Some((k, v)) = spec.and_then(|s| entry(s, "scheduleTimeoutSeconds")) {
+            let m = format!(
+                "PodGroup has no scheduleTimeoutSeconds in any version: in Kubernetes 1.37 a gang waits for its pods at \
+                 most the scheduler's fixed 5-minute Permit timeout, then retries with backoff (muster: the planned \
+                 --gang-wait-timeout flag); remove scheduleTimeoutSeconds: {}",
+                flow(v)
+            );
+            self.push(o, k.pos, Severity::Error, "spec.scheduleTimeoutSeconds", m, None, true);
+        }
+        let policy = spec.and_then(|s| s.get("schedulingPolicy"));
+        match policy {
+            None if min.is_none() => {
+                let pos = entry(o.node, "spec").map_or(o.node.pos, |(k, _)| k.pos);
+                let m = "required value: the group's policy, gang (all-or-nothing, with minCount) or basic";
+                let fix = fix_yaml("spec.schedulingPolicy", "{gang: {minCount: N}} or {basic: {}}");
+                self.push(o, pos, Severity::Error, "spec.schedulingPolicy", m.into(), Some(fix), false);
+            }
+            Some(p) if usize::from(p.get("gang").is_some()) + usize::from(p.get("basic").is_some()) != 1 => {
+                let m = "exactly one of gang and basic must be set";
+                self.push(o, p.pos, Severity::Error, "spec.schedulingPolicy", m.into(), None, false);
+            }
+            _ => {}
+        }
+        if let Some(s) = spec {
+            self.priority_class(o, s, "spec.priorityClassName");
+            self.claim_refs(o, s.get("resourceClaims"), "spec.resourceClaims");
+        }
+    }
+
+    fn priority_class(&mut self, o: &Obj<'_, '_>, holder: &Node<'_>, field: &str) {
+        let Some(n) = holder.get("priorityClassName") else { return };
+        let Some(name) = str_of(Some(n)) else { return };
+        if !matches!(name, "system-cluster-critical" | "system-node-critical")
+            && !self.ix.has("PriorityClass", "", name)
+        {
+            let m = format!("PriorityClass {name:?} is not in the input (nor a system class)");
+            self.push(o, n.pos, Severity::Error, field, m, None, false);
+        }
+    }
+
+    /// `resourceClaims[]` of a pod or PodGroup: each names a claim or a template of the namespace.
+    fn claim_refs(&mut self, o: &Obj<'_, '_>, list: Option<&Node<'_>>, path: &str) {
+        for (i, c) in seq(list).iter().enumerate() {
+            for (key, kind) in
+                [("resourceClaimTemplateName", "ResourceClaimTemplate"), ("resourceClaimName", "ResourceClaim")]
+            {
+                let Some(n) = c.get(key) else { continue };
+                let Some(name) = str_of(Some(n)) else { continue };
+                if !self.ix.has(kind, &o.namespace, name) {
+                    let m = format!("{kind} {}/{name} is not in the input", o.namespace);
+                    self.push(o, n.pos, Severity::Error, &format!("{path}[{i}].{key}"), m, None, false);
+                }
+            }
+        }
+    }
+
+    fn pod(&mut self, o: &Obj<'_, '_>) {
+        let Some(spec) = o.get("spec") else { return };
+        self.claim_refs(o, spec.get("resourceClaims"), "spec.resourceClaims");
+        self.priority_class(o, spec, "spec.priorityClassName");
+        if let Some(n) = get_path(spec, "schedulingGroup.podGroupName")
+            && let Some(name) = str_of(Some(n))
+            && !self.ix.has("PodGroup", &o.namespace, name)
+        {
+            let m = format!(
+                "PodGroup {}/{name} is not in the input (the pod waits until it exists; a pod joins a group of its own namespace)",
+                o.namespace
+            );
+            self.push(o, n.pos, Severity::Error, "spec.schedulingGroup.podGroupName", m, None, false);
+        }
+        if let Some((k, group)) = label_membership(o, self.ix) {
+            let key = k.as_str().unwrap_or_default();
+            let m = format!(
+                "the label or annotation {key}: {group} does not make the pod a member of a PodGroup: membership is \
+                 spec.schedulingGroup.podGroupName (a PodGroup of the pod's namespace); labels have no effect"
+            );
+            let fix = fix_yaml("spec.schedulingGroup", &format!("{{podGroupName: {group}}}"));
+            self.push(o, k.pos, Severity::Warning, "spec.schedulingGroup", m, Some(fix), false);
+        }
+        // Containers name the pod's claims.
+        let claims: HashSet<&str> =
+            seq(spec.get("resourceClaims")).iter().filter_map(|c| str_of(c.get("name"))).collect();
+        for list in ["initContainers", "containers"] {
+            for (i, c) in seq(spec.get(list)).iter().enumerate() {
+                for (j, rc) in seq(get_path(c, "resources.claims")).iter().enumerate() {
+                    let Some(n) = rc.get("name") else { continue };
+                    if let Some(name) = str_of(Some(n))
+                        && !claims.contains(name)
+                    {
+                        let m = format!("the pod has no spec.resourceClaims entry named {name:?}");
+                        self.push(
+                            o,
+                            n.pos,
+                            Severity::Error,
+                            &format!("spec.{list}[{i}].resources.claims[{j}].name"),
+                            m,
+                            None,
+                            false,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The request name `convert` gives the single request of a flat claim.
+pub(crate) fn request_name(class: &str) -> &'static str {
+    let c = class.to_ascii_lowercase();
+    if c.contains("gpu") || c.contains("nvidia") { "gpus" } else { "devices" }
+}
+
+/// A node as one-line flow YAML (for messages).
+pub(crate) fn flow(n: &Node<'_>) -> String {
+    match &n.value {
+        Value::Scalar { text, plain } => {
+            if *plain || (!text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))) {
+                text.to_string()
+            } else {
+                serde_json::to_string(text.as_ref()).unwrap_or_default()
+            }
+        }
+        Value::Seq(items) => format!("[{}]", items.iter().map(flow).collect::<Vec<_>>().join(", ")),
+        Value::Map(entries) => format!(
+            "{{{}}}",
+            entries.iter().map(|(k, v)| format!("{}: {}", flow(k), flow(v))).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// `muster check PATH... [-o json]`: prints the findings; exit status 0 without errors, 1 with
+/// errors, 2 when some input cannot be read.
+pub fn run(paths: &[PathBuf], json_output: bool) -> anyhow::Result<std::process::ExitCode> {
+    let sources = match read_inputs(paths) {
+        Ok(s) => s,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("error: {e}");
+            }
+            return Ok(std::process::ExitCode::from(2));
+        }
+    };
+    let findings = check(&sources);
+    if json_output {
+        println!("{}", serde_json::to_string_pretty(&json(&sources, &findings))?);
+    } else {
+        print!("{}", human(&sources, &findings));
+    }
+    let errors = findings.iter().any(|f| f.severity == Severity::Error);
+    Ok(std::process::ExitCode::from(u8::from(errors)))
+}
+
+/// The whole check: every finding, sorted by file (input order), line and column.
+pub fn check(sources: &[Source]) -> Vec<Finding> {
+    let parsed: Vec<Vec<Piece<'_>>> = sources.iter().map(|s| pieces(&s.text)).collect();
+    let mut objects = Vec::new();
+    for (file, ps) in parsed.iter().enumerate() {
+        for p in ps {
+            for d in p.docs.iter().flatten() {
+                objects_of(file, &d.root, None, &mut objects);
+            }
+        }
+    }
+    let ix = Index::build(&objects);
+    let lines: Vec<Vec<&str>> = sources.iter().map(|s| s.text.lines().collect()).collect();
+    let mut ck = Checker::new(&lines, &ix);
+    for o in &objects {
+        ck.object(o);
+    }
+    // The same object in two files (the loader reports repeats within a file).
+    let mut first: HashMap<(&str, &str, &str), &Obj<'_, '_>> = HashMap::new();
+    for o in &objects {
+        if o.name == "<unnamed>" || muster_manifest::object::supported_versions(&o.kind).is_empty() {
+            continue;
+        }
+        match first.get(&(o.kind.as_str(), o.namespace.as_str(), o.name.as_str())) {
+            Some(f) if f.file != o.file => {
+                let m = format!("defined twice; first defined at {}:{}", sources[f.file].name, f.node.pos);
+                ck.push(o, o.node.pos, Severity::Error, "", m, None, false);
+            }
+            Some(_) => {}
+            None => {
+                first.insert((&o.kind, &o.namespace, &o.name), o);
+            }
+        }
+    }
+    // The strict loader, file by file; errors the scan explained are dropped.
+    for (file, s) in sources.iter().enumerate() {
+        let Err(diags) = muster_manifest::load_str(&s.name, &s.text) else { continue };
+        for d in diags {
+            if d.pos.is_some_and(|p| ck.covered.contains(&(file, p))) {
+                continue;
+            }
+            ck.findings.push(Finding {
+                file,
+                pos: d.pos,
+                severity: Severity::Error,
+                object: d.object.map(|o| default_namespace(&o)),
+                field: d.field.filter(|f| !f.is_empty()),
+                message: d.message,
+                fix: None,
+            });
+        }
+    }
+    let mut findings = ck.findings;
+    findings.sort_by_key(|f| (f.file, f.pos.map(|p| (p.line, p.col))));
+    findings.dedup();
+    findings
+}
+
+/// The loader names objects as written (`Pod x`); namespaced kinds are named `Pod default/x`.
+fn default_namespace(object: &str) -> String {
+    match object.split_once(' ') {
+        Some((kind, name)) if namespaced(kind) && !name.contains('/') && name != "<unnamed>" => {
+            format!("{kind} default/{name}")
+        }
+        _ => object.to_string(),
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// `N errors, M warnings in K files`.
+pub fn summary(findings: &[Finding], files: usize) -> String {
+    let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
+    format!("{}, {} in {}", plural(errors, "error"), plural(findings.len() - errors, "warning"), plural(files, "file"))
+}
+
+/// The human report: findings grouped by file (a blank line between files), each
+/// `file:line:col: severity: Object: field: message`, its 1.37 form indented below, and the summary.
+pub fn human(sources: &[Source], findings: &[Finding]) -> String {
+    let mut out = String::new();
+    let mut last_file = None;
+    for f in findings {
+        if last_file.is_some_and(|l| l != f.file) {
+            out.push('\n');
+        }
+        last_file = Some(f.file);
+        out.push_str(&sources[f.file].name);
+        if let Some(p) = f.pos {
+            let _ = write!(out, ":{p}");
+        }
+        let _ = write!(out, ": {}: ", f.severity.as_str());
+        if let Some(o) = &f.object {
+            let _ = write!(out, "{o}: ");
+        }
+        if let Some(field) = &f.field {
+            let _ = write!(out, "{field}: ");
+        }
+        let mut lines = f.message.lines();
+        out.push_str(lines.next().unwrap_or(""));
+        out.push('\n');
+        for l in lines {
+            let _ = writeln!(out, "    {l}");
+        }
+        if let Some(fix) = &f.fix {
+            let mut lines = fix.lines();
+            let _ = writeln!(out, "  1.37: {}", lines.next().unwrap_or(""));
+            for l in lines {
+                let _ = writeln!(out, "        {l}");
+            }
+        }
+    }
+    if !findings.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&summary(findings, sources.len()));
+    out.push('\n');
+    out
+}
+
+/// `-o json`: a list of `{file, line, column, severity, object, field, message, fix}`.
+pub fn json(sources: &[Source], findings: &[Finding]) -> serde_json::Value {
+    serde_json::Value::Array(
+        findings
+            .iter()
+            .map(|f| {
+                json!({
+                    "file": &*sources[f.file].name,
+                    "line": f.pos.map(|p| p.line),
+                    "column": f.pos.map(|p| p.col),
+                    "severity": f.severity.as_str(),
+                    "object": f.object,
+                    "field": f.field,
+                    "message": f.message,
+                    "fix": f.fix,
+                })
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str) -> Vec<Finding> {
+        check(&[Source { name: "t.yaml".into(), text: text.into() }])
+    }
+
+    #[test]
+    fn locates_offsets_in_block_and_flow_scalars() {
+        let text = "a:\n  e: >\n    one two\n    three\n  f: 'x y'\n";
+        let docs = yaml::parse_stream(text).unwrap();
+        let e = get_path(&docs[0].root, "a.e").unwrap();
+        let v = e.as_str().unwrap();
+        assert_eq!(v, "one two three\n");
+        let text: Vec<&str> = text.lines().collect();
+        let text = &text[..];
+        assert_eq!(locate(text, e, v, 4), Pos { line: 3, col: 9 });
+        assert_eq!(locate(text, e, v, 8), Pos { line: 4, col: 5 });
+        let f = get_path(&docs[0].root, "a.f").unwrap();
+        assert_eq!(locate(text, f, "x y", 2), Pos { line: 5, col: 9 });
+    }
+
+    #[test]
+    fn valid_objects_have_no_findings() {
+        let f = run(
+            "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g}\nspec:\n  schedulingPolicy: {gang: {minCount: 2}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {workload: g}}\nspec:\n  schedulingGroup: {podGroupName: g}\n  containers: [{name: c, image: i}]\n",
+        );
+        assert_eq!(f, vec![]);
+    }
+
+    #[test]
+    fn a_pod_group_without_policy_is_an_error() {
+        let f = run(
+            "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\nspec: {}\n",
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].object.as_deref(), Some("PodGroup ml/g"));
+        assert_eq!(f[0].field.as_deref(), Some("spec.schedulingPolicy"));
+        assert_eq!(f[0].pos, Some(Pos { line: 4, col: 1 }));
+    }
+}

@@ -1,0 +1,335 @@
+//! `muster check` and `muster convert` as a user runs them: findings, exit codes, and converted
+//! files that load and check clean.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn muster(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_muster")).args(args).current_dir(root()).output().unwrap()
+}
+
+fn muster_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// `muster check -o json FILE`: the exit code and the findings.
+fn findings(path: &str) -> (Option<i32>, Vec<Value>) {
+    let o = muster(&["check", "-o", "json", path]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    (o.status.code(), v.as_array().unwrap().clone())
+}
+
+/// (line, severity, field) of each finding.
+fn summary(f: &[Value]) -> Vec<(u64, String, String)> {
+    f.iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["severity"].as_str().unwrap().to_string(),
+                f["field"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn has(f: &[Value], line: u64, severity: &str, field: &str, text: &str) -> bool {
+    f.iter().any(|f| {
+        f["line"] == line
+            && f["severity"] == severity
+            && f["field"] == field
+            && f["message"].as_str().unwrap().contains(text)
+    })
+}
+
+#[test]
+fn check_names_every_outdated_form_of_the_seed_article() {
+    let o = muster(&["check", "tests/check/seed-examples.yaml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    insta::assert_snapshot!("check_seed_examples", stdout(&o));
+    let (_, f) = findings("tests/check/seed-examples.yaml");
+    // workload-spec.md §12, row by row.
+    assert!(has(&f, 4, "error", "apiVersion", "DeviceTaintRule in resource.k8s.io/v1"));
+    assert!(has(&f, 9, "error", "spec.nodeName", "deviceSelector"));
+    assert!(has(&f, 10, "error", "spec.deviceName", "deviceSelector.device"));
+    assert!(has(&f, 11, "error", "spec.taints", "one taint"));
+    assert!(has(&f, 15, "error", "apiVersion", "serves no DeviceClass in resource.k8s.io/v1alpha3"));
+    assert!(has(&f, 23, "warning", "spec.selectors[0].cel.expression", "'nvidia.com' is not a driver's name"));
+    assert!(has(&f, 23, "warning", "spec.selectors[0].cel.expression", "productName"));
+    assert!(has(&f, 24, "warning", "spec.selectors[0].cel.expression", "memory is a capacity"));
+    assert!(has(&f, 24, "error", "spec.selectors[0].cel.expression", "80Gi is not CEL"));
+    assert!(has(&f, 25, "warning", "spec.selectors[0].cel.expression", "\"nvlink\""));
+    assert!(has(&f, 27, "error", "apiVersion", "ResourceClaimTemplate is GA in resource.k8s.io/v1"));
+    assert!(has(&f, 33, "error", "spec.spec.deviceClassName", "devices.requests[]"));
+    assert!(has(&f, 34, "error", "spec.spec.count", "exactly.count"));
+    assert!(has(&f, 41, "error", "spec.minCount", "schedulingPolicy.gang.minCount"));
+    assert!(has(&f, 42, "error", "spec.scheduleTimeoutSeconds", "no scheduleTimeoutSeconds in any version"));
+    assert!(has(&f, 49, "warning", "spec.schedulingGroup", "labels have no effect"));
+    // The 1.37 forms.
+    let fix = |line: u64, field: &str| {
+        let at = |x: &&Value| x["line"] == line && x["field"] == field;
+        let x = f.iter().filter(at).find(|x| x["severity"] == "error").or_else(|| f.iter().find(at));
+        x.unwrap()["fix"].as_str().unwrap().to_string()
+    };
+    assert_eq!(
+        fix(9, "spec.nodeName"),
+        "spec.deviceSelector: {driver: gpu.nvidia.com, pool: worker-01, device: nvidia-gpu-0}"
+    );
+    assert!(
+        fix(24, "spec.selectors[0].cel.expression")
+            .contains("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0")
+    );
+    assert_eq!(
+        fix(33, "spec.spec.deviceClassName"),
+        "spec.spec.devices.requests: [{name: gpus, exactly: {deviceClassName: nvidia-h100-nvlink, allocationMode: ExactCount, count: 8}}]"
+    );
+    assert!(fix(41, "spec.minCount").starts_with("spec.schedulingPolicy: {gang: {minCount: 4}}"));
+    assert_eq!(fix(49, "spec.schedulingGroup"), "spec.schedulingGroup: {podGroupName: training-job-001}");
+    // Every finding has the JSON contract's fields, and names its object.
+    for x in &f {
+        for k in ["file", "line", "column", "severity", "object", "field", "message", "fix"] {
+            assert!(x.get(k).is_some(), "{k} missing in {x}");
+        }
+        assert_eq!(x["file"], "tests/check/seed-examples.yaml");
+        assert!(x["object"].as_str().unwrap().contains(' '), "{x}");
+    }
+    // The loader's errors that a finding explains are not repeated.
+    assert_eq!(f.iter().filter(|x| x["line"] == 41).count(), 1, "{f:#?}");
+}
+
+#[test]
+fn check_reports_missing_references() {
+    let (code, f) = findings("tests/check/references.yaml");
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        summary(&f),
+        [
+            (8, "error".into(), "spec.priorityClassName".into()),
+            (10, "error".into(), "spec.schedulingGroup.podGroupName".into()),
+            (13, "error".into(), "spec.resourceClaims[0].resourceClaimTemplateName".into()),
+            (15, "error".into(), "spec.resourceClaims[1].resourceClaimName".into()),
+            (21, "error".into(), "spec.containers[0].resources.claims[0].name".into()),
+            (34, "error".into(), "spec.spec.devices.requests[0].exactly.deviceClassName".into()),
+            (39, "error".into(), "spec.spec.devices.requests[1].firstAvailable[0].deviceClassName".into()),
+            (49, "error".into(), "spec.schedulingPolicy".into()),
+        ]
+    );
+    // A template of another namespace does not count.
+    assert!(has(
+        &f,
+        13,
+        "error",
+        "spec.resourceClaims[0].resourceClaimTemplateName",
+        "ResourceClaimTemplate ml/eight-gpus"
+    ));
+}
+
+#[test]
+fn check_reports_cel_compile_errors_on_their_line() {
+    let (code, f) = findings("tests/check/cel-errors.yaml");
+    assert_eq!(code, Some(1));
+    // The first selector of the class compiles; the second fails on its second line (a folded
+    // block), the claim's in a quoted scalar, the subrequest's in a flow mapping.
+    let at: Vec<(u64, u64, &str)> = f
+        .iter()
+        .map(|x| (x["line"].as_u64().unwrap(), x["column"].as_u64().unwrap(), x["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        at,
+        [
+            (13, 67, "spec.selectors[1].cel.expression"),
+            (28, 98, "spec.devices.requests[0].exactly.selectors[0].cel.expression"),
+            (34, 71, "spec.devices.requests[1].firstAvailable[0].selectors[0].cel.expression"),
+        ]
+    );
+    assert!(f[0]["message"].as_str().unwrap().starts_with("class broken: selector #1: CEL compile error:"));
+    assert!(f[0]["message"].as_str().unwrap().contains("undeclared reference to 'startswith'"));
+    assert!(f[1]["message"].as_str().unwrap().starts_with("claim ml/shared: selector #0: CEL compile error:"));
+}
+
+#[test]
+fn check_reads_selectors_against_the_input_devices() {
+    let (code, f) = findings("tests/check/unknown-attributes.yaml");
+    assert_eq!(code, Some(0), "warnings only: {f:#?}");
+    assert!(has(&f, 36, "warning", "spec.selectors[0].cel.expression", "attribute gpu.nvidia.com/nvlink"));
+    assert!(has(&f, 36, "warning", "spec.selectors[0].cel.expression", "productName, type"));
+    assert!(has(&f, 37, "warning", "spec.selectors[0].cel.expression", "memory is a capacity"));
+    assert!(has(&f, 47, "warning", "spec.selectors[0].cel.expression", "under 'nvidia.com'"));
+    assert!(has(&f, 32, "warning", "spec.selectors", "selects none of the 2 devices"));
+    assert!(has(&f, 32, "warning", "spec.selectors", "no such key: nvlink"));
+    assert!(has(&f, 55, "warning", "spec.selectors", "selects none of the 2 devices"));
+    // The guarded class and the slice itself are fine.
+    assert!(f.iter().all(|x| !x["object"].as_str().unwrap().contains("guarded")), "{f:#?}");
+    assert_eq!(f.len(), 6, "{f:#?}");
+}
+
+#[test]
+fn check_names_older_forms_too() {
+    let (code, f) = findings("tests/check/old-forms.yaml");
+    assert_eq!(code, Some(1));
+    assert!(has(&f, 11, "error", "spec.taints", "one rule per taint (2 rules)"));
+    assert!(has(&f, 18, "error", "apiVersion", "deprecated"));
+    assert!(has(&f, 28, "error", "spec.spec.devices.requests[0]", "deviceClassName, allocationMode, count moved into"));
+    assert!(has(&f, 38, "error", "spec.deviceClassName", "devices.requests[]"));
+    assert!(has(&f, 54, "error", "spec.schedulingPolicy", "required value"));
+    assert!(has(&f, 62, "warning", "spec.schedulingGroup", "scheduling.x-k8s.io/pod-group"));
+}
+
+#[test]
+fn check_passes_the_bundled_examples() {
+    let o = muster(&["check", "examples/"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "0 errors, 0 warnings in 8 files\n");
+}
+
+#[test]
+fn check_keeps_the_loaders_errors() {
+    let o = muster(&["check", "tests/bad-input/05-bad-quantity.yaml", "tests/bad-input/02-duplicate-key.yaml"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("tests/bad-input/05-bad-quantity.yaml:12:17: error: Pod ml/trainer: spec.containers[0].resources.limits.memory: invalid quantity \"80GB\""), "{out}");
+    assert!(out.contains("tests/bad-input/02-duplicate-key.yaml:5:3: error: invalid YAML: duplicate key"), "{out}");
+    assert!(out.ends_with("2 errors, 0 warnings in 2 files\n"), "{out}");
+}
+
+#[test]
+fn check_exits_2_when_the_input_cannot_be_read() {
+    let o = muster(&["check", "tests/check/no-such-file.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("tests/check/no-such-file.yaml: cannot read"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn check_finds_an_object_defined_in_two_files() {
+    let class = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: nvidia-h100-nvlink\nspec: {}\n";
+    let o = muster_stdin(&["check", "examples/gpu-training/job.yaml", "-"], class);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stdout(&o),
+        "<stdin>:1:1: error: DeviceClass nvidia-h100-nvlink: defined twice; first defined at examples/gpu-training/job.yaml:4:1\n\n\
+         1 error, 0 warnings in 2 files\n"
+    );
+}
+
+#[test]
+fn convert_rewrites_the_seed_article_into_valid_1_37_objects() {
+    let o = muster(&["convert", "tests/check/seed-examples.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    insta::assert_snapshot!("convert_seed_examples", text);
+    // It loads strictly...
+    let m = muster_manifest::load_str("converted.yaml", &text).unwrap_or_else(|d| panic!("{d:#?}"));
+    let kinds: Vec<String> =
+        m.objects.iter().map(|l| format!("{} {}", l.object.api_version(), l.object.kind())).collect();
+    assert_eq!(
+        kinds,
+        [
+            "resource.k8s.io/v1 DeviceTaintRule",
+            "resource.k8s.io/v1 DeviceClass",
+            "resource.k8s.io/v1 ResourceClaimTemplate",
+            "scheduling.k8s.io/v1beta1 PodGroup",
+            "v1 Pod",
+        ]
+    );
+    // ...and checks without errors or warnings.
+    let c = muster_stdin(&["check", "-"], &text);
+    assert_eq!(c.status.code(), Some(0), "{}", stdout(&c));
+    assert_eq!(stdout(&c), "0 errors, 0 warnings in 1 file\n");
+}
+
+#[test]
+fn convert_rewrites_older_forms_and_keeps_valid_objects_as_written() {
+    let o = muster(&["convert", "tests/check/old-forms.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let m = muster_manifest::load_str("converted.yaml", &text).unwrap_or_else(|d| panic!("{d:#?}"));
+    let names: Vec<String> = m.objects.iter().map(|l| l.object.display_name()).collect();
+    assert_eq!(
+        names,
+        [
+            "DeviceTaintRule node-7-gpu-3-0",
+            "DeviceTaintRule node-7-gpu-3-1",
+            "ResourceClaimTemplate ml/two-gpus",
+            "ResourceClaim ml/one-gpu",
+            "DeviceClass gpu.example.com",
+            "PodGroup ml/infer",
+            "Pod ml/infer-0",
+        ]
+    );
+    // The DeviceClass was valid: it is copied as written.
+    let original = std::fs::read_to_string(root().join("tests/check/old-forms.yaml")).unwrap();
+    let class = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu.example.com\nspec:\n  selectors:\n  - cel:\n      expression: device.driver == 'gpu.example.com'\n";
+    assert!(original.contains(class) && text.contains(class));
+    let c = muster_stdin(&["check", "-"], &text);
+    assert_eq!(stdout(&c), "0 errors, 0 warnings in 1 file\n");
+    // Files that need nothing are printed unchanged.
+    let same = muster(&["convert", "examples/gpu-training/job.yaml"]);
+    assert_eq!(stdout(&same), std::fs::read_to_string(root().join("examples/gpu-training/job.yaml")).unwrap());
+}
+
+#[test]
+fn convert_says_what_it_could_not_infer() {
+    let rule = "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\n  name: r\nspec:\n  nodeName: n1\n  deviceName: d0\n  taints:\n  - {key: k, effect: NoExecute}\n";
+    let o = muster_stdin(&["convert", "-"], rule);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("# muster convert: fill in spec.deviceSelector.driver"), "{text}");
+    assert!(!text.contains("driver:"), "{text}");
+    muster_manifest::load_str("r.yaml", &text).unwrap_or_else(|d| panic!("{d:#?}"));
+    // In a List, items are converted in place.
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n- {}",
+        "apiVersion: scheduling.k8s.io/v1alpha3\n  kind: PodGroup\n  metadata: {name: g}\n  spec: {minCount: 2}\n"
+    );
+    let o = muster_stdin(&["convert", "-"], &list);
+    let text = stdout(&o);
+    assert!(
+        text.contains("  - apiVersion: scheduling.k8s.io/v1beta1")
+            || text.contains("- apiVersion: scheduling.k8s.io/v1beta1"),
+        "{text}"
+    );
+    let m = muster_manifest::load_str("l.yaml", &text).unwrap_or_else(|d| panic!("{d:#?}\n{text}"));
+    assert_eq!(m.objects.len(), 1);
+}
+
+#[test]
+fn convert_writes_in_place() {
+    let dir = std::env::temp_dir().join(format!("muster-convert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("seed.yaml");
+    std::fs::copy(root().join("tests/check/seed-examples.yaml"), &file).unwrap();
+    let o = muster(&["convert", "-w", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let printed = muster(&["convert", "tests/check/seed-examples.yaml"]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), stdout(&printed));
+    let again = muster(&["check", file.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", stdout(&again));
+    // Converting a converted file changes nothing.
+    let o = muster(&["convert", "-w", file.to_str().unwrap()]);
+    assert!(stderr(&o).contains("nothing to convert"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
