@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaimStatus, PodStatus, Taint};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use muster_api::resources::{self, PodRequests};
 use muster_api::taints::PREFER_NO_SCHEDULE;
@@ -213,6 +214,9 @@ pub struct PodInfo {
     pub dra_extended: Vec<(ResourceId, String)>,
     /// A special extended-resources claim left from an earlier attempt (pending pods only).
     pub stale_extended_claim: Option<String>,
+    /// The PodGroup the pod joins (`spec.schedulingGroup.podGroupName`): an index into
+    /// [`Cluster::groups`], or why it is not there.
+    pub group: Option<Result<usize, String>>,
 }
 
 impl PodInfo {
@@ -287,6 +291,22 @@ pub struct Cluster {
     pub warnings: Vec<String>,
     /// ResourceClaims: those in the input, then those generated from templates for pending pods.
     pub claims: Vec<ClaimInfo>,
+    /// PodGroups sorted by `namespace/name`, with their members.
+    pub groups: Vec<GroupInfo>,
+}
+
+/// A PodGroup (read as `scheduling.k8s.io/v1beta1`) and its members.
+#[derive(Clone, Debug)]
+pub struct GroupInfo {
+    pub group: PodGroup,
+    /// `namespace/name`.
+    pub key: String,
+    /// `schedulingPolicy.gang.minCount`; 1 for the basic policy.
+    pub min_count: usize,
+    /// True for a gang policy: all of minCount or nothing.
+    pub gang: bool,
+    /// Every pod naming the group, in `namespace/name` order, whatever its state.
+    pub members: Vec<PodId>,
 }
 
 /// The annotation that marks the special claim kube-scheduler creates for a pod's extended
@@ -539,6 +559,7 @@ impl Cluster {
                 claims: Vec::new(),
                 dra_extended: Vec::new(),
                 stale_extended_claim: None,
+                group: None,
             };
             if let PodState::Bound(n) = info.state {
                 c.nodes[n.0 as usize].account(&info, id, 1);
@@ -688,6 +709,50 @@ impl Cluster {
             let pod = &mut self.pods[pi];
             pod.dra_extended = extended;
             pod.stale_extended_claim = stale;
+        }
+    }
+
+    /// Adds the input's PodGroups and links every pod's `spec.schedulingGroup.podGroupName` to its
+    /// group (same namespace). A pod naming a group that is not in the input keeps the reason.
+    pub fn add_pod_groups(&mut self, mut groups: Vec<PodGroup>) {
+        let key = |g: &PodGroup| {
+            format!(
+                "{}/{}",
+                g.metadata.namespace.as_deref().unwrap_or("default"),
+                g.metadata.name.as_deref().unwrap_or_default()
+            )
+        };
+        groups.sort_by_key(key);
+        let index: HashMap<String, usize> = groups.iter().enumerate().map(|(i, g)| (key(g), i)).collect();
+        self.groups = groups
+            .into_iter()
+            .map(|g| {
+                let policy = &g.spec.scheduling_policy;
+                let (gang, min_count) = match &policy.gang {
+                    Some(gang) => (true, gang.min_count.max(1) as usize),
+                    None => (false, 1),
+                };
+                GroupInfo { key: key(&g), group: g, min_count, gang, members: Vec::new() }
+            })
+            .collect();
+        for (pi, pod) in self.pods.iter_mut().enumerate() {
+            let Some(name) = pod
+                .pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.scheduling_group.as_ref())
+                .and_then(|g| g.pod_group_name.as_deref())
+            else {
+                continue;
+            };
+            let group_key = format!("{}/{name}", pod.pod.metadata.namespace.as_deref().unwrap_or("default"));
+            pod.group = Some(match index.get(&group_key) {
+                Some(&gi) => {
+                    self.groups[gi].members.push(PodId(pi as u32));
+                    Ok(gi)
+                }
+                None => Err(format!("podgroup {group_key:?} not found")),
+            });
         }
     }
 

@@ -10,7 +10,9 @@ pub mod fastdiv;
 pub mod framework;
 pub mod plugins;
 
-pub use cluster::{ClaimInfo, Cluster, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState, SchedulerNames};
+pub use cluster::{
+    ClaimInfo, Cluster, GroupInfo, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState, SchedulerNames,
+};
 pub use cycle::{Outcome, Plan, Scheduler, SchedulerConfig, ScoreWeights};
 pub use framework::{FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;

@@ -35,16 +35,17 @@ impl World {
         let mut pods = Vec::new();
         let mut classes = Vec::new();
         let mut unused: Vec<(&'static str, usize)> = Vec::new();
+        let mut bad: Vec<ModelError> = Vec::new();
         let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
-        let (mut device_classes, mut slices, mut claims, mut templates, mut rules) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut device_classes, mut slices, mut claims, mut templates, mut rules, mut groups) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for l in std::mem::take(&mut manifests.objects) {
             let key = object_key(
                 l.object.metadata().namespace.as_deref(),
                 l.object.metadata().name.as_deref(),
                 l.object.is_namespaced(),
             );
-            origins.insert((l.object.kind(), key), l.origin);
+            origins.insert((l.object.kind(), key.clone()), l.origin);
             match l.object {
                 Object::Node(n) => nodes.push(*n),
                 Object::Pod(p) => pods.push(p),
@@ -54,6 +55,21 @@ impl World {
                 Object::ResourceClaim(c) => claims.push(*c),
                 Object::ResourceClaimTemplate(t) => templates.push(*t),
                 Object::DeviceTaintRule(r) => rules.push(*r),
+                Object::PodGroup(g) => groups.push(*g),
+                // The cluster reads PodGroups as v1beta1; v1alpha3 has the same scheduling fields.
+                Object::PodGroupV1alpha3(g) => {
+                    let mut v = serde_json::to_value(&*g).expect("k8s-openapi types serialize");
+                    v["apiVersion"] = "scheduling.k8s.io/v1beta1".into();
+                    match serde_json::from_value(v) {
+                        Ok(g) => groups.push(g),
+                        Err(e) => bad.push(ModelError {
+                            kind: "PodGroup",
+                            object: key,
+                            field: None,
+                            message: format!("cannot be read as scheduling.k8s.io/v1beta1: {e}"),
+                        }),
+                    }
+                }
                 other => match unused.iter_mut().find(|(k, _)| *k == other.kind()) {
                     Some((_, n)) => *n += 1,
                     None => unused.push((other.kind(), 1)),
@@ -61,10 +77,16 @@ impl World {
             }
         }
         unused.sort();
-        let mut cluster = Cluster::build(nodes, pods, &classes, names)
-            .map_err(|errs| errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>())?;
+        let mut cluster = Cluster::build(nodes, pods, &classes, names).map_err(|mut errs| {
+            errs.append(&mut bad);
+            errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>()
+        })?;
+        if !bad.is_empty() {
+            return Err(bad.into_iter().map(|e| model_diagnostic(e, &origins)).collect());
+        }
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
+        cluster.add_pod_groups(groups);
         apply_taint_rules(&mut slices, &rules);
         Ok(World { manifests, cluster, unused, device_classes, slices })
     }
