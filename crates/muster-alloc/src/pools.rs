@@ -98,6 +98,8 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
 }
 
 /// What one node saw: (fingerprint of its labels, partitionable devices on?, the result).
+type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
+
 type GatheredFor<'a> = (u64, bool, Arc<Gathered<'a>>);
 
 /// One device's CEL view, converted on first use (or the conversion error upstream reports).
@@ -116,10 +118,10 @@ pub struct SliceIndex<'a> {
     views: Vec<Vec<ViewCell>>,
     /// What each node sees, gathered once: keyed by node name, a fingerprint of its labels, and
     /// whether partitionable devices are on (the only feature gathering depends on).
-    gathered: RwLock<HashMap<String, Vec<GatheredFor<'a>>>>,
-    node_local: HashMap<&'a str, Vec<usize>>,
+    gathered: RwLock<Fast<String, Vec<GatheredFor<'a>>>>,
+    node_local: Fast<&'a str, Vec<usize>>,
     shared: Vec<usize>,
-    by_pool: HashMap<&'a str, HashMap<&'a str, Vec<usize>>>,
+    by_pool: Fast<&'a str, Fast<&'a str, Vec<usize>>>,
 }
 
 impl<'a> SliceIndex<'a> {
@@ -129,9 +131,9 @@ impl<'a> SliceIndex<'a> {
             slices,
             views,
             gathered: RwLock::default(),
-            node_local: HashMap::new(),
+            node_local: Fast::default(),
             shared: Vec::new(),
-            by_pool: HashMap::new(),
+            by_pool: Fast::default(),
         };
         for (i, s) in slices.iter().enumerate() {
             match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {

@@ -73,11 +73,13 @@ struct Held {
     capacity: Option<BTreeMap<String, i128>>,
 }
 
+type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
+
 /// Devices already in use by allocated claims, looked up by (driver, pool, device) without
 /// building keys.
 #[derive(Clone, Debug, Default)]
 pub struct AllocatedState {
-    held: HashMap<String, HashMap<String, HashMap<String, Held>>>,
+    held: Fast<String, Fast<String, Fast<String, Held>>>,
 }
 
 impl AllocatedState {

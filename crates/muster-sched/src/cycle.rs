@@ -236,7 +236,9 @@ impl<'c> Scheduler<'c> {
         // The special claim for extended resources served through DRA, one variant per set of
         // resources the nodes do not advertise (usually one).
         let mut extended_claims: Vec<ExtendedClaim> = Vec::new();
-        let mut dra_filter = |node_id: NodeId| -> dynamic_resources::Verdict {
+        // `need_reason`: the caller shows the rejection; otherwise only the verdict matters and a
+        // remembered rejection is not copied.
+        let mut dra_filter = |node_id: NodeId, need_reason: bool| -> dynamic_resources::Verdict {
             let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return Ok(Ok(Default::default())) };
             let node = cluster.node(node_id);
             if let Err(r) = dynamic_resources::allocated_claims_fit(pod, node, cluster) {
@@ -266,7 +268,12 @@ impl<'c> Scheduler<'c> {
                 && *g == node_gen
                 && *sg == generations.1
             {
-                return v.clone();
+                return match v {
+                    Ok(Err(r)) if !need_reason => {
+                        Ok(Err(Rejection { plugin: r.plugin, unresolvable: r.unresolvable, reasons: Vec::new() }))
+                    }
+                    _ => v.clone(),
+                };
             }
             let v = match extended {
                 None => dynamic_resources::allocate(&pending, node, ctx, alloc_state),
@@ -288,7 +295,7 @@ impl<'c> Scheduler<'c> {
                 run_filters(&state, node, cluster).is_ok()
             };
             if feasible && has_claims {
-                match dra_filter(node_id) {
+                match dra_filter(node_id, false) {
                     Err(message) => {
                         return Outcome::Unschedulable(FitError {
                             num_all_nodes: num_nodes,
@@ -320,7 +327,7 @@ impl<'c> Scheduler<'c> {
                 let node = cluster.node(node_id);
                 let r = match run_filters(&state, node, cluster) {
                     Err(r) => r,
-                    Ok(()) => match dra_filter(node_id) {
+                    Ok(()) => match dra_filter(node_id, true) {
                         Ok(Err(r)) => r,
                         _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
                     },
