@@ -67,8 +67,8 @@ impl std::fmt::Display for DeviceId {
 struct Held {
     /// Allocated exclusively.
     dedicated: bool,
-    /// Has at least one share (multi-allocatable device, consumable capacity).
-    shared: bool,
+    /// Shares allocated (multi-allocatable device, consumable capacity).
+    shares: u32,
     /// Capacity consumed by the shares, summed, in nano-units per capacity name.
     capacity: Option<BTreeMap<String, i128>>,
 }
@@ -109,7 +109,7 @@ impl AllocatedState {
 
     /// `IsDeviceAllocated`: dedicated, or with shares, or with consumed capacity.
     pub fn in_use(&self, driver: &str, pool: &str, device: &str) -> bool {
-        self.get(driver, pool, device).is_some_and(|h| h.dedicated || h.shared || h.capacity.is_some())
+        self.get(driver, pool, device).is_some_and(|h| h.dedicated || h.shares > 0 || h.capacity.is_some())
     }
 
     /// Capacity consumed by the device's shares, if any share consumed some.
@@ -142,7 +142,7 @@ impl AllocatedState {
             let id = DeviceId { driver: r.driver.clone(), pool: r.pool.clone(), device: r.device.clone() };
             if features.consumable_capacity && r.share_id.is_some() {
                 let held = self.entry(&id);
-                held.shared = true;
+                held.shares += 1;
                 if let Some(cc) = &r.consumed_capacity {
                     let sum = held.capacity.get_or_insert_with(BTreeMap::new);
                     for (k, q) in cc {
@@ -154,5 +154,80 @@ impl AllocatedState {
                 self.mark_dedicated(&id);
             }
         }
+    }
+
+    /// Takes back what [`AllocatedState::add_claim`] added for the same claim (Unreserve, a
+    /// gang rolled back): the state is as if the claim had never been added.
+    pub fn remove_claim(&mut self, c: &ResourceClaim, features: Features) {
+        let results = c
+            .status
+            .as_ref()
+            .and_then(|st| st.allocation.as_ref())
+            .and_then(|a| a.devices.as_ref())
+            .and_then(|d| d.results.as_ref());
+        for r in results.into_iter().flatten() {
+            if r.admin_access == Some(true) {
+                continue;
+            }
+            let Some(pools) = self.held.get_mut(r.driver.as_str()) else { continue };
+            let Some(devices) = pools.get_mut(r.pool.as_str()) else { continue };
+            let Some(held) = devices.get_mut(r.device.as_str()) else { continue };
+            if features.consumable_capacity && r.share_id.is_some() {
+                held.shares = held.shares.saturating_sub(1);
+                if let (Some(sum), Some(cc)) = (held.capacity.as_mut(), &r.consumed_capacity) {
+                    for (k, q) in cc {
+                        let v = muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0);
+                        if let Some(x) = sum.get_mut(k) {
+                            *x -= v;
+                        }
+                    }
+                }
+                if held.shares == 0 {
+                    held.capacity = None;
+                }
+            } else {
+                held.dedicated = false;
+            }
+            if !held.dedicated && held.shares == 0 && held.capacity.is_none() {
+                devices.remove(r.device.as_str());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(results: serde_json::Value) -> ResourceClaim {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c"},
+            "spec": {},
+            "status": {"allocation": {"devices": {"results": results}}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn remove_claim_takes_back_exactly_what_add_claim_added() {
+        let f = Features::kubernetes_1_37();
+        let a = claim(serde_json::json!([
+            {"request": "r", "driver": "d", "pool": "p", "device": "gpu-0"},
+            {"request": "r", "driver": "d", "pool": "p", "device": "nic-0", "shareID": "00000000-0000-0000-0000-000000000001",
+             "consumedCapacity": {"bandwidth": "10G"}},
+        ]));
+        let b = claim(serde_json::json!([
+            {"request": "r", "driver": "d", "pool": "p", "device": "nic-0", "shareID": "00000000-0000-0000-0000-000000000002",
+             "consumedCapacity": {"bandwidth": "5G"}},
+        ]));
+        let mut s = AllocatedState::from_claims([&a, &b], f);
+        assert!(s.is_dedicated("d", "p", "gpu-0"));
+        assert_eq!(s.capacity("d", "p", "nic-0").unwrap()["bandwidth"], 15_000_000_000_000_000_000);
+        s.remove_claim(&a, f);
+        assert!(!s.in_use("d", "p", "gpu-0"));
+        assert!(s.in_use("d", "p", "nic-0"), "b's share is still there");
+        assert_eq!(s.capacity("d", "p", "nic-0").unwrap()["bandwidth"], 5_000_000_000_000_000_000);
+        s.remove_claim(&b, f);
+        assert!(!s.in_use("d", "p", "nic-0"));
     }
 }

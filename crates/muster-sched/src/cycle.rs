@@ -69,6 +69,47 @@ pub struct Plan {
     pub placements: Vec<(PodId, NodeId)>,
     /// Pods that fit nowhere, in queue order.
     pub unschedulable: Vec<(PodId, FitError)>,
+    /// What each PodGroup's cycle decided, in queue order.
+    pub groups: Vec<GroupResult>,
+}
+
+/// One entry of the scheduling queue: a pod, or a PodGroup whose pending members are scheduled
+/// together (kube-scheduler's `QueuedPodGroupInfo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueEntry {
+    Pod(PodId),
+    Group(usize),
+}
+
+/// What a pod-group cycle decided (the PodGroup's `PodGroupInitiallyScheduled` condition).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupOutcome {
+    /// Enough members placed: `placed` in this cycle, with `scheduled` already running.
+    Scheduled { placed: usize, scheduled: usize },
+    /// Not attempted: fewer pods exist than `minCount` (GangScheduling's PreEnqueue).
+    Waiting { exist: usize },
+    /// Attempted and rolled back: the group cannot reach `minCount`.
+    Unschedulable { placed: usize, scheduled: usize, failed: usize },
+    /// The group is inconsistent (e.g. members with different priorities).
+    SchedulerError,
+}
+
+/// A PodGroup's cycle: its outcome and the reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupResult {
+    /// Index into `Cluster::groups`.
+    pub group: usize,
+    pub outcome: GroupOutcome,
+    /// The reason, as the condition's message and the members' unschedulable reason say it.
+    pub message: String,
+}
+
+/// What one Reserve changed: Unreserve (a gang rolled back) puts it back.
+#[derive(Debug)]
+pub struct Reserved {
+    pub pod: PodId,
+    pub node: NodeId,
+    claims: dynamic_resources::ClaimUndo,
 }
 
 /// The scheduler over one snapshot. Decisions depend only on the snapshot and the config.
@@ -151,7 +192,9 @@ impl<'c> Scheduler<'c> {
     pub fn queue(&self) -> Vec<PodId> {
         let mut q: Vec<PodId> = (0..self.cluster.pods.len() as u32)
             .map(PodId)
-            .filter(|p| self.cluster.pod(*p).state == PodState::Pending)
+            .filter(|p| {
+                self.cluster.pod(*p).state == PodState::Pending && !matches!(self.cluster.pod(*p).group, Some(Ok(_)))
+            })
             .collect();
         q.sort_by(|a, b| {
             let (a, b) = (self.cluster.pod(*a), self.cluster.pod(*b));
@@ -163,17 +206,177 @@ impl<'c> Scheduler<'c> {
         q
     }
 
-    /// Schedules every pending pod once, in queue order. Placing a pod only takes capacity away,
-    /// so a pod that fits nowhere now would fit nowhere later in the same plan.
+    /// The queue with PodGroups: pods outside groups and one entry per PodGroup with pending
+    /// members, ordered as PrioritySort orders them (a group by its members' highest priority,
+    /// its PodGroup's creation time and its `namespace/name`). Pods naming a PodGroup that is not
+    /// in the input are entries of their own (they are reported waiting for it).
+    pub fn entries(&self) -> Vec<QueueEntry> {
+        type Time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        type Key<'a> = (std::cmp::Reverse<i32>, Option<&'a Time>, &'a str);
+        let c = &*self.cluster;
+        let mut entries: Vec<(Key<'_>, QueueEntry)> = Vec::new();
+        for (pi, p) in c.pods.iter().enumerate() {
+            if p.state == PodState::Pending && !matches!(p.group, Some(Ok(_))) {
+                let key = (std::cmp::Reverse(p.priority), p.pod.metadata.creation_timestamp.as_ref(), p.key.as_str());
+                entries.push((key, QueueEntry::Pod(PodId(pi as u32))));
+            }
+        }
+        for (gi, g) in c.groups.iter().enumerate() {
+            let pending = g.members.iter().map(|m| c.pod(*m)).filter(|p| p.state == PodState::Pending);
+            let Some(priority) = pending.map(|p| p.priority).max() else { continue };
+            let key = (std::cmp::Reverse(priority), g.group.metadata.creation_timestamp.as_ref(), g.key.as_str());
+            entries.push((key, QueueEntry::Group(gi)));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// Schedules every pending pod and PodGroup once, in queue order. Placing a pod only takes
+    /// capacity away, so a pod that fits nowhere now would fit nowhere later in the same plan.
     pub fn plan(&mut self) -> Plan {
         let mut plan = Plan::default();
-        for pod in self.queue() {
-            match self.schedule_one(pod) {
-                Outcome::Placed(node) => plan.placements.push((pod, node)),
-                Outcome::Unschedulable(e) => plan.unschedulable.push((pod, e)),
+        for entry in self.entries() {
+            match entry {
+                QueueEntry::Pod(pod) => match self.schedule_one(pod) {
+                    Outcome::Placed(node) => plan.placements.push((pod, node)),
+                    Outcome::Unschedulable(e) => plan.unschedulable.push((pod, e)),
+                },
+                QueueEntry::Group(g) => self.schedule_group(g, &mut plan),
             }
         }
         plan
+    }
+
+    /// The pod-group cycle (`scheduleOnePodGroup`, default algorithm): members in priority and
+    /// age order, each through Filter, Score and Reserve in the cycle's snapshot so later members
+    /// see earlier members' resources and devices; the cycle stops early once `minCount` cannot be
+    /// reached. When fewer than `minCount` members (with those already running) fit, or none was
+    /// placed, every Reserve is undone in reverse order: no claim stays allocated.
+    pub fn schedule_group(&mut self, g: usize, plan: &mut Plan) {
+        let c = &*self.cluster;
+        let group = &c.groups[g];
+        let (min, gang, key) = (group.min_count, group.gang, group.key.clone());
+        let members = group.members.clone();
+        let exist = members
+            .iter()
+            .filter(|m| matches!(c.pod(**m).state, PodState::Pending | PodState::Gated(_) | PodState::Bound(_)))
+            .count();
+        let scheduled = members.iter().filter(|m| matches!(c.pod(**m).state, PodState::Bound(_))).count();
+        let mut pending: Vec<PodId> =
+            members.iter().copied().filter(|m| c.pod(*m).state == PodState::Pending).collect();
+        pending.sort_by(|a, b| {
+            let (a, b) = (c.pod(*a), c.pod(*b));
+            b.priority
+                .cmp(&a.priority)
+                .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        let num_nodes = c.node_order.len();
+        let fail_all = |plan: &mut Plan, pods: &[PodId], message: &str| {
+            for p in pods {
+                plan.unschedulable.push((*p, FitError::pre_filter(num_nodes, message.to_string())));
+            }
+        };
+        let priorities: std::collections::BTreeSet<i32> = pending.iter().map(|p| c.pod(*p).priority).collect();
+        if priorities.len() > 1 {
+            let list: Vec<String> = priorities.iter().map(i32::to_string).collect();
+            let message = format!(
+                "podgroup {key}: its pods have different priorities ({}); every member must have the group's priority",
+                list.join(", ")
+            );
+            fail_all(plan, &pending, &message);
+            plan.groups.push(GroupResult { group: g, outcome: GroupOutcome::SchedulerError, message });
+            return;
+        }
+        if gang && exist < min {
+            let message = format!(
+                "podgroup {key} waits for its pods: {exist} of minCount {min} exist; the gang is not attempted until all are created"
+            );
+            fail_all(plan, &pending, &message);
+            plan.groups.push(GroupResult { group: g, outcome: GroupOutcome::Waiting { exist }, message });
+            return;
+        }
+        let mut undo: Vec<Reserved> = Vec::new();
+        let mut placed: Vec<(PodId, NodeId)> = Vec::new();
+        let mut failed: Vec<(PodId, FitError)> = Vec::new();
+        for (i, &pod) in pending.iter().enumerate() {
+            match self.attempt(pod, Some(&mut undo)) {
+                Outcome::Placed(node) => placed.push((pod, node)),
+                Outcome::Unschedulable(e) => failed.push((pod, e)),
+            }
+            // PlacementFeasible: stop once minCount is out of reach.
+            let remaining = pending.len() - i - 1;
+            if scheduled + placed.len() + remaining < min {
+                break;
+            }
+        }
+        if !placed.is_empty() && scheduled + placed.len() >= min {
+            let message =
+                format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
+            let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
+            plan.groups.push(GroupResult { group: g, outcome, message });
+            plan.placements.extend(placed);
+            // Members that did not fit wait for the next cycle (basic policy, or beyond minCount).
+            plan.unschedulable.extend(failed);
+            return;
+        }
+        for r in undo.into_iter().rev() {
+            self.unreserve(r);
+        }
+        if !gang {
+            // The basic policy: each member stands alone, and none fitted.
+            let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: failed.len() };
+            let message = failed.first().map(|(_, e)| e.message()).unwrap_or_default();
+            plan.groups.push(GroupResult { group: g, outcome, message });
+            plan.unschedulable.extend(failed);
+            return;
+        }
+        let first = failed
+            .first()
+            .map(|(p, e)| format!(" First failure: {}: {}", self.cluster.pod(*p).key, e.message()))
+            .unwrap_or_default();
+        let message = format!(
+            "podgroup {key} cannot be placed together: {} of its {} pending pods fit, {} do not, {scheduled} already running, minCount {min}; nothing was placed.{first}",
+            placed.len(),
+            pending.len(),
+            failed.len(),
+        );
+        let outcome = GroupOutcome::Unschedulable { placed: placed.len(), scheduled, failed: failed.len() };
+        fail_all(plan, &pending, &message);
+        plan.groups.push(GroupResult { group: g, outcome, message });
+    }
+
+    /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
+    fn unreserve(&mut self, r: Reserved) {
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        nodes[r.node.0 as usize].account(&pods[r.pod.0 as usize], r.pod, -1);
+        if r.claims.claims.is_empty() && !r.claims.extended {
+            return;
+        }
+        if let Some((ctx, state)) = self.dra.as_mut() {
+            // Devices given back change what the allocator answers, as devices taken do.
+            let node_name = self.cluster.nodes[r.node.0 as usize].name().to_string();
+            let mut given_back: NodeAllocation = Vec::new();
+            for (c, before, _) in &r.claims.claims {
+                if before.as_ref().and_then(|s| s.allocation.as_ref()).is_none()
+                    && let Some(a) = self.cluster.claims[*c].claim.status.as_ref().and_then(|s| s.allocation.clone())
+                {
+                    given_back.push(a);
+                }
+            }
+            if r.claims.extended
+                && let Some(a) =
+                    self.cluster.claims.last().and_then(|c| c.claim.status.as_ref()).and_then(|s| s.allocation.clone())
+            {
+                given_back.push(a);
+            }
+            if dynamic_resources::node_local(&given_back, &node_name, ctx) {
+                self.dra_node_generation[r.node.0 as usize] += 1;
+            } else {
+                self.dra_shared_generation += 1;
+            }
+            dynamic_resources::unreserve(r.pod.0 as usize, r.claims, self.cluster, state, ctx.features);
+        }
     }
 
     /// `numFeasibleNodesToFind`: how many feasible nodes Filter looks for before it stops.
@@ -191,6 +394,12 @@ impl<'c> Scheduler<'c> {
 
     /// One scheduling cycle for `pod`: on success the pod is reserved on (assumed onto) the node.
     pub fn schedule_one(&mut self, pod_id: PodId) -> Outcome {
+        self.attempt(pod_id, None)
+    }
+
+    /// Filter, Score and Reserve for one pod; with `undo`, what Reserve changed is recorded so
+    /// that the pod-group cycle can roll it back.
+    fn attempt(&mut self, pod_id: PodId, undo: Option<&mut Vec<Reserved>>) -> Outcome {
         let cluster = &*self.cluster;
         let pod = cluster.pod(pod_id);
         let state = CycleState::new(pod);
@@ -199,7 +408,7 @@ impl<'c> Scheduler<'c> {
         let pre_filter = if num_nodes == 0 {
             Some("no nodes available to schedule pods".to_string())
         } else {
-            pre_filter(&state, cluster, dra.is_some())
+            pre_filter(&state, cluster, dra.is_some(), undo.is_some())
         };
         if let Some(message) = pre_filter {
             return Outcome::Unschedulable(FitError {
@@ -368,6 +577,7 @@ impl<'c> Scheduler<'c> {
         let allocation = allocations.into_iter().find(|(n, _)| *n == chosen).map(|(_, a)| a);
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
+        let mut claim_undo = undo.is_some().then(dynamic_resources::ClaimUndo::default);
         if has_claims && let Some((ctx, alloc_state)) = self.dra.as_mut() {
             let allocation: NodeAllocation = allocation.map(|a| (*a).clone()).unwrap_or_default();
             // Devices taken change what the allocator would answer: for this node only when they
@@ -394,7 +604,14 @@ impl<'c> Scheduler<'c> {
                 Some(claim) => allocation.pop().map(|result| (claim, result)),
                 None => None,
             };
-            dynamic_resources::reserve(pod_id.0 as usize, allocation, self.cluster, alloc_state, features);
+            dynamic_resources::reserve(
+                pod_id.0 as usize,
+                allocation,
+                self.cluster,
+                alloc_state,
+                features,
+                claim_undo.as_mut(),
+            );
             if let Some((claim, result)) = extended {
                 dynamic_resources::reserve_extended(
                     pod_id.0 as usize,
@@ -403,8 +620,12 @@ impl<'c> Scheduler<'c> {
                     self.cluster,
                     alloc_state,
                     features,
+                    claim_undo.as_mut(),
                 );
             }
+        }
+        if let Some(undo) = undo {
+            undo.push(Reserved { pod: pod_id, node: chosen, claims: claim_undo.unwrap_or_default() });
         }
         Outcome::Placed(chosen)
     }
@@ -503,7 +724,7 @@ impl Scoring<'_> {
 /// Pods that need devices through ResourceClaims or that belong to a PodGroup are not placed by
 /// this version: placing them without allocating their claims or their gang would be a wrong plan,
 /// so they are reported instead.
-fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool) -> Option<String> {
+fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool, in_group_cycle: bool) -> Option<String> {
     let spec = state.pod.pod.spec.as_ref()?;
     let extended = !state.pod.dra_extended.is_empty();
     if extended || !state.pod.claims.is_empty() || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
@@ -514,10 +735,13 @@ fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool) -> Option<St
             return Some(msg);
         }
     }
-    if let Some(group) = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.as_deref()) {
-        return Some(format!(
-            "pod belongs to PodGroup {group:?}; gang scheduling is not implemented in this version of muster yet"
-        ));
+    match &state.pod.group {
+        // GangScheduling's PreEnqueue: the pod waits until its PodGroup exists.
+        Some(Err(msg)) => return Some(format!("{msg}: the pod waits until its PodGroup exists")),
+        Some(Ok(_)) if !in_group_cycle => {
+            return Some("pod belongs to a PodGroup: it is scheduled in its group's cycle".into());
+        }
+        _ => {}
     }
     None
 }

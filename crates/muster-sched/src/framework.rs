@@ -92,6 +92,11 @@ pub struct FitError {
 }
 
 impl FitError {
+    /// A failure decided before any node was tried (PreFilter, PreEnqueue, the group cycle).
+    pub fn pre_filter(num_all_nodes: usize, message: String) -> Self {
+        FitError { num_all_nodes, rejections: Vec::new(), node_statuses: Vec::new(), pre_filter_message: Some(message) }
+    }
+
     /// Reason → number of nodes that gave it.
     pub fn histogram(&self) -> BTreeMap<&str, usize> {
         let mut per_rejection = vec![0usize; self.rejections.len()];

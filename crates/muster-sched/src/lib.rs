@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod cycle;
+pub mod eviction;
 pub mod fastdiv;
 pub mod framework;
 pub mod plugins;
@@ -13,7 +14,7 @@ pub mod plugins;
 pub use cluster::{
     ClaimInfo, Cluster, GroupInfo, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState, SchedulerNames,
 };
-pub use cycle::{Outcome, Plan, Scheduler, SchedulerConfig, ScoreWeights};
+pub use cycle::{GroupOutcome, GroupResult, Outcome, Plan, QueueEntry, Scheduler, SchedulerConfig, ScoreWeights};
 pub use framework::{FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;
 pub use plugins::node_resources_fit::ScoringStrategy;

@@ -85,6 +85,11 @@ struct PlanArgs {
     /// adaptive default, 100 = consider every node). Overrides --config.
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: Option<u32>,
+    /// Do not copy NoSchedule/NoExecute taints of a full device (one that consumes all of a
+    /// counter set, such as a whole GPU) to the devices that share its counters (its MIG
+    /// partitions). Without this flag a sick GPU's partitions are not handed out either.
+    #[arg(long)]
+    no_health_propagation: bool,
 }
 
 #[derive(clap::Args)]
@@ -268,7 +273,8 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         names = args.scheduler_names.clone();
     }
     let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names) };
-    let mut world = match memory::World::load(&args.paths, &names) {
+    let options = memory::Options { health_propagation: !args.no_health_propagation };
+    let mut world = match memory::World::load(&args.paths, &names, options) {
         Ok(w) => w,
         Err(diags) => {
             for d in &diags {

@@ -7,7 +7,22 @@ use std::path::Path;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
+use muster_sched::eviction::{DeviceKey, DeviceTaints, Eviction, evictions, rule_selects};
 use muster_sched::{Cluster, ModelError, Plan, SchedulerNames};
+
+/// How a world is built from manifests.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Copy NoSchedule/NoExecute taints of a full device to the devices that share its counter set
+    /// (its partitions); see [`DeviceTaints::propagate_health`]. On by default.
+    pub health_propagation: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { health_propagation: true }
+    }
+}
 
 /// The inputs of a run: the cluster built from the manifests, and what the manifests held that the
 /// cluster does not (objects muster ignores, kinds this version reads but does not use).
@@ -17,20 +32,40 @@ pub struct World {
     pub cluster: Cluster,
     /// Kinds that were read but that this version's scheduling does not use yet, with counts.
     pub unused: Vec<(&'static str, usize)>,
-    /// DeviceClasses and ResourceSlices (with DeviceTaintRules applied), which the plan reads but
-    /// never changes.
+    /// DeviceClasses and ResourceSlices (with DeviceTaintRules applied, then health propagation),
+    /// which the plan reads but never changes.
     pub device_classes: Vec<DeviceClass>,
     pub slices: Vec<ResourceSlice>,
+    /// The input's DeviceTaintRules, as given.
+    pub rules: Vec<DeviceTaintRule>,
+    /// Every device's taints with where each came from (health propagation's included).
+    pub taints: DeviceTaints,
+    /// The bound pods that NoExecute device taints evict (and the dry runs of effect-None rules),
+    /// from the input's allocated claims. The evictions happen after this plan: the pods stay in
+    /// the snapshot the plan schedules against.
+    pub evictions: Vec<Eviction>,
 }
 
 impl World {
     /// Reads `paths` and builds the cluster. On failure, returns every problem found.
-    pub fn load<P: AsRef<Path>>(paths: &[P], names: &SchedulerNames) -> Result<World, Vec<Diagnostic>> {
+    pub fn load<P: AsRef<Path>>(
+        paths: &[P],
+        names: &SchedulerNames,
+        options: Options,
+    ) -> Result<World, Vec<Diagnostic>> {
         let manifests = muster_manifest::load_paths(paths)?;
-        Self::from_manifests(manifests, names)
+        Self::from_manifests_with(manifests, names, options)
     }
 
-    pub fn from_manifests(mut manifests: Manifests, names: &SchedulerNames) -> Result<World, Vec<Diagnostic>> {
+    pub fn from_manifests(manifests: Manifests, names: &SchedulerNames) -> Result<World, Vec<Diagnostic>> {
+        Self::from_manifests_with(manifests, names, Options::default())
+    }
+
+    pub fn from_manifests_with(
+        mut manifests: Manifests,
+        names: &SchedulerNames,
+        options: Options,
+    ) -> Result<World, Vec<Diagnostic>> {
         let mut nodes = Vec::new();
         let mut pods = Vec::new();
         let mut classes = Vec::new();
@@ -87,8 +122,16 @@ impl World {
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
         cluster.add_pod_groups(groups);
+        // The taints as published, with their sources; then the slices as the scheduler sees them.
+        let mut taints = DeviceTaints::new(&slices, &rules);
         apply_taint_rules(&mut slices, &rules);
-        Ok(World { manifests, cluster, unused, device_classes, slices })
+        if options.health_propagation {
+            taints.propagate_health(&slices);
+            apply_propagated_taints(&mut slices, &taints);
+        }
+        let evictions =
+            evictions(cluster.claims.iter().map(|c| &c.claim), cluster.pods.iter().map(|p| &*p.pod), &taints);
+        Ok(World { manifests, cluster, unused, device_classes, slices, rules, taints, evictions })
     }
 }
 
@@ -97,18 +140,29 @@ impl World {
 /// as upstream's code does).
 fn apply_taint_rules(slices: &mut [ResourceSlice], rules: &[DeviceTaintRule]) {
     for rule in rules {
-        let sel = rule.spec.device_selector.as_ref();
         for s in slices.iter_mut() {
-            if sel.and_then(|x| x.driver.as_deref()).is_some_and(|d| d != s.spec.driver)
-                || sel.and_then(|x| x.pool.as_deref()).is_some_and(|p| p != s.spec.pool.name)
-            {
-                continue;
-            }
+            let (driver, pool) = (s.spec.driver.as_str(), s.spec.pool.name.as_str());
             for d in s.spec.devices.iter_mut().flatten() {
-                if sel.and_then(|x| x.device.as_deref()).is_some_and(|n| n != d.name) {
-                    continue;
+                if rule_selects(rule, driver, pool, &d.name) {
+                    d.taints.get_or_insert_with(Vec::new).push(rule.spec.taint.clone());
                 }
-                d.taints.get_or_insert_with(Vec::new).push(rule.spec.taint.clone());
+            }
+        }
+    }
+}
+
+/// Health propagation, applied after the rules: each device gets the taints
+/// [`DeviceTaints::propagate_health`] copied to it from its full device.
+fn apply_propagated_taints(slices: &mut [ResourceSlice], taints: &DeviceTaints) {
+    let propagated = taints.propagated();
+    if propagated.is_empty() {
+        return;
+    }
+    for s in slices.iter_mut() {
+        let (driver, pool) = (s.spec.driver.clone(), s.spec.pool.name.clone());
+        for d in s.spec.devices.iter_mut().flatten() {
+            if let Some(extra) = propagated.get(&DeviceKey::new(&driver, &pool, &d.name)) {
+                d.taints.get_or_insert_with(Vec::new).extend(extra.iter().map(|t| t.taint.clone()));
             }
         }
     }

@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use muster_sched::eviction::{Eviction, TaintSource, rule_condition, taint_text};
 use muster_sched::{Cluster, Plan, PodState};
 use serde_json::{Value, json};
 
@@ -51,6 +53,76 @@ fn skipped(cluster: &Cluster) -> Vec<(&str, String)> {
         .collect()
 }
 
+/// A time as the API server writes it (RFC 3339, seconds, UTC).
+fn time_text(t: &Time) -> String {
+    serde_json::to_value(t).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// When an eviction is due, in words: `at 2026-12-01T09:05:00Z (tolerationSeconds 300)`,
+/// `immediately (the taint has no timeAdded)`, `300s after the taint is added (...)`.
+fn eviction_when(e: &Eviction) -> String {
+    let seconds = e.toleration_seconds.map(|s| format!(" (tolerationSeconds {s})")).unwrap_or_default();
+    match (&e.at, e.toleration_seconds) {
+        (Some(t), _) => format!("at {}{seconds}", time_text(t)),
+        (None, None | Some(0)) => "immediately (the taint has no timeAdded)".into(),
+        (None, Some(s)) => format!("{s}s after the taint is added (the taint has no timeAdded)"),
+    }
+}
+
+/// One eviction as a table line.
+fn eviction_line(e: &Eviction) -> String {
+    let verb = if e.dry_run { "would be evicted" } else { "evicted" };
+    format!(
+        "{}: device {} has taint {} ({}) \u{2014} {verb} {}",
+        e.pod,
+        e.device,
+        taint_text(&e.taint),
+        e.source,
+        eviction_when(e)
+    )
+}
+
+fn eviction_json(e: &Eviction) -> Value {
+    json!({
+        "pod": e.pod,
+        "claim": e.claim,
+        "device": {"driver": e.device.driver, "pool": e.device.pool, "device": e.device.device},
+        "taint": {
+            "key": e.taint.key,
+            "value": e.taint.value,
+            "effect": e.taint.effect,
+            "timeAdded": e.taint.time_added.as_ref().map(time_text),
+        },
+        "source": e.source.to_string(),
+        "rule": e.source.rule(),
+        "propagatedFrom": e.source.propagated_from(),
+        "at": e.at.as_ref().map(time_text),
+        "tolerationSeconds": e.toleration_seconds,
+        "dryRun": e.dry_run,
+    })
+}
+
+/// Health propagation's taints, one entry per (pool, full device, taint, origin), with the devices
+/// that got it, in device order.
+fn propagation_groups(world: &World) -> Vec<(String, String, String, Vec<&str>)> {
+    let mut groups: Vec<(String, String, String, Vec<&str>)> = Vec::new();
+    for (key, taints) in world.taints.propagated() {
+        for t in taints {
+            let (TaintSource::HealthPropagation { from, origin }, pool) =
+                (&t.source, format!("{}/{}", key.driver, key.pool))
+            else {
+                continue;
+            };
+            let (full, taint, origin) = (format!("{pool}/{from}"), taint_text(&t.taint), origin.to_string());
+            match groups.iter_mut().find(|g| g.0 == full && g.1 == taint && g.2 == origin) {
+                Some(g) => g.3.push(&key.device),
+                None => groups.push((full, taint, origin, vec![&key.device])),
+            }
+        }
+    }
+    groups
+}
+
 /// `-o json`. Field names are a contract: scripts and later versions depend on them.
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
@@ -72,11 +144,19 @@ pub fn json(world: &World, plan: &Plan) -> Value {
                 "devices": claim_devices(x).into_iter().map(|(request, driver, pool, device)| json!({"request": request, "driver": driver, "pool": pool, "device": device})).collect::<Vec<_>>(),
             })
         }).collect::<Vec<_>>(),
+        "evictions": world.evictions.iter().map(eviction_json).collect::<Vec<_>>(),
+        "propagatedTaints": world.taints.propagated().iter().flat_map(|(key, taints)| taints.iter().map(move |t| json!({
+            "device": {"driver": key.driver, "pool": key.pool, "device": key.device},
+            "taint": {"key": t.taint.key, "value": t.taint.value, "effect": t.taint.effect, "timeAdded": t.taint.time_added.as_ref().map(time_text)},
+            "from": t.source.propagated_from(),
+            "source": t.source.to_string(),
+        }))).collect::<Vec<_>>(),
         "warnings": c.warnings,
     })
 }
 
-/// `-o yaml`: the changed pods as a multi-document stream.
+/// `-o yaml`: the changed claims and pods as a multi-document stream, then the DeviceTaintRules
+/// with the `EvictionInProgress` condition the device-taint-eviction controller would write.
 pub fn yaml(world: &World, plan: &Plan) -> anyhow::Result<String> {
     let mut out = String::new();
     for claim in changed_claims(&world.cluster) {
@@ -86,6 +166,48 @@ pub fn yaml(world: &World, plan: &Plan) -> anyhow::Result<String> {
     for pod in changed_pods(&world.cluster, plan) {
         out.push_str("---\n");
         out.push_str(&serde_saphyr::to_string(&pod)?);
+    }
+    for rule in &world.rules {
+        let (status, reason, message) = rule_condition(rule, &world.evictions);
+        let mut v = serde_json::to_value(rule)?;
+        out.push_str("---\n");
+        // lastTransitionTime is the taint's timeAdded (a plan reads no clock). Without one the
+        // condition cannot be written as the API requires it; it is shown as a comment instead.
+        match &rule.spec.taint.time_added {
+            Some(t) => {
+                let mut cond = json!({
+                    "type": "EvictionInProgress",
+                    "status": status,
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": time_text(t),
+                });
+                if let Some(g) = rule.metadata.generation {
+                    cond["observedGeneration"] = g.into();
+                }
+                let mut conds: Vec<Value> = rule
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c.type_ != "EvictionInProgress")
+                    .map(serde_json::to_value)
+                    .collect::<Result<_, _>>()?;
+                conds.push(cond);
+                v["status"] = json!({"conditions": conds});
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "# EvictionInProgress={status} ({reason}: {message}) is not written: the taint has no timeAdded"
+                );
+            }
+        }
+        out.push_str(&serde_saphyr::to_string(&v)?);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
     }
     Ok(out)
 }
@@ -136,6 +258,21 @@ pub fn table(world: &World, plan: &Plan) -> String {
             let _ = writeln!(out, "{p}: {why}");
         }
     }
+    for (dry_run, heading) in [
+        (false, "EVICTED (NoExecute device taints)"),
+        (true, "DRY RUN (DeviceTaintRules with effect None, as if NoExecute)"),
+    ] {
+        let lines: Vec<String> = world.evictions.iter().filter(|e| e.dry_run == dry_run).map(eviction_line).collect();
+        if !lines.is_empty() {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            let _ = writeln!(out, "{heading}");
+            for l in lines {
+                let _ = writeln!(out, "{l}");
+            }
+        }
+    }
     if !out.is_empty() {
         out.push('\n');
     }
@@ -153,6 +290,14 @@ pub fn table(world: &World, plan: &Plan) -> String {
     }
     if let Some(s) = world.manifests.ignored_summary() {
         let _ = writeln!(out, "{s}");
+    }
+    for (full, taint, origin, devices) in propagation_groups(world) {
+        let n = devices.len();
+        let _ = writeln!(
+            out,
+            "note: health propagation: taint {taint} of {full} ({origin}) also applies to the {n} device{} sharing its counters",
+            if n == 1 { "" } else { "s" }
+        );
     }
     if !world.unused.is_empty() {
         let kinds: Vec<String> = world.unused.iter().map(|(k, n)| format!("{n} {k}")).collect();

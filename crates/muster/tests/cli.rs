@@ -144,7 +144,14 @@ fn missing_path_is_an_error() {
 fn help_documents_every_flag() {
     let o = muster(&["plan", "--help"]);
     let help = stdout(&o);
-    for flag in ["--output", "--scheduler-name", "--scoring", "--config", "--percentage-of-nodes-to-score"] {
+    for flag in [
+        "--output",
+        "--scheduler-name",
+        "--scoring",
+        "--config",
+        "--percentage-of-nodes-to-score",
+        "--no-health-propagation",
+    ] {
         assert!(help.contains(flag), "{flag} missing from --help");
     }
 }
@@ -208,5 +215,82 @@ fn devices_reports_runtime_and_compile_errors() {
     assert_eq!(
         stderr(&o),
         "error: --selector: CEL compile error: compilation failed: ERROR: <input>:1:7: undefined field 'atributes'\n | device.atributes.x == 1\n | ......^\n"
+    );
+}
+
+#[test]
+fn plan_table_reports_evictions() {
+    let o = muster(&["plan", "tests/scenarios/noexecute-eviction"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!("plan_noexecute_eviction_table", stdout(&o));
+    // Through health propagation: the drain rule on the full GPU reaches its MIG placements.
+    let o = muster(&["plan", "tests/scenarios/mig-health-eviction"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!("plan_mig_health_eviction_table", stdout(&o));
+}
+
+#[test]
+fn plan_json_evictions_contract() {
+    let o = muster(&["plan", "tests/scenarios/mig-health-eviction", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["evictions"][1],
+        serde_json::json!({
+            "pod": "serving/infer-b",
+            "claim": "serving/infer-b-mig",
+            "device": {"driver": "gpu.nvidia.com", "pool": "h100-a", "device": "gpu-0-mig-1g10gb-19-1"},
+            "taint": {"key": "example.com/drain", "value": "xid-79", "effect": "NoExecute", "timeAdded": "2026-12-01T09:00:00Z"},
+            "source": "health propagation from gpu-0 (DeviceTaintRule h100-a-gpu-0-drain)",
+            "rule": "h100-a-gpu-0-drain",
+            "propagatedFrom": "gpu-0",
+            "at": "2026-12-01T09:10:00Z",
+            "tolerationSeconds": 600,
+            "dryRun": false,
+        })
+    );
+    // Two taints of gpu-0 (the driver's XID, the rule's drain), each copied to its 7 placements.
+    let propagated = v["propagatedTaints"].as_array().unwrap();
+    assert_eq!(propagated.len(), 14);
+    assert!(propagated.iter().all(|p| p["from"] == "gpu-0"));
+    let o = muster(&["plan", "tests/scenarios/mig-health-eviction", "--no-health-propagation", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["evictions"], serde_json::json!([]));
+    assert_eq!(v["propagatedTaints"], serde_json::json!([]));
+}
+
+#[test]
+fn plan_yaml_writes_device_taint_rule_status() {
+    let o = muster(&["plan", "tests/scenarios/noexecute-eviction", "-o", "yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let m = muster_manifest::load_str("plan.yaml", &text).expect("the output is valid input");
+    let conditions: Vec<(String, String, String, String, String)> = m
+        .objects
+        .iter()
+        .filter_map(|l| match &l.object {
+            muster_manifest::Object::DeviceTaintRule(r) => Some(r),
+            _ => None,
+        })
+        .map(|r| {
+            let c = &r.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+            let t = serde_json::to_value(&c.last_transition_time).unwrap();
+            (c.type_.clone(), c.status.clone(), c.reason.clone(), c.message.clone(), t.as_str().unwrap().to_string())
+        })
+        .collect();
+    let row = |s: &str, r: &str, m: &str, t: &str| {
+        ("EvictionInProgress".to_string(), s.to_string(), r.to_string(), m.to_string(), t.to_string())
+    };
+    assert_eq!(
+        conditions,
+        [
+            row("True", "PodsPendingEviction", "4 pods in 1 namespace need to be evicted", "2026-12-01T09:00:00Z"),
+            row(
+                "False",
+                "NoEffect",
+                "dry run: with effect NoExecute, 1 pod in 1 namespace would be evicted",
+                "2026-12-01T10:00:00Z"
+            ),
+        ]
     );
 }

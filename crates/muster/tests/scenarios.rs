@@ -8,11 +8,17 @@
 //! ns/pod !! message                       (unschedulable with exactly this message)
 //! ns/pod => driver/pool: dev dev          (the devices the pod got, as the table shows them;
 //!                                          pods without such a line are not checked)
+//! evict: ns/pod at 2026-12-01T09:00:00Z   (a NoExecute device taint evicts the pod then)
+//! evict: ns/pod immediately               (... as soon as the taint is added: it has no timeAdded)
+//! evict: ns/pod after 300s                (... 300 s after the taint is added: no timeAdded)
+//! evict: ns/pod never                     (the pod is not evicted: it has no eviction entry)
+//! dry-run: ns/pod at 2026-...             (an effect-None DeviceTaintRule would evict it then)
 //! ```
 //!
-//! The plan must match exactly: no other pod placed or left unschedulable.
+//! The plan must match exactly: no other pod placed or left unschedulable, and the JSON
+//! `evictions` hold exactly the `evict:` and `dry-run:` entries listed (one per pod and time).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
@@ -23,8 +29,14 @@ fn run(dir: &Path) -> Result<(), String> {
     let mut want_placed = BTreeMap::new();
     let mut want_failed = BTreeMap::new();
     let mut want_devices = BTreeMap::new();
+    let mut want_evictions = BTreeSet::new();
+    let mut never_evicted = Vec::new();
     for line in expected.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        if let Some(a) = line.strip_prefix("args:") {
+        if let Some(pod) = line.strip_prefix("evict:").and_then(|l| l.trim().strip_suffix(" never")) {
+            never_evicted.push(pod.trim().to_string());
+        } else if line.starts_with("evict:") || line.starts_with("dry-run:") {
+            want_evictions.insert(line.split_whitespace().collect::<Vec<_>>().join(" "));
+        } else if let Some(a) = line.strip_prefix("args:") {
             args.extend(a.split_whitespace().map(String::from));
         } else if let Some(i) = line.strip_prefix("inputs:") {
             inputs.extend(i.split_whitespace().map(|p| dir.join(p).to_string_lossy().into_owned()));
@@ -65,6 +77,28 @@ fn run(dir: &Path) -> Result<(), String> {
         .map(|p| (p["pod"].as_str().unwrap().to_string(), p["reason"].as_str().unwrap().to_string()))
         .collect();
     let mut problems = Vec::new();
+    let got_evictions: BTreeSet<String> = v["evictions"]
+        .as_array()
+        .ok_or("no \"evictions\" in the JSON")?
+        .iter()
+        .map(|e| {
+            let kind = if e["dryRun"].as_bool().unwrap() { "dry-run:" } else { "evict:" };
+            let when = match (e["at"].as_str(), e["tolerationSeconds"].as_i64()) {
+                (Some(at), _) => format!("at {at}"),
+                (None, None | Some(0)) => "immediately".to_string(),
+                (None, Some(s)) => format!("after {s}s"),
+            };
+            format!("{kind} {} {when}", e["pod"].as_str().unwrap())
+        })
+        .collect();
+    for pod in &never_evicted {
+        if let Some(e) = got_evictions.iter().find(|e| e.starts_with(&format!("evict: {pod} "))) {
+            problems.push(format!("{pod} should never be evicted, got {e}"));
+        }
+    }
+    if got_evictions != want_evictions {
+        problems.push(format!("evictions:\n  want {want_evictions:?}\n  got  {got_evictions:?}"));
+    }
     for (pod, want) in &want_devices {
         let got = v["placements"].as_array().unwrap().iter().find(|p| p["pod"] == pod.as_str()).map(|p| {
             p["devices"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect::<Vec<_>>().join(" | ")

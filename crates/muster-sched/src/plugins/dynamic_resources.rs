@@ -127,20 +127,34 @@ pub fn node_local(allocation: &NodeAllocation, node: &str, ctx: &DraContext<'_>)
         .all(|r| ctx.index.pool_is_local_to(&r.driver, &r.pool, node))
 }
 
+/// What Reserve changed in the claims, so that Unreserve can put it back exactly.
+#[derive(Clone, Debug, Default)]
+pub struct ClaimUndo {
+    /// (claim index, its status and `changed` flag before Reserve), in the order changed.
+    pub claims: Vec<(usize, Option<ResourceClaimStatus>, bool)>,
+    /// Reserve created the special extended-resources claim (the last of `Cluster::claims`).
+    pub extended: bool,
+}
+
 /// Reserve and PreBind: write the allocation into the unallocated claims, add the pod to every
-/// claim's `reservedFor`, and count the devices as in use for later pods.
+/// claim's `reservedFor`, and count the devices as in use for later pods. With `undo`, what is
+/// changed is recorded for [`unreserve`].
 pub fn reserve(
     pod_index: usize,
     allocation: NodeAllocation,
     cluster: &mut Cluster,
     state: &mut AllocatedState,
     features: Features,
+    mut undo: Option<&mut ClaimUndo>,
 ) {
     let consumer = consumer(&cluster.pods[pod_index]);
     let claims: Vec<usize> = cluster.pods[pod_index].claims.iter().flatten().copied().collect();
     let mut results = allocation.into_iter();
     for c in claims {
         let info = &mut cluster.claims[c];
+        if let Some(u) = undo.as_deref_mut() {
+            u.claims.push((c, info.claim.status.clone(), info.changed));
+        }
         let status = info.claim.status.get_or_insert_with(ResourceClaimStatus::default);
         if status.allocation.is_none() {
             status.allocation = results.next();
@@ -149,6 +163,35 @@ pub fn reserve(
         let status = info.claim.status.get_or_insert_with(ResourceClaimStatus::default);
         status.reserved_for.get_or_insert_with(Vec::new).push(consumer.clone());
         info.changed = true;
+    }
+}
+
+/// Unreserve: puts back what [`reserve`] and [`reserve_extended`] recorded in `undo`, last change
+/// first, so that the claims and the devices in use are as before the pod was reserved.
+pub fn unreserve(
+    pod_index: usize,
+    undo: ClaimUndo,
+    cluster: &mut Cluster,
+    state: &mut AllocatedState,
+    features: Features,
+) {
+    if undo.extended {
+        let claim = cluster.claims.pop().expect("the special claim Reserve created is the last one");
+        state.remove_claim(&claim.claim, features);
+        let pod = &mut cluster.pods[pod_index];
+        pod.claims.pop();
+        if let Some(st) = pod.pod.status.as_mut() {
+            st.extended_resource_claim_status = None;
+        }
+    }
+    for (c, status, changed) in undo.claims.into_iter().rev() {
+        let info = &mut cluster.claims[c];
+        let had = status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
+        if !had && allocated(&info.claim) {
+            state.remove_claim(&info.claim, features);
+        }
+        info.claim.status = status;
+        info.changed = changed;
     }
 }
 
@@ -340,7 +383,11 @@ pub fn reserve_extended(
     cluster: &mut Cluster,
     state: &mut AllocatedState,
     features: Features,
+    undo: Option<&mut ClaimUndo>,
 ) {
+    if let Some(u) = undo {
+        u.extended = true;
+    }
     let pod = &cluster.pods[pod_index];
     let mut claim = extended.claim;
     let mut base = claim.metadata.generate_name.take().unwrap_or_default();
