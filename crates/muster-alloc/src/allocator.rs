@@ -166,7 +166,7 @@ struct Call<'a, 'b, 's> {
     allocating_capacity: Fast<Key, BTreeMap<String, i128>>,
 }
 
-fn claim_name(c: &ResourceClaim) -> String {
+pub(crate) fn claim_name(c: &ResourceClaim) -> String {
     match c.metadata.namespace.as_deref().filter(|n| !n.is_empty()) {
         Some(ns) => format!("{ns}/{}", c.metadata.name.as_deref().unwrap_or("")),
         None => c.metadata.name.clone().unwrap_or_default(),
@@ -181,7 +181,7 @@ fn id_of(c: &Cand<'_>) -> DeviceId {
     }
 }
 
-fn tolerates(t: &DeviceToleration, key: &str, value: &str, effect: &str) -> bool {
+pub(crate) fn tolerates(t: &DeviceToleration, key: &str, value: &str, effect: &str) -> bool {
     if t.effect.as_deref().is_some_and(|e| !e.is_empty() && e != effect) {
         return false;
     }
@@ -1014,7 +1014,7 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
     }
 }
 
-fn parse(s: &str) -> i128 {
+pub(crate) fn parse(s: &str) -> i128 {
     muster_api::quantity::parse(s).map(Quantity::nanos).unwrap_or(0)
 }
 
@@ -1025,7 +1025,7 @@ fn whole(nanos: i128) -> i128 {
 
 /// Spec §7.4: what a request consumes of one capacity, its format, and whether it is the policy's
 /// default (which always satisfies the policy).
-fn consumed_amount(requested: Option<&ApiQuantity>, cap: &DeviceCapacity) -> (i128, Format, bool) {
+pub(crate) fn consumed_amount(requested: Option<&ApiQuantity>, cap: &DeviceCapacity) -> (i128, Format, bool) {
     let policy = cap.request_policy.as_ref();
     let Some(req) = requested else {
         return match policy.and_then(|p| p.default.as_ref()) {
@@ -1060,7 +1060,7 @@ fn consumed_amount(requested: Option<&ApiQuantity>, cap: &DeviceCapacity) -> (i1
 }
 
 /// Spec §7.5: does a consumed amount break the capacity's request policy?
-fn violates(consumed: i128, policy: Option<&CapacityRequestPolicy>) -> bool {
+pub(crate) fn violates(consumed: i128, policy: Option<&CapacityRequestPolicy>) -> bool {
     let Some(policy) = policy else { return false };
     if let Some(range) = &policy.valid_range {
         if range.max.as_ref().is_some_and(|m| consumed > parse(&m.0)) {

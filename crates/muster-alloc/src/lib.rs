@@ -30,6 +30,7 @@
 
 mod allocator;
 mod constraints;
+pub mod explain;
 mod pools;
 mod state;
 

@@ -13,6 +13,9 @@ use crate::plugins::{
 };
 use muster_alloc::AllocatedState;
 
+/// The reason muster gives a PodGroup that waited `--gang-wait-timeout` for its pods.
+pub const GANG_WAIT_TIMEOUT_REASON: &str = "GangWaitTimeout";
+
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// kube-scheduler's `minFeasibleNodesPercentageToFind`.
@@ -42,6 +45,9 @@ pub struct SchedulerConfig {
     pub weights: ScoreWeights,
     /// `percentageOfNodesToScore`: 0 is kube-scheduler's adaptive default; 100 tries every node.
     pub percentage_of_nodes_to_score: u32,
+    /// How long a gang may wait for its pods before muster marks it (upstream has no such field;
+    /// its only wait is a fixed 5-minute Permit timeout, removed in 1.38).
+    pub gang_wait_timeout_seconds: u64,
 }
 
 impl Default for SchedulerConfig {
@@ -51,6 +57,7 @@ impl Default for SchedulerConfig {
             scoring_resources: vec![("cpu".into(), 1), ("memory".into(), 1)],
             weights: ScoreWeights::default(),
             percentage_of_nodes_to_score: 0,
+            gang_wait_timeout_seconds: 300,
         }
     }
 }
@@ -274,7 +281,7 @@ impl<'c> Scheduler<'c> {
         let num_nodes = c.node_order.len();
         let fail_all = |plan: &mut Plan, pods: &[PodId], message: &str| {
             for p in pods {
-                plan.unschedulable.push((*p, FitError::pre_filter(num_nodes, message.to_string())));
+                plan.unschedulable.push((*p, FitError::group(num_nodes, message.to_string())));
             }
         };
         let priorities: std::collections::BTreeSet<i32> = pending.iter().map(|p| c.pod(*p).priority).collect();
@@ -290,7 +297,9 @@ impl<'c> Scheduler<'c> {
         }
         if gang && exist < min {
             let message = format!(
-                "podgroup {key} waits for its pods: {exist} of minCount {min} exist; the gang is not attempted until all are created"
+                "podgroup {key} waits for its pods: {exist} of minCount {min} exist; the gang is not attempted until all are created \
+                 (muster marks the group PodGroupInitiallyScheduled=False, reason {GANG_WAIT_TIMEOUT_REASON}, after waiting {}s)",
+                self.config.gang_wait_timeout_seconds
             );
             fail_all(plan, &pending, &message);
             plan.groups.push(GroupResult { group: g, outcome: GroupOutcome::Waiting { exist }, message });
@@ -333,10 +342,10 @@ impl<'c> Scheduler<'c> {
         }
         let first = failed
             .first()
-            .map(|(p, e)| format!(" First failure: {}: {}", self.cluster.pod(*p).key, e.message()))
+            .map(|(p, e)| format!(" (first failure: {}: {})", self.cluster.pod(*p).key, e.message()))
             .unwrap_or_default();
         let message = format!(
-            "podgroup {key} cannot be placed together: {} of its {} pending pods fit, {} do not, {scheduled} already running, minCount {min}; nothing was placed.{first}",
+            "podgroup {key} cannot be placed together: {} of its {} pending pods fit, {} do not, {scheduled} already running, minCount {min}; nothing was placed{first}",
             placed.len(),
             pending.len(),
             failed.len(),
@@ -416,6 +425,7 @@ impl<'c> Scheduler<'c> {
                 rejections: Vec::new(),
                 node_statuses: Vec::new(),
                 pre_filter_message: Some(message),
+                group_message: None,
             });
         }
         let to_find = self.num_feasible_nodes_to_find(num_nodes);
@@ -511,6 +521,7 @@ impl<'c> Scheduler<'c> {
                             rejections: Vec::new(),
                             node_statuses: Vec::new(),
                             pre_filter_message: Some(message),
+                            group_message: None,
                         });
                     }
                     Ok(Ok(a)) => allocations.push((node_id, a)),
@@ -554,6 +565,7 @@ impl<'c> Scheduler<'c> {
                 rejections,
                 node_statuses,
                 pre_filter_message: None,
+                group_message: None,
             });
         }
 

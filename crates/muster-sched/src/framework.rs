@@ -89,12 +89,32 @@ pub struct FitError {
     pub node_statuses: Vec<(NodeId, u16)>,
     /// A message from PreFilter, when the pod failed before any node was tried.
     pub pre_filter_message: Option<String>,
+    /// The pod-group cycle's verdict for a member of a group that was not placed; it replaces
+    /// the per-node summary (the member may fit on its own).
+    pub group_message: Option<String>,
 }
 
 impl FitError {
     /// A failure decided before any node was tried (PreFilter, PreEnqueue, the group cycle).
     pub fn pre_filter(num_all_nodes: usize, message: String) -> Self {
-        FitError { num_all_nodes, rejections: Vec::new(), node_statuses: Vec::new(), pre_filter_message: Some(message) }
+        FitError {
+            num_all_nodes,
+            rejections: Vec::new(),
+            node_statuses: Vec::new(),
+            pre_filter_message: Some(message),
+            group_message: None,
+        }
+    }
+
+    /// A member of a PodGroup whose cycle failed: the group's reason.
+    pub fn group(num_all_nodes: usize, message: String) -> Self {
+        FitError {
+            num_all_nodes,
+            rejections: Vec::new(),
+            node_statuses: Vec::new(),
+            pre_filter_message: None,
+            group_message: Some(message),
+        }
     }
 
     /// Reason → number of nodes that gave it.
@@ -115,6 +135,9 @@ impl FitError {
     /// kube-scheduler's message: `0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had
     /// untolerated taint {dedicated: batch}.` (reasons sorted as strings, as upstream sorts them).
     pub fn message(&self) -> String {
+        if let Some(g) = &self.group_message {
+            return g.clone();
+        }
         let mut msg = format!("0/{} nodes are available:", self.num_all_nodes);
         if let Some(p) = &self.pre_filter_message {
             msg.push_str(&format!(" {p}."));

@@ -7,6 +7,7 @@
 pub mod cluster;
 pub mod cycle;
 pub mod eviction;
+pub mod explain;
 pub mod fastdiv;
 pub mod framework;
 pub mod plugins;

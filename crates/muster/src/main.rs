@@ -11,6 +11,7 @@ mod convert;
 mod devices;
 mod memory;
 mod output;
+mod why;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +38,12 @@ enum Command {
     /// CEL selector selects, or why evaluating it fails. Exits 0 when it ran, 2 on bad input or a
     /// selector that does not compile.
     Devices(DevicesArgs),
+    /// Explain where a pod or a PodGroup goes in the plan `muster plan` makes, or why it goes
+    /// nowhere: the verdict, then every node's first failing Filter (for DRA, each request's
+    /// device accounting), on the snapshot as it stood when the target's attempt ran. TARGET is
+    /// pod/NAMESPACE/NAME or podgroup/NAMESPACE/NAME. Exits 0 when it ran, 2 on bad input or an
+    /// unknown target.
+    Why(WhyArgs),
     /// Validate manifests without scheduling: the strict schema, the outdated forms of older or
     /// simplified write-ups (each with its Kubernetes 1.37 form), references between objects, CEL
     /// selectors (compiled, and the attributes they read checked against the input's
@@ -85,9 +92,42 @@ struct PlanArgs {
     /// adaptive default, 100 = consider every node). Overrides --config.
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(0..=100))]
     percentage_of_nodes_to_score: Option<u32>,
+    /// How long a gang (PodGroup with minCount) may wait for all its pods to exist before muster
+    /// marks it PodGroupInitiallyScheduled=False, reason GangWaitTimeout. Kubernetes has no such
+    /// field (the article's `scheduleTimeoutSeconds` does not exist); `plan` reports it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    gang_wait_timeout: u64,
     /// Do not copy NoSchedule/NoExecute taints of a full device (one that consumes all of a
     /// counter set, such as a whole GPU) to the devices that share its counters (its MIG
     /// partitions). Without this flag a sick GPU's partitions are not handed out either.
+    #[arg(long)]
+    no_health_propagation: bool,
+}
+
+#[derive(clap::Args)]
+struct WhyArgs {
+    /// pod/NAMESPACE/NAME or podgroup/NAMESPACE/NAME.
+    #[arg(value_name = "TARGET")]
+    target: String,
+    /// Manifest files or directories; `-` reads standard input.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Output format: text for people, json for scripts.
+    #[arg(short, long, value_enum, default_value_t = DevicesFormat::Table)]
+    output: DevicesFormat,
+    /// As for `muster plan`.
+    #[arg(long = "scheduler-name", value_name = "NAME")]
+    scheduler_names: Vec<String>,
+    /// As for `muster plan`.
+    #[arg(long, value_enum)]
+    scoring: Option<Scoring>,
+    /// As for `muster plan`.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// As for `muster plan`.
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u32).range(0..=100))]
+    percentage_of_nodes_to_score: Option<u32>,
+    /// As for `muster plan`.
     #[arg(long)]
     no_health_propagation: bool,
 }
@@ -238,6 +278,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(args) => plan(args),
         Command::Devices(args) => run_devices(args),
+        Command::Why(args) => why::run(args),
         Command::Check(args) => check::run(&args.paths, matches!(args.output, CheckFormat::Json)),
         Command::Convert(args) => convert::run(&args.path, args.write),
         Command::Conformance { suite: ConformanceSuite::Allocator { dir } } => {
@@ -269,6 +310,7 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = args.percentage_of_nodes_to_score {
         config.percentage_of_nodes_to_score = p;
     }
+    config.gang_wait_timeout_seconds = args.gang_wait_timeout;
     if !args.scheduler_names.is_empty() {
         names = args.scheduler_names.clone();
     }

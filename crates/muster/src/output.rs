@@ -123,6 +123,16 @@ fn propagation_groups(world: &World) -> Vec<(String, String, String, Vec<&str>)>
     groups
 }
 
+/// The PodGroup condition a group's cycle leads to, in words.
+fn group_outcome(o: &muster_sched::GroupOutcome) -> &'static str {
+    match o {
+        muster_sched::GroupOutcome::Scheduled { .. } => "Scheduled",
+        muster_sched::GroupOutcome::Waiting { .. } => "Waiting",
+        muster_sched::GroupOutcome::Unschedulable { .. } => "Unschedulable",
+        muster_sched::GroupOutcome::SchedulerError => "SchedulerError",
+    }
+}
+
 /// `-o json`. Field names are a contract: scripts and later versions depend on them.
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
@@ -151,6 +161,23 @@ pub fn json(world: &World, plan: &Plan) -> Value {
             "from": t.source.propagated_from(),
             "source": t.source.to_string(),
         }))).collect::<Vec<_>>(),
+        "groups": plan.groups.iter().map(|g| {
+            let info = &c.groups[g.group];
+            let (placed, scheduled) = match g.outcome {
+                muster_sched::GroupOutcome::Scheduled { placed, scheduled } => (placed, scheduled),
+                muster_sched::GroupOutcome::Unschedulable { scheduled, .. } => (0, scheduled),
+                _ => (0, 0),
+            };
+            json!({
+                "podGroup": info.key,
+                "policy": if info.gang { "gang" } else { "basic" },
+                "minCount": info.min_count,
+                "outcome": group_outcome(&g.outcome),
+                "placed": placed,
+                "alreadyRunning": scheduled,
+                "message": g.message,
+            })
+        }).collect::<Vec<_>>(),
         "warnings": c.warnings,
     })
 }
@@ -237,6 +264,15 @@ pub fn table(world: &World, plan: &Plan) -> String {
             } else {
                 let _ = writeln!(out, "{p:<w$}   {n}");
             }
+        }
+    }
+    if !plan.groups.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "POD GROUPS");
+        for g in &plan.groups {
+            let _ = writeln!(out, "{}: {} — {}", c.groups[g.group].key, group_outcome(&g.outcome), g.message);
         }
     }
     if !plan.unschedulable.is_empty() {

@@ -13,6 +13,8 @@
 //! evict: ns/pod after 300s                (... 300 s after the taint is added: no timeAdded)
 //! evict: ns/pod never                     (the pod is not evicted: it has no eviction entry)
 //! dry-run: ns/pod at 2026-...             (an effect-None DeviceTaintRule would evict it then)
+//! allocated-claims: 4                     (claims with devices after the plan: a gang rolled
+//!                                          back leaves none of its claims allocated)
 //! ```
 //!
 //! The plan must match exactly: no other pod placed or left unschedulable, and the JSON
@@ -31,8 +33,11 @@ fn run(dir: &Path) -> Result<(), String> {
     let mut want_devices = BTreeMap::new();
     let mut want_evictions = BTreeSet::new();
     let mut never_evicted = Vec::new();
+    let mut want_allocated: Option<usize> = None;
     for line in expected.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        if let Some(pod) = line.strip_prefix("evict:").and_then(|l| l.trim().strip_suffix(" never")) {
+        if let Some(n) = line.strip_prefix("allocated-claims:") {
+            want_allocated = Some(n.trim().parse().map_err(|e| format!("allocated-claims: {e}"))?);
+        } else if let Some(pod) = line.strip_prefix("evict:").and_then(|l| l.trim().strip_suffix(" never")) {
             never_evicted.push(pod.trim().to_string());
         } else if line.starts_with("evict:") || line.starts_with("dry-run:") {
             want_evictions.insert(line.split_whitespace().collect::<Vec<_>>().join(" "));
@@ -91,6 +96,17 @@ fn run(dir: &Path) -> Result<(), String> {
             format!("{kind} {} {when}", e["pod"].as_str().unwrap())
         })
         .collect();
+    if let Some(want) = want_allocated {
+        let got = v["claims"]
+            .as_array()
+            .ok_or("no \"claims\" in the JSON")?
+            .iter()
+            .filter(|c| c["devices"].as_array().is_some_and(|d| !d.is_empty()))
+            .count();
+        if got != want {
+            problems.push(format!("allocated claims: want {want}, got {got}"));
+        }
+    }
     for pod in &never_evicted {
         if let Some(e) = got_evictions.iter().find(|e| e.starts_with(&format!("evict: {pod} "))) {
             problems.push(format!("{pod} should never be evicted, got {e}"));

@@ -1,0 +1,141 @@
+//! Pod-group plans over random clusters: what never happens. No gang is partly placed, a gang
+//! that is not placed leaves none of its claims allocated, and no device is allocated twice.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use muster_sched::{Cluster, DraContext, GroupOutcome, Scheduler, SchedulerConfig, SchedulerNames};
+use proptest::prelude::*;
+use serde_json::json;
+
+/// Groups: (members, minCount (0 = basic policy), GPUs per member, cpu per member).
+type Group = (u8, u8, u8, u8);
+
+fn objects(node_gpus: &[u8], groups: &[Group]) -> (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>) {
+    let nodes = (0..node_gpus.len())
+        .map(|i| {
+            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
+                "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}))
+            .unwrap()
+        })
+        .collect();
+    let slices = node_gpus
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let devices: Vec<_> = (0..*n).map(|d| json!({"name": format!("gpu-{d}")})).collect();
+            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
+                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{i}"), "devices": devices,
+                         "pool": {"name": format!("n{i}"), "generation": 1, "resourceSliceCount": 1}}}))
+            .unwrap()
+        })
+        .collect();
+    let mut pods = Vec::new();
+    let mut pgs = Vec::new();
+    for (g, (members, min, gpus, cpu)) in groups.iter().enumerate() {
+        let policy = if *min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minCount": min}}) };
+        pgs.push(
+            serde_json::from_value(json!({"metadata": {"name": format!("g{g}"), "namespace": "ml"},
+                "spec": {"schedulingPolicy": policy}}))
+            .unwrap(),
+        );
+        for m in 0..*members {
+            let claims = if *gpus > 0 {
+                json!([{"name": "gpus", "resourceClaimTemplateName": format!("gpus-{gpus}")}])
+            } else {
+                json!([])
+            };
+            pods.push(Box::new(
+                serde_json::from_value(json!({"metadata": {"name": format!("g{g}-{m}"), "namespace": "ml"},
+                    "spec": {"schedulingGroup": {"podGroupName": format!("g{g}")}, "resourceClaims": claims,
+                             "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]}}))
+                .unwrap(),
+            ));
+        }
+    }
+    (nodes, slices, pods, pgs)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    #[test]
+    fn gangs_are_all_or_nothing(
+        node_gpus in prop::collection::vec(0u8..5, 1..5),
+        groups in prop::collection::vec((1u8..5, 0u8..5, 0u8..3, 1u8..5), 1..6),
+    ) {
+        let class: Vec<DeviceClass> = vec![serde_json::from_value(json!({"metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})).unwrap()];
+        let templates: Vec<ResourceClaimTemplate> = (1..=2)
+            .map(|n| serde_json::from_value(json!({"metadata": {"name": format!("gpus-{n}"), "namespace": "ml"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": n}}]}}}})).unwrap())
+            .collect();
+        let run = |memo: bool| {
+            let (nodes, slices, pods, pgs) = objects(&node_gpus, &groups);
+            let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
+            cluster.add_claims(Vec::new(), &templates);
+            cluster.add_pod_groups(pgs);
+            let ctx = DraContext {
+                index: muster_alloc::SliceIndex::new(&slices),
+                classes: &class,
+                env: muster_cel::Env::default(),
+                features: muster_alloc::Features::kubernetes_1_37(),
+            };
+            let mut s = Scheduler::with_dra(&mut cluster, SchedulerConfig::default(), &ctx);
+            if !memo {
+                s = s.without_dra_memo();
+            }
+            let plan = s.plan();
+            let mut problems = Vec::new();
+            let placed: HashSet<u32> = plan.placements.iter().map(|(p, _)| p.0).collect();
+            for r in &plan.groups {
+                let g = &cluster.groups[r.group];
+                let n = g.members.iter().filter(|m| placed.contains(&m.0)).count();
+                match r.outcome {
+                    GroupOutcome::Scheduled { placed: p, .. } => {
+                        if p != n || n == 0 || (g.gang && n < g.min_count) {
+                            problems.push(format!("{}: {n} placed, minCount {}, outcome {:?}", g.key, g.min_count, r.outcome));
+                        }
+                    }
+                    _ => {
+                        if n != 0 {
+                            problems.push(format!("{}: not scheduled but {n} members placed", g.key));
+                        }
+                        for m in &g.members {
+                            for c in cluster.pod(*m).claims.iter().flatten() {
+                                if cluster.claims[*c].claim.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some() {
+                                    problems.push(format!("{}: claim {} stayed allocated", g.key, cluster.claims[*c].key()));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let mut seen = HashSet::new();
+            for c in &cluster.claims {
+                for r in c.claim.status.iter().flat_map(|s| s.allocation.iter()).flat_map(|a| a.devices.iter()).flat_map(|d| d.results.iter().flatten()) {
+                    if !seen.insert((r.pool.clone(), r.device.clone())) {
+                        problems.push(format!("{}/{} allocated twice", r.pool, r.device));
+                    }
+                }
+            }
+            // A node's requests are exactly those of the pods placed on it.
+            for (i, node) in cluster.nodes.iter().enumerate() {
+                let want: i64 = plan.placements.iter().filter(|(_, n)| n.0 as usize == i)
+                    .map(|(p, _)| cluster.pod(*p).requests.iter().map(|(_, v)| *v).sum::<i64>()).sum();
+                let got: i64 = node.requested.iter().sum();
+                if want != got {
+                    problems.push(format!("{}: requested {got}, placed pods ask {want}", node.name()));
+                }
+            }
+            let placements: Vec<(u32, u32)> = plan.placements.iter().map(|(p, n)| (p.0, n.0)).collect();
+            (problems, placements)
+        };
+        let (problems, with_memo) = run(true);
+        prop_assert!(problems.is_empty(), "{:?}", problems);
+        let (_, without) = run(false);
+        prop_assert_eq!(with_memo, without, "reusing verdicts changed the plan");
+    }
+}

@@ -1,0 +1,192 @@
+//! `muster why`: the verdict, then each node's first failing Filter and the device accounting,
+//! for one cause per snapshot (tests/why/ and the scenarios that already show a cause).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn muster(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_muster")).args(args).current_dir(root()).output().unwrap()
+}
+
+/// `muster why TARGET PATHS...`: exit 0, and the command line with its output (for a snapshot).
+fn why(target: &str, paths: &[&str]) -> String {
+    let mut args = vec!["why", target];
+    args.extend(paths);
+    let o = muster(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    format!("$ muster {}\n{}", args.join(" "), String::from_utf8(o.stdout).unwrap())
+}
+
+#[test]
+fn insufficient_cpu_unschedulable_node_and_untolerated_taint() {
+    let out = why("pod/data/etl-big", &["examples/quickstart"]);
+    assert!(out.contains("node cpu-a1  NodeResourcesFit: Insufficient cpu"), "{out}");
+    insta::assert_snapshot!("why_quickstart_etl_big", out);
+}
+
+#[test]
+fn node_selector_matches_no_node() {
+    insta::assert_snapshot!("why_node_affinity", why("pod/shop/web-0", &["tests/why/node-affinity.yaml"]));
+}
+
+#[test]
+fn not_enough_matching_devices() {
+    let out = why("pod/ml/train", &["tests/why/not-enough-devices.yaml"]);
+    assert!(out.contains("2 available \u{2014} 2 short"), "{out}");
+    insta::assert_snapshot!("why_not_enough_devices", out);
+}
+
+#[test]
+fn devices_already_allocated_by_earlier_pods() {
+    let out =
+        why("pod/ml/trainer-4", &["examples/gpu-training", "tests/scenarios/gpu-training-one-too-many/trainer-4.yaml"]);
+    assert!(out.contains("8 already allocated (gpu-0\u{2026}gpu-7)"), "{out}");
+    insta::assert_snapshot!("why_devices_already_allocated", out);
+}
+
+#[test]
+fn device_tainted_by_a_device_taint_rule() {
+    let out = why("pod/ml/b-job", &["tests/scenarios/device-taint-rule"]);
+    assert!(out.contains("DeviceTaintRule"), "{out}");
+    insta::assert_snapshot!("why_device_taint_rule", out);
+}
+
+#[test]
+fn mig_partitions_short_of_counters_when_the_full_gpu_is_taken() {
+    let out =
+        why("pod/serving/infer-0", &["examples/mig", "tests/scenarios/mig-full-gpu-blocks-partitions/full-gpu.yaml"]);
+    assert!(out.contains("short of counters"), "{out}");
+    insta::assert_snapshot!("why_mig_counters_exhausted", out);
+}
+
+#[test]
+fn mig_partitions_all_taken() {
+    insta::assert_snapshot!("why_mig_partitions_taken", why("pod/serving/infer-7", &["examples/mig"]));
+}
+
+#[test]
+fn match_attribute_constraint_unmet() {
+    let out = why("pod/ml/train", &["tests/why/match-attribute.yaml"]);
+    assert!(out.contains("constraint matchAttribute gpu.example.com/numa cannot be met"), "{out}");
+    insta::assert_snapshot!("why_match_attribute_unmet", out);
+}
+
+#[test]
+fn missing_template_claim_and_class() {
+    let out = [
+        why("pod/ml/no-template", &["tests/why/missing-objects.yaml"]),
+        why("pod/ml/no-claim", &["tests/why/missing-objects.yaml"]),
+        why("pod/ml/no-class", &["tests/why/missing-objects.yaml"]),
+    ]
+    .join("\n");
+    insta::assert_snapshot!("why_missing_objects", out);
+}
+
+#[test]
+fn selector_runtime_error_names_the_device() {
+    let out = why("pod/ml/train", &["tests/why/cel-error.yaml"]);
+    assert!(out.contains("on device gpu.example.com/gpu-node/gpu-1: CEL runtime error"), "{out}");
+    insta::assert_snapshot!("why_cel_runtime_error", out);
+}
+
+#[test]
+fn gang_that_cannot_be_placed_together() {
+    let out = [why("podgroup/ml/training", &["tests/why/gang.yaml"]), why("pod/ml/worker-2", &["tests/why/gang.yaml"])]
+        .join("\n");
+    assert!(out.contains("after reserving ml/worker-0, ml/worker-1"), "{out}");
+    assert!(out.contains("node node-1  NodeResourcesFit: Insufficient cpu"), "{out}");
+    insta::assert_snapshot!("why_gang_cannot_be_placed", out);
+}
+
+#[test]
+fn gang_waiting_for_its_pods() {
+    let out =
+        [why("podgroup/ml/eval", &["tests/why/gang.yaml"]), why("pod/ml/eval-0", &["tests/why/gang.yaml"])].join("\n");
+    insta::assert_snapshot!("why_gang_waiting", out);
+}
+
+#[test]
+fn placed_pod_with_its_devices_and_the_other_feasible_nodes() {
+    let out = why("pod/ml/trainer-0", &["examples/gpu-training"]);
+    assert!(out.contains("pod ml/trainer-0: placed on node h100-1"), "{out}");
+    insta::assert_snapshot!("why_placed", out);
+}
+
+#[test]
+fn unknown_or_malformed_target_exits_2() {
+    let o = muster(&["why", "pod/ml/trainer-9", "examples/gpu-training"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("error: pod ml/trainer-9 is not in the input"), "{err}");
+    assert!(err.contains("pod/ml/trainer-0"), "near names are listed: {err}");
+    let o = muster(&["why", "deployment/ml/x", "examples/gpu-training"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8(o.stderr).unwrap().contains("expected pod/NAMESPACE/NAME or podgroup/NAMESPACE/NAME"));
+    let o = muster(&["why", "pod/ml/x", "tests/bad-input/03-unknown-field.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn json_contract() {
+    let o = muster(&["why", "pod/ml/b-job", "tests/scenarios/device-taint-rule", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["target"], "pod/ml/b-job");
+    assert_eq!(v["verdict"]["status"], "unschedulable");
+    assert!(v["verdict"]["message"].as_str().unwrap().starts_with("0/2 nodes are available"));
+    assert_eq!(v["preemption"], "not evaluated by this version");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2, "every node, never the aggregate alone");
+    let n1 = &nodes[0];
+    assert_eq!(
+        (n1["node"].as_str(), n1["status"].as_str(), n1["plugin"].as_str()),
+        (Some("node-1"), Some("rejected"), Some("DynamicResources"))
+    );
+    let req = &n1["claims"][0]["requests"][0];
+    for key in
+        ["request", "class", "wants", "matching", "allocated", "tainted", "counters", "capacity", "available", "short"]
+    {
+        assert!(!req[key].is_null(), "{key} in {req}");
+    }
+    assert_eq!((req["wants"].as_u64(), req["available"].as_u64(), req["short"].as_u64()), (Some(2), Some(1), Some(1)));
+    let tainted: Vec<&serde_json::Value> =
+        req["devices"].as_array().unwrap().iter().filter(|d| d["status"] == "tainted").collect();
+    assert_eq!(tainted.len(), 1);
+    assert_eq!(tainted[0]["device"], "gpu-0");
+    assert!(tainted[0]["detail"].as_str().unwrap().contains("DeviceTaintRule"));
+
+    // A placed pod: node, devices, other feasible nodes.
+    let o = muster(&["why", "pod/ml/trainer-0", "examples/gpu-training", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verdict"]["status"], "placed");
+    assert_eq!(v["verdict"]["node"], "h100-1");
+    assert_eq!(v["verdict"]["devices"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        v["verdict"]["devices"][0],
+        serde_json::json!({"driver": "gpu.nvidia.com", "pool": "h100-1", "device": "gpu-0"})
+    );
+    assert_eq!(v["verdict"]["otherFeasibleNodes"], serde_json::json!(["h100-2", "h100-3", "h100-4"]));
+
+    // A gang: outcome, members, the member explained.
+    let o = muster(&["why", "podgroup/ml/training", "tests/why/gang.yaml", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verdict"]["status"], "cannot be placed together");
+    assert_eq!(v["members"].as_array().unwrap().len(), 3);
+    assert_eq!(v["members"][0]["status"], "rolled-back");
+    assert_eq!(v["explained"]["pod"], "ml/worker-2");
+    assert_eq!(v["explained"]["reservedBefore"], serde_json::json!(["ml/worker-0", "ml/worker-1"]));
+    insta::assert_json_snapshot!("why_gang_json", v);
+}
+
+#[test]
+fn same_input_same_explanation() {
+    let a = why("pod/ml/b-job", &["tests/scenarios/device-taint-rule"]);
+    let b = why("pod/ml/b-job", &["tests/scenarios/device-taint-rule"]);
+    assert_eq!(a, b);
+}
