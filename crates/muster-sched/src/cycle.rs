@@ -111,6 +111,9 @@ pub struct GroupResult {
     pub message: String,
 }
 
+/// Members placed, members that failed, and the Reserves to undo if the group is not placed.
+type MembersResult = (Vec<(PodId, NodeId)>, Vec<(PodId, FitError)>, Vec<Reserved>);
+
 /// What one Reserve changed: Unreserve (a gang rolled back) puts it back.
 #[derive(Debug)]
 pub struct Reserved {
@@ -144,6 +147,8 @@ pub struct Scheduler<'c> {
     scores: Vec<i64>,
     plugin_scores: Vec<i64>,
     memo: Vec<ScoreMemo>,
+    /// During a topology-constrained group cycle: the nodes of the domain being tried.
+    node_filter: Option<Vec<bool>>,
 }
 
 impl<'c> Scheduler<'c> {
@@ -171,6 +176,7 @@ impl<'c> Scheduler<'c> {
             scores: Vec::new(),
             plugin_scores: Vec::new(),
             memo,
+            node_filter: None,
         }
     }
 
@@ -305,20 +311,31 @@ impl<'c> Scheduler<'c> {
             plan.groups.push(GroupResult { group: g, outcome: GroupOutcome::Waiting { exist }, message });
             return;
         }
-        let mut undo: Vec<Reserved> = Vec::new();
-        let mut placed: Vec<(PodId, NodeId)> = Vec::new();
-        let mut failed: Vec<(PodId, FitError)> = Vec::new();
-        for (i, &pod) in pending.iter().enumerate() {
-            match self.attempt(pod, Some(&mut undo)) {
-                Outcome::Placed(node) => placed.push((pod, node)),
-                Outcome::Unschedulable(e) => failed.push((pod, e)),
-            }
-            // PlacementFeasible: stop once minCount is out of reach.
-            let remaining = pending.len() - i - 1;
-            if scheduled + placed.len() + remaining < min {
-                break;
+        let topology_key = self.cluster.groups[g]
+            .group
+            .spec
+            .scheduling_constraints
+            .as_ref()
+            .and_then(|c| c.topology.as_ref())
+            .and_then(|t| t.first())
+            .map(|t| t.key.clone());
+        if let Some(topology_key) = topology_key {
+            match self.choose_domain(&members, &pending, &topology_key, scheduled, min, gang) {
+                Ok(nodes) => self.node_filter = Some(nodes),
+                Err(message) => {
+                    let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
+                    let message = format!("podgroup {key}: {message}");
+                    let num_nodes = self.cluster.node_order.len();
+                    for p in &pending {
+                        plan.unschedulable.push((*p, FitError::group(num_nodes, message.clone())));
+                    }
+                    plan.groups.push(GroupResult { group: g, outcome, message });
+                    return;
+                }
             }
         }
+        let (placed, failed, undo) = self.run_members(&pending, scheduled, min);
+        self.node_filter = None;
         if !placed.is_empty() && scheduled + placed.len() >= min {
             let message =
                 format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
@@ -353,6 +370,134 @@ impl<'c> Scheduler<'c> {
         let outcome = GroupOutcome::Unschedulable { placed: placed.len(), scheduled, failed: failed.len() };
         fail_all(plan, &pending, &message);
         plan.groups.push(GroupResult { group: g, outcome, message });
+    }
+
+    /// The default group algorithm over `pending` (Filter limited to `node_filter` when set):
+    /// each member in turn, Reserve recorded, stopping once `min` is out of reach.
+    fn run_members(&mut self, pending: &[PodId], scheduled: usize, min: usize) -> MembersResult {
+        let mut undo: Vec<Reserved> = Vec::new();
+        let mut placed: Vec<(PodId, NodeId)> = Vec::new();
+        let mut failed: Vec<(PodId, FitError)> = Vec::new();
+        for (i, &pod) in pending.iter().enumerate() {
+            match self.attempt(pod, Some(&mut undo)) {
+                Outcome::Placed(node) => placed.push((pod, node)),
+                Outcome::Unschedulable(e) => failed.push((pod, e)),
+            }
+            // PlacementFeasible: stop once minCount is out of reach.
+            let remaining = pending.len() - i - 1;
+            if scheduled + placed.len() + remaining < min {
+                break;
+            }
+        }
+        (placed, failed, undo)
+    }
+
+    /// Topology-aware placement (KEP 5732): the nodes carrying `key`, partitioned by its value,
+    /// are the candidate domains (only the domain of members already running, if any). The group
+    /// algorithm runs in each domain and is rolled back; feasible domains are scored — bin packing
+    /// (MostAllocated over the domain's cpu and memory after the proposed pods) plus the members
+    /// the domain holds, normalized to the best — and the best domain's nodes are returned. Ties
+    /// go to the first domain by value (upstream: random).
+    fn choose_domain(
+        &mut self,
+        members: &[PodId],
+        pending: &[PodId],
+        key: &str,
+        scheduled: usize,
+        min: usize,
+        gang: bool,
+    ) -> Result<Vec<bool>, String> {
+        let c = &*self.cluster;
+        let mut domains: std::collections::BTreeMap<&str, Vec<NodeId>> = std::collections::BTreeMap::new();
+        for (i, n) in c.nodes.iter().enumerate() {
+            if let Some(v) = n.detail.labels.get(key) {
+                domains.entry(v.as_str()).or_default().push(NodeId(i as u32));
+            }
+        }
+        // Members already running pin the domain.
+        let running: std::collections::BTreeSet<Option<&str>> = members
+            .iter()
+            .filter_map(|m| match c.pod(*m).state {
+                PodState::Bound(n) => Some(c.node(n).detail.labels.get(key).map(String::as_str)),
+                _ => None,
+            })
+            .collect();
+        if running.contains(&None) {
+            return Err(format!("members already running on nodes without the topology label {key}"));
+        }
+        if running.len() > 1 {
+            let values: Vec<&str> = running.iter().flatten().copied().collect();
+            return Err(format!("members already running in several {key} domains ({})", values.join(", ")));
+        }
+        if let Some(Some(v)) = running.first() {
+            domains.retain(|d, _| d == v);
+        }
+        if domains.is_empty() {
+            return Err(format!("no node has the topology label {key}"));
+        }
+        let domains: Vec<(String, Vec<NodeId>)> = domains.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let mut feasible: Vec<(usize, i64, usize)> = Vec::new(); // (domain, fit score, pods count)
+        let mut summaries: Vec<String> = Vec::new();
+        let num_nodes = self.cluster.nodes.len();
+        for (di, (value, nodes)) in domains.iter().enumerate() {
+            let mut mask = vec![false; num_nodes];
+            for n in nodes {
+                mask[n.0 as usize] = true;
+            }
+            self.node_filter = Some(mask);
+            let (placed, failed, undo) = self.run_members(pending, scheduled, min);
+            let ok = !placed.is_empty() && scheduled + placed.len() >= min;
+            if ok {
+                feasible.push((di, self.most_allocated(nodes), scheduled + placed.len()));
+            } else if summaries.len() < 5 {
+                summaries.push(format!("{value}: {} of {} fit", placed.len(), pending.len()));
+            }
+            let _ = failed;
+            for r in undo.into_iter().rev() {
+                self.unreserve(r);
+            }
+        }
+        self.node_filter = None;
+        if feasible.is_empty() {
+            let more = domains.len().saturating_sub(summaries.len());
+            let more = if more > 0 { format!("; {more} more") } else { String::new() };
+            let policy = if gang { format!("minCount {min}") } else { "at least one pod".to_string() };
+            return Err(format!(
+                "no {key} domain holds the group ({policy}, {scheduled} already running): {}{more}",
+                summaries.join("; ")
+            ));
+        }
+        let best_count = feasible.iter().map(|f| f.2).max().unwrap_or(1).max(1) as i64;
+        let (winner, _, _) = feasible
+            .iter()
+            .copied()
+            .max_by(|a, b| {
+                let score = |f: &(usize, i64, usize)| f.1 + MAX_NODE_SCORE * f.2 as i64 / best_count;
+                score(a).cmp(&score(b)).then_with(|| b.0.cmp(&a.0))
+            })
+            .expect("at least one feasible domain");
+        let mut mask = vec![false; num_nodes];
+        for n in &domains[winner].1 {
+            mask[n.0 as usize] = true;
+        }
+        Ok(mask)
+    }
+
+    /// NodeResourcesFit's placement score: MostAllocated over the nodes' summed cpu and memory.
+    fn most_allocated(&self, nodes: &[NodeId]) -> i64 {
+        let mut total = 0;
+        for r in [crate::cluster::ResourceId::CPU, crate::cluster::ResourceId::MEMORY] {
+            let (mut alloc, mut req) = (0i64, 0i64);
+            for n in nodes {
+                let node = self.cluster.node(*n);
+                alloc += node.allocatable(r);
+                req += node.requested(r);
+            }
+            if alloc > 0 {
+                total += MAX_NODE_SCORE * req.min(alloc) / alloc;
+            }
+        }
+        total / 2
     }
 
     /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
@@ -505,9 +650,13 @@ impl<'c> Scheduler<'c> {
             memo.insert((node_id, fingerprint), (node_gen, generations.1, v.clone()));
             v
         };
+        let node_filter = self.node_filter.as_deref();
         for &node_id in after.iter().chain(before) {
-            let node = cluster.node(node_id);
             processed += 1;
+            if node_filter.is_some_and(|f| !f[node_id.0 as usize]) {
+                continue;
+            }
+            let node = cluster.node(node_id);
             let mut feasible = if simple_pod && !node.unschedulable && !node.has_taints {
                 fits_inline(&state, node)
             } else {

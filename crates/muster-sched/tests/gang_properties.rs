@@ -10,14 +10,16 @@ use muster_sched::{Cluster, DraContext, GroupOutcome, Scheduler, SchedulerConfig
 use proptest::prelude::*;
 use serde_json::json;
 
-/// Groups: (members, minCount (0 = basic policy), GPUs per member, cpu per member).
-type Group = (u8, u8, u8, u8);
+/// Groups: (members, minCount (0 = basic policy), GPUs per member, cpu per member, one rack).
+type Group = (u8, u8, u8, u8, bool);
 
 fn objects(node_gpus: &[u8], groups: &[Group]) -> (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>) {
     let nodes = (0..node_gpus.len())
         .map(|i| {
-            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
-                "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}))
+            serde_json::from_value(
+                json!({"metadata": {"name": format!("n{i}"), "labels": {"rack": format!("r{}", i % 2)}},
+                "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}),
+            )
             .unwrap()
         })
         .collect();
@@ -34,12 +36,15 @@ fn objects(node_gpus: &[u8], groups: &[Group]) -> (Vec<Node>, Vec<ResourceSlice>
         .collect();
     let mut pods = Vec::new();
     let mut pgs = Vec::new();
-    for (g, (members, min, gpus, cpu)) in groups.iter().enumerate() {
+    for (g, (members, min, gpus, cpu, rack)) in groups.iter().enumerate() {
         let policy = if *min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minCount": min}}) };
+        let mut spec = json!({"schedulingPolicy": policy});
+        if *rack {
+            spec["schedulingConstraints"] = json!({"topology": [{"key": "rack"}]});
+        }
         pgs.push(
-            serde_json::from_value(json!({"metadata": {"name": format!("g{g}"), "namespace": "ml"},
-                "spec": {"schedulingPolicy": policy}}))
-            .unwrap(),
+            serde_json::from_value(json!({"metadata": {"name": format!("g{g}"), "namespace": "ml"}, "spec": spec}))
+                .unwrap(),
         );
         for m in 0..*members {
             let claims = if *gpus > 0 {
@@ -64,7 +69,7 @@ proptest! {
     #[test]
     fn gangs_are_all_or_nothing(
         node_gpus in prop::collection::vec(0u8..5, 1..5),
-        groups in prop::collection::vec((1u8..5, 0u8..5, 0u8..3, 1u8..5), 1..6),
+        groups in prop::collection::vec((1u8..5, 0u8..5, 0u8..3, 1u8..5, prop::bool::ANY), 1..6),
     ) {
         let class: Vec<DeviceClass> = vec![serde_json::from_value(json!({"metadata": {"name": "gpu"},
             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})).unwrap()];
@@ -93,6 +98,10 @@ proptest! {
             for r in &plan.groups {
                 let g = &cluster.groups[r.group];
                 let n = g.members.iter().filter(|m| placed.contains(&m.0)).count();
+                let racks: HashSet<u32> = plan.placements.iter().filter(|(p, _)| g.members.contains(p)).map(|(_, n)| n.0 % 2).collect();
+                if groups[r.group].4 && racks.len() > 1 {
+                    problems.push(format!("{}: placed across racks", g.key));
+                }
                 match r.outcome {
                     GroupOutcome::Scheduled { placed: p, .. } => {
                         if p != n || n == 0 || (g.gang && n < g.min_count) {
