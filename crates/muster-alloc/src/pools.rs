@@ -213,6 +213,41 @@ impl<'a> SliceIndex<'a> {
             .clone()
     }
 
+    /// The first device of an allocated claim that carries a NoExecute taint its allocation
+    /// result does not tolerate (taints from the pool's newest slices, DeviceTaintRules applied):
+    /// upstream gives such a claim no new reservations (KEP 5055). `driver/pool/device: key=value`.
+    pub fn untolerated_no_execute(&self, claim: &k8s_openapi::api::resource::v1::ResourceClaim) -> Option<String> {
+        let results = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.allocation.as_ref())
+            .and_then(|a| a.devices.as_ref())
+            .and_then(|d| d.results.as_ref());
+        for r in results.into_iter().flatten() {
+            let newest = self.pool(&r.driver, &r.pool).map(|s| s.spec.pool.generation).max();
+            let device = self
+                .pool(&r.driver, &r.pool)
+                .filter(|s| Some(s.spec.pool.generation) == newest)
+                .flat_map(|s| s.spec.devices.iter().flatten())
+                .find(|d| d.name == r.device);
+            for t in device.and_then(|d| d.taints.as_ref()).into_iter().flatten() {
+                if t.effect != "NoExecute" {
+                    continue;
+                }
+                let value = t.value.as_deref().unwrap_or("");
+                let tolerated = r
+                    .tolerations
+                    .iter()
+                    .flatten()
+                    .any(|tol| crate::allocator::tolerates(tol, &t.key, value, &t.effect));
+                if !tolerated {
+                    return Some(format!("{}/{}/{}: {}={value}:NoExecute", r.driver, r.pool, r.device, t.key));
+                }
+            }
+        }
+        None
+    }
+
     fn pool(&self, driver: &str, pool: &str) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
         self.by_pool.get(driver).and_then(|p| p.get(pool)).into_iter().flatten().map(|i| &self.slices[*i])
     }

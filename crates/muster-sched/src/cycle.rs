@@ -562,7 +562,10 @@ impl<'c> Scheduler<'c> {
         let pre_filter = if num_nodes == 0 {
             Some("no nodes available to schedule pods".to_string())
         } else {
-            pre_filter(&state, cluster, dra.is_some(), undo.is_some())
+            pre_filter(&state, cluster, dra.is_some(), undo.is_some()).or_else(|| {
+                let (ctx, _) = dra?;
+                dynamic_resources::pre_filter_devices(pod, cluster, ctx)
+            })
         };
         if let Some(message) = pre_filter {
             return Outcome::Unschedulable(FitError {

@@ -45,6 +45,23 @@ fn allocated(claim: &ResourceClaim) -> bool {
     claim.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some()
 }
 
+/// PreFilter, what needs the devices: an allocated claim whose device has a NoExecute taint
+/// the allocation does not tolerate gets no new reservations (the pod would be evicted at once).
+pub fn pre_filter_devices(pod: &PodInfo, cluster: &Cluster, ctx: &DraContext<'_>) -> Option<String> {
+    for c in pod.claims.iter().flatten() {
+        let info = &cluster.claims[*c];
+        if allocated(&info.claim)
+            && let Some(device) = ctx.index.untolerated_no_execute(&info.claim)
+        {
+            return Some(format!(
+                "resourceclaim {} is allocated to a device with a NoExecute taint it does not tolerate ({device}): it gets no new reservations",
+                info.key()
+            ));
+        }
+    }
+    None
+}
+
 /// PreFilter: every claim must exist, and a claim may not be reserved by more than 256 pods.
 /// A special extended-resources claim from an earlier attempt makes the attempt fail, as
 /// upstream's Filter does (its PostFilter then deletes the claim and the pod is retried).
