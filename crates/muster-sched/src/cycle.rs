@@ -883,11 +883,9 @@ impl Scoring<'_> {
     }
 }
 
-/// PreFilter: what rules a pod out before any node is tried.
-///
-/// Pods that need devices through ResourceClaims or that belong to a PodGroup are not placed by
-/// this version: placing them without allocating their claims or their gang would be a wrong plan,
-/// so they are reported instead.
+/// PreFilter: what rules a pod out before any node is tried: DynamicResources' claim checks (a
+/// plan without DRA inputs cannot serve claims), and GangScheduling's PreEnqueue (a pod naming a
+/// missing PodGroup waits; a member is only scheduled inside its group's cycle).
 fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool, in_group_cycle: bool) -> Option<String> {
     let spec = state.pod.pod.spec.as_ref()?;
     let extended = !state.pod.dra_extended.is_empty();

@@ -904,8 +904,8 @@ impl<'s> Checker<'s> {
         if let Some((k, v)) = spec.and_then(|s| entry(s, "scheduleTimeoutSeconds")) {
             let m = format!(
                 "PodGroup has no scheduleTimeoutSeconds in any version: in Kubernetes 1.37 a gang waits for its pods at \
-                 most the scheduler's fixed 5-minute Permit timeout, then retries with backoff (muster: the planned \
-                 --gang-wait-timeout flag); remove scheduleTimeoutSeconds: {}",
+                 most the scheduler's fixed 5-minute Permit timeout, then retries with backoff (muster: \
+                 --gang-wait-timeout, default 300s); remove scheduleTimeoutSeconds: {}",
                 flow(v)
             );
             self.push(o, k.pos, Severity::Error, "spec.scheduleTimeoutSeconds", m, None, true);

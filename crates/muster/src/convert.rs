@@ -560,7 +560,7 @@ fn pod_group(o: &Obj<'_, '_>) -> Option<Converted> {
         };
         c.push(note(format!(
             "dropped scheduleTimeoutSeconds: {t}: no such field in Kubernetes 1.37; the scheduler waits at most its \
-             fixed 5-minute Permit timeout (muster: the planned --gang-wait-timeout flag)"
+             fixed 5-minute Permit timeout (muster: --gang-wait-timeout, default 300s)"
         )));
     }
     Some(vec![(y, version_note(o, BETA).into_iter().collect())])

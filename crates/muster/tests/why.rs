@@ -190,3 +190,16 @@ fn same_input_same_explanation() {
     let b = why("pod/ml/b-job", &["tests/scenarios/device-taint-rule"]);
     assert_eq!(a, b);
 }
+
+#[test]
+fn the_articles_gang_one_node_short_names_the_node_and_the_tainted_gpu() {
+    let paths = ["examples/gpu-gang", "tests/scenarios/gang-one-node-short/maintenance.yaml"];
+    let out = why("podgroup/ml/llm-train", &paths);
+    assert!(out.contains("cannot be placed together"), "{out}");
+    assert!(
+        out.contains("node h100-3  DynamicResources: claim ml/trainer-3-gpus-")
+            && out.contains("1 tainted and not tolerated (gpu-5: example.com/maintenance=planned:NoSchedule, DeviceTaintRule h100-3-gpu-5-maintenance), 7 available — 1 short"),
+        "{out}"
+    );
+    insta::assert_snapshot!("why_article_gang_one_node_short", out);
+}
