@@ -188,6 +188,8 @@ pub enum PodState {
     Gated(Vec<String>),
     /// Succeeded or Failed: holds nothing.
     Terminated,
+    /// Was running on the node; preempted by this plan to make room for a PodGroup.
+    Preempted(NodeId),
 }
 
 /// A pod and what the scheduler derived from it (`framework.PodInfo`).

@@ -78,6 +78,8 @@ pub struct Plan {
     pub unschedulable: Vec<(PodId, FitError)>,
     /// What each PodGroup's cycle decided, in queue order.
     pub groups: Vec<GroupResult>,
+    /// Running pods preempted to make room for a PodGroup (index into `Cluster::groups`).
+    pub preempted: Vec<(PodId, usize)>,
 }
 
 /// One entry of the scheduling queue: a pod, or a PodGroup whose pending members are scheduled
@@ -109,10 +111,45 @@ pub struct GroupResult {
     pub outcome: GroupOutcome,
     /// The reason, as the condition's message and the members' unschedulable reason say it.
     pub message: String,
+    /// What workload-aware preemption did or why it could not help; `None` when it was not needed.
+    pub preemption: Option<String>,
 }
 
 /// Members placed, members that failed, and the Reserves to undo if the group is not placed.
 type MembersResult = (Vec<(PodId, NodeId)>, Vec<(PodId, FitError)>, Vec<Reserved>);
+
+/// One pod-group cycle's inputs.
+#[derive(Clone, Copy)]
+struct GroupAttempt<'a> {
+    members: &'a [PodId],
+    /// Pending members in the cycle's order.
+    pending: &'a [PodId],
+    topology_key: Option<&'a str>,
+    /// Members already running.
+    scheduled: usize,
+    min: usize,
+    gang: bool,
+}
+
+/// Why a group could not be placed (everything already rolled back).
+enum GroupFailure {
+    /// No topology domain holds the group: the reason.
+    Topology(String),
+    /// `placed` members fitted (then rolled back), `failed` did not.
+    Members { placed: usize, failed: Vec<(PodId, FitError)> },
+}
+
+/// A victim unit's importance, most important first: higher priority, groups before single pods,
+/// more pods, earlier start, then the name.
+type UnitKey =
+    (std::cmp::Reverse<i32>, bool, i64, Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>, String);
+
+/// What evicting a preemption victim from the snapshot changed.
+struct Evicted {
+    pod: PodId,
+    node: NodeId,
+    claims: Vec<(usize, Option<k8s_openapi::api::resource::v1::ResourceClaimStatus>, bool)>,
+}
 
 /// What one Reserve changed: Unreserve (a gang rolled back) puts it back.
 #[derive(Debug)]
@@ -298,7 +335,12 @@ impl<'c> Scheduler<'c> {
                 list.join(", ")
             );
             fail_all(plan, &pending, &message);
-            plan.groups.push(GroupResult { group: g, outcome: GroupOutcome::SchedulerError, message });
+            plan.groups.push(GroupResult {
+                group: g,
+                outcome: GroupOutcome::SchedulerError,
+                message,
+                preemption: None,
+            });
             return;
         }
         if gang && exist < min {
@@ -308,7 +350,12 @@ impl<'c> Scheduler<'c> {
                 self.config.gang_wait_timeout_seconds
             );
             fail_all(plan, &pending, &message);
-            plan.groups.push(GroupResult { group: g, outcome: GroupOutcome::Waiting { exist }, message });
+            plan.groups.push(GroupResult {
+                group: g,
+                outcome: GroupOutcome::Waiting { exist },
+                message,
+                preemption: None,
+            });
             return;
         }
         let topology_key = self.cluster.groups[g]
@@ -319,57 +366,263 @@ impl<'c> Scheduler<'c> {
             .and_then(|c| c.topology.as_ref())
             .and_then(|t| t.first())
             .map(|t| t.key.clone());
-        if let Some(topology_key) = topology_key {
-            match self.choose_domain(&members, &pending, &topology_key, scheduled, min, gang) {
-                Ok(nodes) => self.node_filter = Some(nodes),
-                Err(message) => {
-                    let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
-                    let message = format!("podgroup {key}: {message}");
-                    let num_nodes = self.cluster.node_order.len();
-                    for p in &pending {
-                        plan.unschedulable.push((*p, FitError::group(num_nodes, message.clone())));
+        let attempt = GroupAttempt {
+            members: &members,
+            pending: &pending,
+            topology_key: topology_key.as_deref(),
+            scheduled,
+            min,
+            gang,
+        };
+        let (result, victims) = match self.place_group(&attempt) {
+            Ok(r) => (r, Vec::new()),
+            Err(failure) => match self.preempt(g, &attempt) {
+                Ok((r, victims)) => (r, victims),
+                Err(why_not) => {
+                    self.report_group_failure(g, plan, &pending, failure, scheduled);
+                    if let Some(last) = plan.groups.last_mut() {
+                        last.preemption = Some(format!("would not help: {why_not}"));
                     }
-                    plan.groups.push(GroupResult { group: g, outcome, message });
                     return;
                 }
+            },
+        };
+        let (placed, failed, _) = result;
+        let mut message =
+            format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
+        if !victims.is_empty() {
+            let names: Vec<&str> = victims.iter().map(|v| self.cluster.pod(*v).key.as_str()).collect();
+            message.push_str(&format!(
+                "; preempted {} lower-priority pod{}: {}",
+                victims.len(),
+                if victims.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            ));
+        }
+        let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
+        let preemption = (!victims.is_empty()).then(|| format!("preempted {} pod(s)", victims.len()));
+        plan.groups.push(GroupResult { group: g, outcome, message, preemption });
+        plan.preempted.extend(victims.into_iter().map(|v| (v, g)));
+        plan.placements.extend(placed);
+        // Members that did not fit wait for the next cycle (basic policy, or beyond minCount).
+        plan.unschedulable.extend(failed);
+    }
+
+    /// Places the group (in the best topology domain when constrained). On success the members
+    /// stay reserved; on failure everything was rolled back.
+    fn place_group(&mut self, a: &GroupAttempt<'_>) -> Result<MembersResult, GroupFailure> {
+        let GroupAttempt { members, pending, topology_key, scheduled, min, gang } = *a;
+        if let Some(key) = topology_key {
+            match self.choose_domain(members, pending, key, scheduled, min, gang) {
+                Ok(nodes) => self.node_filter = Some(nodes),
+                Err(message) => return Err(GroupFailure::Topology(message)),
             }
         }
-        let (placed, failed, undo) = self.run_members(&pending, scheduled, min);
+        let (placed, failed, undo) = self.run_members(pending, scheduled, min);
         self.node_filter = None;
         if !placed.is_empty() && scheduled + placed.len() >= min {
-            let message =
-                format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
-            let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
-            plan.groups.push(GroupResult { group: g, outcome, message });
-            plan.placements.extend(placed);
-            // Members that did not fit wait for the next cycle (basic policy, or beyond minCount).
-            plan.unschedulable.extend(failed);
-            return;
+            return Ok((placed, failed, undo));
         }
         for r in undo.into_iter().rev() {
             self.unreserve(r);
         }
+        Err(GroupFailure::Members { placed: placed.len(), failed })
+    }
+
+    /// The reason a group cycle failed, as the PodGroup condition and its members say it.
+    fn report_group_failure(
+        &self,
+        g: usize,
+        plan: &mut Plan,
+        pending: &[PodId],
+        failure: GroupFailure,
+        scheduled: usize,
+    ) {
+        let c = &*self.cluster;
+        let group = &c.groups[g];
+        let (key, min, gang) = (&group.key, group.min_count, group.gang);
+        let num_nodes = c.node_order.len();
+        let (placed, failed) = match failure {
+            GroupFailure::Topology(message) => {
+                let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
+                let message = format!("podgroup {key}: {message}");
+                for p in pending {
+                    plan.unschedulable.push((*p, FitError::group(num_nodes, message.clone())));
+                }
+                plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
+                return;
+            }
+            GroupFailure::Members { placed, failed } => (placed, failed),
+        };
         if !gang {
             // The basic policy: each member stands alone, and none fitted.
             let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: failed.len() };
             let message = failed.first().map(|(_, e)| e.message()).unwrap_or_default();
-            plan.groups.push(GroupResult { group: g, outcome, message });
+            plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
             plan.unschedulable.extend(failed);
             return;
         }
         let first = failed
             .first()
-            .map(|(p, e)| format!(" (first failure: {}: {})", self.cluster.pod(*p).key, e.message()))
+            .map(|(p, e)| format!(" (first failure: {}: {})", c.pod(*p).key, e.message()))
             .unwrap_or_default();
         let message = format!(
-            "podgroup {key} cannot be placed together: {} of its {} pending pods fit, {} do not, {scheduled} already running, minCount {min}; nothing was placed{first}",
-            placed.len(),
+            "podgroup {key} cannot be placed together: {placed} of its {} pending pods fit, {} do not, {scheduled} already running, minCount {min}; nothing was placed{first}",
             pending.len(),
             failed.len(),
         );
-        let outcome = GroupOutcome::Unschedulable { placed: placed.len(), scheduled, failed: failed.len() };
-        fail_all(plan, &pending, &message);
-        plan.groups.push(GroupResult { group: g, outcome, message });
+        let outcome = GroupOutcome::Unschedulable { placed, scheduled, failed: failed.len() };
+        for p in pending {
+            plan.unschedulable.push((*p, FitError::group(num_nodes, message.clone())));
+        }
+        plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
+    }
+
+    /// Workload-aware preemption (KEP 5710) for a group that does not fit: every running pod of
+    /// lower priority is a potential victim — a pod alone, or all running pods of its PodGroup
+    /// when that group's `disruptionMode` is `all`. All of them are removed from the snapshot
+    /// (their node resources and their devices: claims reserved only by victims are deallocated,
+    /// which upstream cannot do yet, KEP 5690); if the group then fits, victims are reprieved one
+    /// unit at a time, most important first (higher priority, groups before single pods, more
+    /// pods, earlier start), keeping a unit only if the group still fits without it. Returns the
+    /// placement and the victims, or why preemption cannot help (the snapshot unchanged).
+    fn preempt(&mut self, g: usize, a: &GroupAttempt<'_>) -> Result<(MembersResult, Vec<PodId>), String> {
+        let (members, pending) = (a.members, a.pending);
+        let c = &*self.cluster;
+        let group = &c.groups[g];
+        let priority = c.pod(*pending.first().ok_or("no pending member")?).priority;
+        let never = |p: Option<&str>| p == Some("Never");
+        if never(group.group.spec.preemption_policy.as_deref())
+            || pending.iter().any(|p| never(c.pod(*p).pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref())))
+        {
+            return Err("the group's preemptionPolicy is Never".into());
+        }
+        // Victim units: (importance key, pods).
+        let mut units: Vec<(UnitKey, Vec<PodId>)> = Vec::new();
+        let mut group_units: HashMap<usize, usize> = HashMap::new();
+        for (i, p) in c.pods.iter().enumerate() {
+            let PodState::Bound(_) = p.state else { continue };
+            if p.priority >= priority || members.contains(&PodId(i as u32)) {
+                continue;
+            }
+            let start = p.pod.status.as_ref().and_then(|s| s.start_time.clone());
+            let all_mode = match &p.group {
+                Some(Ok(gi)) => {
+                    c.groups[*gi].group.spec.disruption_mode.as_ref().is_some_and(|d| d.all.is_some()).then_some(*gi)
+                }
+                _ => None,
+            };
+            match all_mode {
+                Some(gi) => {
+                    let u = *group_units.entry(gi).or_insert_with(|| {
+                        units.push((
+                            (std::cmp::Reverse(p.priority), false, 0, start.clone(), c.groups[gi].key.clone()),
+                            Vec::new(),
+                        ));
+                        units.len() - 1
+                    });
+                    units[u].1.push(PodId(i as u32));
+                    let k = &mut units[u].0;
+                    k.2 -= 1; // more pods: more important
+                    if start.is_some() && (k.3.is_none() || start < k.3) {
+                        k.3 = start;
+                    }
+                }
+                None => {
+                    units.push(((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![PodId(i as u32)]))
+                }
+            }
+        }
+        if units.is_empty() {
+            return Err(format!("no running pod has a priority lower than {priority}"));
+        }
+        units.sort_by(|a, b| a.0.cmp(&b.0));
+        // Remove every potential victim, then try the group.
+        let mut removed: Vec<Vec<Evicted>> =
+            units.iter().map(|(_, pods)| pods.iter().map(|p| self.evict(*p)).collect()).collect();
+        let Ok(mut current) = self.place_group(a) else {
+            let n: usize = removed.iter().map(Vec::len).sum();
+            for e in removed.into_iter().rev().flat_map(|u| u.into_iter().rev()) {
+                self.restore(e);
+            }
+            return Err(format!("even with all {n} lower-priority running pods removed, the group does not fit"));
+        };
+        let mut victims: Vec<PodId> = Vec::new();
+        for (u, (_, pods)) in units.iter().enumerate() {
+            for r in std::mem::take(&mut current.2).into_iter().rev() {
+                self.unreserve(r);
+            }
+            let evicted = std::mem::take(&mut removed[u]);
+            for e in evicted.into_iter().rev() {
+                self.restore(e);
+            }
+            match self.place_group(a) {
+                Ok(r) => current = r,
+                Err(_) => {
+                    removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
+                    victims.extend(pods.iter().copied());
+                    current = self.place_group(a).ok().expect("the group fitted with these victims removed before");
+                }
+            }
+        }
+        victims.sort();
+        Ok((current, victims))
+    }
+
+    /// Removes a running pod from the snapshot (a preemption victim): its node resources, its
+    /// reservation of every claim, and the allocation of claims nobody else reserves.
+    fn evict(&mut self, pod: PodId) -> Evicted {
+        let PodState::Bound(node) = self.cluster.pod(pod).state else { unreachable!("only running pods are victims") };
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1);
+        pods[pod.0 as usize].state = PodState::Preempted(node);
+        let mut claims = Vec::new();
+        if let Some((ctx, state)) = self.dra.as_mut() {
+            let uid = self.cluster.pods[pod.0 as usize].pod.metadata.uid.clone();
+            let name = self.cluster.pods[pod.0 as usize].name().to_string();
+            let ids: Vec<usize> = self.cluster.pods[pod.0 as usize].claims.iter().flatten().copied().collect();
+            for c in ids {
+                let info = &mut self.cluster.claims[c];
+                claims.push((c, info.claim.status.clone(), info.changed));
+                let Some(status) = info.claim.status.as_mut() else { continue };
+                if let Some(list) = status.reserved_for.as_mut() {
+                    list.retain(|r| {
+                        !(r.resource == "pods" && r.name == name && uid.as_ref().is_none_or(|u| *u == r.uid))
+                    });
+                }
+                if status.reserved_for.as_ref().is_none_or(Vec::is_empty) && status.allocation.is_some() {
+                    state.remove_claim(&info.claim, ctx.features);
+                    let status = info.claim.status.as_mut().expect("checked above");
+                    status.allocation = None;
+                    status.reserved_for = None;
+                }
+                info.changed = true;
+            }
+            self.dra_shared_generation += 1;
+            self.dra_node_generation[node.0 as usize] += 1;
+        }
+        Evicted { pod, node, claims }
+    }
+
+    /// Puts back what [`Scheduler::evict`] removed (a victim reprieved).
+    fn restore(&mut self, e: Evicted) {
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1);
+        pods[e.pod.0 as usize].state = PodState::Bound(e.node);
+        if let Some((ctx, state)) = self.dra.as_mut() {
+            for (c, status, changed) in e.claims.into_iter().rev() {
+                let info = &mut self.cluster.claims[c];
+                let had = status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
+                let has = info.claim.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
+                info.claim.status = status;
+                info.changed = changed;
+                if had && !has {
+                    state.add_claim(&info.claim, ctx.features);
+                }
+            }
+            self.dra_shared_generation += 1;
+            self.dra_node_generation[e.node.0 as usize] += 1;
+        }
     }
 
     /// The default group algorithm over `pending` (Filter limited to `node_filter` when set):

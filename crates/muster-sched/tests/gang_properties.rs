@@ -13,7 +13,13 @@ use serde_json::json;
 /// Groups: (members, minCount (0 = basic policy), GPUs per member, cpu per member, one rack).
 type Group = (u8, u8, u8, u8, bool);
 
-fn objects(node_gpus: &[u8], groups: &[Group]) -> (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>) {
+/// Each node runs one pod of priority 0 asking `running[i]` cpus (0 = none); groups with an even
+/// index have priority 10 and may preempt them.
+fn objects(
+    node_gpus: &[u8],
+    running: &[u8],
+    groups: &[Group],
+) -> (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>) {
     let nodes = (0..node_gpus.len())
         .map(|i| {
             serde_json::from_value(
@@ -35,6 +41,15 @@ fn objects(node_gpus: &[u8], groups: &[Group]) -> (Vec<Node>, Vec<ResourceSlice>
         })
         .collect();
     let mut pods = Vec::new();
+    for (i, cpu) in running.iter().enumerate().take(node_gpus.len()).filter(|(_, c)| **c > 0) {
+        pods.push(Box::new(
+            serde_json::from_value(json!({"metadata": {"name": format!("run-{i}"), "namespace": "ml"},
+                "spec": {"nodeName": format!("n{i}"), "priority": 0,
+                         "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]},
+                "status": {"phase": "Running"}}))
+            .unwrap(),
+        ));
+    }
     let mut pgs = Vec::new();
     for (g, (members, min, gpus, cpu, rack)) in groups.iter().enumerate() {
         let policy = if *min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minCount": min}}) };
@@ -55,6 +70,7 @@ fn objects(node_gpus: &[u8], groups: &[Group]) -> (Vec<Node>, Vec<ResourceSlice>
             pods.push(Box::new(
                 serde_json::from_value(json!({"metadata": {"name": format!("g{g}-{m}"), "namespace": "ml"},
                     "spec": {"schedulingGroup": {"podGroupName": format!("g{g}")}, "resourceClaims": claims,
+                             "priority": if g % 2 == 0 { 10 } else { 0 },
                              "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]}}))
                 .unwrap(),
             ));
@@ -69,6 +85,7 @@ proptest! {
     #[test]
     fn gangs_are_all_or_nothing(
         node_gpus in prop::collection::vec(0u8..5, 1..5),
+        running in prop::collection::vec(0u8..7, 5),
         groups in prop::collection::vec((1u8..5, 0u8..5, 0u8..3, 1u8..5, prop::bool::ANY), 1..6),
     ) {
         let class: Vec<DeviceClass> = vec![serde_json::from_value(json!({"metadata": {"name": "gpu"},
@@ -78,7 +95,7 @@ proptest! {
                 "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": n}}]}}}})).unwrap())
             .collect();
         let run = |memo: bool| {
-            let (nodes, slices, pods, pgs) = objects(&node_gpus, &groups);
+            let (nodes, slices, pods, pgs) = objects(&node_gpus, &running, &groups);
             let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
             cluster.add_claims(Vec::new(), &templates);
             cluster.add_pod_groups(pgs);
@@ -130,17 +147,28 @@ proptest! {
                     }
                 }
             }
-            // A node's requests are exactly those of the pods placed on it.
+            // Victims have a lower priority than the group they make room for.
+            for (v, g) in &plan.preempted {
+                let preemptor = cluster.groups[*g].members.iter().map(|m| cluster.pod(*m).priority).max().unwrap_or(0);
+                if cluster.pod(*v).priority >= preemptor {
+                    problems.push(format!("{} preempted by an equal or lower priority group", cluster.pod(*v).key));
+                }
+            }
+            // A node's requests are exactly those of the pods placed on it and still running there.
             for (i, node) in cluster.nodes.iter().enumerate() {
-                let want: i64 = plan.placements.iter().filter(|(_, n)| n.0 as usize == i)
-                    .map(|(p, _)| cluster.pod(*p).requests.iter().map(|(_, v)| *v).sum::<i64>()).sum();
+                let running_there: i64 = cluster.pods.iter()
+                    .filter(|p| p.state == muster_sched::PodState::Bound(muster_sched::NodeId(i as u32)))
+                    .map(|p| p.requests.iter().map(|(_, v)| *v).sum::<i64>()).sum();
+                let want: i64 = running_there + plan.placements.iter().filter(|(_, n)| n.0 as usize == i)
+                    .map(|(p, _)| cluster.pod(*p).requests.iter().map(|(_, v)| *v).sum::<i64>()).sum::<i64>();
                 let got: i64 = node.requested.iter().sum();
                 if want != got {
                     problems.push(format!("{}: requested {got}, placed pods ask {want}", node.name()));
                 }
             }
             let placements: Vec<(u32, u32)> = plan.placements.iter().map(|(p, n)| (p.0, n.0)).collect();
-            (problems, placements)
+            let preempted: Vec<u32> = plan.preempted.iter().map(|(p, _)| p.0).collect();
+            (problems, (placements, preempted))
         };
         let (problems, with_memo) = run(true);
         prop_assert!(problems.is_empty(), "{:?}", problems);

@@ -227,6 +227,32 @@ enum BenchCommand {
         #[arg(long, default_value_t = 5000)]
         pods: usize,
     },
+    /// scheduler_perf's gangscheduling shape: SchedulingBasic nodes, GANGS PodGroups (gang
+    /// minCount = PODS_PER_GANG) of SchedulingBasic pods. Times the plan and each group attempt.
+    Gang {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 3000)]
+        gangs: usize,
+        #[arg(long, default_value_t = 3)]
+        pods_per_gang: usize,
+        #[arg(long, default_value_t = 5)]
+        iterations: usize,
+    },
+    /// A GPU cluster: NODES x 8 H100 in racks of 18, JOBS single pods (1-8 GPUs) and gangs (4-64
+    /// pods) mixed by a seeded PRNG, claims from templates. Times the plan cycle.
+    Gpu {
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 2000)]
+        jobs: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 5)]
+        iterations: usize,
+        #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
+        scoring: Scoring,
+    },
     /// Time the allocator at scale: NODES x DEVICES one-device claims, one after another.
     AllocScale {
         #[arg(long, default_value_t = 500)]
@@ -373,6 +399,13 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),
         BenchCommand::PlanDra { nodes, devices, pods } => print!("{}", bench::plan_dra(nodes, devices, pods)?),
+        BenchCommand::Gang { nodes, gangs, pods_per_gang, iterations } => {
+            print!("{}", bench::gang(nodes, gangs, pods_per_gang, iterations)?)
+        }
+        BenchCommand::Gpu { nodes, jobs, seed, iterations, scoring } => {
+            let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
+            print!("{}", bench::gpu(nodes, jobs, seed, iterations, &config)?)
+        }
         BenchCommand::AllocScale { nodes, devices, claims } => {
             print!("{}", bench::alloc_scale(nodes, devices, claims)?)
         }

@@ -209,6 +209,23 @@ pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
         set_scheduled_condition(&mut pod, "False", Some("Unschedulable"), Some(err.message()));
         out.push(pod);
     }
+    // Preemption victims get DisruptionTarget before the scheduler deletes them.
+    for (pod_id, g) in &plan.preempted {
+        let mut pod = (*cluster.pod(*pod_id).pod).clone();
+        let conds = pod.status.get_or_insert_with(PodStatus::default).conditions.get_or_insert_with(Vec::new);
+        conds.retain(|c| c.type_ != "DisruptionTarget");
+        conds.push(PodCondition {
+            type_: "DisruptionTarget".into(),
+            status: "True".into(),
+            reason: Some("PreemptionByScheduler".into()),
+            message: Some(format!(
+                "muster: preempting to make room for a higher-priority pod group (podgroup {})",
+                cluster.groups[*g].key
+            )),
+            ..Default::default()
+        });
+        out.push(pod);
+    }
     out
 }
 

@@ -161,6 +161,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
             "from": t.source.propagated_from(),
             "source": t.source.to_string(),
         }))).collect::<Vec<_>>(),
+        "preempted": plan.preempted.iter().map(|(p, g)| json!({"pod": c.pod(*p).key, "by": format!("podgroup/{}", c.groups[*g].key)})).collect::<Vec<_>>(),
         "groups": plan.groups.iter().map(|g| {
             let info = &c.groups[g.group];
             let (placed, scheduled) = match g.outcome {
@@ -176,6 +177,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
                 "placed": placed,
                 "alreadyRunning": scheduled,
                 "message": g.message,
+                "preemption": g.preemption,
             })
         }).collect::<Vec<_>>(),
         "warnings": c.warnings,
@@ -273,6 +275,15 @@ pub fn table(world: &World, plan: &Plan) -> String {
         let _ = writeln!(out, "POD GROUPS");
         for g in &plan.groups {
             let _ = writeln!(out, "{}: {} — {}", c.groups[g.group].key, group_outcome(&g.outcome), g.message);
+        }
+    }
+    if !plan.preempted.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "PREEMPTED");
+        for (p, g) in &plan.preempted {
+            let _ = writeln!(out, "{}: to make room for podgroup {}", c.pod(*p).key, c.groups[*g].key);
         }
     }
     if !plan.unschedulable.is_empty() {

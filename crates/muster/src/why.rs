@@ -22,7 +22,17 @@ use serde_json::{Value, json};
 use crate::memory::{self, World};
 use crate::{DevicesFormat, WhyArgs};
 
-const PREEMPTION: &str = "not evaluated by this version";
+/// For pods outside PodGroups: what muster's preemption covers.
+const POD_PREEMPTION: &str =
+    "not evaluated: muster preempts for PodGroups only (per-pod preemption is not implemented yet)";
+
+/// What workload-aware preemption did for a group's cycle.
+fn group_preemption(plan: &Plan, g: usize) -> String {
+    match plan.groups.iter().find(|r| r.group == g).and_then(|r| r.preemption.as_deref()) {
+        Some(p) => p.to_string(),
+        None => "not needed".to_string(),
+    }
+}
 
 enum Target {
     Pod(String),
@@ -184,6 +194,7 @@ fn state_text(c: &Cluster, state: &PodState) -> String {
         PodState::OtherScheduler(s) => format!("schedulerName {s:?} is not served by this scheduler"),
         PodState::Gated(g) => format!("waiting for scheduling gates: {}", g.join(", ")),
         PodState::Terminated => "terminated (Succeeded or Failed)".into(),
+        PodState::Preempted(n) => format!("preempted from node {} by this plan", c.node(*n).name()),
     }
 }
 
@@ -309,7 +320,7 @@ impl Why<'_> {
         let info = c.pod(pod);
         let key = info.key.clone();
         let mut text = String::new();
-        let mut j = json!({"target": format!("pod/{key}"), "pod": key, "preemption": PREEMPTION});
+        let mut j = json!({"target": format!("pod/{key}"), "pod": key});
         if info.state != PodState::Pending {
             let why = state_text(c, &info.state);
             let _ = writeln!(text, "pod {key}: not scheduled by this run: {why}");
@@ -318,6 +329,11 @@ impl Why<'_> {
             return Report { text, json: j };
         }
         let (planned, plan) = self.plan();
+        let preemption = match &info.group {
+            Some(Ok(g)) => group_preemption(&plan, *g),
+            _ => POD_PREEMPTION.to_string(),
+        };
+        j["preemption"] = json!(preemption);
         let (explanation, reserved) = self.explain_at_attempt(pod);
         match verdict(&plan, pod) {
             Verdict::Placed(n) => {
@@ -350,7 +366,7 @@ impl Why<'_> {
             Verdict::Unschedulable(e) => {
                 let _ = writeln!(text, "pod {key}: unschedulable");
                 let _ = writeln!(text, "  {}", e.message());
-                let _ = writeln!(text, "  preemption: {PREEMPTION}");
+                let _ = writeln!(text, "  preemption: {preemption}");
                 j["verdict"] = json!({"status": "unschedulable", "message": e.message()});
             }
             Verdict::NotPending => {
@@ -386,8 +402,9 @@ impl Why<'_> {
         let (_, plan) = self.plan();
         let result = plan.groups.iter().find(|r| r.group == g);
         let policy = if group.gang { format!("gang, minCount {}", group.min_count) } else { "basic".to_string() };
+        let preemption = group_preemption(&plan, g);
         let mut j = json!({"target": format!("podgroup/{}", group.key), "podgroup": group.key, "policy": policy,
-            "preemption": PREEMPTION});
+            "preemption": preemption});
         let order = pending_members(c, g);
         match result {
             None => {
@@ -398,8 +415,8 @@ impl Why<'_> {
                 let outcome = group_outcome_text(&r.outcome, group.gang);
                 let _ = writeln!(text, "podgroup {} ({policy}): {outcome}", group.key);
                 let _ = writeln!(text, "  {}", r.message);
-                if !matches!(r.outcome, GroupOutcome::Scheduled { .. }) {
-                    let _ = writeln!(text, "  preemption: {PREEMPTION}");
+                if !matches!(r.outcome, GroupOutcome::Scheduled { .. }) || r.preemption.is_some() {
+                    let _ = writeln!(text, "  preemption: {preemption}");
                 }
                 j["verdict"] = json!({"status": outcome, "message": r.message});
             }

@@ -13,6 +13,8 @@
 //! evict: ns/pod after 300s                (... 300 s after the taint is added: no timeAdded)
 //! evict: ns/pod never                     (the pod is not evicted: it has no eviction entry)
 //! dry-run: ns/pod at 2026-...             (an effect-None DeviceTaintRule would evict it then)
+//! preempted: ns/pod by podgroup/ns/name  (a running pod preempted for a PodGroup; the JSON
+//!                                          `preempted` list must be exactly these lines)
 //! allocated-claims: 4                     (claims with devices after the plan: a gang rolled
 //!                                          back leaves none of its claims allocated)
 //! ```
@@ -34,8 +36,11 @@ fn run(dir: &Path) -> Result<(), String> {
     let mut want_evictions = BTreeSet::new();
     let mut never_evicted = Vec::new();
     let mut want_allocated: Option<usize> = None;
+    let mut want_preempted = BTreeSet::new();
     for line in expected.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        if let Some(n) = line.strip_prefix("allocated-claims:") {
+        if let Some(p) = line.strip_prefix("preempted:") {
+            want_preempted.insert(p.trim().to_string());
+        } else if let Some(n) = line.strip_prefix("allocated-claims:") {
             want_allocated = Some(n.trim().parse().map_err(|e| format!("allocated-claims: {e}"))?);
         } else if let Some(pod) = line.strip_prefix("evict:").and_then(|l| l.trim().strip_suffix(" never")) {
             never_evicted.push(pod.trim().to_string());
@@ -96,6 +101,15 @@ fn run(dir: &Path) -> Result<(), String> {
             format!("{kind} {} {when}", e["pod"].as_str().unwrap())
         })
         .collect();
+    let got_preempted: BTreeSet<String> = v["preempted"]
+        .as_array()
+        .ok_or("no \"preempted\" in the JSON")?
+        .iter()
+        .map(|p| format!("{} by {}", p["pod"].as_str().unwrap_or(""), p["by"].as_str().unwrap_or("")))
+        .collect();
+    if got_preempted != want_preempted {
+        problems.push(format!("preempted:\n  want {want_preempted:?}\n  got  {got_preempted:?}"));
+    }
     if let Some(want) = want_allocated {
         let got = v["claims"]
             .as_array()

@@ -140,7 +140,7 @@ fn json_contract() {
     assert_eq!(v["target"], "pod/ml/b-job");
     assert_eq!(v["verdict"]["status"], "unschedulable");
     assert!(v["verdict"]["message"].as_str().unwrap().starts_with("0/2 nodes are available"));
-    assert_eq!(v["preemption"], "not evaluated by this version");
+    assert!(v["preemption"].as_str().unwrap().starts_with("not evaluated: muster preempts for PodGroups only"));
     let nodes = v["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2, "every node, never the aggregate alone");
     let n1 = &nodes[0];
@@ -202,4 +202,11 @@ fn the_articles_gang_one_node_short_names_the_node_and_the_tainted_gpu() {
         "{out}"
     );
     insta::assert_snapshot!("why_article_gang_one_node_short", out);
+}
+
+#[test]
+fn gang_preemption_is_explained() {
+    let out = why("podgroup/ml/train-high", &["tests/scenarios/gang-preemption"]);
+    assert!(out.contains("preempted 3 lower-priority pods: ml/batch-low-0, ml/batch-low-1, ml/lone-low"), "{out}");
+    assert!(out.contains("preemption: preempted 3 pod(s)"), "{out}");
 }
