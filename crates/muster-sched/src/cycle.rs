@@ -157,6 +157,9 @@ pub struct Reserved {
     pub pod: PodId,
     pub node: NodeId,
     claims: dynamic_resources::ClaimUndo,
+    /// The node's generation and the DRA generations before this Reserve: Unreserve puts them
+    /// back, so that verdicts remembered for the state before the Reserve are valid again.
+    generations: (u64, u64, u64),
 }
 
 /// The scheduler over one snapshot. Decisions depend only on the snapshot and the config.
@@ -175,6 +178,9 @@ pub struct Scheduler<'c> {
     /// Bumped when an allocation takes devices of the node's own pools / of shared pools.
     dra_node_generation: Vec<u64>,
     dra_shared_generation: u64,
+    /// Source of generation values, each used once: a state is never given a generation an
+    /// earlier, different state had (see [`Scheduler::fresh_generation`]).
+    generation_counter: u64,
     dra_memo_enabled: bool,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
@@ -204,6 +210,7 @@ impl<'c> Scheduler<'c> {
             dra_memo: HashMap::default(),
             dra_node_generation: Vec::new(),
             dra_shared_generation: 0,
+            generation_counter: 1 << 40,
             dra_memo_enabled: true,
             scored,
             weight_sum: Divisor::new(weight_sum.max(1) as u64),
@@ -576,6 +583,8 @@ impl<'c> Scheduler<'c> {
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1);
         pods[pod.0 as usize].state = PodState::Preempted(node);
+        self.generation_counter += 1;
+        self.cluster.nodes[node.0 as usize].generation = self.generation_counter;
         let mut claims = Vec::new();
         if let Some((ctx, state)) = self.dra.as_mut() {
             let uid = self.cluster.pods[pod.0 as usize].pod.metadata.uid.clone();
@@ -598,8 +607,8 @@ impl<'c> Scheduler<'c> {
                 }
                 info.changed = true;
             }
-            self.dra_shared_generation += 1;
-            self.dra_node_generation[node.0 as usize] += 1;
+            self.dra_shared_generation = self.fresh_generation();
+            self.dra_node_generation[node.0 as usize] = self.fresh_generation();
         }
         Evicted { pod, node, claims }
     }
@@ -609,6 +618,8 @@ impl<'c> Scheduler<'c> {
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1);
         pods[e.pod.0 as usize].state = PodState::Bound(e.node);
+        self.generation_counter += 1;
+        self.cluster.nodes[e.node.0 as usize].generation = self.generation_counter;
         if let Some((ctx, state)) = self.dra.as_mut() {
             for (c, status, changed) in e.claims.into_iter().rev() {
                 let info = &mut self.cluster.claims[c];
@@ -620,8 +631,8 @@ impl<'c> Scheduler<'c> {
                     state.add_claim(&info.claim, ctx.features);
                 }
             }
-            self.dra_shared_generation += 1;
-            self.dra_node_generation[e.node.0 as usize] += 1;
+            self.dra_shared_generation = self.fresh_generation();
+            self.dra_node_generation[e.node.0 as usize] = self.fresh_generation();
         }
     }
 
@@ -753,35 +764,31 @@ impl<'c> Scheduler<'c> {
         total / 2
     }
 
+    /// A generation value no state had before. Remembered verdicts (score and allocator memos)
+    /// are valid while the generation they were recorded at is current; values are never
+    /// reused, so a rolled-back Reserve can put the earlier generation back and with it the
+    /// verdicts for that state, without ever matching a verdict of another state.
+    fn fresh_generation(&mut self) -> u64 {
+        self.generation_counter += 1;
+        self.generation_counter
+    }
+
     /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
     fn unreserve(&mut self, r: Reserved) {
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
-        nodes[r.node.0 as usize].account(&pods[r.pod.0 as usize], r.pod, -1);
+        let node = &mut nodes[r.node.0 as usize];
+        node.account(&pods[r.pod.0 as usize], r.pod, -1);
+        // Reserves are undone last first: the state is the one before this Reserve, and so
+        // are its generations.
+        node.generation = r.generations.0;
+        if !self.dra_node_generation.is_empty() {
+            self.dra_node_generation[r.node.0 as usize] = r.generations.1;
+        }
+        self.dra_shared_generation = r.generations.2;
         if r.claims.claims.is_empty() && !r.claims.extended {
             return;
         }
         if let Some((ctx, state)) = self.dra.as_mut() {
-            // Devices given back change what the allocator answers, as devices taken do.
-            let node_name = self.cluster.nodes[r.node.0 as usize].name().to_string();
-            let mut given_back: NodeAllocation = Vec::new();
-            for (c, before, _) in &r.claims.claims {
-                if before.as_ref().and_then(|s| s.allocation.as_ref()).is_none()
-                    && let Some(a) = self.cluster.claims[*c].claim.status.as_ref().and_then(|s| s.allocation.clone())
-                {
-                    given_back.push(a);
-                }
-            }
-            if r.claims.extended
-                && let Some(a) =
-                    self.cluster.claims.last().and_then(|c| c.claim.status.as_ref()).and_then(|s| s.allocation.clone())
-            {
-                given_back.push(a);
-            }
-            if dynamic_resources::node_local(&given_back, &node_name, ctx) {
-                self.dra_node_generation[r.node.0 as usize] += 1;
-            } else {
-                self.dra_shared_generation += 1;
-            }
             dynamic_resources::unreserve(r.pod.0 as usize, r.claims, self.cluster, state, ctx.features);
         }
     }
@@ -844,8 +851,6 @@ impl<'c> Scheduler<'c> {
         let has_claims = !pod.claims.is_empty() || !pod.dra_extended.is_empty();
         let simple_pod =
             state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
-        // DynamicResources' allocation for each feasible node, for Reserve.
-        let mut allocations: Vec<(NodeId, std::sync::Arc<NodeAllocation>)> = Vec::new();
         // Filter with DynamicResources last, as in kube-scheduler's default order. A problem no
         // node can fix fails the whole attempt.
         let (pending, fingerprint) =
@@ -929,7 +934,7 @@ impl<'c> Scheduler<'c> {
                             group_message: None,
                         });
                     }
-                    Ok(Ok(a)) => allocations.push((node_id, a)),
+                    Ok(Ok(_)) => {}
                     Ok(Err(_)) => feasible = false,
                 }
             }
@@ -991,9 +996,25 @@ impl<'c> Scheduler<'c> {
         };
         // Reserve: the pod is assumed onto the node for every later cycle, and its claims get
         // the allocation Filter found for that node.
-        let allocation = allocations.into_iter().find(|(n, _)| *n == chosen).map(|(_, a)| a);
+        // Filter's verdict for the chosen node is remembered (or, without the memo, computed
+        // again: the allocator is deterministic).
+        let allocation = if has_claims {
+            match dra_filter(chosen, false) {
+                Ok(Ok(a)) => Some(a),
+                _ => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),
+            }
+        } else {
+            None
+        };
+        let generations = (
+            self.cluster.nodes[chosen.0 as usize].generation,
+            self.dra_node_generation.get(chosen.0 as usize).copied().unwrap_or(0),
+            self.dra_shared_generation,
+        );
+        let fresh = self.fresh_generation();
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
+        nodes[chosen.0 as usize].generation = fresh;
         let mut claim_undo = undo.is_some().then(dynamic_resources::ClaimUndo::default);
         if has_claims && let Some((ctx, alloc_state)) = self.dra.as_mut() {
             let allocation: NodeAllocation = allocation.map(|a| (*a).clone()).unwrap_or_default();
@@ -1004,10 +1025,11 @@ impl<'c> Scheduler<'c> {
                 .any(|a| a.devices.as_ref().and_then(|d| d.results.as_ref()).is_some_and(|r| !r.is_empty()));
             if took_devices {
                 let node_name = self.cluster.nodes[chosen.0 as usize].name().to_string();
+                self.generation_counter += 1;
                 if dynamic_resources::node_local(&allocation, &node_name, ctx) {
-                    self.dra_node_generation[chosen.0 as usize] += 1;
+                    self.dra_node_generation[chosen.0 as usize] = self.generation_counter;
                 } else {
-                    self.dra_shared_generation += 1;
+                    self.dra_shared_generation = self.generation_counter;
                 }
             }
             let features = ctx.features;
@@ -1042,7 +1064,7 @@ impl<'c> Scheduler<'c> {
             }
         }
         if let Some(undo) = undo {
-            undo.push(Reserved { pod: pod_id, node: chosen, claims: claim_undo.unwrap_or_default() });
+            undo.push(Reserved { pod: pod_id, node: chosen, claims: claim_undo.unwrap_or_default(), generations });
         }
         Outcome::Placed(chosen)
     }
