@@ -326,6 +326,9 @@ pub struct ClaimInfo {
     /// A hash of the claim's spec: claims from one template share it, so the allocator's answer
     /// for one can serve the others.
     pub spec_fingerprint: u64,
+    /// A PodGroup claim (KEP 5729): the group (index into `Cluster::groups`) whose members use it
+    /// through an identical `spec.resourceClaims` entry; it is reserved for the PodGroup.
+    pub group: Option<usize>,
 }
 
 /// FNV-1a over `parts` (with a separator): stable across Rust versions and platforms, so that
@@ -586,7 +589,7 @@ impl Cluster {
             );
             index.insert(key, self.claims.len());
             let spec_fingerprint = fingerprint(&c);
-            self.claims.push(ClaimInfo { claim: c, generated: false, changed: false, spec_fingerprint });
+            self.claims.push(ClaimInfo { claim: c, generated: false, changed: false, spec_fingerprint, group: None });
         }
         for pi in 0..self.pods.len() {
             let pod = &self.pods[pi];
@@ -595,8 +598,42 @@ impl Cluster {
             let pending = pod.state == PodState::Pending;
             let spec_claims = pod.pod.spec.as_ref().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
             let statuses = pod.pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
+            let group = match pod.group {
+                Some(Ok(g)) => Some(g),
+                _ => None,
+            };
             let mut resolved = Vec::new();
             for pc in &spec_claims {
+                // An entry identical to one of the PodGroup's is the group's claim (KEP 5729).
+                if let Some(g) = group
+                    && let Some(entry) = self.groups[g]
+                        .group
+                        .spec
+                        .resource_claims
+                        .iter()
+                        .flatten()
+                        .find(|e| {
+                            e.name == pc.name
+                                && e.resource_claim_name == pc.resource_claim_name
+                                && e.resource_claim_template_name == pc.resource_claim_template_name
+                        })
+                        .cloned()
+                {
+                    let r = self.group_claim(g, &entry, &index, templates);
+                    if let Ok(at) = r {
+                        index.insert((ns.clone(), self.claims[at].claim.metadata.name.clone().unwrap_or_default()), at);
+                        if entry.resource_claim_template_name.is_some() {
+                            let name = self.claims[at].claim.metadata.name.clone();
+                            let status = self.pods[pi].pod.status.get_or_insert_with(PodStatus::default);
+                            let list = status.resource_claim_statuses.get_or_insert_with(Vec::new);
+                            if !list.iter().any(|s| s.name == pc.name) {
+                                list.push(PodResourceClaimStatus { name: pc.name.clone(), resource_claim_name: name });
+                            }
+                        }
+                    }
+                    resolved.push(r);
+                    continue;
+                }
                 let r = if let Some(name) = pc.resource_claim_name.as_deref() {
                     index
                         .get(&(ns.clone(), name.to_string()))
@@ -622,7 +659,13 @@ impl Cluster {
                                 let at = self.claims.len();
                                 index.insert((ns.clone(), name.clone()), at);
                                 let spec_fingerprint = fingerprint(&claim);
-                                self.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint });
+                                self.claims.push(ClaimInfo {
+                                    claim,
+                                    generated: true,
+                                    changed: true,
+                                    spec_fingerprint,
+                                    group: None,
+                                });
                                 let status = self.pods[pi].pod.status.get_or_insert_with(PodStatus::default);
                                 status.resource_claim_statuses.get_or_insert_with(Vec::new).push(
                                     PodResourceClaimStatus { name: pc.name.clone(), resource_claim_name: Some(name) },
@@ -758,6 +801,63 @@ impl Cluster {
         }
     }
 
+    /// The claim a PodGroup's `spec.resourceClaims` entry names: an existing claim, or one
+    /// generated from the template once per PodGroup (owned by it, named from the PodGroup and
+    /// the entry, recorded in the PodGroup's `status.resourceClaimStatuses`).
+    fn group_claim(
+        &mut self,
+        g: usize,
+        entry: &k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim,
+        index: &HashMap<(String, String), usize>,
+        templates: &[ResourceClaimTemplate],
+    ) -> Result<usize, String> {
+        let group = &self.groups[g].group;
+        let ns = group.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let pg = group.metadata.name.clone().unwrap_or_default();
+        if let Some(name) = entry.resource_claim_name.as_deref() {
+            let at =
+                *index.get(&(ns, name.to_string())).ok_or_else(|| format!("resourceclaim \"{name}\" not found"))?;
+            self.claims[at].group = Some(g);
+            return Ok(at);
+        }
+        let template = entry.resource_claim_template_name.as_deref().unwrap_or_default();
+        if let Some(at) = self.claims.iter().position(|c| {
+            c.group == Some(g)
+                && c.claim.metadata.annotations.as_ref().and_then(|a| a.get("resource.kubernetes.io/pod-claim-name"))
+                    == Some(&entry.name)
+        }) {
+            return Ok(at);
+        }
+        let t = templates
+            .iter()
+            .find(|t| {
+                t.metadata.name.as_deref() == Some(template)
+                    && t.metadata.namespace.as_deref().unwrap_or("default") == ns
+            })
+            .ok_or_else(|| format!("resourceclaimtemplate \"{template}\" not found"))?;
+        let mut claim = generate_claim_for(&ns, &pg, &entry.name, t);
+        claim.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "scheduling.k8s.io/v1beta1".into(),
+            kind: "PodGroup".into(),
+            name: pg.clone(),
+            uid: group.metadata.uid.clone().unwrap_or_default(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }]);
+        let name = claim.metadata.name.clone();
+        let spec_fingerprint = fingerprint(&claim);
+        let at = self.claims.len();
+        self.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint, group: Some(g) });
+        let status = self.groups[g].group.status.get_or_insert_with(Default::default);
+        status.resource_claim_statuses.get_or_insert_with(Vec::new).push(
+            k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaimStatus {
+                name: entry.name.clone(),
+                resource_claim_name: name,
+            },
+        );
+        Ok(at)
+    }
+
     pub fn node(&self, id: NodeId) -> &NodeInfo {
         &self.nodes[id.0 as usize]
     }
@@ -801,8 +901,23 @@ fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
 /// The claim kube-controller-manager creates for a pod's template claim. The name's suffix is
 /// derived from the pod and claim names (upstream's is random), so that plans are reproducible.
 fn generate_claim(pod: &Pod, pod_name: &str, ns: &str, claim_name: &str, t: &ResourceClaimTemplate) -> ResourceClaim {
-    let suffix = name_suffix(&[ns, pod_name, claim_name]);
-    let mut base = format!("{pod_name}-{claim_name}");
+    let mut claim = generate_claim_for(ns, pod_name, claim_name, t);
+    claim.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        name: pod_name.into(),
+        uid: pod.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }]);
+    claim
+}
+
+/// A claim from template `t` for `owner`'s entry `claim_name`, named `<owner>-<entry>-<suffix>`
+/// (without owner references).
+fn generate_claim_for(ns: &str, owner: &str, claim_name: &str, t: &ResourceClaimTemplate) -> ResourceClaim {
+    let suffix = name_suffix(&[ns, owner, claim_name]);
+    let mut base = format!("{owner}-{claim_name}");
     base.truncate(57);
     let spec = t.spec.as_ref().and_then(|s| s.spec.clone()).unwrap_or_default();
     let template_meta = t.spec.as_ref().and_then(|s| s.metadata.clone()).unwrap_or_default();
@@ -814,14 +929,6 @@ fn generate_claim(pod: &Pod, pod_name: &str, ns: &str, claim_name: &str, t: &Res
             namespace: Some(ns.into()),
             labels: template_meta.labels,
             annotations: Some(annotations),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "v1".into(),
-                kind: "Pod".into(),
-                name: pod_name.into(),
-                uid: pod.metadata.uid.clone().unwrap_or_default(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
             ..Default::default()
         },
         spec: Some(spec),

@@ -97,8 +97,8 @@ proptest! {
         let run = |memo: bool| {
             let (nodes, slices, pods, pgs) = objects(&node_gpus, &running, &groups);
             let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
-            cluster.add_claims(Vec::new(), &templates);
             cluster.add_pod_groups(pgs);
+            cluster.add_claims(Vec::new(), &templates);
             let ctx = DraContext {
                 index: muster_alloc::SliceIndex::new(&slices),
                 classes: &class,

@@ -489,8 +489,8 @@ pub fn gang(nodes: usize, gangs: usize, per_gang: usize, iterations: usize) -> a
     let build = || -> anyhow::Result<Cluster> {
         let mut c = Cluster::build(node_objs.clone(), pod_objs.clone(), &[], &SchedulerNames::default())
             .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
-        c.add_claims(Vec::new(), &[]);
         c.add_pod_groups(groups.clone());
+        c.add_claims(Vec::new(), &[]);
         Ok(c)
     };
     // The bench checks the plan it times: every gang whole, every pod placed.
@@ -741,8 +741,8 @@ pub fn gpu(
     for _ in 0..iterations {
         let mut cluster = Cluster::build(node_objs.clone(), generated.pods.clone(), &[], &SchedulerNames::default())
             .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
-        cluster.add_claims(Vec::new(), &templates);
         cluster.add_pod_groups(generated.groups.clone());
+        cluster.add_claims(Vec::new(), &templates);
         let ctx = muster_sched::DraContext {
             index: muster_alloc::SliceIndex::new(&slices),
             classes: &classes,
@@ -794,8 +794,8 @@ pub fn gpu(
     {
         let mut cluster = Cluster::build(node_objs.clone(), generated.pods.clone(), &[], &SchedulerNames::default())
             .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
-        cluster.add_claims(Vec::new(), &templates);
         cluster.add_pod_groups(generated.groups.clone());
+        cluster.add_claims(Vec::new(), &templates);
         let ctx = muster_sched::DraContext {
             index: muster_alloc::SliceIndex::new(&slices),
             classes: &classes,

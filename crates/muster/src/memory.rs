@@ -119,9 +119,10 @@ impl World {
         if !bad.is_empty() {
             return Err(bad.into_iter().map(|e| model_diagnostic(e, &origins)).collect());
         }
+        // PodGroups first: a member's claim entry identical to its group's is the group's claim.
+        cluster.add_pod_groups(groups);
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
-        cluster.add_pod_groups(groups);
         // The taints as published, with their sources; then the slices as the scheduler sees them.
         let mut taints = DeviceTaints::new(&slices, &rules);
         apply_taint_rules(&mut slices, &rules);

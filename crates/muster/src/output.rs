@@ -142,14 +142,16 @@ pub fn json(world: &World, plan: &Plan) -> Value {
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
         "claims": c.claims.iter().filter(|x| x.changed).map(|x| {
-            let pods: Vec<&str> = x.claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).into_iter().flatten()
-                .map(|r| r.name.as_str()).collect();
+            let reserved = x.claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).into_iter().flatten();
+            let pods: Vec<&str> = reserved.clone().filter(|r| r.resource == "pods").map(|r| r.name.as_str()).collect();
+            let groups: Vec<&str> = reserved.filter(|r| r.resource == "podgroups").map(|r| r.name.as_str()).collect();
             let ns = x.claim.metadata.namespace.as_deref().unwrap_or("default");
             let node = plan.placements.iter().find(|(p, _)| c.pod(*p).claims.iter().flatten().any(|i| c.claims[*i].key() == x.key()))
                 .map(|(_, n)| c.node(*n).name());
             json!({
                 "claim": x.key(),
                 "pods": pods.iter().map(|p| format!("{ns}/{p}")).collect::<Vec<_>>(),
+                "podGroups": groups.iter().map(|g| format!("{ns}/{g}")).collect::<Vec<_>>(),
                 "node": node,
                 "devices": claim_devices(x).into_iter().map(|(request, driver, pool, device)| json!({"request": request, "driver": driver, "pool": pool, "device": device})).collect::<Vec<_>>(),
             })

@@ -165,6 +165,21 @@ pub fn reserve(
     mut undo: Option<&mut ClaimUndo>,
 ) {
     let consumer = consumer(&cluster.pods[pod_index]);
+    let group_consumer = match cluster.pods[pod_index].group {
+        Some(Ok(g)) => {
+            let pg = &cluster.groups[g].group;
+            Some((
+                g,
+                ResourceClaimConsumerReference {
+                    api_group: Some("scheduling.k8s.io".into()),
+                    resource: "podgroups".into(),
+                    name: pg.metadata.name.clone().unwrap_or_default(),
+                    uid: pg.metadata.uid.clone().unwrap_or_default(),
+                },
+            ))
+        }
+        _ => None,
+    };
     let claims: Vec<usize> = cluster.pods[pod_index].claims.iter().flatten().copied().collect();
     let mut results = allocation.into_iter();
     for c in claims {
@@ -177,8 +192,16 @@ pub fn reserve(
             status.allocation = results.next();
             state.add_claim(&info.claim, features);
         }
+        // A PodGroup's claim is reserved for the PodGroup, once (KEP 5729).
+        let who = match (info.group, group_consumer.as_ref()) {
+            (Some(g), Some((pg, c))) if g == *pg => c,
+            _ => &consumer,
+        };
         let status = info.claim.status.get_or_insert_with(ResourceClaimStatus::default);
-        status.reserved_for.get_or_insert_with(Vec::new).push(consumer.clone());
+        let list = status.reserved_for.get_or_insert_with(Vec::new);
+        if !list.iter().any(|r| r == who) {
+            list.push(who.clone());
+        }
         info.changed = true;
     }
 }
@@ -421,7 +444,7 @@ pub fn reserve_extended(
     state.add_claim(&claim, features);
     let spec_fingerprint = extended.fingerprint;
     let at = cluster.claims.len();
-    cluster.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint });
+    cluster.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint, group: None });
     let pod = &mut cluster.pods[pod_index];
     pod.claims.push(Ok(at));
     pod.pod.status.get_or_insert_with(PodStatus::default).extended_resource_claim_status =
