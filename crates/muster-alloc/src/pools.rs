@@ -217,13 +217,7 @@ impl<'a> SliceIndex<'a> {
     /// result does not tolerate (taints from the pool's newest slices, DeviceTaintRules applied):
     /// upstream gives such a claim no new reservations (KEP 5055). `driver/pool/device: key=value`.
     pub fn untolerated_no_execute(&self, claim: &k8s_openapi::api::resource::v1::ResourceClaim) -> Option<String> {
-        let results = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.allocation.as_ref())
-            .and_then(|a| a.devices.as_ref())
-            .and_then(|d| d.results.as_ref());
-        for r in results.into_iter().flatten() {
+        for r in crate::state::allocation_results(claim) {
             let newest = self.pool(&r.driver, &r.pool).map(|s| s.spec.pool.generation).max();
             let device = self
                 .pool(&r.driver, &r.pool)

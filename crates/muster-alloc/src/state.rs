@@ -73,6 +73,25 @@ struct Held {
     capacity: Option<BTreeMap<String, i128>>,
 }
 
+/// The device results of a claim's allocation (none when it is not allocated).
+pub fn allocation_results(
+    c: &ResourceClaim,
+) -> impl Iterator<Item = &k8s_openapi::api::resource::v1::DeviceRequestAllocationResult> {
+    c.status
+        .as_ref()
+        .and_then(|st| st.allocation.as_ref())
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.as_ref())
+        .into_iter()
+        .flatten()
+}
+
+/// A consumed capacity in nano-units (a malformed quantity counts as zero, as the API server
+/// would not have accepted it).
+fn nanos(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i128 {
+    muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0)
+}
+
 type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 /// Devices already in use by allocated claims, looked up by (driver, pool, device) without
@@ -129,13 +148,7 @@ impl AllocatedState {
 
     /// Adds what one claim's allocation holds.
     pub fn add_claim(&mut self, c: &ResourceClaim, features: Features) {
-        let results = c
-            .status
-            .as_ref()
-            .and_then(|st| st.allocation.as_ref())
-            .and_then(|a| a.devices.as_ref())
-            .and_then(|d| d.results.as_ref());
-        for r in results.into_iter().flatten() {
+        for r in allocation_results(c) {
             if r.admin_access == Some(true) {
                 continue;
             }
@@ -146,7 +159,7 @@ impl AllocatedState {
                 if let Some(cc) = &r.consumed_capacity {
                     let sum = held.capacity.get_or_insert_with(BTreeMap::new);
                     for (k, q) in cc {
-                        let v = muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0);
+                        let v = nanos(q);
                         *sum.entry(k.clone()).or_default() += v;
                     }
                 }
@@ -159,13 +172,7 @@ impl AllocatedState {
     /// Takes back what [`AllocatedState::add_claim`] added for the same claim (Unreserve, a
     /// gang rolled back): the state is as if the claim had never been added.
     pub fn remove_claim(&mut self, c: &ResourceClaim, features: Features) {
-        let results = c
-            .status
-            .as_ref()
-            .and_then(|st| st.allocation.as_ref())
-            .and_then(|a| a.devices.as_ref())
-            .and_then(|d| d.results.as_ref());
-        for r in results.into_iter().flatten() {
+        for r in allocation_results(c) {
             if r.admin_access == Some(true) {
                 continue;
             }
@@ -176,7 +183,7 @@ impl AllocatedState {
                 held.shares = held.shares.saturating_sub(1);
                 if let (Some(sum), Some(cc)) = (held.capacity.as_mut(), &r.consumed_capacity) {
                     for (k, q) in cc {
-                        let v = muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0);
+                        let v = nanos(q);
                         if let Some(x) = sum.get_mut(k) {
                             *x -= v;
                         }

@@ -709,14 +709,13 @@ impl<'c> Scheduler<'c> {
                 mask[n.0 as usize] = true;
             }
             self.node_filter = Some(mask);
-            let (placed, failed, undo) = self.run_members(pending, scheduled, min);
+            let (placed, _, undo) = self.run_members(pending, scheduled, min);
             let ok = !placed.is_empty() && scheduled + placed.len() >= min;
             if ok {
                 feasible.push((di, self.most_allocated(nodes), scheduled + placed.len()));
             } else if summaries.len() < 5 {
                 summaries.push(format!("{value}: {} of {} fit", placed.len(), pending.len()));
             }
-            let _ = failed;
             for r in undo.into_iter().rev() {
                 self.unreserve(r);
             }

@@ -736,13 +736,18 @@ pub fn gpu(
     let generated = gpu_jobs(jobs, seed);
     let pods = generated.pods.len();
     let gangs = generated.groups.len();
-    let mut runs = Vec::with_capacity(iterations);
-    let mut report = String::new();
-    for _ in 0..iterations {
+    // Each run starts from a fresh snapshot, built outside the timer.
+    let fresh_cluster = || -> anyhow::Result<Cluster> {
         let mut cluster = Cluster::build(node_objs.clone(), generated.pods.clone(), &[], &SchedulerNames::default())
             .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
         cluster.add_pod_groups(generated.groups.clone());
         cluster.add_claims(Vec::new(), &templates);
+        Ok(cluster)
+    };
+    let mut runs = Vec::with_capacity(iterations);
+    let mut report = String::new();
+    for _ in 0..iterations {
+        let mut cluster = fresh_cluster()?;
         let ctx = muster_sched::DraContext {
             index: muster_alloc::SliceIndex::new(&slices),
             classes: &classes,
@@ -792,10 +797,7 @@ pub fn gpu(
     // One more run with the queue driven here: where the time goes, by kind of attempt.
     let mut breakdown = String::from("  where the time goes (one run, each attempt timed):\n");
     {
-        let mut cluster = Cluster::build(node_objs.clone(), generated.pods.clone(), &[], &SchedulerNames::default())
-            .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
-        cluster.add_pod_groups(generated.groups.clone());
-        cluster.add_claims(Vec::new(), &templates);
+        let mut cluster = fresh_cluster()?;
         let ctx = muster_sched::DraContext {
             index: muster_alloc::SliceIndex::new(&slices),
             classes: &classes,
