@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use crate::cluster::{Cluster, NodeId, PodId, PodState};
+use crate::dra_memo::{DraMemo, Generations};
 use crate::fastdiv::Divisor;
 use crate::framework::{CycleState, FitError, MAX_NODE_SCORE, Rejection};
 use crate::plugins::dynamic_resources::{self, DraContext, ExtendedClaim, NodeAllocation};
@@ -168,20 +169,15 @@ pub struct Scheduler<'c> {
     config: SchedulerConfig,
     /// DRA inputs and the devices in use, when the plan has DRA objects.
     dra: Option<(&'c DraContext<'c>, AllocatedState)>,
-    /// The allocator's verdicts per (node, claim-spec fingerprint), valid while the node's
+    /// The allocator's verdicts per (claim-spec fingerprint, node), valid while the node's
     /// generation and the shared-pool generation are the ones recorded.
-    dra_memo: HashMap<
-        (NodeId, u64),
-        (u64, u64, dynamic_resources::Verdict),
-        std::hash::BuildHasherDefault<muster_cel::IdHasher>,
-    >,
+    dra_memo: DraMemo,
     /// Bumped when an allocation takes devices of the node's own pools / of shared pools.
     dra_node_generation: Vec<u64>,
     dra_shared_generation: u64,
     /// Source of generation values, each used once: a state is never given a generation an
     /// earlier, different state had (see [`Scheduler::fresh_generation`]).
     generation_counter: u64,
-    dra_memo_enabled: bool,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
     next_start_node_index: usize,
@@ -202,16 +198,16 @@ impl<'c> Scheduler<'c> {
             .map(|(name, weight)| ScoredResource { id: cluster.resources.intern(name), weight: *weight })
             .collect();
         let weight_sum: i64 = config.scoring_resources.iter().map(|(_, w)| *w).sum();
-        let memo = vec![ScoreMemo::EMPTY; cluster.nodes.len()];
+        let num_nodes = cluster.nodes.len();
+        let memo = vec![ScoreMemo::EMPTY; num_nodes];
         Scheduler {
             cluster,
             config,
             dra: None,
-            dra_memo: HashMap::default(),
+            dra_memo: DraMemo::new(num_nodes),
             dra_node_generation: Vec::new(),
             dra_shared_generation: 0,
             generation_counter: 1 << 40,
-            dra_memo_enabled: true,
             scored,
             weight_sum: Divisor::new(weight_sum.max(1) as u64),
             next_start_node_index: 0,
@@ -240,7 +236,7 @@ impl<'c> Scheduler<'c> {
     /// Turns the reuse of allocator verdicts off (every Filter call allocates): for tests that
     /// check the reuse never changes a decision.
     pub fn without_dra_memo(mut self) -> Self {
-        self.dra_memo_enabled = false;
+        self.dra_memo.disable_reuse();
         self
     }
 
@@ -855,18 +851,17 @@ impl<'c> Scheduler<'c> {
         let (pending, fingerprint) =
             if has_claims { dynamic_resources::pending_claims(pod, cluster) } else { (Vec::new(), 0) };
         let memo = &mut self.dra_memo;
-        let memo_enabled = self.dra_memo_enabled;
         let generations = (&self.dra_node_generation, self.dra_shared_generation);
         // The special claim for extended resources served through DRA, one variant per set of
         // resources the nodes do not advertise (usually one).
         let mut extended_claims: Vec<ExtendedClaim> = Vec::new();
-        // `need_reason`: the caller shows the rejection; otherwise only the verdict matters and a
-        // remembered rejection is not copied.
-        let mut dra_filter = |node_id: NodeId, need_reason: bool| -> dynamic_resources::Verdict {
-            let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return Ok(Ok(Default::default())) };
+        let mut last_table: Option<(u64, usize)> = None;
+        // DynamicResources' Filter for one node; the allocator's verdict is left in the memo.
+        let mut dra_filter = |memo: &mut DraMemo, node_id: NodeId| -> DraFilter {
+            let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return DraFilter::Fits };
             let node = cluster.node(node_id);
             if let Err(r) = dynamic_resources::allocated_claims_fit(pod, node, cluster) {
-                return Ok(Err(r));
+                return DraFilter::Rejected(r);
             }
             let mask = dynamic_resources::extended_mask(pod, node);
             let mut fingerprint = fingerprint;
@@ -884,31 +879,29 @@ impl<'c> Scheduler<'c> {
                     (fingerprint.rotate_left(7) ^ extended_claims[i].fingerprint).wrapping_mul(0x100_0000_01b3);
                 Some(&extended_claims[i].claim)
             };
-            // The allocator's answer depends only on the claims' specs and the devices in use:
-            // reuse it while neither changed.
-            let node_gen = generations.0[node_id.0 as usize];
-            if memo_enabled
-                && let Some((g, sg, v)) = memo.get(&(node_id, fingerprint))
-                && *g == node_gen
-                && *sg == generations.1
-            {
-                return match v {
-                    Ok(Err(r)) if !need_reason => {
-                        Ok(Err(Rejection { plugin: r.plugin, unresolvable: r.unresolvable, reasons: Vec::new() }))
-                    }
-                    _ => v.clone(),
-                };
-            }
-            let v = match extended {
-                None => dynamic_resources::allocate(&pending, node, ctx, alloc_state),
-                Some(claim) => {
-                    let mut claims = pending.clone();
-                    claims.push(claim);
-                    dynamic_resources::allocate(&claims, node, ctx, alloc_state)
+            let table = match last_table {
+                Some((f, t)) if f == fingerprint => t,
+                _ => {
+                    let t = memo.table(fingerprint);
+                    last_table = Some((fingerprint, t));
+                    t
                 }
             };
-            memo.insert((node_id, fingerprint), (node_gen, generations.1, v.clone()));
-            v
+            // The allocator's answer depends only on the claims' specs and the devices in use:
+            // reuse it while neither changed.
+            let at = Generations { node: generations.0[node_id.0 as usize], shared: generations.1 };
+            if memo.get(table, node_id, at).is_none() {
+                let v = match extended {
+                    None => dynamic_resources::allocate(&pending, node, ctx, alloc_state),
+                    Some(claim) => {
+                        let mut claims = pending.clone();
+                        claims.push(claim);
+                        dynamic_resources::allocate(&claims, node, ctx, alloc_state)
+                    }
+                };
+                memo.put(table, node_id, at, v);
+            }
+            DraFilter::Memo(table)
         };
         let node_filter = self.node_filter.as_deref();
         for &node_id in after.iter().chain(before) {
@@ -923,18 +916,26 @@ impl<'c> Scheduler<'c> {
                 run_filters(&state, node, cluster).is_ok()
             };
             if feasible && has_claims {
-                match dra_filter(node_id, false) {
-                    Err(message) => {
+                let verdict = match dra_filter(memo, node_id) {
+                    DraFilter::Fits => None,
+                    DraFilter::Rejected(_) => {
+                        feasible = false;
+                        None
+                    }
+                    DraFilter::Memo(t) => memo.last(t, node_id),
+                };
+                match verdict {
+                    Some(Err(message)) => {
                         return Outcome::Unschedulable(FitError {
                             num_all_nodes: num_nodes,
                             rejections: Vec::new(),
                             node_statuses: Vec::new(),
-                            pre_filter_message: Some(message),
+                            pre_filter_message: Some(message.clone()),
                             group_message: None,
                         });
                     }
-                    Ok(Ok(_)) => {}
-                    Ok(Err(_)) => feasible = false,
+                    Some(Ok(Err(_))) => feasible = false,
+                    Some(Ok(Ok(_))) | None => {}
                 }
             }
             if feasible {
@@ -956,9 +957,15 @@ impl<'c> Scheduler<'c> {
                 let node = cluster.node(node_id);
                 let r = match run_filters(&state, node, cluster) {
                     Err(r) => r,
-                    Ok(()) => match dra_filter(node_id, true) {
-                        Ok(Err(r)) => r,
-                        _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
+                    Ok(()) => match dra_filter(memo, node_id) {
+                        DraFilter::Rejected(r) => r,
+                        DraFilter::Memo(t) => match memo.last(t, node_id) {
+                            Some(Ok(Err(r))) => r.clone(),
+                            _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
+                        },
+                        DraFilter::Fits => {
+                            unreachable!("a node Filter rejected once is rejected again: filters are pure")
+                        }
                     },
                 };
                 let next = rejections.len() as u16;
@@ -997,10 +1004,20 @@ impl<'c> Scheduler<'c> {
         // the allocation Filter found for that node.
         // Filter's verdict for the chosen node is remembered (or, without the memo, computed
         // again: the allocator is deterministic).
-        let allocation = if has_claims {
-            match dra_filter(chosen, false) {
-                Ok(Ok(a)) => Some(a),
-                _ => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),
+        let allocation: Option<NodeAllocation> = if has_claims {
+            match dra_filter(memo, chosen) {
+                DraFilter::Fits => None,
+                DraFilter::Memo(t) => {
+                    // A verdict that takes devices goes stale at this Reserve (the generations
+                    // move on) unless a gang rolls the Reserve back: only then is it kept.
+                    let takes = matches!(memo.last(t, chosen), Some(Ok(Ok(a))) if takes_devices(a));
+                    let verdict = if takes && undo.is_none() { memo.take(t, chosen) } else { memo.last(t, chosen).cloned() };
+                    match verdict {
+                        Some(Ok(Ok(a))) => Some(std::sync::Arc::try_unwrap(a).unwrap_or_else(|a| (*a).clone())),
+                        _ => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),
+                    }
+                }
+                DraFilter::Rejected(_) => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),
             }
         } else {
             None
@@ -1016,13 +1033,10 @@ impl<'c> Scheduler<'c> {
         nodes[chosen.0 as usize].generation = fresh;
         let mut claim_undo = undo.is_some().then(dynamic_resources::ClaimUndo::default);
         if has_claims && let Some((ctx, alloc_state)) = self.dra.as_mut() {
-            let allocation: NodeAllocation = allocation.map(|a| (*a).clone()).unwrap_or_default();
+            let allocation: NodeAllocation = allocation.unwrap_or_default();
             // Devices taken change what the allocator would answer: for this node only when they
             // come from its own pools, for every node otherwise.
-            let took_devices = allocation
-                .iter()
-                .any(|a| a.devices.as_ref().and_then(|d| d.results.as_ref()).is_some_and(|r| !r.is_empty()));
-            if took_devices {
+            if takes_devices(&allocation) {
                 let node_name = self.cluster.nodes[chosen.0 as usize].name().to_string();
                 self.generation_counter += 1;
                 if dynamic_resources::node_local(&allocation, &node_name, ctx) {
@@ -1221,4 +1235,19 @@ fn normalize(scores: &mut [i64], reverse: bool) {
             *s = MAX_NODE_SCORE - *s;
         }
     }
+}
+
+/// Where DynamicResources' Filter left its verdict for a node.
+enum DraFilter {
+    /// Nothing to allocate.
+    Fits,
+    /// An allocated claim cannot be used on the node.
+    Rejected(Rejection),
+    /// The allocator's verdict, in this memo table.
+    Memo(usize),
+}
+
+/// True when the allocation takes at least one device.
+fn takes_devices(allocation: &NodeAllocation) -> bool {
+    allocation.iter().any(|a| a.devices.as_ref().and_then(|d| d.results.as_ref()).is_some_and(|r| !r.is_empty()))
 }

@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod cycle;
+mod dra_memo;
 pub mod eviction;
 pub mod explain;
 pub mod fastdiv;
