@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaimStatus, PodStatus, Taint};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use muster_api::resources::{self, PodRequests};
@@ -295,6 +296,65 @@ pub struct Cluster {
     pub claims: Vec<ClaimInfo>,
     /// PodGroups sorted by `namespace/name`, with their members.
     pub groups: Vec<GroupInfo>,
+    /// CompositePodGroups sorted by `namespace/name`, with their children.
+    pub composites: Vec<CompositeInfo>,
+}
+
+/// A node of a group tree: a PodGroup (a leaf, index into [`Cluster::groups`]) or a
+/// CompositePodGroup (index into [`Cluster::composites`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GroupNode {
+    Group(usize),
+    Composite(usize),
+}
+
+impl GroupNode {
+    /// The lowercase kind, as `muster why` targets name it: `podgroup` or `compositepodgroup`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            GroupNode::Group(_) => "podgroup",
+            GroupNode::Composite(_) => "compositepodgroup",
+        }
+    }
+}
+
+/// The deepest group tree muster schedules: a root CompositePodGroup, two levels below it, and
+/// the PodGroups as leaves (KEP 6012 allows a hierarchy of depth 4).
+pub const MAX_TREE_DEPTH: usize = 4;
+
+/// Why a group tree cannot be scheduled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TreeError {
+    /// A parent named by `parentCompositePodGroupName` is not in the input: the tree waits for it
+    /// (kube-scheduler's PreEnqueue parks it until the parent is observed).
+    MissingParent(String),
+    /// A bad layout: a cycle in the parent chain, too deep, or several Workloads in one tree
+    /// (the CompositePodGroup condition's reason `Invalid`).
+    Invalid(String),
+}
+
+impl std::fmt::Display for TreeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TreeError::MissingParent(m) | TreeError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A CompositePodGroup (`scheduling.k8s.io/v1alpha3`, alpha): an inner node of a group tree.
+#[derive(Clone, Debug)]
+pub struct CompositeInfo {
+    pub composite: CompositePodGroup,
+    /// `namespace/name`.
+    pub key: String,
+    /// `schedulingPolicy.gang.minGroupCount`: child groups that must be scheduled together; 1 for
+    /// the basic policy.
+    pub min_group_count: usize,
+    pub gang: bool,
+    /// `spec.parentCompositePodGroupName`, resolved; `Err` names a parent missing from the input.
+    pub parent: Option<Result<usize, String>>,
+    /// The groups naming this one as parent, in `namespace/name` order.
+    pub children: Vec<GroupNode>,
 }
 
 /// A PodGroup (read as `scheduling.k8s.io/v1beta1`) and its members.
@@ -309,6 +369,8 @@ pub struct GroupInfo {
     pub gang: bool,
     /// Every pod naming the group, in `namespace/name` order, whatever its state.
     pub members: Vec<PodId>,
+    /// `spec.parentCompositePodGroupName`, resolved; `Err` names a parent missing from the input.
+    pub parent: Option<Result<usize, String>>,
 }
 
 /// The annotation that marks the special claim kube-scheduler creates for a pod's extended
@@ -777,7 +839,7 @@ impl Cluster {
                     Some(gang) => (true, gang.min_count.max(1) as usize),
                     None => (false, 1),
                 };
-                GroupInfo { key: key(&g), group: g, min_count, gang, members: Vec::new() }
+                GroupInfo { key: key(&g), group: g, min_count, gang, members: Vec::new(), parent: None }
             })
             .collect();
         for (pi, pod) in self.pods.iter_mut().enumerate() {
@@ -799,6 +861,159 @@ impl Cluster {
                 None => Err(format!("podgroup {group_key:?} not found")),
             });
         }
+    }
+
+    /// Adds the CompositePodGroups and links every PodGroup and CompositePodGroup to its parent
+    /// (`spec.parentCompositePodGroupName`, same namespace). Call after
+    /// [`Cluster::add_pod_groups`].
+    pub fn add_composite_pod_groups(&mut self, mut composites: Vec<CompositePodGroup>) {
+        let key = |m: &ObjectMeta| {
+            format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
+        };
+        composites.sort_by_key(|c| key(&c.metadata));
+        let index: HashMap<String, usize> = composites.iter().enumerate().map(|(i, c)| (key(&c.metadata), i)).collect();
+        let resolve = |meta: &ObjectMeta, parent: Option<&str>| {
+            let parent = parent?;
+            let k = format!("{}/{parent}", meta.namespace.as_deref().unwrap_or("default"));
+            Some(index.get(&k).copied().ok_or(k))
+        };
+        self.composites = composites
+            .into_iter()
+            .map(|c| {
+                let policy = &c.spec.scheduling_policy;
+                let (gang, min_group_count) = match &policy.gang {
+                    Some(gang) => (true, gang.min_group_count.max(1) as usize),
+                    None => (false, 1),
+                };
+                let parent = resolve(&c.metadata, c.spec.parent_composite_pod_group_name.as_deref());
+                CompositeInfo {
+                    key: key(&c.metadata),
+                    composite: c,
+                    min_group_count,
+                    gang,
+                    parent,
+                    children: Vec::new(),
+                }
+            })
+            .collect();
+        for gi in 0..self.groups.len() {
+            let g = &self.groups[gi].group;
+            let parent = resolve(&g.metadata, g.spec.parent_composite_pod_group_name.as_deref());
+            if let Some(Ok(p)) = parent {
+                self.composites[p].children.push(GroupNode::Group(gi));
+            }
+            self.groups[gi].parent = parent;
+        }
+        for ci in 0..self.composites.len() {
+            if let Some(Ok(p)) = self.composites[ci].parent {
+                self.composites[p].children.push(GroupNode::Composite(ci));
+            }
+        }
+        let composites = &mut self.composites;
+        let groups = &self.groups;
+        for i in 0..composites.len() {
+            let mut children = std::mem::take(&mut composites[i].children);
+            children.sort_by(|a, b| {
+                let k = |n: &GroupNode| match *n {
+                    GroupNode::Group(g) => groups[g].key.clone(),
+                    GroupNode::Composite(c) => composites[c].key.clone(),
+                };
+                k(a).cmp(&k(b))
+            });
+            composites[i].children = children;
+        }
+    }
+
+    /// The parent of a group tree node, if it names one.
+    pub fn parent(&self, node: GroupNode) -> Option<&Result<usize, String>> {
+        match node {
+            GroupNode::Group(g) => self.groups[g].parent.as_ref(),
+            GroupNode::Composite(c) => self.composites[c].parent.as_ref(),
+        }
+    }
+
+    /// `namespace/name` of a group tree node.
+    pub fn node_key(&self, node: GroupNode) -> &str {
+        match node {
+            GroupNode::Group(g) => &self.groups[g].key,
+            GroupNode::Composite(c) => &self.composites[c].key,
+        }
+    }
+
+    /// The root of the tree `node` is in: the node itself when it has no parent. A missing
+    /// parent, a cycle in the parent chain or a tree deeper than [`MAX_TREE_DEPTH`] is an error.
+    pub fn root(&self, node: GroupNode) -> Result<GroupNode, TreeError> {
+        let mut at = node;
+        let mut path = vec![node];
+        while let Some(parent) = self.parent(at) {
+            let p = match parent {
+                Ok(p) => GroupNode::Composite(*p),
+                Err(k) => {
+                    return Err(TreeError::MissingParent(format!(
+                        "{} waits for its parent compositepodgroup {k}, which is not in the input",
+                        self.node_key(at)
+                    )));
+                }
+            };
+            if path.contains(&p) {
+                let names: Vec<&str> = path.iter().chain([&p]).map(|n| self.node_key(*n)).collect();
+                return Err(TreeError::Invalid(format!(
+                    "the parent chain has a cycle: {} (each names the next as its parent)",
+                    names.join(", ")
+                )));
+            }
+            path.push(p);
+            at = p;
+        }
+        if path.len() > MAX_TREE_DEPTH {
+            let names: Vec<&str> = path.iter().rev().map(|n| self.node_key(*n)).collect();
+            return Err(TreeError::Invalid(format!(
+                "the group tree is {} levels deep ({}); at most {MAX_TREE_DEPTH} are allowed",
+                path.len(),
+                names.join(" > ")
+            )));
+        }
+        Ok(at)
+    }
+
+    /// The PodGroups of the tree under a CompositePodGroup, depth first in name order.
+    pub fn leaves(&self, composite: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack: Vec<GroupNode> = vec![GroupNode::Composite(composite)];
+        let mut seen: std::collections::HashSet<GroupNode> = std::collections::HashSet::new();
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) {
+                continue;
+            }
+            match n {
+                GroupNode::Group(g) => out.push(g),
+                GroupNode::Composite(c) => stack.extend(self.composites[c].children.iter().rev()),
+            }
+        }
+        out
+    }
+
+    /// The Workloads a tree's groups name (`spec.workloadRef.workloadName`); a valid tree names
+    /// one.
+    pub fn tree_workloads(&self, composite: usize) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        let mut stack = vec![composite];
+        while let Some(c) = stack.pop() {
+            let info = &self.composites[c];
+            out.insert(info.composite.spec.workload_ref.workload_name.clone());
+            for child in &info.children {
+                match *child {
+                    GroupNode::Group(g) => {
+                        if let Some(w) = &self.groups[g].group.spec.workload_ref {
+                            out.insert(w.workload_name.clone());
+                        }
+                    }
+                    GroupNode::Composite(k) if k != composite && !stack.contains(&k) => stack.push(k),
+                    GroupNode::Composite(_) => {}
+                }
+            }
+        }
+        out
     }
 
     /// The claim a PodGroup's `spec.resourceClaims` entry names: an existing claim, or one

@@ -14,6 +14,9 @@ use crate::plugins::{
 };
 use muster_alloc::AllocatedState;
 
+mod composite;
+pub use composite::CompositeResult;
+
 /// The reason muster gives a PodGroup that waited `--gang-wait-timeout` for its pods.
 pub const GANG_WAIT_TIMEOUT_REASON: &str = "GangWaitTimeout";
 
@@ -79,8 +82,10 @@ pub struct Plan {
     pub unschedulable: Vec<(PodId, FitError)>,
     /// What each PodGroup's cycle decided, in queue order.
     pub groups: Vec<GroupResult>,
-    /// Running pods preempted to make room for a PodGroup (index into `Cluster::groups`).
-    pub preempted: Vec<(PodId, usize)>,
+    /// Running pods preempted to make room for a PodGroup or a CompositePodGroup tree.
+    pub preempted: Vec<(PodId, crate::cluster::GroupNode)>,
+    /// What each CompositePodGroup tree's cycle decided, in queue order.
+    pub composites: Vec<CompositeResult>,
 }
 
 /// One entry of the scheduling queue: a pod, or a PodGroup whose pending members are scheduled
@@ -89,6 +94,8 @@ pub struct Plan {
 pub enum QueueEntry {
     Pod(PodId),
     Group(usize),
+    /// A root CompositePodGroup: its whole tree of groups in one cycle.
+    Composite(usize),
 }
 
 /// What a pod-group cycle decided (the PodGroup's `PodGroupInitiallyScheduled` condition).
@@ -119,6 +126,24 @@ pub struct GroupResult {
 /// Members placed, members that failed, and the Reserves to undo if the group is not placed.
 type MembersResult = (Vec<(PodId, NodeId)>, Vec<(PodId, FitError)>, Vec<Reserved>);
 
+/// Who asks workload-aware preemption for room.
+struct Preemptor<'a> {
+    /// Every pod of the group (or tree): never its own victims.
+    members: &'a [PodId],
+    /// The pods to place, most important first.
+    pending: &'a [PodId],
+    /// `preemptionPolicy: Never` on the group or one of its pods.
+    never: bool,
+}
+
+/// A PodGroup's members as one cycle sees them.
+struct Members {
+    members: Vec<PodId>,
+    pending: Vec<PodId>,
+    exist: usize,
+    scheduled: usize,
+}
+
 /// One pod-group cycle's inputs.
 #[derive(Clone, Copy)]
 struct GroupAttempt<'a> {
@@ -130,6 +155,8 @@ struct GroupAttempt<'a> {
     scheduled: usize,
     min: usize,
     gang: bool,
+    /// The nodes of the parent CompositePodGroup's placement (`None`: every node).
+    within: Option<&'a [bool]>,
 }
 
 /// Why a group could not be placed (everything already rolled back).
@@ -274,11 +301,29 @@ impl<'c> Scheduler<'c> {
                 entries.push((key, QueueEntry::Pod(PodId(pi as u32))));
             }
         }
+        // One entry per root group: a PodGroup without parent (or whose parent is missing: it
+        // is reported waiting), or the root CompositePodGroup of a tree.
+        let mut trees: std::collections::BTreeMap<usize, i32> = std::collections::BTreeMap::new();
         for (gi, g) in c.groups.iter().enumerate() {
             let pending = g.members.iter().map(|m| c.pod(*m)).filter(|p| p.state == PodState::Pending);
             let Some(priority) = pending.map(|p| p.priority).max() else { continue };
-            let key = (std::cmp::Reverse(priority), g.group.metadata.creation_timestamp.as_ref(), g.key.as_str());
-            entries.push((key, QueueEntry::Group(gi)));
+            match c.root(crate::cluster::GroupNode::Group(gi)) {
+                Ok(crate::cluster::GroupNode::Composite(r)) => {
+                    let p = trees.entry(r).or_insert(priority);
+                    *p = (*p).max(priority);
+                }
+                _ => {
+                    let key =
+                        (std::cmp::Reverse(priority), g.group.metadata.creation_timestamp.as_ref(), g.key.as_str());
+                    entries.push((key, QueueEntry::Group(gi)));
+                }
+            }
+        }
+        for (r, priority) in trees {
+            let cpg = &c.composites[r];
+            let key =
+                (std::cmp::Reverse(priority), cpg.composite.metadata.creation_timestamp.as_ref(), cpg.key.as_str());
+            entries.push((key, QueueEntry::Composite(r)));
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries.into_iter().map(|(_, e)| e).collect()
@@ -289,15 +334,29 @@ impl<'c> Scheduler<'c> {
     pub fn plan(&mut self) -> Plan {
         let mut plan = Plan::default();
         for entry in self.entries() {
-            match entry {
-                QueueEntry::Pod(pod) => match self.schedule_one(pod) {
-                    Outcome::Placed(node) => plan.placements.push((pod, node)),
-                    Outcome::Unschedulable(e) => plan.unschedulable.push((pod, e)),
-                },
-                QueueEntry::Group(g) => self.schedule_group(g, &mut plan),
-            }
+            self.schedule(entry, &mut plan);
         }
         plan
+    }
+
+    /// One queue entry's cycle, its decisions added to `plan`.
+    pub fn schedule(&mut self, entry: QueueEntry, plan: &mut Plan) {
+        match entry {
+            QueueEntry::Pod(pod) => match self.schedule_one(pod) {
+                Outcome::Placed(node) => plan.placements.push((pod, node)),
+                Outcome::Unschedulable(e) => plan.unschedulable.push((pod, e)),
+            },
+            QueueEntry::Group(g) => self.schedule_group(g, plan),
+            QueueEntry::Composite(r) => self.schedule_composite(r, plan),
+        }
+    }
+
+    /// The queue entry a PodGroup is scheduled in: its own, or its tree's root.
+    pub fn entry_of_group(cluster: &Cluster, g: usize) -> QueueEntry {
+        match cluster.root(crate::cluster::GroupNode::Group(g)) {
+            Ok(crate::cluster::GroupNode::Composite(r)) => QueueEntry::Composite(r),
+            _ => QueueEntry::Group(g),
+        }
     }
 
     /// The pod-group cycle (`scheduleOnePodGroup`, default algorithm): members in priority and
@@ -309,27 +368,27 @@ impl<'c> Scheduler<'c> {
         let c = &*self.cluster;
         let group = &c.groups[g];
         let (min, gang, key) = (group.min_count, group.gang, group.key.clone());
-        let members = group.members.clone();
-        let exist = members
-            .iter()
-            .filter(|m| matches!(c.pod(**m).state, PodState::Pending | PodState::Gated(_) | PodState::Bound(_)))
-            .count();
-        let scheduled = members.iter().filter(|m| matches!(c.pod(**m).state, PodState::Bound(_))).count();
-        let mut pending: Vec<PodId> =
-            members.iter().copied().filter(|m| c.pod(*m).state == PodState::Pending).collect();
-        pending.sort_by(|a, b| {
-            let (a, b) = (c.pod(*a), c.pod(*b));
-            b.priority
-                .cmp(&a.priority)
-                .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
-                .then_with(|| a.key.cmp(&b.key))
-        });
+        let Members { members, pending, exist, scheduled } = self.members(g);
         let num_nodes = c.node_order.len();
         let fail_all = |plan: &mut Plan, pods: &[PodId], message: &str| {
             for p in pods {
                 plan.unschedulable.push((*p, FitError::group(num_nodes, message.to_string())));
             }
         };
+        // A PodGroup whose parent CompositePodGroup is missing waits for it (PreEnqueue); a bad
+        // parent chain is the group's error.
+        if let Err(e) = c.root(crate::cluster::GroupNode::Group(g)) {
+            let (message, outcome) = match e {
+                crate::cluster::TreeError::MissingParent(m) => (
+                    format!("podgroup {m}; it is not attempted until the parent exists"),
+                    GroupOutcome::Waiting { exist },
+                ),
+                crate::cluster::TreeError::Invalid(m) => (format!("podgroup {key}: {m}"), GroupOutcome::SchedulerError),
+            };
+            fail_all(plan, &pending, &message);
+            plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
+            return;
+        }
         let priorities: std::collections::BTreeSet<i32> = pending.iter().map(|p| c.pod(*p).priority).collect();
         if priorities.len() > 1 {
             let list: Vec<String> = priorities.iter().map(i32::to_string).collect();
@@ -376,10 +435,15 @@ impl<'c> Scheduler<'c> {
             scheduled,
             min,
             gang,
+            within: None,
         };
         let (result, victims) = match self.place_group(&attempt) {
             Ok(r) => (r, Vec::new()),
-            Err(failure) => match self.preempt(g, &attempt) {
+            Err(failure) => match self.preempt(
+                Preemptor { members: &members, pending: &pending, never: self.never_preempts(g, &pending) },
+                |s| s.place_group(&attempt).ok(),
+                |r| std::mem::take(&mut r.2),
+            ) {
                 Ok((r, victims)) => (r, victims),
                 Err(why_not) => {
                     self.report_group_failure(g, plan, &pending, failure, scheduled);
@@ -405,21 +469,52 @@ impl<'c> Scheduler<'c> {
         let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
         let preemption = (!victims.is_empty()).then(|| format!("preempted {} pod(s)", victims.len()));
         plan.groups.push(GroupResult { group: g, outcome, message, preemption });
-        plan.preempted.extend(victims.into_iter().map(|v| (v, g)));
+        plan.preempted.extend(victims.into_iter().map(|v| (v, crate::cluster::GroupNode::Group(g))));
         plan.placements.extend(placed);
         // Members that did not fit wait for the next cycle (basic policy, or beyond minCount).
         plan.unschedulable.extend(failed);
     }
 
+    /// True when PodGroup `g` (or one of its pending pods) has `preemptionPolicy: Never`.
+    fn never_preempts(&self, g: usize, pending: &[PodId]) -> bool {
+        let c = &*self.cluster;
+        let never = |p: Option<&str>| p == Some("Never");
+        never(c.groups[g].group.spec.preemption_policy.as_deref())
+            || pending.iter().any(|p| never(c.pod(*p).pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref())))
+    }
+
+    /// A PodGroup's members now: all, the pending ones in the cycle's order (priority, then age),
+    /// how many exist (pending, gated or running) and how many run.
+    fn members(&self, g: usize) -> Members {
+        let c = &*self.cluster;
+        let members = c.groups[g].members.clone();
+        let exist = members
+            .iter()
+            .filter(|m| matches!(c.pod(**m).state, PodState::Pending | PodState::Gated(_) | PodState::Bound(_)))
+            .count();
+        let scheduled = members.iter().filter(|m| matches!(c.pod(**m).state, PodState::Bound(_))).count();
+        let mut pending: Vec<PodId> =
+            members.iter().copied().filter(|m| c.pod(*m).state == PodState::Pending).collect();
+        pending.sort_by(|a, b| {
+            let (a, b) = (c.pod(*a), c.pod(*b));
+            b.priority
+                .cmp(&a.priority)
+                .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        Members { members, pending, exist, scheduled }
+    }
+
     /// Places the group (in the best topology domain when constrained). On success the members
     /// stay reserved; on failure everything was rolled back.
     fn place_group(&mut self, a: &GroupAttempt<'_>) -> Result<MembersResult, GroupFailure> {
-        let GroupAttempt { members, pending, topology_key, scheduled, min, gang } = *a;
-        if let Some(key) = topology_key {
-            match self.choose_domain(members, pending, key, scheduled, min, gang) {
+        let GroupAttempt { members, pending, topology_key, scheduled, min, gang, within } = *a;
+        match topology_key {
+            Some(key) => match self.choose_domain(members, pending, key, scheduled, min, gang, within) {
                 Ok(nodes) => self.node_filter = Some(nodes),
                 Err(message) => return Err(GroupFailure::Topology(message)),
-            }
+            },
+            None => self.node_filter = within.map(<[bool]>::to_vec),
         }
         let (placed, failed, undo) = self.run_members(pending, scheduled, min);
         self.node_filter = None;
@@ -441,19 +536,31 @@ impl<'c> Scheduler<'c> {
         failure: GroupFailure,
         scheduled: usize,
     ) {
+        let (result, failed) = self.group_failure(g, pending, failure, scheduled);
+        plan.groups.push(result);
+        plan.unschedulable.extend(failed);
+    }
+
+    /// A failed group cycle's result and its pending members' reasons.
+    fn group_failure(
+        &self,
+        g: usize,
+        pending: &[PodId],
+        failure: GroupFailure,
+        scheduled: usize,
+    ) -> (GroupResult, Vec<(PodId, FitError)>) {
         let c = &*self.cluster;
         let group = &c.groups[g];
         let (key, min, gang) = (&group.key, group.min_count, group.gang);
         let num_nodes = c.node_order.len();
+        let all =
+            |message: &str| pending.iter().map(|p| (*p, FitError::group(num_nodes, message.to_string()))).collect();
         let (placed, failed) = match failure {
             GroupFailure::Topology(message) => {
                 let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
                 let message = format!("podgroup {key}: {message}");
-                for p in pending {
-                    plan.unschedulable.push((*p, FitError::group(num_nodes, message.clone())));
-                }
-                plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
-                return;
+                let failed = all(&message);
+                return (GroupResult { group: g, outcome, message, preemption: None }, failed);
             }
             GroupFailure::Members { placed, failed } => (placed, failed),
         };
@@ -461,9 +568,7 @@ impl<'c> Scheduler<'c> {
             // The basic policy: each member stands alone, and none fitted.
             let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: failed.len() };
             let message = failed.first().map(|(_, e)| e.message()).unwrap_or_default();
-            plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
-            plan.unschedulable.extend(failed);
-            return;
+            return (GroupResult { group: g, outcome, message, preemption: None }, failed);
         }
         let first = failed
             .first()
@@ -475,10 +580,8 @@ impl<'c> Scheduler<'c> {
             failed.len(),
         );
         let outcome = GroupOutcome::Unschedulable { placed, scheduled, failed: failed.len() };
-        for p in pending {
-            plan.unschedulable.push((*p, FitError::group(num_nodes, message.clone())));
-        }
-        plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
+        let failed = all(&message);
+        (GroupResult { group: g, outcome, message, preemption: None }, failed)
     }
 
     /// Workload-aware preemption (KEP 5710) for a group that does not fit: every running pod of
@@ -489,20 +592,21 @@ impl<'c> Scheduler<'c> {
     /// unit at a time, most important first (higher priority, groups before single pods, more
     /// pods, earlier start), keeping a unit only if the group still fits without it. Returns the
     /// placement and the victims, or why preemption cannot help (the snapshot unchanged).
-    fn preempt(&mut self, g: usize, a: &GroupAttempt<'_>) -> Result<(MembersResult, Vec<PodId>), String> {
-        let (members, pending) = (a.members, a.pending);
+    fn preempt<R>(
+        &mut self,
+        preemptor: Preemptor<'_>,
+        mut place: impl FnMut(&mut Self) -> Option<R>,
+        undo: impl Fn(&mut R) -> Vec<Reserved>,
+    ) -> Result<(R, Vec<PodId>), String> {
+        let Preemptor { members, pending, never } = preemptor;
         let c = &*self.cluster;
-        let group = &c.groups[g];
         let priority = c.pod(*pending.first().ok_or("no pending member")?).priority;
-        let never = |p: Option<&str>| p == Some("Never");
-        if never(group.group.spec.preemption_policy.as_deref())
-            || pending.iter().any(|p| never(c.pod(*p).pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref())))
-        {
+        if never {
             return Err("the group's preemptionPolicy is Never".into());
         }
         // Victim units: (importance key, pods).
         let mut units: Vec<(UnitKey, Vec<PodId>)> = Vec::new();
-        let mut group_units: HashMap<usize, usize> = HashMap::new();
+        let mut group_units: HashMap<crate::cluster::GroupNode, usize> = HashMap::new();
         for (i, p) in c.pods.iter().enumerate() {
             let PodState::Bound(_) = p.state else { continue };
             if p.priority >= priority || members.contains(&PodId(i as u32)) {
@@ -510,16 +614,14 @@ impl<'c> Scheduler<'c> {
             }
             let start = p.pod.status.as_ref().and_then(|s| s.start_time.clone());
             let all_mode = match &p.group {
-                Some(Ok(gi)) => {
-                    c.groups[*gi].group.spec.disruption_mode.as_ref().is_some_and(|d| d.all.is_some()).then_some(*gi)
-                }
+                Some(Ok(gi)) => disrupted_together(c, *gi),
                 _ => None,
             };
             match all_mode {
-                Some(gi) => {
-                    let u = *group_units.entry(gi).or_insert_with(|| {
+                Some(node) => {
+                    let u = *group_units.entry(node).or_insert_with(|| {
                         units.push((
-                            (std::cmp::Reverse(p.priority), false, 0, start.clone(), c.groups[gi].key.clone()),
+                            (std::cmp::Reverse(p.priority), false, 0, start.clone(), c.node_key(node).to_string()),
                             Vec::new(),
                         ));
                         units.len() - 1
@@ -543,7 +645,7 @@ impl<'c> Scheduler<'c> {
         // Remove every potential victim, then try the group.
         let mut removed: Vec<Vec<Evicted>> =
             units.iter().map(|(_, pods)| pods.iter().map(|p| self.evict(*p)).collect()).collect();
-        let Ok(mut current) = self.place_group(a) else {
+        let Some(mut current) = place(self) else {
             let n: usize = removed.iter().map(Vec::len).sum();
             for e in removed.into_iter().rev().flat_map(|u| u.into_iter().rev()) {
                 self.restore(e);
@@ -552,19 +654,19 @@ impl<'c> Scheduler<'c> {
         };
         let mut victims: Vec<PodId> = Vec::new();
         for (u, (_, pods)) in units.iter().enumerate() {
-            for r in std::mem::take(&mut current.2).into_iter().rev() {
+            for r in undo(&mut current).into_iter().rev() {
                 self.unreserve(r);
             }
             let evicted = std::mem::take(&mut removed[u]);
             for e in evicted.into_iter().rev() {
                 self.restore(e);
             }
-            match self.place_group(a) {
-                Ok(r) => current = r,
-                Err(_) => {
+            match place(self) {
+                Some(r) => current = r,
+                None => {
                     removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
                     victims.extend(pods.iter().copied());
-                    current = self.place_group(a).ok().expect("the group fitted with these victims removed before");
+                    current = place(self).expect("the group fitted with these victims removed before");
                 }
             }
         }
@@ -652,12 +754,12 @@ impl<'c> Scheduler<'c> {
         (placed, failed, undo)
     }
 
-    /// Topology-aware placement (KEP 5732): the nodes carrying `key`, partitioned by its value,
-    /// are the candidate domains (only the domain of members already running, if any). The group
-    /// algorithm runs in each domain and is rolled back; feasible domains are scored — bin packing
-    /// (MostAllocated over the domain's cpu and memory after the proposed pods) plus the members
-    /// the domain holds, normalized to the best — and the best domain's nodes are returned. Ties
-    /// go to the first domain by value (upstream: random).
+    /// Topology-aware placement (KEP 5732): the nodes carrying `key` (within the parent's
+    /// placement), partitioned by its value, are the candidate domains (only the domain of members
+    /// already running, if any). The group algorithm runs in each domain and is rolled back;
+    /// feasible domains are scored ([`Scheduler::best_domain`]) and the best domain's nodes are
+    /// returned.
+    #[allow(clippy::too_many_arguments)]
     fn choose_domain(
         &mut self,
         members: &[PodId],
@@ -666,10 +768,50 @@ impl<'c> Scheduler<'c> {
         scheduled: usize,
         min: usize,
         gang: bool,
+        within: Option<&[bool]>,
     ) -> Result<Vec<bool>, String> {
+        let domains = self.domains(key, within, members)?;
+        let mut feasible: Vec<(usize, i64, usize)> = Vec::new(); // (domain, fit score, pods count)
+        let mut summaries: Vec<String> = Vec::new();
+        for (di, (value, nodes)) in domains.iter().enumerate() {
+            self.node_filter = Some(self.mask(nodes));
+            let (placed, _, undo) = self.run_members(pending, scheduled, min);
+            let ok = !placed.is_empty() && scheduled + placed.len() >= min;
+            if ok {
+                feasible.push((di, self.most_allocated(nodes), scheduled + placed.len()));
+            } else if summaries.len() < 5 {
+                summaries.push(format!("{value}: {} of {} fit", placed.len(), pending.len()));
+            }
+            for r in undo.into_iter().rev() {
+                self.unreserve(r);
+            }
+        }
+        self.node_filter = None;
+        if feasible.is_empty() {
+            let policy = if gang { format!("minCount {min}") } else { "at least one pod".to_string() };
+            return Err(format!(
+                "no {key} domain holds the group ({policy}, {scheduled} already running): {}{}",
+                summaries.join("; "),
+                more(domains.len(), summaries.len())
+            ));
+        }
+        Ok(self.mask(&domains[best_domain(&feasible)].1))
+    }
+
+    /// The candidate domains of `key` in name order: nodes carrying the label (within the parent's
+    /// placement) by value — only the value of `members` already running, if any.
+    fn domains(
+        &self,
+        key: &str,
+        within: Option<&[bool]>,
+        members: &[PodId],
+    ) -> Result<Vec<(String, Vec<NodeId>)>, String> {
         let c = &*self.cluster;
         let mut domains: std::collections::BTreeMap<&str, Vec<NodeId>> = std::collections::BTreeMap::new();
         for (i, n) in c.nodes.iter().enumerate() {
+            if within.is_some_and(|w| !w[i]) {
+                continue;
+            }
             if let Some(v) = n.detail.labels.get(key) {
                 domains.entry(v.as_str()).or_default().push(NodeId(i as u32));
             }
@@ -693,53 +835,19 @@ impl<'c> Scheduler<'c> {
             domains.retain(|d, _| d == v);
         }
         if domains.is_empty() {
-            return Err(format!("no node has the topology label {key}"));
+            let where_ = if within.is_some() { " inside the parent's placement" } else { "" };
+            return Err(format!("no node{where_} has the topology label {key}"));
         }
-        let domains: Vec<(String, Vec<NodeId>)> = domains.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        let mut feasible: Vec<(usize, i64, usize)> = Vec::new(); // (domain, fit score, pods count)
-        let mut summaries: Vec<String> = Vec::new();
-        let num_nodes = self.cluster.nodes.len();
-        for (di, (value, nodes)) in domains.iter().enumerate() {
-            let mut mask = vec![false; num_nodes];
-            for n in nodes {
-                mask[n.0 as usize] = true;
-            }
-            self.node_filter = Some(mask);
-            let (placed, _, undo) = self.run_members(pending, scheduled, min);
-            let ok = !placed.is_empty() && scheduled + placed.len() >= min;
-            if ok {
-                feasible.push((di, self.most_allocated(nodes), scheduled + placed.len()));
-            } else if summaries.len() < 5 {
-                summaries.push(format!("{value}: {} of {} fit", placed.len(), pending.len()));
-            }
-            for r in undo.into_iter().rev() {
-                self.unreserve(r);
-            }
-        }
-        self.node_filter = None;
-        if feasible.is_empty() {
-            let more = domains.len().saturating_sub(summaries.len());
-            let more = if more > 0 { format!("; {more} more") } else { String::new() };
-            let policy = if gang { format!("minCount {min}") } else { "at least one pod".to_string() };
-            return Err(format!(
-                "no {key} domain holds the group ({policy}, {scheduled} already running): {}{more}",
-                summaries.join("; ")
-            ));
-        }
-        let best_count = feasible.iter().map(|f| f.2).max().unwrap_or(1).max(1) as i64;
-        let (winner, _, _) = feasible
-            .iter()
-            .copied()
-            .max_by(|a, b| {
-                let score = |f: &(usize, i64, usize)| f.1 + MAX_NODE_SCORE * f.2 as i64 / best_count;
-                score(a).cmp(&score(b)).then_with(|| b.0.cmp(&a.0))
-            })
-            .expect("at least one feasible domain");
-        let mut mask = vec![false; num_nodes];
-        for n in &domains[winner].1 {
+        Ok(domains.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    /// A node mask holding `nodes`.
+    fn mask(&self, nodes: &[NodeId]) -> Vec<bool> {
+        let mut mask = vec![false; self.cluster.nodes.len()];
+        for n in nodes {
             mask[n.0 as usize] = true;
         }
-        Ok(mask)
+        mask
     }
 
     /// NodeResourcesFit's placement score: MostAllocated over the nodes' summed cpu and memory.
@@ -1011,7 +1119,8 @@ impl<'c> Scheduler<'c> {
                     // A verdict that takes devices goes stale at this Reserve (the generations
                     // move on) unless a gang rolls the Reserve back: only then is it kept.
                     let takes = matches!(memo.last(t, chosen), Some(Ok(Ok(a))) if takes_devices(a));
-                    let verdict = if takes && undo.is_none() { memo.take(t, chosen) } else { memo.last(t, chosen).cloned() };
+                    let verdict =
+                        if takes && undo.is_none() { memo.take(t, chosen) } else { memo.last(t, chosen).cloned() };
                     match verdict {
                         Some(Ok(Ok(a))) => Some(std::sync::Arc::try_unwrap(a).unwrap_or_else(|a| (*a).clone())),
                         _ => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),
@@ -1250,4 +1359,45 @@ enum DraFilter {
 /// True when the allocation takes at least one device.
 fn takes_devices(allocation: &NodeAllocation) -> bool {
     allocation.iter().any(|a| a.devices.as_ref().and_then(|d| d.results.as_ref()).is_some_and(|r| !r.is_empty()))
+}
+
+/// The placement scorers over feasible domains `(domain, MostAllocated score, pods in the
+/// domain)`: bin packing plus the members the domain holds, normalized to the best; ties go to the
+/// first domain by value (upstream: random).
+fn best_domain(feasible: &[(usize, i64, usize)]) -> usize {
+    let best_count = feasible.iter().map(|f| f.2).max().unwrap_or(1).max(1) as i64;
+    let score = |f: &(usize, i64, usize)| f.1 + MAX_NODE_SCORE * f.2 as i64 / best_count;
+    feasible
+        .iter()
+        .max_by(|a, b| score(a).cmp(&score(b)).then_with(|| b.0.cmp(&a.0)))
+        .expect("at least one feasible domain")
+        .0
+}
+
+/// "; N more" when a list shows `shown` of `total` entries.
+fn more(total: usize, shown: usize) -> String {
+    let n = total.saturating_sub(shown);
+    if n > 0 { format!("; {n} more") } else { String::new() }
+}
+
+/// The group whose running pods are preempted together with a pod of PodGroup `g`: the highest
+/// group of its tree with `disruptionMode: all` (the PodGroup itself or an ancestor
+/// CompositePodGroup); `None` when every level is `single`.
+fn disrupted_together(c: &Cluster, g: usize) -> Option<crate::cluster::GroupNode> {
+    use crate::cluster::GroupNode;
+    let mut unit =
+        c.groups[g].group.spec.disruption_mode.as_ref().is_some_and(|d| d.all.is_some()).then_some(GroupNode::Group(g));
+    let mut at = GroupNode::Group(g);
+    let mut seen = 0;
+    while let Some(Ok(p)) = c.parent(at) {
+        at = GroupNode::Composite(*p);
+        if c.composites[*p].composite.spec.disruption_mode.as_ref().is_some_and(|d| d.all.is_some()) {
+            unit = Some(at);
+        }
+        seen += 1;
+        if seen > crate::cluster::MAX_TREE_DEPTH {
+            break; // a cycle in the parent chain: reported when the tree is scheduled
+        }
+    }
+    unit
 }

@@ -51,7 +51,8 @@ impl DraMemo {
         if let Some(i) = self.tables.iter().position(|(f, _)| *f == fingerprint) {
             return i;
         }
-        let empty = || (0..self.nodes).map(|_| Slot { at: Generations { node: 0, shared: 0 }, verdict: None }).collect();
+        let empty =
+            || (0..self.nodes).map(|_| Slot { at: Generations { node: 0, shared: 0 }, verdict: None }).collect();
         if self.tables.len() < MAX_TABLES {
             self.tables.push((fingerprint, empty()));
             return self.tables.len() - 1;

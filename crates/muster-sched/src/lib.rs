@@ -14,9 +14,12 @@ pub mod framework;
 pub mod plugins;
 
 pub use cluster::{
-    ClaimInfo, Cluster, GroupInfo, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState, SchedulerNames,
+    ClaimInfo, Cluster, CompositeInfo, GroupInfo, GroupNode, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState,
+    SchedulerNames, TreeError,
 };
-pub use cycle::{GroupOutcome, GroupResult, Outcome, Plan, QueueEntry, Scheduler, SchedulerConfig, ScoreWeights};
+pub use cycle::{
+    CompositeResult, GroupOutcome, GroupResult, Outcome, Plan, QueueEntry, Scheduler, SchedulerConfig, ScoreWeights,
+};
 pub use framework::{FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;
 pub use plugins::node_resources_fit::ScoringStrategy;

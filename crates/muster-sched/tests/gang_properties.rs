@@ -149,6 +149,7 @@ proptest! {
             }
             // Victims have a lower priority than the group they make room for.
             for (v, g) in &plan.preempted {
+                let muster_sched::GroupNode::Group(g) = g else { panic!("no CompositePodGroup here") };
                 let preemptor = cluster.groups[*g].members.iter().map(|m| cluster.pod(*m).priority).max().unwrap_or(0);
                 if cluster.pod(*v).priority >= preemptor {
                     problems.push(format!("{} preempted by an equal or lower priority group", cluster.pod(*v).key));

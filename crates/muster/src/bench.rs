@@ -532,6 +532,7 @@ pub fn gang(nodes: usize, gangs: usize, per_gang: usize, iterations: usize) -> a
             match entry {
                 QueueEntry::Group(g) => scheduler.schedule_group(g, &mut plan),
                 QueueEntry::Pod(p) => anyhow::bail!("pod {p:?} is queued outside its gang"),
+                QueueEntry::Composite(r) => anyhow::bail!("compositepodgroup {r} in a benchmark without trees"),
             }
             attempts.push(t.elapsed());
         }
@@ -818,8 +819,8 @@ pub fn gpu(
                     muster_sched::Outcome::Placed(_) => 0,
                     muster_sched::Outcome::Unschedulable(_) => 1,
                 },
-                QueueEntry::Group(g) => {
-                    scheduler.schedule_group(g, &mut plan);
+                QueueEntry::Group(_) | QueueEntry::Composite(_) => {
+                    scheduler.schedule(entry, &mut plan);
                     match plan.groups.last().map(|r| &r.outcome) {
                         Some(GroupOutcome::Scheduled { .. }) => 2,
                         _ => 3,

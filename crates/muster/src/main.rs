@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use muster_sched::{Scheduler, SchedulerConfig, SchedulerNames, ScoringStrategy};
 
 #[derive(Parser)]
@@ -94,9 +95,18 @@ struct PlanArgs {
     percentage_of_nodes_to_score: Option<u32>,
     /// How long a gang (PodGroup with minCount) may wait for all its pods to exist before muster
     /// marks it PodGroupInitiallyScheduled=False, reason GangWaitTimeout. Kubernetes has no such
-    /// field (the article's `scheduleTimeoutSeconds` does not exist); `plan` reports it.
+    /// field (the article's `scheduleTimeoutSeconds` does not exist); `plan` reports it. The wait
+    /// is measured from the PodGroup's creationTimestamp to --now; `-o yaml` writes the condition
+    /// only when both are known.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     gang_wait_timeout: u64,
+    /// The time of the plan, in RFC 3339 (e.g. 2026-01-01T00:00:00Z). A plan reads no clock: with
+    /// -o yaml this is the lastTransitionTime of every PodGroup condition the plan writes
+    /// (PodGroupInitiallyScheduled, DisruptionTarget) and the end of a gang's wait for
+    /// --gang-wait-timeout. Without it those conditions are left out and a comment line before
+    /// each PodGroup names them.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
+    now: Option<Time>,
     /// Do not copy NoSchedule/NoExecute taints of a full device (one that consumes all of a
     /// counter set, such as a whole GPU) to the devices that share its counters (its MIG
     /// partitions). Without this flag a sick GPU's partitions are not handed out either.
@@ -366,9 +376,21 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     match args.output {
         Format::Table => print!("{}", output::table(&world, &plan)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&output::json(&world, &plan))?),
-        Format::Yaml => print!("{}", output::yaml(&world, &plan)?),
+        Format::Yaml => {
+            let groups =
+                memory::GroupStatusOptions { now: args.now.clone(), gang_wait_timeout_seconds: args.gang_wait_timeout };
+            print!("{}", output::yaml(&world, &plan, &groups)?)
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--now`: an RFC 3339 time with its UTC offset (written back in UTC, to the second, as the API
+/// server writes times).
+fn parse_now(s: &str) -> Result<Time, String> {
+    s.parse::<k8s_openapi::jiff::Timestamp>()
+        .map(Time)
+        .map_err(|e| format!("expected an RFC 3339 time with a UTC offset, such as 2026-01-01T00:00:00Z ({e})"))
 }
 
 fn run_devices(args: DevicesArgs) -> anyhow::Result<ExitCode> {

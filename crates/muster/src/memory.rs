@@ -6,9 +6,12 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::scheduling::v1beta1::{PodGroup, PodGroupStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
+use muster_sched::cycle::GANG_WAIT_TIMEOUT_REASON;
 use muster_sched::eviction::{DeviceKey, DeviceTaints, Eviction, evictions, rule_selects};
-use muster_sched::{Cluster, ModelError, Plan, SchedulerNames};
+use muster_sched::{Cluster, GroupOutcome, ModelError, Plan, SchedulerNames};
 
 /// How a world is built from manifests.
 #[derive(Clone, Copy, Debug)]
@@ -71,6 +74,7 @@ impl World {
         let mut classes = Vec::new();
         let mut unused: Vec<(&'static str, usize)> = Vec::new();
         let mut bad: Vec<ModelError> = Vec::new();
+        let mut composites = Vec::new();
         let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
         let (mut device_classes, mut slices, mut claims, mut templates, mut rules, mut groups) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -91,6 +95,7 @@ impl World {
                 Object::ResourceClaimTemplate(t) => templates.push(*t),
                 Object::DeviceTaintRule(r) => rules.push(*r),
                 Object::PodGroup(g) => groups.push(*g),
+                Object::CompositePodGroup(c) => composites.push(*c),
                 // The cluster reads PodGroups as v1beta1; v1alpha3 has the same scheduling fields.
                 Object::PodGroupV1alpha3(g) => {
                     let mut v = serde_json::to_value(&*g).expect("k8s-openapi types serialize");
@@ -121,6 +126,7 @@ impl World {
         }
         // PodGroups first: a member's claim entry identical to its group's is the group's claim.
         cluster.add_pod_groups(groups);
+        cluster.add_composite_pod_groups(composites);
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
         // The taints as published, with their sources; then the slices as the scheduler sees them.
@@ -220,8 +226,9 @@ pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
             status: "True".into(),
             reason: Some("PreemptionByScheduler".into()),
             message: Some(format!(
-                "muster: preempting to make room for a higher-priority pod group (podgroup {})",
-                cluster.groups[*g].key
+                "muster: preempting to make room for a higher-priority pod group ({} {})",
+                g.kind(),
+                cluster.node_key(*g)
             )),
             ..Default::default()
         });
@@ -245,4 +252,194 @@ fn set_scheduled_condition(pod: &mut Pod, status: &str, reason: Option<&str>, me
         message,
         ..Default::default()
     });
+}
+
+/// What writing a plan's PodGroups needs besides the plan: the time (a plan reads no clock) and
+/// muster's gang wait timeout.
+#[derive(Clone, Debug, Default)]
+pub struct GroupStatusOptions {
+    /// `--now`: the `lastTransitionTime` of every condition written, and the end of a waiting
+    /// gang's wait. Without it, conditions that need a new `lastTransitionTime` are not written.
+    pub now: Option<Time>,
+    /// `--gang-wait-timeout`, in seconds.
+    pub gang_wait_timeout_seconds: u64,
+}
+
+/// A PodGroup as the API server would hold it after the plan, and what the plan would write into
+/// it but cannot.
+pub struct ChangedGroup {
+    pub group: PodGroup,
+    /// The conditions left out, in words, and why (without `--now`, a new condition has no
+    /// `lastTransitionTime`); `None` when everything was written.
+    pub not_written: Option<String>,
+}
+
+/// `PodGroupInitiallyScheduled`: whether the group's first successful cycle happened.
+pub const INITIALLY_SCHEDULED: &str = "PodGroupInitiallyScheduled";
+/// `DisruptionTarget`: the group is about to be terminated (preempted as a whole).
+pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
+
+/// A condition the plan wants on a PodGroup (`lastTransitionTime` and `observedGeneration` are
+/// filled in when it is applied).
+struct Wanted {
+    type_: &'static str,
+    status: &'static str,
+    reason: &'static str,
+    message: String,
+}
+
+impl Wanted {
+    fn text(&self) -> String {
+        format!("{}={} ({}: {})", self.type_, self.status, self.reason, self.message)
+    }
+}
+
+/// The PodGroups a plan touched, as the API server would hold them afterwards, in
+/// `namespace/name` order: every group a cycle ran for (`PodGroupInitiallyScheduled` True/
+/// `Scheduled`, or False/`Unschedulable`/`SchedulerError`, never True back to False, as
+/// kube-scheduler's `updatePodGroupCondition` does), every group preempted as a whole
+/// (`disruptionMode: all`; `DisruptionTarget` True/`PreemptionByScheduler`), every gang that has
+/// waited for its pods longer than `--gang-wait-timeout` since its `creationTimestamp` (False/
+/// `GangWaitTimeout`, muster's), and every group whose claims were generated from its
+/// `spec.resourceClaims` templates (`status.resourceClaimStatuses`, KEP 5729, already recorded by
+/// the cluster). A gang that merely waits is not touched: upstream's PreEnqueue holds it back and
+/// no cycle writes a condition.
+///
+/// Conditions follow `meta.SetStatusCondition`: one with the status it already has keeps its
+/// `lastTransitionTime` (reason, message and observedGeneration are updated); a new one or a
+/// transition takes `options.now`, and without it is left out and named in `not_written`.
+/// `observedGeneration` is `metadata.generation` when set.
+pub fn changed_pod_groups(cluster: &Cluster, plan: &Plan, options: &GroupStatusOptions) -> Vec<ChangedGroup> {
+    let n = cluster.groups.len();
+    let mut results: Vec<Vec<&muster_sched::GroupResult>> = vec![Vec::new(); n];
+    for r in &plan.groups {
+        results[r.group].push(r);
+    }
+    let mut generated_claims = vec![false; n];
+    for g in cluster.claims.iter().filter(|c| c.generated).filter_map(|c| c.group) {
+        generated_claims[g] = true;
+    }
+    // The preemptor of each group whose running pods are victims (the first one, in plan order).
+    let mut preempted_by: Vec<Option<muster_sched::GroupNode>> = vec![None; n];
+    for (p, by) in &plan.preempted {
+        if let Some(Ok(g)) = cluster.pod(*p).group {
+            preempted_by[g].get_or_insert(*by);
+        }
+    }
+    let mut out = Vec::new();
+    for (g, info) in cluster.groups.iter().enumerate() {
+        let mut wanted: Vec<Wanted> = Vec::new();
+        let mut undecided: Vec<String> = Vec::new();
+        let mut touched = generated_claims[g];
+        for r in &results[g] {
+            let (status, reason) = match r.outcome {
+                GroupOutcome::Scheduled { .. } => ("True", "Scheduled"),
+                GroupOutcome::Unschedulable { .. } => ("False", "Unschedulable"),
+                GroupOutcome::SchedulerError => ("False", "SchedulerError"),
+                GroupOutcome::Waiting { exist } => {
+                    let timeout = options.gang_wait_timeout_seconds;
+                    let (key, min) = (&info.key, info.min_count);
+                    let short = format!("{INITIALLY_SCHEDULED}=False ({GANG_WAIT_TIMEOUT_REASON})");
+                    match (&options.now, info.group.metadata.creation_timestamp.as_ref()) {
+                        (Some(now), Some(created)) => {
+                            let waited = now.0.as_second() - created.0.as_second();
+                            if waited > i64::try_from(timeout).unwrap_or(i64::MAX) {
+                                touched = true;
+                                wanted.push(Wanted {
+                                    type_: INITIALLY_SCHEDULED,
+                                    status: "False",
+                                    reason: GANG_WAIT_TIMEOUT_REASON,
+                                    message: format!(
+                                        "podgroup {key} has waited {waited}s for its pods, more than the gang wait timeout of {timeout}s: {exist} of minCount {min} exist; the gang is not attempted until all are created"
+                                    ),
+                                });
+                            }
+                        }
+                        (None, _) => {
+                            touched = true;
+                            undecided.push(format!(
+                                "{short} is not written: whether the gang has waited more than {timeout}s since its creationTimestamp ({exist} of minCount {min} pods exist) needs --now"
+                            ));
+                        }
+                        (Some(_), None) => {
+                            touched = true;
+                            undecided.push(format!(
+                                "{short} is not written: the PodGroup has no creationTimestamp, so how long the gang has waited ({exist} of minCount {min} pods exist) is unknown"
+                            ));
+                        }
+                    }
+                    continue;
+                }
+            };
+            touched = true;
+            wanted.push(Wanted { type_: INITIALLY_SCHEDULED, status, reason, message: r.message.clone() });
+        }
+        // Preempted as a whole: a disruptionMode-all group whose running pods are victims.
+        let all_mode = info.group.spec.disruption_mode.as_ref().is_some_and(|d| d.all.is_some());
+        if all_mode && let Some(by) = preempted_by[g] {
+            touched = true;
+            wanted.push(Wanted {
+                type_: DISRUPTION_TARGET,
+                status: "True",
+                reason: "PreemptionByScheduler",
+                message: format!(
+                    "muster: preempting every pod of the group (disruptionMode all) to make room for a higher-priority pod group ({} {})",
+                    by.kind(),
+                    cluster.node_key(by)
+                ),
+            });
+        }
+        if !touched {
+            continue;
+        }
+        let mut group = info.group.clone();
+        let generation = group.metadata.generation;
+        let before = group.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+        let mut conditions = before.clone();
+        let mut missing_time: Vec<String> = Vec::new();
+        for w in wanted {
+            match conditions.iter_mut().find(|c| c.type_ == w.type_) {
+                // Terminal: once True, PodGroupInitiallyScheduled never goes back to False.
+                Some(c) if w.type_ == INITIALLY_SCHEDULED && c.status == "True" && w.status != "True" => {}
+                Some(c) if c.status == w.status => {
+                    c.reason = w.reason.into();
+                    c.message = w.message;
+                    c.observed_generation = generation;
+                }
+                existing => match &options.now {
+                    Some(now) => {
+                        let c = Condition {
+                            type_: w.type_.into(),
+                            status: w.status.into(),
+                            reason: w.reason.into(),
+                            message: w.message,
+                            observed_generation: generation,
+                            last_transition_time: now.clone(),
+                        };
+                        match existing {
+                            Some(old) => *old = c,
+                            None => conditions.push(c),
+                        }
+                    }
+                    None => missing_time.push(w.text()),
+                },
+            }
+        }
+        if conditions != before {
+            group.status.get_or_insert_with(PodGroupStatus::default).conditions = Some(conditions);
+        }
+        if !missing_time.is_empty() {
+            let (verb, its) = if missing_time.len() == 1 { ("is", "its") } else { ("are", "their") };
+            undecided.insert(
+                0,
+                format!(
+                    "{} {verb} not written: {its} lastTransitionTime needs --now (a plan reads no clock)",
+                    missing_time.join(" and ")
+                ),
+            );
+        }
+        let not_written = (!undecided.is_empty()).then(|| undecided.join("; ").replace(['\n', '\r'], " "));
+        out.push(ChangedGroup { group, not_written });
+    }
+    out
 }

@@ -7,7 +7,7 @@ use muster_sched::eviction::{Eviction, TaintSource, rule_condition, taint_text};
 use muster_sched::{Cluster, Plan, PodState};
 use serde_json::{Value, json};
 
-use crate::memory::{World, changed_claims, changed_pods};
+use crate::memory::{GroupStatusOptions, World, changed_claims, changed_pod_groups, changed_pods};
 
 /// Devices allocated to a claim, as `driver/pool/device` per result.
 fn claim_devices(c: &muster_sched::ClaimInfo) -> Vec<(String, String, String, String)> {
@@ -133,6 +133,12 @@ fn group_outcome(o: &muster_sched::GroupOutcome) -> &'static str {
     }
 }
 
+/// A CompositePodGroup tree's outcome, as its `CompositePodGroupInitiallyScheduled` condition's
+/// reason says it.
+fn composite_outcome(t: &muster_sched::CompositeResult) -> &'static str {
+    if t.invalid { "Invalid" } else { group_outcome(&t.outcome) }
+}
+
 /// `-o json`. Field names are a contract: scripts and later versions depend on them.
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
@@ -163,7 +169,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
             "from": t.source.propagated_from(),
             "source": t.source.to_string(),
         }))).collect::<Vec<_>>(),
-        "preempted": plan.preempted.iter().map(|(p, g)| json!({"pod": c.pod(*p).key, "by": format!("podgroup/{}", c.groups[*g].key)})).collect::<Vec<_>>(),
+        "preempted": plan.preempted.iter().map(|(p, g)| json!({"pod": c.pod(*p).key, "by": format!("{}/{}", g.kind(), c.node_key(*g))})).collect::<Vec<_>>(),
         "groups": plan.groups.iter().map(|g| {
             let info = &c.groups[g.group];
             let (placed, scheduled) = match g.outcome {
@@ -182,13 +188,34 @@ pub fn json(world: &World, plan: &Plan) -> Value {
                 "preemption": g.preemption,
             })
         }).collect::<Vec<_>>(),
+        "compositePodGroups": plan.composites.iter().map(|t| {
+            let info = &c.composites[t.composite];
+            let (placed, scheduled) = match t.outcome {
+                muster_sched::GroupOutcome::Scheduled { placed, scheduled } => (placed, scheduled),
+                muster_sched::GroupOutcome::Unschedulable { scheduled, .. } => (0, scheduled),
+                _ => (0, 0),
+            };
+            json!({
+                "compositePodGroup": info.key,
+                "policy": if info.gang { "gang" } else { "basic" },
+                "minGroupCount": info.min_group_count,
+                "outcome": composite_outcome(t),
+                "placed": placed,
+                "alreadyRunning": scheduled,
+                "message": t.message,
+                "preemption": t.preemption,
+            })
+        }).collect::<Vec<_>>(),
         "warnings": c.warnings,
     })
 }
 
-/// `-o yaml`: the changed claims and pods as a multi-document stream, then the DeviceTaintRules
-/// with the `EvictionInProgress` condition the device-taint-eviction controller would write.
-pub fn yaml(world: &World, plan: &Plan) -> anyhow::Result<String> {
+/// `-o yaml`: the changed claims, pods and PodGroups (with the conditions kube-scheduler would
+/// write, see [`changed_pod_groups`]) as a multi-document stream, then the DeviceTaintRules with
+/// the `EvictionInProgress` condition the device-taint-eviction controller would write. A
+/// condition that cannot be written (a PodGroup's without `--now`, a rule's without the taint's
+/// `timeAdded`) is named in a comment line before its object.
+pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::Result<String> {
     let mut out = String::new();
     for claim in changed_claims(&world.cluster) {
         out.push_str("---\n");
@@ -197,6 +224,16 @@ pub fn yaml(world: &World, plan: &Plan) -> anyhow::Result<String> {
     for pod in changed_pods(&world.cluster, plan) {
         out.push_str("---\n");
         out.push_str(&serde_saphyr::to_string(&pod)?);
+    }
+    for g in changed_pod_groups(&world.cluster, plan, groups) {
+        out.push_str("---\n");
+        if let Some(note) = &g.not_written {
+            let _ = writeln!(out, "# {note}");
+        }
+        out.push_str(&serde_saphyr::to_string(&g.group)?);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
     }
     for rule in &world.rules {
         let (status, reason, message) = rule_condition(rule, &world.evictions);
@@ -270,11 +307,20 @@ pub fn table(world: &World, plan: &Plan) -> String {
             }
         }
     }
-    if !plan.groups.is_empty() {
+    if !plan.groups.is_empty() || !plan.composites.is_empty() {
         if !out.is_empty() {
             out.push('\n');
         }
         let _ = writeln!(out, "POD GROUPS");
+        for t in &plan.composites {
+            let _ = writeln!(
+                out,
+                "{} (composite): {} — {}",
+                c.composites[t.composite].key,
+                composite_outcome(t),
+                t.message
+            );
+        }
         for g in &plan.groups {
             let _ = writeln!(out, "{}: {} — {}", c.groups[g.group].key, group_outcome(&g.outcome), g.message);
         }
@@ -285,7 +331,7 @@ pub fn table(world: &World, plan: &Plan) -> String {
         }
         let _ = writeln!(out, "PREEMPTED");
         for (p, g) in &plan.preempted {
-            let _ = writeln!(out, "{}: to make room for podgroup {}", c.pod(*p).key, c.groups[*g].key);
+            let _ = writeln!(out, "{}: to make room for {} {}", c.pod(*p).key, g.kind(), c.node_key(*g));
         }
     }
     if !plan.unschedulable.is_empty() {

@@ -14,8 +14,8 @@ use muster_alloc::explain::{ClaimExplanation, ConstraintExplanation, DeviceStatu
 use muster_sched::eviction::{DeviceKey, taint_text};
 use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod};
 use muster_sched::{
-    Cluster, DraContext, FitError, GroupOutcome, NodeId, Plan, PodId, PodState, QueueEntry, Scheduler, SchedulerConfig,
-    SchedulerNames,
+    Cluster, DraContext, FitError, GroupNode, GroupOutcome, NodeId, Plan, PodId, PodState, QueueEntry, Scheduler,
+    SchedulerConfig, SchedulerNames,
 };
 use serde_json::{Value, json};
 
@@ -37,6 +37,7 @@ fn group_preemption(plan: &Plan, g: usize) -> String {
 enum Target {
     Pod(String),
     Group(String),
+    Composite(String),
 }
 
 fn parse_target(t: &str) -> Option<Target> {
@@ -50,6 +51,7 @@ fn parse_target(t: &str) -> Option<Target> {
     match kind {
         "pod" | "pods" | "po" => Some(Target::Pod(key)),
         "podgroup" | "podgroups" => Some(Target::Group(key)),
+        "compositepodgroup" | "compositepodgroups" => Some(Target::Composite(key)),
         _ => None,
     }
 }
@@ -77,7 +79,10 @@ fn near<'a>(key: &str, names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 
 pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
     let Some(target) = parse_target(&args.target) else {
-        eprintln!("error: bad target {:?}: expected pod/NAMESPACE/NAME or podgroup/NAMESPACE/NAME", args.target);
+        eprintln!(
+            "error: bad target {:?}: expected pod/NAMESPACE/NAME, podgroup/NAMESPACE/NAME or compositepodgroup/NAMESPACE/NAME",
+            args.target
+        );
         return Ok(ExitCode::from(2));
     };
     let mut config = SchedulerConfig::default();
@@ -110,11 +115,13 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
     let found = match &target {
         Target::Pod(key) => c.pods.iter().position(|p| p.key == *key).map(|i| Found::Pod(PodId(i as u32))),
         Target::Group(key) => c.groups.iter().position(|g| g.key == *key).map(Found::Group),
+        Target::Composite(key) => c.composites.iter().position(|g| g.key == *key).map(Found::Composite),
     };
     let Some(found) = found else {
         let (kind, key, candidates): (&str, &str, Vec<&str>) = match &target {
             Target::Pod(k) => ("pod", k, near(k, c.pods.iter().map(|p| p.key.as_str()))),
             Target::Group(k) => ("podgroup", k, near(k, c.groups.iter().map(|g| g.key.as_str()))),
+            Target::Composite(k) => ("compositepodgroup", k, near(k, c.composites.iter().map(|g| g.key.as_str()))),
         };
         eprintln!("error: {kind} {key} is not in the input");
         if candidates.is_empty() {
@@ -131,6 +138,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
     let report = match found {
         Found::Pod(p) => why.pod(p),
         Found::Group(g) => why.group(g),
+        Found::Composite(t) => why.composite(t),
     };
     match args.output {
         DevicesFormat::Table => print!("{}", report.text),
@@ -142,6 +150,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
 enum Found {
     Pod(PodId),
     Group(usize),
+    Composite(usize),
 }
 
 struct Report {
@@ -252,17 +261,14 @@ impl Why<'_> {
             let mut s = Scheduler::with_dra(&mut c, self.config.clone(), &dra);
             for e in s.entries() {
                 if e == entry {
-                    if let (Some((g, _)), QueueEntry::Group(_)) = (group, e) {
+                    // A member of a CompositePodGroup tree: its own PodGroup's members are
+                    // replayed alone (the tree's domain is not applied to this replay).
+                    if let (Some((g, _)), QueueEntry::Group(_) | QueueEntry::Composite(_)) = (group, e) {
                         s.schedule_group(g, &mut step);
                     }
                     break;
                 }
-                match e {
-                    QueueEntry::Pod(p) => {
-                        s.schedule_one(p);
-                    }
-                    QueueEntry::Group(g) => s.schedule_group(g, &mut Plan::default()),
-                }
+                s.schedule(e, &mut Plan::default());
             }
         }
         (c, step)
@@ -304,7 +310,7 @@ impl Why<'_> {
                 let priorities: std::collections::BTreeSet<i32> = order.iter().map(|m| c.pod(*m).priority).collect();
                 // Members of different priorities are never tried: explain before the group.
                 let earlier: &[PodId] = if priorities.len() > 1 { &[] } else { &order[..at] };
-                let (snap, step) = self.before(QueueEntry::Group(g), Some((g, earlier)));
+                let (snap, step) = self.before(Scheduler::entry_of_group(c, g), Some((g, earlier)));
                 let reserved = step.placements.iter().map(|(p, _)| *p).collect();
                 (explain_pod(&snap, pod, Some(&self.dra())), reserved)
             }
@@ -395,6 +401,80 @@ impl Why<'_> {
         Report { text, json: j }
     }
 
+    /// A CompositePodGroup: its tree's verdict (the tree is scheduled from its root), then each
+    /// child group's outcome in the cycle.
+    fn composite(&self, t: usize) -> Report {
+        let c = &self.world.cluster;
+        let info = &c.composites[t];
+        let mut text = String::new();
+        let (_, plan) = self.plan();
+        let policy = if info.gang { format!("gang, minGroupCount {}", info.min_group_count) } else { "basic".into() };
+        let topology = info
+            .composite
+            .spec
+            .scheduling_constraints
+            .as_ref()
+            .and_then(|s| s.topology.as_ref())
+            .and_then(|t| t.first())
+            .map(|t| format!(", topology {}", t.key))
+            .unwrap_or_default();
+        let _ = write!(text, "compositepodgroup {} ({policy}{topology})", info.key);
+        let mut j = json!({"target": format!("compositepodgroup/{}", info.key), "compositepodgroup": info.key,
+            "policy": policy});
+        let root = c.root(GroupNode::Composite(t));
+        match &root {
+            Err(e) => {
+                let _ = writeln!(text, ": not scheduled: {e}");
+                j["verdict"] = json!({"status": "invalid", "message": e.to_string()});
+            }
+            Ok(r) => {
+                if *r != GroupNode::Composite(t) {
+                    let _ = write!(text, ", part of the tree of compositepodgroup {}", c.node_key(*r));
+                    j["root"] = json!(c.node_key(*r));
+                }
+                let result = match r {
+                    GroupNode::Composite(r) => plan.composites.iter().find(|x| x.composite == *r),
+                    GroupNode::Group(_) => None,
+                };
+                match result {
+                    None => {
+                        let _ = writeln!(text, ": nothing to schedule: no member is pending");
+                        j["verdict"] = json!({"status": "nothing-pending"});
+                    }
+                    Some(x) => {
+                        let outcome = if x.invalid { "invalid" } else { group_outcome_text(&x.outcome, info.gang) };
+                        let _ = writeln!(text, ": {outcome}");
+                        let _ = writeln!(text, "  {}", x.message);
+                        if let Some(p) = &x.preemption {
+                            let _ = writeln!(text, "  preemption: {p}");
+                        }
+                        j["verdict"] = json!({"status": outcome, "message": x.message});
+                        j["preemption"] = json!(x.preemption);
+                    }
+                }
+            }
+        }
+        let mut children = Vec::new();
+        for child in &info.children {
+            let (kind, key) = (child.kind(), c.node_key(*child));
+            let (outcome, message) = match child {
+                GroupNode::Group(g) => match plan.groups.iter().find(|r| r.group == *g) {
+                    Some(r) => (group_outcome_text(&r.outcome, c.groups[*g].gang).to_string(), r.message.clone()),
+                    None => ("nothing pending".to_string(), String::new()),
+                },
+                GroupNode::Composite(_) => ("see its own report".to_string(), String::new()),
+            };
+            let _ = writeln!(
+                text,
+                "  child {kind} {key}: {outcome}{}",
+                if message.is_empty() { String::new() } else { format!(" — {message}") }
+            );
+            children.push(json!({"kind": kind, "name": key, "outcome": outcome, "message": message}));
+        }
+        j["children"] = json!(children);
+        Report { text, json: j }
+    }
+
     fn group(&self, g: usize) -> Report {
         let c = &self.world.cluster;
         let group = &c.groups[g];
@@ -424,7 +504,7 @@ impl Why<'_> {
         // What each member did in the group's cycle, kept or not: the cycle replayed with every
         // member kept where it fits.
         let attempted = matches!(result.map(|r| &r.outcome), Some(GroupOutcome::Unschedulable { .. }));
-        let trial = attempted.then(|| self.before(QueueEntry::Group(g), Some((g, &order))).1);
+        let trial = attempted.then(|| self.before(Scheduler::entry_of_group(c, g), Some((g, &order))).1);
         let mut members = Vec::new();
         for m in &group.members {
             let info = c.pod(*m);

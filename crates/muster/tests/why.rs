@@ -210,3 +210,27 @@ fn gang_preemption_is_explained() {
     assert!(out.contains("preempted 3 lower-priority pods: ml/batch-low-0, ml/batch-low-1, ml/lone-low"), "{out}");
     assert!(out.contains("preemption: preempted 3 pod(s)"), "{out}");
 }
+
+#[test]
+fn composite_pod_group_tree_with_no_domain() {
+    insta::assert_snapshot!(
+        "why_composite_no_domain",
+        why("compositepodgroup/ml/job-b", &["tests/scenarios/composite-pod-group"])
+    );
+}
+
+#[test]
+fn composite_pod_group_preempting_a_tree() {
+    insta::assert_snapshot!(
+        "why_composite_preempting",
+        why("compositepodgroup/ml/high", &["tests/scenarios/composite-preemption"])
+    );
+}
+
+#[test]
+fn composite_pod_group_invalid_and_nested() {
+    let out = why("compositepodgroup/ml/job-e", &["tests/scenarios/composite-pod-group"]);
+    insta::assert_snapshot!("why_composite_invalid", out);
+    let out = why("compositepodgroup/ml/nested-mid", &["tests/scenarios/composite-preemption"]);
+    assert!(out.contains("part of the tree of compositepodgroup ml/nested: scheduled"), "{out}");
+}

@@ -1,0 +1,392 @@
+//! CompositePodGroups (KEP 6012, alpha): a tree of groups scheduled as one queue entry.
+//!
+//! A CompositePodGroup's children are PodGroups and CompositePodGroups naming it in
+//! `spec.parentCompositePodGroupName`; pods still join only their leaf PodGroup. The tree is
+//! scheduled top-down through the placement algorithm: a CompositePodGroup with a topology key
+//! tries each domain (inside its parent's placement), runs its children one after another inside
+//! it — a PodGroup with the group algorithm of [`Scheduler::place_group`], a CompositePodGroup
+//! recursively — and is feasible when at least `minGroupCount` children are scheduled (1 for the
+//! basic policy). There is no backtracking between children; when a subtree fails, every Reserve
+//! it made is undone in reverse order, and when the root fails nothing stays reserved.
+
+use super::*;
+use crate::cluster::{GroupNode, TreeError};
+
+/// A CompositePodGroup cycle's result: its `CompositePodGroupInitiallyScheduled` condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompositeResult {
+    /// Index into `Cluster::composites` (the tree's root).
+    pub composite: usize,
+    /// Pods placed / already running in the whole tree; `Waiting` counts the child groups that
+    /// have their pods.
+    pub outcome: GroupOutcome,
+    /// True when the tree's layout is bad (the condition's reason `Invalid`).
+    pub invalid: bool,
+    pub message: String,
+    /// What workload-aware preemption did or why it could not help; `None` when not needed.
+    pub preemption: Option<String>,
+}
+
+/// What placing a tree (or a subtree) did so far.
+#[derive(Default)]
+struct TreePlacement {
+    placed: Vec<(PodId, NodeId)>,
+    failed: Vec<(PodId, FitError)>,
+    undo: Vec<Reserved>,
+    /// One result per PodGroup tried.
+    leaves: Vec<GroupResult>,
+}
+
+/// Lengths of a [`TreePlacement`]'s lists: where to roll back to.
+type Mark = (usize, usize, usize, usize);
+
+impl TreePlacement {
+    fn mark(&self) -> Mark {
+        (self.placed.len(), self.failed.len(), self.undo.len(), self.leaves.len())
+    }
+}
+
+impl Scheduler<'_> {
+    /// One cycle for the tree under the root CompositePodGroup `root`: validate it, wait until
+    /// enough child groups have their pods (GangScheduling's PreEnqueue), then place it. Every
+    /// pending pod of the tree ends up placed or unschedulable with a reason.
+    pub fn schedule_composite(&mut self, root: usize, plan: &mut Plan) {
+        let c = &*self.cluster;
+        let info = &c.composites[root];
+        let (key, min) = (info.key.clone(), info.min_group_count);
+        let leaves = c.leaves(root);
+        let pending: Vec<PodId> = leaves.iter().flat_map(|g| self.members(*g).pending).collect();
+        let scheduled: usize = leaves.iter().map(|g| self.members(*g).scheduled).sum();
+        // A bad layout is the tree's error (reason Invalid): several Workloads, a leaf too deep.
+        let workloads = c.tree_workloads(root);
+        let mut invalid = (workloads.len() > 1).then(|| {
+            let names: Vec<&str> = workloads.iter().map(String::as_str).collect();
+            format!("its groups belong to several Workloads ({})", names.join(", "))
+        });
+        for g in &leaves {
+            if let Err(TreeError::Invalid(m)) = c.root(GroupNode::Group(*g)) {
+                invalid.get_or_insert(m);
+            }
+        }
+        if let Some(m) = invalid {
+            let message = format!("compositepodgroup {key} is invalid: {m}");
+            self.fail_tree(root, plan, GroupOutcome::SchedulerError, true, message);
+            return;
+        }
+        // Alpha restriction: one priority for the whole tree.
+        let priorities: std::collections::BTreeSet<i32> = pending.iter().map(|p| c.pod(*p).priority).collect();
+        if priorities.len() > 1 {
+            let list: Vec<String> = priorities.iter().map(i32::to_string).collect();
+            let message = format!(
+                "compositepodgroup {key}: its pods have different priorities ({}); every pod of a group tree must have the same",
+                list.join(", ")
+            );
+            self.fail_tree(root, plan, GroupOutcome::SchedulerError, false, message);
+            return;
+        }
+        let ready = self.ready_children(root);
+        if ready < min {
+            let message = format!(
+                "compositepodgroup {key} waits for its child groups: {ready} of minGroupCount {min} have their pods; the tree is not attempted until enough do"
+            );
+            self.fail_tree(root, plan, GroupOutcome::Waiting { exist: ready }, false, message);
+            return;
+        }
+
+        let mut out = TreePlacement::default();
+        let result = match self.place_composite(root, None, &mut out) {
+            Ok(()) if out.placed.is_empty() => {
+                Err(format!("compositepodgroup {key}: no pending pod could be placed ({scheduled} already running)"))
+            }
+            r => r,
+        };
+        let mut victims = Vec::new();
+        if let Err(message) = result {
+            self.roll_back_to(&mut out, (0, 0, 0, 0));
+            // Workload-aware preemption with the whole tree as the preemptor.
+            let c = &*self.cluster;
+            let members: Vec<PodId> = leaves.iter().flat_map(|g| c.groups[*g].members.iter().copied()).collect();
+            let never = self.tree_never_preempts(root, &leaves, &pending);
+            let place = |s: &mut Self| {
+                let mut t = TreePlacement::default();
+                match s.place_composite(root, None, &mut t) {
+                    Ok(()) if !t.placed.is_empty() => Some(t),
+                    _ => {
+                        s.roll_back_to(&mut t, (0, 0, 0, 0));
+                        None
+                    }
+                }
+            };
+            let preemptor = Preemptor { members: &members, pending: &pending, never };
+            match self.preempt(preemptor, place, |t: &mut TreePlacement| std::mem::take(&mut t.undo)) {
+                Ok((t, v)) => {
+                    out = t;
+                    victims = v;
+                }
+                Err(why_not) => {
+                    let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
+                    self.fail_tree(root, plan, outcome, false, message);
+                    if let Some(last) = plan.composites.last_mut() {
+                        last.preemption = Some(format!("would not help: {why_not}"));
+                    }
+                    return;
+                }
+            }
+        }
+        let placed = out.placed.len();
+        let mut message = format!("compositepodgroup {key}: {placed} placed, {scheduled} already running");
+        if !victims.is_empty() {
+            let names: Vec<&str> = victims.iter().map(|v| self.cluster.pod(*v).key.as_str()).collect();
+            message.push_str(&format!("; preempted {} lower-priority pod(s): {}", victims.len(), names.join(", ")));
+        }
+        let preemption = (!victims.is_empty()).then(|| format!("preempted {} pod(s)", victims.len()));
+        plan.composites.push(CompositeResult {
+            composite: root,
+            outcome: GroupOutcome::Scheduled { placed, scheduled },
+            invalid: false,
+            message,
+            preemption,
+        });
+        plan.preempted.extend(victims.into_iter().map(|v| (v, GroupNode::Composite(root))));
+        plan.groups.append(&mut out.leaves);
+        plan.placements.append(&mut out.placed);
+        plan.unschedulable.append(&mut out.failed);
+    }
+
+    /// The whole tree fails: every pending pod and every PodGroup with pending pods carries
+    /// `message`.
+    fn fail_tree(&self, root: usize, plan: &mut Plan, outcome: GroupOutcome, invalid: bool, message: String) {
+        let num_nodes = self.cluster.node_order.len();
+        for g in self.cluster.leaves(root) {
+            let m = self.members(g);
+            if m.pending.is_empty() {
+                continue;
+            }
+            for p in &m.pending {
+                plan.unschedulable.push((*p, FitError::group(num_nodes, message.clone())));
+            }
+            let outcome = match outcome {
+                GroupOutcome::Waiting { .. } => GroupOutcome::Waiting { exist: m.exist },
+                GroupOutcome::SchedulerError => GroupOutcome::SchedulerError,
+                _ => GroupOutcome::Unschedulable { placed: 0, scheduled: m.scheduled, failed: m.pending.len() },
+            };
+            plan.groups.push(GroupResult { group: g, outcome, message: message.clone(), preemption: None });
+        }
+        plan.composites.push(CompositeResult { composite: root, outcome, invalid, message, preemption: None });
+    }
+
+    /// True when any group of the tree, or a pending pod, has `preemptionPolicy: Never`.
+    fn tree_never_preempts(&self, root: usize, leaves: &[usize], pending: &[PodId]) -> bool {
+        let c = &*self.cluster;
+        let mut stack = vec![root];
+        while let Some(k) = stack.pop() {
+            if c.composites[k].composite.spec.preemption_policy.as_deref() == Some("Never") {
+                return true;
+            }
+            stack.extend(c.composites[k].children.iter().filter_map(|n| match n {
+                GroupNode::Composite(x) => Some(*x),
+                GroupNode::Group(_) => None,
+            }));
+        }
+        leaves.iter().any(|g| self.never_preempts(*g, pending))
+    }
+
+    /// Child groups of `composite` that have their pods: a gang PodGroup with at least minCount
+    /// pods, a basic one with a pod, a CompositePodGroup with enough such children.
+    fn ready_children(&self, composite: usize) -> usize {
+        let c = &*self.cluster;
+        c.composites[composite]
+            .children
+            .iter()
+            .filter(|child| match **child {
+                GroupNode::Group(g) => {
+                    let m = self.members(g);
+                    m.exist >= if c.groups[g].gang { c.groups[g].min_count } else { 1 }
+                }
+                GroupNode::Composite(k) => self.ready_children(k) >= c.composites[k].min_group_count,
+            })
+            .count()
+    }
+
+    /// Places the subtree under `ci` inside `within`, in the best domain of its topology key when
+    /// it has one. On failure everything it reserved is rolled back and its pending pods carry
+    /// the reason.
+    fn place_composite(&mut self, ci: usize, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
+        let info = &self.cluster.composites[ci];
+        let topology = info
+            .composite
+            .spec
+            .scheduling_constraints
+            .as_ref()
+            .and_then(|c| c.topology.as_ref())
+            .and_then(|t| t.first())
+            .map(|t| t.key.clone());
+        let key = info.key.clone();
+        let mark = out.mark();
+        let result = match topology {
+            None => self.run_children(ci, within, out).map_err(|m| format!("compositepodgroup {key}: {m}")),
+            Some(tkey) => self.place_composite_in_domain(ci, &tkey, within, out),
+        };
+        if let Err(message) = &result {
+            self.roll_back_to(out, mark);
+            self.fail_subtree(ci, message, out);
+        }
+        result
+    }
+
+    /// The placement algorithm for a CompositePodGroup with a topology key: each domain is tried
+    /// and rolled back, feasible ones scored as PodGroup domains are, and the winner kept.
+    fn place_composite_in_domain(
+        &mut self,
+        ci: usize,
+        tkey: &str,
+        within: Option<&[bool]>,
+        out: &mut TreePlacement,
+    ) -> Result<(), String> {
+        let c = &*self.cluster;
+        let key = c.composites[ci].key.clone();
+        let members: Vec<PodId> = c.leaves(ci).iter().flat_map(|g| c.groups[*g].members.iter().copied()).collect();
+        let running = members.iter().filter(|m| matches!(c.pod(**m).state, PodState::Bound(_))).count();
+        let domains = self.domains(tkey, within, &members).map_err(|m| format!("compositepodgroup {key}: {m}"))?;
+        let winner = if domains.len() == 1 {
+            0
+        } else {
+            let mut feasible: Vec<(usize, i64, usize)> = Vec::new();
+            let mut summaries: Vec<String> = Vec::new();
+            for (di, (value, nodes)) in domains.iter().enumerate() {
+                let mask = self.mask(nodes);
+                let mut trial = TreePlacement::default();
+                match self.run_children(ci, Some(&mask), &mut trial) {
+                    Ok(()) => feasible.push((di, self.most_allocated(nodes), running + trial.placed.len())),
+                    Err(m) if summaries.len() < 5 => summaries.push(format!("{value}: {m}")),
+                    Err(_) => {}
+                }
+                self.roll_back_to(&mut trial, (0, 0, 0, 0));
+            }
+            if feasible.is_empty() {
+                return Err(format!(
+                    "compositepodgroup {key}: no {tkey} domain holds the tree: {}{}",
+                    summaries.join("; "),
+                    more(domains.len(), summaries.len())
+                ));
+            }
+            best_domain(&feasible)
+        };
+        let mask = self.mask(&domains[winner].1);
+        self.run_children(ci, Some(&mask), out)
+            .map_err(|m| format!("compositepodgroup {key} in {tkey} domain {}: {m}", domains[winner].0))
+    }
+
+    /// The children of `ci`, one after another inside `within`; enough of them must be
+    /// scheduled (placed now, or already running). The error says how many were and why the
+    /// others were not.
+    fn run_children(&mut self, ci: usize, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
+        let info = &self.cluster.composites[ci];
+        let (min, gang, children) = (info.min_group_count, info.gang, info.children.clone());
+        let mut ok = 0;
+        let mut reasons: Vec<String> = Vec::new();
+        for (i, child) in children.iter().enumerate() {
+            let r = match *child {
+                GroupNode::Group(g) => self.place_leaf(g, within, out),
+                GroupNode::Composite(k) => self.place_composite(k, within, out),
+            };
+            match r {
+                Ok(()) => ok += 1,
+                Err(m) => reasons.push(m),
+            }
+            // PlacementFeasible: stop once minGroupCount is out of reach.
+            if ok + children.len() - i - 1 < min {
+                break;
+            }
+        }
+        if ok >= min {
+            return Ok(());
+        }
+        let policy = if gang { format!("minGroupCount {min}") } else { "at least one".to_string() };
+        Err(format!("{ok} of {} child groups can be scheduled ({policy}): {}", children.len(), reasons.join("; ")))
+    }
+
+    /// One PodGroup of a tree, inside `within`. It counts as scheduled when placed now or when
+    /// minCount of its pods already run.
+    fn place_leaf(&mut self, g: usize, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
+        let Members { members, pending, exist, scheduled } = self.members(g);
+        let info = &self.cluster.groups[g];
+        let (min, gang, key) = (info.min_count, info.gang, info.key.clone());
+        let num_nodes = self.cluster.node_order.len();
+        if gang && exist < min {
+            let message = format!("podgroup {key} waits for its pods: {exist} of minCount {min} exist");
+            out.failed.extend(pending.iter().map(|p| (*p, FitError::group(num_nodes, message.clone()))));
+            let outcome = GroupOutcome::Waiting { exist };
+            out.leaves.push(GroupResult { group: g, outcome, message: message.clone(), preemption: None });
+            return Err(message);
+        }
+        if pending.is_empty() {
+            return if scheduled >= min {
+                Ok(())
+            } else {
+                Err(format!("podgroup {key}: {scheduled} of minCount {min} running, none pending"))
+            };
+        }
+        let topology_key = info
+            .group
+            .spec
+            .scheduling_constraints
+            .as_ref()
+            .and_then(|c| c.topology.as_ref())
+            .and_then(|t| t.first())
+            .map(|t| t.key.clone());
+        let attempt = GroupAttempt {
+            members: &members,
+            pending: &pending,
+            topology_key: topology_key.as_deref(),
+            scheduled,
+            min,
+            gang,
+            within,
+        };
+        match self.place_group(&attempt) {
+            Ok((placed, failed, undo)) => {
+                let message =
+                    format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
+                let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
+                out.leaves.push(GroupResult { group: g, outcome, message, preemption: None });
+                out.placed.extend(placed);
+                out.failed.extend(failed);
+                out.undo.extend(undo);
+                Ok(())
+            }
+            Err(failure) => {
+                let (result, failed) = self.group_failure(g, &pending, failure, scheduled);
+                let message = result.message.clone();
+                out.leaves.push(result);
+                out.failed.extend(failed);
+                if scheduled >= min { Ok(()) } else { Err(message) }
+            }
+        }
+    }
+
+    /// Every pending pod of the subtree under `ci` fails with `message`.
+    fn fail_subtree(&self, ci: usize, message: &str, out: &mut TreePlacement) {
+        let num_nodes = self.cluster.node_order.len();
+        for g in self.cluster.leaves(ci) {
+            let m = self.members(g);
+            if m.pending.is_empty() {
+                continue;
+            }
+            out.failed.extend(m.pending.iter().map(|p| (*p, FitError::group(num_nodes, message.to_string()))));
+            let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled: m.scheduled, failed: m.pending.len() };
+            out.leaves.push(GroupResult { group: g, outcome, message: message.to_string(), preemption: None });
+        }
+    }
+
+    /// Undoes what `out` recorded after `mark`, Reserves last first.
+    fn roll_back_to(&mut self, out: &mut TreePlacement, mark: Mark) {
+        let undo: Vec<Reserved> = out.undo.drain(mark.2..).collect();
+        for r in undo.into_iter().rev() {
+            self.unreserve(r);
+        }
+        out.placed.truncate(mark.0);
+        out.failed.truncate(mark.1);
+        out.leaves.truncate(mark.3);
+    }
+}
