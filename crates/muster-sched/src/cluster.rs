@@ -1035,6 +1035,22 @@ impl Cluster {
             self.claims[at].group = Some(g);
             return Ok(at);
         }
+        // A claim generated earlier is recorded in the PodGroup's status: use it.
+        let generated = group
+            .status
+            .as_ref()
+            .and_then(|s| s.resource_claim_statuses.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|s| s.name == entry.name)
+            .and_then(|s| s.resource_claim_name.clone());
+        if let Some(name) = generated {
+            let at = *index.get(&(ns, name.clone())).ok_or_else(|| {
+                format!("resourceclaim \"{name}\" (generated for the PodGroup's entry {:?}) not found", entry.name)
+            })?;
+            self.claims[at].group = Some(g);
+            return Ok(at);
+        }
         let template = entry.resource_claim_template_name.as_deref().unwrap_or_default();
         if let Some(at) = self.claims.iter().position(|c| {
             c.group == Some(g)

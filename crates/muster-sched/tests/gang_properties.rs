@@ -177,3 +177,35 @@ proptest! {
         prop_assert_eq!(with_memo, without, "reusing verdicts changed the plan");
     }
 }
+
+/// A PodGroup claim generated in an earlier plan (named in the PodGroup's
+/// `status.resourceClaimStatuses`) is used again, not generated a second time.
+#[test]
+fn a_podgroup_claim_generated_before_is_reused() {
+    let pg: PodGroup = serde_json::from_value(json!({"metadata": {"name": "pg", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}},
+                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "imex"}]},
+        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "pg-fabric-abcde"}]}}))
+    .unwrap();
+    let claim = serde_json::from_value(json!({"metadata": {"name": "pg-fabric-abcde", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "ch", "exactly": {"deviceClassName": "imex"}}]}}}))
+    .unwrap();
+    let template: ResourceClaimTemplate =
+        serde_json::from_value(json!({"metadata": {"name": "imex", "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "ch", "exactly": {"deviceClassName": "imex"}}]}}}}))
+        .unwrap();
+    let pod: Box<Pod> = Box::new(
+        serde_json::from_value(json!({"metadata": {"name": "pg-0", "namespace": "ml"},
+        "spec": {"schedulingGroup": {"podGroupName": "pg"},
+                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "imex"}],
+                 "containers": [{"name": "c"}]}}))
+        .unwrap(),
+    );
+    let mut cluster = Cluster::build(Vec::new(), vec![pod], &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(vec![pg]);
+    cluster.add_claims(vec![claim], &[template]);
+    assert_eq!(cluster.claims.len(), 1, "no second claim is generated");
+    assert_eq!(cluster.pods[0].claims, vec![Ok(0)]);
+    let statuses = cluster.groups[0].group.status.as_ref().unwrap().resource_claim_statuses.as_ref().unwrap();
+    assert_eq!(statuses.len(), 1, "the status is not listed twice");
+}
