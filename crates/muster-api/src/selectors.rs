@@ -1,5 +1,6 @@
 //! Node selection: `spec.nodeSelector`, node affinity terms and their operators
-//! (`k8s.io/component-helpers/scheduling/corev1/nodeaffinity`).
+//! (`k8s.io/component-helpers/scheduling/corev1/nodeaffinity`); and metav1 label selectors
+//! (`LabelSelectorAsSelector`), as PodDisruptionBudgets use them.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,28 @@ use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSele
 pub struct NodeView<'a> {
     pub name: &'a str,
     pub labels: &'a BTreeMap<String, String>,
+}
+
+/// A metav1 `LabelSelector`: every `matchLabels` pair and every `matchExpressions` requirement
+/// (`In`, `NotIn`, `Exists`, `DoesNotExist`) holds. The empty selector matches everything; an
+/// unknown operator matches nothing (the API server rejects it).
+pub fn label_selector_matches(
+    sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    let pairs = sel.match_labels.iter().flatten().all(|(k, v)| labels.get(k) == Some(v));
+    pairs
+        && sel.match_expressions.iter().flatten().all(|r| {
+            let value = labels.get(&r.key);
+            let values = r.values.as_deref().unwrap_or(&[]);
+            match r.operator.as_str() {
+                "In" => value.is_some_and(|v| values.contains(v)),
+                "NotIn" => value.is_none_or(|v| !values.contains(v)),
+                "Exists" => value.is_some(),
+                "DoesNotExist" => value.is_none(),
+                _ => false,
+            }
+        })
 }
 
 /// A `spec.nodeSelector` map matches when every pair is a node label.
@@ -129,6 +152,21 @@ mod tests {
             match_fields: Some(vec![req("metadata.labels", "In", &["gpu-7"])]),
         };
         assert!(!term_matches(&t, node));
+    }
+
+    #[test]
+    fn label_selectors() {
+        let sel: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector =
+            serde_json::from_value(serde_json::json!({"matchLabels": {"app": "db"}, "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["a", "b"]},
+                {"key": "canary", "operator": "DoesNotExist"}]}))
+            .unwrap();
+        let labels = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        assert!(label_selector_matches(&sel, &labels(&[("app", "db"), ("tier", "a")])));
+        assert!(!label_selector_matches(&sel, &labels(&[("app", "db"), ("tier", "c")])));
+        assert!(!label_selector_matches(&sel, &labels(&[("app", "db"), ("tier", "a"), ("canary", "1")])));
+        assert!(!label_selector_matches(&sel, &labels(&[("tier", "a")])));
+        assert!(label_selector_matches(&Default::default(), &labels(&[])), "the empty selector matches all");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::any::TypeId;
 
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1 as policy;
 use k8s_openapi::api::resource::v1 as resource;
 use k8s_openapi::api::scheduling::{v1 as sched_v1, v1alpha3 as sched_a3, v1beta1 as sched_b1};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -80,6 +81,7 @@ kinds! {
     Workload => sched_b1::Workload,
     WorkloadV1alpha3 => sched_a3::Workload,
     CompositePodGroup => sched_a3::CompositePodGroup,
+    PodDisruptionBudget => policy::PodDisruptionBudget,
 }
 
 fn namespaced<T: Resource + 'static>() -> bool {

@@ -298,6 +298,19 @@ pub struct Cluster {
     pub groups: Vec<GroupInfo>,
     /// CompositePodGroups sorted by `namespace/name`, with their children.
     pub composites: Vec<CompositeInfo>,
+    /// PodDisruptionBudgets sorted by `namespace/name`, with the disruptions they allow.
+    pub budgets: Vec<BudgetInfo>,
+}
+
+/// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
+#[derive(Clone, Debug)]
+pub struct BudgetInfo {
+    pub budget: k8s_openapi::api::policy::v1::PodDisruptionBudget,
+    /// `namespace/name`.
+    pub key: String,
+    /// `status.disruptionsAllowed` when the input has a status; otherwise what the disruption
+    /// controller would compute from the running pods the selector matches.
+    pub disruptions_allowed: i32,
 }
 
 /// A node of a group tree: a PodGroup (a leaf, index into [`Cluster::groups`]) or a
@@ -922,6 +935,68 @@ impl Cluster {
             });
             composites[i].children = children;
         }
+    }
+
+    /// Adds the PodDisruptionBudgets. Without a `status` (a manifest, not an object read from
+    /// a cluster) `disruptionsAllowed` is computed as the disruption controller does for pods
+    /// without a scalable controller: expected = the pods the selector matches, healthy = those
+    /// running; `minAvailable` (a number, or a percentage of expected rounded up) or
+    /// `maxUnavailable` (expected minus it) gives the desired healthy count. Call after the pods
+    /// are built.
+    pub fn add_disruption_budgets(&mut self, mut budgets: Vec<k8s_openapi::api::policy::v1::PodDisruptionBudget>) {
+        use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+        let key = |m: &ObjectMeta| {
+            format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
+        };
+        budgets.sort_by_key(|b| key(&b.metadata));
+        let scaled = |v: &IntOrString, total: i32| -> i32 {
+            match v {
+                IntOrString::Int(i) => *i,
+                IntOrString::String(s) => {
+                    let p: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
+                    ((p * total as i64 + 99) / 100) as i32
+                }
+            }
+        };
+        self.budgets = budgets
+            .into_iter()
+            .map(|b| {
+                let computed = || {
+                    let ns = b.metadata.namespace.as_deref().unwrap_or("default");
+                    let matched: Vec<&PodInfo> = self
+                        .pods
+                        .iter()
+                        .filter(|p| p.pod.metadata.namespace.as_deref().unwrap_or("default") == ns)
+                        .filter(|p| !matches!(p.state, PodState::Terminated))
+                        .filter(|p| self.budget_selects(&b, p))
+                        .collect();
+                    let expected = matched.len() as i32;
+                    let healthy = matched.iter().filter(|p| matches!(p.state, PodState::Bound(_))).count() as i32;
+                    let spec = b.spec.as_ref();
+                    let desired = match (
+                        spec.and_then(|s| s.min_available.as_ref()),
+                        spec.and_then(|s| s.max_unavailable.as_ref()),
+                    ) {
+                        (Some(min), _) => scaled(min, expected),
+                        (None, Some(max)) => expected - scaled(max, expected),
+                        (None, None) => expected,
+                    };
+                    (healthy - desired).max(0)
+                };
+                let allowed = b.status.as_ref().and_then(|s| s.disruptions_allowed).unwrap_or_else(computed);
+                BudgetInfo { key: key(&b.metadata), budget: b, disruptions_allowed: allowed }
+            })
+            .collect();
+    }
+
+    /// Whether a PodDisruptionBudget covers a pod: same namespace and the selector matches its
+    /// labels (a budget without a selector covers nothing; an empty one covers every pod).
+    pub fn budget_selects(&self, b: &k8s_openapi::api::policy::v1::PodDisruptionBudget, p: &PodInfo) -> bool {
+        let same_ns = b.metadata.namespace.as_deref().unwrap_or("default")
+            == p.pod.metadata.namespace.as_deref().unwrap_or("default");
+        let Some(sel) = b.spec.as_ref().and_then(|s| s.selector.as_ref()) else { return false };
+        let empty = BTreeMap::new();
+        same_ns && muster_api::selectors::label_selector_matches(sel, p.pod.metadata.labels.as_ref().unwrap_or(&empty))
     }
 
     /// The parent of a group tree node, if it names one.

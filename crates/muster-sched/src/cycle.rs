@@ -136,6 +136,14 @@ struct Preemptor<'a> {
     never: bool,
 }
 
+/// What workload-aware preemption achieved: the preemptor's placement, the victims, and the
+/// PodDisruptionBudgets some victims were evicted against.
+struct Preempted<R> {
+    placement: R,
+    victims: Vec<PodId>,
+    against_budgets: Vec<String>,
+}
+
 /// A PodGroup's members as one cycle sees them.
 struct Members {
     members: Vec<PodId>,
@@ -437,14 +445,14 @@ impl<'c> Scheduler<'c> {
             gang,
             within: None,
         };
-        let (result, victims) = match self.place_group(&attempt) {
-            Ok(r) => (r, Vec::new()),
+        let (result, (victims, against)) = match self.place_group(&attempt) {
+            Ok(r) => (r, (Vec::new(), Vec::new())),
             Err(failure) => match self.preempt(
                 Preemptor { members: &members, pending: &pending, never: self.never_preempts(g, &pending) },
                 |s| s.place_group(&attempt).ok(),
                 |r| std::mem::take(&mut r.2),
             ) {
-                Ok((r, victims)) => (r, victims),
+                Ok(p) => (p.placement, (p.victims, p.against_budgets)),
                 Err(why_not) => {
                     self.report_group_failure(g, plan, &pending, failure, scheduled);
                     if let Some(last) = plan.groups.last_mut() {
@@ -457,17 +465,8 @@ impl<'c> Scheduler<'c> {
         let (placed, failed, _) = result;
         let mut message =
             format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
-        if !victims.is_empty() {
-            let names: Vec<&str> = victims.iter().map(|v| self.cluster.pod(*v).key.as_str()).collect();
-            message.push_str(&format!(
-                "; preempted {} lower-priority pod{}: {}",
-                victims.len(),
-                if victims.len() == 1 { "" } else { "s" },
-                names.join(", ")
-            ));
-        }
+        let preemption = self.victims_text(&victims, &against, &mut message);
         let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
-        let preemption = (!victims.is_empty()).then(|| format!("preempted {} pod(s)", victims.len()));
         plan.groups.push(GroupResult { group: g, outcome, message, preemption });
         plan.preempted.extend(victims.into_iter().map(|v| (v, crate::cluster::GroupNode::Group(g))));
         plan.placements.extend(placed);
@@ -597,7 +596,7 @@ impl<'c> Scheduler<'c> {
         preemptor: Preemptor<'_>,
         mut place: impl FnMut(&mut Self) -> Option<R>,
         undo: impl Fn(&mut R) -> Vec<Reserved>,
-    ) -> Result<(R, Vec<PodId>), String> {
+    ) -> Result<Preempted<R>, String> {
         let Preemptor { members, pending, never } = preemptor;
         let c = &*self.cluster;
         let priority = c.pod(*pending.first().ok_or("no pending member")?).priority;
@@ -642,6 +641,14 @@ impl<'c> Scheduler<'c> {
             return Err(format!("no running pod has a priority lower than {priority}"));
         }
         units.sort_by(|a, b| a.0.cmp(&b.0));
+        // PodDisruptionBudgets: going through the units most important first, each covered pod
+        // takes one allowed disruption; a unit that takes one a budget does not have violates it.
+        // Violating units are tried first for a reprieve (upstream's order).
+        let violates = self.budget_violations(&units);
+        let order: Vec<usize> = (0..units.len())
+            .filter(|u| violates[*u].is_some())
+            .chain((0..units.len()).filter(|u| violates[*u].is_none()))
+            .collect();
         // Remove every potential victim, then try the group.
         let mut removed: Vec<Vec<Evicted>> =
             units.iter().map(|(_, pods)| pods.iter().map(|p| self.evict(*p)).collect()).collect();
@@ -653,7 +660,9 @@ impl<'c> Scheduler<'c> {
             return Err(format!("even with all {n} lower-priority running pods removed, the group does not fit"));
         };
         let mut victims: Vec<PodId> = Vec::new();
-        for (u, (_, pods)) in units.iter().enumerate() {
+        let mut against: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        for u in order {
+            let pods = &units[u].1;
             for r in undo(&mut current).into_iter().rev() {
                 self.unreserve(r);
             }
@@ -666,12 +675,72 @@ impl<'c> Scheduler<'c> {
                 None => {
                     removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
                     victims.extend(pods.iter().copied());
+                    against.extend(violates[u].iter().cloned());
                     current = place(self).expect("the group fitted with these victims removed before");
                 }
             }
         }
         victims.sort();
-        Ok((current, victims))
+        // The victims used up disruptions: later preemptions in this plan see what is left.
+        for v in &victims {
+            let c = &mut *self.cluster;
+            for bi in 0..c.budgets.len() {
+                if c.budget_selects(&c.budgets[bi].budget, &c.pods[v.0 as usize]) {
+                    c.budgets[bi].disruptions_allowed -= 1;
+                }
+            }
+        }
+        Ok(Preempted { placement: current, victims, against_budgets: against.into_iter().collect() })
+    }
+
+    /// Adds the victims to a group's message; the short preemption summary (`None` without
+    /// victims).
+    fn victims_text(&self, victims: &[PodId], against: &[String], message: &mut String) -> Option<String> {
+        if victims.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = victims.iter().map(|v| self.cluster.pod(*v).key.as_str()).collect();
+        let s = if victims.len() == 1 { "" } else { "s" };
+        message.push_str(&format!("; preempted {} lower-priority pod{s}: {}", victims.len(), names.join(", ")));
+        let mut summary = format!("preempted {} pod(s)", victims.len());
+        if !against.is_empty() {
+            let budgets = format!(
+                "against PodDisruptionBudget{} {}",
+                if against.len() == 1 { "" } else { "s" },
+                against.join(", ")
+            );
+            message.push_str(&format!(" ({budgets}: no other choice left room)"));
+            summary.push_str(&format!(", {budgets}"));
+        }
+        Some(summary)
+    }
+
+    /// For each victim unit (most important first), the first PodDisruptionBudget its eviction
+    /// would violate, if any (upstream's `filterPodsWithPDBViolation`, per unit: pods listed in a
+    /// budget's `status.disruptedPods` are already counted).
+    fn budget_violations(&self, units: &[(UnitKey, Vec<PodId>)]) -> Vec<Option<String>> {
+        let c = &*self.cluster;
+        let mut allowed: Vec<i32> = c.budgets.iter().map(|b| b.disruptions_allowed).collect();
+        let mut out = vec![None; units.len()];
+        for (u, (_, pods)) in units.iter().enumerate() {
+            for p in pods {
+                let info = c.pod(*p);
+                for (bi, b) in c.budgets.iter().enumerate() {
+                    if !c.budget_selects(&b.budget, info) {
+                        continue;
+                    }
+                    let disrupted = b.budget.status.as_ref().and_then(|s| s.disrupted_pods.as_ref());
+                    if disrupted.is_some_and(|d| d.contains_key(info.name())) {
+                        continue;
+                    }
+                    allowed[bi] -= 1;
+                    if allowed[bi] < 0 {
+                        out[u].get_or_insert_with(|| b.key.clone());
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Removes a running pod from the snapshot (a preemption victim): its node resources, its

@@ -7,7 +7,9 @@ use muster_sched::eviction::{Eviction, TaintSource, rule_condition, taint_text};
 use muster_sched::{Cluster, Plan, PodState};
 use serde_json::{Value, json};
 
-use crate::memory::{GroupStatusOptions, World, changed_claims, changed_pod_groups, changed_pods};
+use crate::memory::{
+    GroupStatusOptions, World, changed_claims, changed_composite_pod_groups, changed_pod_groups, changed_pods,
+};
 
 /// Devices allocated to a claim, as `driver/pool/device` per result.
 fn claim_devices(c: &muster_sched::ClaimInfo) -> Vec<(String, String, String, String)> {
@@ -210,11 +212,12 @@ pub fn json(world: &World, plan: &Plan) -> Value {
     })
 }
 
-/// `-o yaml`: the changed claims, pods and PodGroups (with the conditions kube-scheduler would
-/// write, see [`changed_pod_groups`]) as a multi-document stream, then the DeviceTaintRules with
-/// the `EvictionInProgress` condition the device-taint-eviction controller would write. A
-/// condition that cannot be written (a PodGroup's without `--now`, a rule's without the taint's
-/// `timeAdded`) is named in a comment line before its object.
+/// `-o yaml`: the changed claims, pods, PodGroups and CompositePodGroups (with the conditions
+/// kube-scheduler would write, see [`changed_pod_groups`] and [`changed_composite_pod_groups`])
+/// as a multi-document stream, then the DeviceTaintRules with the `EvictionInProgress` condition
+/// the device-taint-eviction controller would write. A condition that cannot be written (a
+/// group's without `--now`, a rule's without the taint's `timeAdded`) is named in a comment line
+/// before its object.
 pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::Result<String> {
     let mut out = String::new();
     for claim in changed_claims(&world.cluster) {
@@ -226,14 +229,10 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
         out.push_str(&serde_saphyr::to_string(&pod)?);
     }
     for g in changed_pod_groups(&world.cluster, plan, groups) {
-        out.push_str("---\n");
-        if let Some(note) = &g.not_written {
-            let _ = writeln!(out, "# {note}");
-        }
-        out.push_str(&serde_saphyr::to_string(&g.group)?);
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
+        push_with_note(&mut out, g.not_written.as_deref(), &g.group)?;
+    }
+    for g in changed_composite_pod_groups(&world.cluster, plan, groups) {
+        push_with_note(&mut out, g.not_written.as_deref(), &g.composite)?;
     }
     for rule in &world.rules {
         let (status, reason, message) = rule_condition(rule, &world.evictions);
@@ -278,6 +277,20 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
         }
     }
     Ok(out)
+}
+
+/// One document of a `-o yaml` stream: `---`, the comment line naming what is not written, the
+/// object.
+fn push_with_note<T: serde::Serialize>(out: &mut String, note: Option<&str>, object: &T) -> anyhow::Result<()> {
+    out.push_str("---\n");
+    if let Some(note) = note {
+        let _ = writeln!(out, "# {note}");
+    }
+    out.push_str(&serde_saphyr::to_string(object)?);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(())
 }
 
 /// The default table.

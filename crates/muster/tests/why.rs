@@ -127,7 +127,11 @@ fn unknown_or_malformed_target_exits_2() {
     assert!(err.contains("pod/ml/trainer-0"), "near names are listed: {err}");
     let o = muster(&["why", "deployment/ml/x", "examples/gpu-training"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8(o.stderr).unwrap().contains("expected pod/NAMESPACE/NAME or podgroup/NAMESPACE/NAME"));
+    assert!(
+        String::from_utf8(o.stderr)
+            .unwrap()
+            .contains("expected pod/NAMESPACE/NAME, podgroup/NAMESPACE/NAME or compositepodgroup/NAMESPACE/NAME")
+    );
     let o = muster(&["why", "pod/ml/x", "tests/bad-input/03-unknown-field.yaml"]);
     assert_eq!(o.status.code(), Some(2));
 }

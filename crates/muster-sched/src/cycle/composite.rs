@@ -100,7 +100,7 @@ impl Scheduler<'_> {
             }
             r => r,
         };
-        let mut victims = Vec::new();
+        let (mut victims, mut against) = (Vec::new(), Vec::new());
         if let Err(message) = result {
             self.roll_back_to(&mut out, (0, 0, 0, 0));
             // Workload-aware preemption with the whole tree as the preemptor.
@@ -119,9 +119,10 @@ impl Scheduler<'_> {
             };
             let preemptor = Preemptor { members: &members, pending: &pending, never };
             match self.preempt(preemptor, place, |t: &mut TreePlacement| std::mem::take(&mut t.undo)) {
-                Ok((t, v)) => {
-                    out = t;
-                    victims = v;
+                Ok(p) => {
+                    out = p.placement;
+                    victims = p.victims;
+                    against = p.against_budgets;
                 }
                 Err(why_not) => {
                     let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
@@ -135,11 +136,7 @@ impl Scheduler<'_> {
         }
         let placed = out.placed.len();
         let mut message = format!("compositepodgroup {key}: {placed} placed, {scheduled} already running");
-        if !victims.is_empty() {
-            let names: Vec<&str> = victims.iter().map(|v| self.cluster.pod(*v).key.as_str()).collect();
-            message.push_str(&format!("; preempted {} lower-priority pod(s): {}", victims.len(), names.join(", ")));
-        }
-        let preemption = (!victims.is_empty()).then(|| format!("preempted {} pod(s)", victims.len()));
+        let preemption = self.victims_text(&victims, &against, &mut message);
         plan.composites.push(CompositeResult {
             composite: root,
             outcome: GroupOutcome::Scheduled { placed, scheduled },
