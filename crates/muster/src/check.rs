@@ -178,6 +178,7 @@ pub(crate) fn namespaced(kind: &str) -> bool {
             | "PodGroup"
             | "Workload"
             | "CompositePodGroup"
+            | "PodDisruptionBudget"
             | "Deployment"
             | "StatefulSet"
             | "DaemonSet"
