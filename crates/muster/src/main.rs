@@ -108,8 +108,9 @@ struct PlanArgs {
     /// The time of the plan, in RFC 3339 (e.g. 2026-01-01T00:00:00Z). A plan reads no clock: with
     /// -o yaml this is the lastTransitionTime of every PodGroup and CompositePodGroup condition the
     /// plan writes (PodGroupInitiallyScheduled, CompositePodGroupInitiallyScheduled,
-    /// DisruptionTarget) and the end of a gang's wait for --gang-wait-timeout. Without it those
-    /// conditions are left out and a comment line before each group names them.
+    /// DisruptionTarget), the allocationTimestamp of claims whose devices have binding conditions,
+    /// and the end of a gang's wait for --gang-wait-timeout. Without it those are left out and a
+    /// comment line before each object names them.
     #[arg(long, value_name = "RFC3339", value_parser = parse_now)]
     now: Option<Time>,
     /// Do not copy NoSchedule/NoExecute taints of a full device (one that consumes all of a

@@ -198,9 +198,36 @@ fn model_diagnostic(e: ModelError, origins: &HashMap<(&'static str, String), Ori
     }
 }
 
-/// The ResourceClaims a plan created or changed, as the API server would hold them.
-pub fn changed_claims(cluster: &Cluster) -> Vec<ResourceClaim> {
-    cluster.claims.iter().filter(|c| c.changed).map(|c| c.claim.clone()).collect()
+/// The ResourceClaims a plan created or changed, as the API server would hold them, each with a
+/// note on what could not be written. DynamicResources' PreBind sets `allocationTimestamp` on an
+/// allocation with devices that have binding conditions (then waits for them): with `now` it is
+/// written, without it the note says so (a plan reads no clock).
+pub fn changed_claims(cluster: &Cluster, now: Option<&Time>) -> Vec<(ResourceClaim, Option<String>)> {
+    let mut out = Vec::new();
+    for c in cluster.claims.iter().filter(|c| c.changed) {
+        let mut claim = c.claim.clone();
+        let mut note = None;
+        if let Some(allocation) = claim.status.as_mut().and_then(|s| s.allocation.as_mut()) {
+            let waits = allocation
+                .devices
+                .iter()
+                .flat_map(|d| d.results.iter().flatten())
+                .any(|r| r.binding_conditions.as_ref().is_some_and(|b| !b.is_empty()));
+            if waits && allocation.allocation_timestamp.is_none() {
+                match now {
+                    Some(t) => allocation.allocation_timestamp = Some(t.clone()),
+                    None => {
+                        note = Some(
+                            "allocationTimestamp (set at PreBind: its devices have binding conditions) is not written: it needs --now (a plan reads no clock)"
+                                .to_string(),
+                        )
+                    }
+                }
+            }
+        }
+        out.push((claim, note));
+    }
+    out
 }
 
 /// The pods a plan changed, as the API server would hold them after binding (spec.nodeName set,

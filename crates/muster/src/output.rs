@@ -220,8 +220,11 @@ pub fn json(world: &World, plan: &Plan) -> Value {
 /// before its object.
 pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::Result<String> {
     let mut out = String::new();
-    for claim in changed_claims(&world.cluster) {
+    for (claim, note) in changed_claims(&world.cluster, groups.now.as_ref()) {
         out.push_str("---\n");
+        if let Some(note) = note {
+            let _ = writeln!(out, "# {note}");
+        }
         out.push_str(&serde_saphyr::to_string(&claim)?);
     }
     for pod in changed_pods(&world.cluster, plan) {

@@ -294,3 +294,21 @@ fn plan_yaml_writes_device_taint_rule_status() {
         ]
     );
 }
+
+/// DynamicResources' PreBind sets `allocationTimestamp` on an allocation whose devices have
+/// binding conditions; a plan reads no clock, so only `--now` gives it, and without it a comment
+/// says what is missing. Claims without binding conditions never get one.
+#[test]
+fn binding_conditions_get_an_allocation_timestamp_only_with_now() {
+    let with = muster(&["plan", "tests/scenarios/binding-conditions", "-o", "yaml", "--now", "2026-01-01T00:00:00Z"]);
+    assert!(with.status.success(), "{}", stderr(&with));
+    assert!(stdout(&with).contains("allocationTimestamp: \"2026-01-01T00:00:00Z\""), "{}", stdout(&with));
+    let without = muster(&["plan", "tests/scenarios/binding-conditions", "-o", "yaml"]);
+    let text = stdout(&without);
+    assert!(!text.contains("allocationTimestamp:"), "{text}");
+    assert!(
+        text.contains("# allocationTimestamp (set at PreBind: its devices have binding conditions) is not written")
+    );
+    let plain = muster(&["plan", "examples/gpu-training", "-o", "yaml", "--now", "2026-01-01T00:00:00Z"]);
+    assert!(!stdout(&plain).contains("allocationTimestamp"), "no binding conditions, no timestamp");
+}
