@@ -136,6 +136,20 @@ struct Preemptor<'a> {
     never: bool,
 }
 
+/// One topology domain as a PodGroup's cycle tried it ([`Scheduler::domain_trials`]).
+#[derive(Clone, Debug)]
+pub struct DomainTrial {
+    /// The topology key and this domain's value of it.
+    pub key: String,
+    pub value: String,
+    pub nodes: Vec<NodeId>,
+    /// Members that fit (rolled back afterwards) and those that did not.
+    pub placed: Vec<(PodId, NodeId)>,
+    pub failed: Vec<(PodId, FitError)>,
+    /// The group would be placed here (minCount reached with at least one pod placed).
+    pub feasible: bool,
+}
+
 /// What workload-aware preemption achieved: the preemptor's placement, the victims, and the
 /// PodDisruptionBudgets some victims were evicted against.
 struct Preempted<R> {
@@ -480,6 +494,38 @@ impl<'c> Scheduler<'c> {
         let never = |p: Option<&str>| p == Some("Never");
         never(c.groups[g].group.spec.preemption_policy.as_deref())
             || pending.iter().any(|p| never(c.pod(*p).pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref())))
+    }
+
+    /// What each domain of PodGroup `g`'s topology key would give its cycle now, each trial
+    /// rolled back (for `muster why`); empty without a topology constraint. The error says why
+    /// there are no domains.
+    pub fn domain_trials(&mut self, g: usize) -> Result<Vec<DomainTrial>, String> {
+        let Members { members, pending, scheduled, .. } = self.members(g);
+        let group = &self.cluster.groups[g];
+        let min = group.min_count;
+        let Some(key) = group
+            .group
+            .spec
+            .scheduling_constraints
+            .as_ref()
+            .and_then(|c| c.topology.as_ref())
+            .and_then(|t| t.first())
+            .map(|t| t.key.clone())
+        else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for (value, nodes) in self.domains(&key, None, &members)? {
+            self.node_filter = Some(self.mask(&nodes));
+            let (placed, failed, undo) = self.run_members(&pending, scheduled, min);
+            let feasible = !placed.is_empty() && scheduled + placed.len() >= min;
+            for r in undo.into_iter().rev() {
+                self.unreserve(r);
+            }
+            out.push(DomainTrial { key: key.clone(), value, nodes, placed, failed, feasible });
+        }
+        self.node_filter = None;
+        Ok(out)
     }
 
     /// A PodGroup's members now: all, the pending ones in the cycle's order (priority, then age),
@@ -1153,8 +1199,13 @@ impl<'c> Scheduler<'c> {
                 node_statuses.push((node_id, id));
             }
             node_statuses.sort_unstable();
+            // Inside a topology domain, the domain's nodes are all the nodes this attempt had.
+            let num_all_nodes = match &self.node_filter {
+                Some(f) => f.iter().filter(|in_domain| **in_domain).count(),
+                None => num_nodes,
+            };
             return Outcome::Unschedulable(FitError {
-                num_all_nodes: num_nodes,
+                num_all_nodes,
                 rejections,
                 node_statuses,
                 pre_filter_message: None,

@@ -501,6 +501,8 @@ impl Why<'_> {
                 j["verdict"] = json!({"status": outcome, "message": r.message});
             }
         }
+        // Beyond upstream: each topology domain as the group's cycle tried it.
+        let topology_key = self.domains(g, &plan, &mut text, &mut j);
         // What each member did in the group's cycle, kept or not: the cycle replayed with every
         // member kept where it fits.
         let attempted = matches!(result.map(|r| &r.outcome), Some(GroupOutcome::Unschedulable { .. }));
@@ -540,6 +542,19 @@ impl Why<'_> {
                     if list.is_empty() { String::new() } else { format!(", after reserving {}", list.join(", ")) };
                 let _ = writeln!(text, "first member that does not fit: {}{after}", self.pod_key(m));
                 j["explained"] = json!({"pod": self.pod_key(m), "reservedBefore": list});
+                let mut explanation = explanation;
+                if let Some(key) = &topology_key {
+                    // Nodes without the label are never eligible for a constrained group.
+                    let before = explanation.nodes.len();
+                    explanation.nodes.retain(|n| c.node(n.node).detail.labels.contains_key(key));
+                    if explanation.nodes.len() < before {
+                        let _ = writeln!(
+                            text,
+                            "({} node(s) without the label {key} are not eligible and not listed)",
+                            before - explanation.nodes.len()
+                        );
+                    }
+                }
                 self.nodes(&explanation, &mut text, &mut j);
             }
             None => {
@@ -548,6 +563,67 @@ impl Why<'_> {
             }
         }
         Report { text, json: j }
+    }
+
+    /// The domains of a topology-constrained PodGroup, each tried from the snapshot its cycle
+    /// started from and rolled back: how many members fit, the first that did not and why, and
+    /// which domain the plan chose. Returns the topology key (`None`: no constraint).
+    fn domains(&self, g: usize, plan: &Plan, text: &mut String, j: &mut Value) -> Option<String> {
+        let c = &self.world.cluster;
+        let (mut snap, _) = self.before(Scheduler::entry_of_group(c, g), None);
+        let dra = self.dra();
+        let trials = Scheduler::with_dra(&mut snap, self.config.clone(), &dra).domain_trials(g);
+        let trials = match trials {
+            Ok(t) if t.is_empty() => return None,
+            Ok(t) => t,
+            Err(reason) => {
+                let _ = writeln!(text, "  domains: none: {reason}");
+                j["domains"] = json!({"error": reason});
+                return None;
+            }
+        };
+        let key = trials[0].key.clone();
+        let members = &c.groups[g].members;
+        let pending = members.iter().filter(|m| c.pod(**m).state == PodState::Pending).count();
+        let placed: std::collections::HashSet<NodeId> =
+            plan.placements.iter().filter(|(p, _)| members.contains(p)).map(|(_, n)| *n).collect();
+        let _ = writeln!(text, "  domains of {key} (each tried from the cycle's snapshot, then rolled back):");
+        let mut out = Vec::new();
+        for t in &trials {
+            let chosen = !placed.is_empty() && t.nodes.iter().any(|n| placed.contains(n));
+            let tried = t.placed.len() + t.failed.len();
+            let stopped = if tried < pending {
+                format!(" (stopped after {tried}: minCount out of reach)")
+            } else {
+                String::new()
+            };
+            let mut line = format!(
+                "    {} ({} node{}): {} of {pending} fit{stopped}{}",
+                t.value,
+                t.nodes.len(),
+                if t.nodes.len() == 1 { "" } else { "s" },
+                t.placed.len(),
+                if t.feasible { ", feasible" } else { "" }
+            );
+            if chosen {
+                line.push_str(" — chosen");
+            }
+            if let Some((p, e)) = t.failed.first() {
+                line.push_str(&format!(" — first failure {}: {}", self.pod_key(*p), e.message()));
+            }
+            let _ = writeln!(text, "{line}");
+            out.push(json!({
+                "value": t.value,
+                "nodes": t.nodes.iter().map(|n| self.node_name(*n)).collect::<Vec<_>>(),
+                "fit": t.placed.len(),
+                "tried": tried,
+                "feasible": t.feasible,
+                "chosen": chosen,
+                "firstFailure": t.failed.first().map(|(p, e)| json!({"pod": self.pod_key(*p), "reason": e.message()})),
+            }));
+        }
+        j["domains"] = json!({"key": key, "domains": out});
+        Some(key)
     }
 
     /// Per-node lines and JSON.

@@ -238,3 +238,12 @@ fn composite_pod_group_invalid_and_nested() {
     let out = why("compositepodgroup/ml/nested-mid", &["tests/scenarios/composite-preemption"]);
     assert!(out.contains("part of the tree of compositepodgroup ml/nested: scheduled"), "{out}");
 }
+
+#[test]
+fn topology_domains_each_with_what_fits_and_the_first_failure() {
+    let out = why("podgroup/ml/c-too-big", &["tests/scenarios/gang-topology"]);
+    insta::assert_snapshot!("why_topology_domains", out);
+    let chosen = why("podgroup/ml/b-small", &["tests/scenarios/gang-topology"]);
+    assert!(chosen.contains("rack-b (3 nodes): 2 of 2 fit, feasible — chosen"), "{chosen}");
+    assert!(chosen.contains("rack-a (2 nodes): 2 of 2 fit, feasible\n"), "{chosen}");
+}
