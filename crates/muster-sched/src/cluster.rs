@@ -300,6 +300,9 @@ pub struct Cluster {
     pub composites: Vec<CompositeInfo>,
     /// PodDisruptionBudgets sorted by `namespace/name`, with the disruptions they allow.
     pub budgets: Vec<BudgetInfo>,
+    /// PriorityClass values by name (with the system classes), and the global default's value.
+    pub priority_classes: BTreeMap<String, i32>,
+    pub default_priority: i32,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
@@ -368,6 +371,8 @@ pub struct CompositeInfo {
     pub parent: Option<Result<usize, String>>,
     /// The groups naming this one as parent, in `namespace/name` order.
     pub children: Vec<GroupNode>,
+    /// As [`GroupInfo::priority`].
+    pub priority: Result<i32, String>,
 }
 
 /// A PodGroup (read as `scheduling.k8s.io/v1beta1`) and its members.
@@ -384,6 +389,9 @@ pub struct GroupInfo {
     pub members: Vec<PodId>,
     /// `spec.parentCompositePodGroupName`, resolved; `Err` names a parent missing from the input.
     pub parent: Option<Result<usize, String>>,
+    /// The group's priority as the Priority admission plugin resolves it (`spec.priority`, else
+    /// `spec.priorityClassName`, else the global default); `Err` names a missing class.
+    pub priority: Result<i32, String>,
 }
 
 /// The annotation that marks the special claim kube-scheduler creates for a pod's extended
@@ -472,6 +480,8 @@ impl Cluster {
                 }
             }
         }
+        c.priority_classes = classes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        c.default_priority = global_default.map_or(0, |(_, v)| v);
 
         // Objects are large: sort them through an index rather than moving them around.
         let mut nodes: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
@@ -852,7 +862,8 @@ impl Cluster {
                     Some(gang) => (true, gang.min_count.max(1) as usize),
                     None => (false, 1),
                 };
-                GroupInfo { key: key(&g), group: g, min_count, gang, members: Vec::new(), parent: None }
+                let priority = self.resolve_priority(g.spec.priority, g.spec.priority_class_name.as_deref());
+                GroupInfo { key: key(&g), group: g, min_count, gang, members: Vec::new(), parent: None, priority }
             })
             .collect();
         for (pi, pod) in self.pods.iter_mut().enumerate() {
@@ -873,6 +884,18 @@ impl Cluster {
                 }
                 None => Err(format!("podgroup {group_key:?} not found")),
             });
+        }
+    }
+
+    /// A group's priority as admission resolves it: `priority`, else the class's value, else the
+    /// global default (0 without one).
+    fn resolve_priority(&self, priority: Option<i32>, class: Option<&str>) -> Result<i32, String> {
+        match (priority, class.filter(|c| !c.is_empty())) {
+            (Some(p), _) => Ok(p),
+            (None, Some(class)) => {
+                self.priority_classes.get(class).copied().ok_or_else(|| format!("PriorityClass {class:?} not found"))
+            }
+            (None, None) => Ok(self.default_priority),
         }
     }
 
@@ -899,6 +922,7 @@ impl Cluster {
                     None => (false, 1),
                 };
                 let parent = resolve(&c.metadata, c.spec.parent_composite_pod_group_name.as_deref());
+                let priority = self.resolve_priority(c.spec.priority, c.spec.priority_class_name.as_deref());
                 CompositeInfo {
                     key: key(&c.metadata),
                     composite: c,
@@ -906,6 +930,7 @@ impl Cluster {
                     gang,
                     parent,
                     children: Vec::new(),
+                    priority,
                 }
             })
             .collect();

@@ -328,7 +328,9 @@ impl<'c> Scheduler<'c> {
         let mut trees: std::collections::BTreeMap<usize, i32> = std::collections::BTreeMap::new();
         for (gi, g) in c.groups.iter().enumerate() {
             let pending = g.members.iter().map(|m| c.pod(*m)).filter(|p| p.state == PodState::Pending);
-            let Some(priority) = pending.map(|p| p.priority).max() else { continue };
+            let Some(pod_priority) = pending.map(|p| p.priority).max() else { continue };
+            // A group is queued at its own priority (its pods must have it too).
+            let priority = g.priority.clone().unwrap_or(pod_priority);
             match c.root(crate::cluster::GroupNode::Group(gi)) {
                 Ok(crate::cluster::GroupNode::Composite(r)) => {
                     let p = trees.entry(r).or_insert(priority);
@@ -341,8 +343,9 @@ impl<'c> Scheduler<'c> {
                 }
             }
         }
-        for (r, priority) in trees {
+        for (r, pod_priority) in trees {
             let cpg = &c.composites[r];
+            let priority = cpg.priority.clone().unwrap_or(pod_priority);
             let key =
                 (std::cmp::Reverse(priority), cpg.composite.metadata.creation_timestamp.as_ref(), cpg.key.as_str());
             entries.push((key, QueueEntry::Composite(r)));
@@ -411,13 +414,8 @@ impl<'c> Scheduler<'c> {
             plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
             return;
         }
-        let priorities: std::collections::BTreeSet<i32> = pending.iter().map(|p| c.pod(*p).priority).collect();
-        if priorities.len() > 1 {
-            let list: Vec<String> = priorities.iter().map(i32::to_string).collect();
-            let message = format!(
-                "podgroup {key}: its pods have different priorities ({}); every member must have the group's priority",
-                list.join(", ")
-            );
+        // Alpha restriction: every member has the group's priority.
+        if let Some(message) = priority_mismatch(c, &c.groups[g].priority, &format!("podgroup {key}"), &pending) {
             fail_all(plan, &pending, &message);
             plan.groups.push(GroupResult {
                 group: g,
@@ -1520,4 +1518,25 @@ fn disrupted_together(c: &Cluster, g: usize) -> Option<crate::cluster::GroupNode
         }
     }
     unit
+}
+
+/// The alpha restriction on a group (or tree) and its pods: they all have the group's priority,
+/// resolved as admission resolves it. The SchedulerError message, or `None` when it holds.
+fn priority_mismatch(c: &Cluster, priority: &Result<i32, String>, what: &str, pods: &[PodId]) -> Option<String> {
+    let priority = match priority {
+        Ok(p) => *p,
+        Err(e) => return Some(format!("{what}: spec.priorityClassName: {e}")),
+    };
+    let odd: Vec<String> = pods
+        .iter()
+        .map(|p| c.pod(*p))
+        .filter(|p| p.priority != priority)
+        .map(|p| format!("{} has {}", p.key, p.priority))
+        .collect();
+    (!odd.is_empty()).then(|| {
+        format!(
+            "{what} has priority {priority}, but {}; every member must have the group's priority (set the same priorityClassName on the group and its pods)",
+            odd.join(", ")
+        )
+    })
 }

@@ -53,7 +53,8 @@ fn objects(
     let mut pgs = Vec::new();
     for (g, (members, min, gpus, cpu, rack)) in groups.iter().enumerate() {
         let policy = if *min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minCount": min}}) };
-        let mut spec = json!({"schedulingPolicy": policy});
+        // The group's priority is its pods' (the alpha restriction).
+        let mut spec = json!({"schedulingPolicy": policy, "priority": if g % 2 == 0 { 10 } else { 0 }});
         if *rack {
             spec["schedulingConstraints"] = json!({"topology": [{"key": "rack"}]});
         }
@@ -208,4 +209,40 @@ fn a_podgroup_claim_generated_before_is_reused() {
     assert_eq!(cluster.pods[0].claims, vec![Ok(0)]);
     let statuses = cluster.groups[0].group.status.as_ref().unwrap().resource_claim_statuses.as_ref().unwrap();
     assert_eq!(statuses.len(), 1, "the status is not listed twice");
+}
+
+/// A PodGroup's priority comes from its own priorityClassName; members with another priority make
+/// the cycle a SchedulerError (the alpha restriction), and nothing is placed.
+#[test]
+fn members_must_have_the_groups_priority() {
+    let classes: Vec<k8s_openapi::api::scheduling::v1::PriorityClass> =
+        vec![serde_json::from_value(json!({"metadata": {"name": "high"}, "value": 1000})).unwrap()];
+    let node: Node = serde_json::from_value(json!({"metadata": {"name": "n0"},
+        "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}))
+    .unwrap();
+    let pg: PodGroup = serde_json::from_value(json!({"metadata": {"name": "g", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}, "priorityClassName": "high"}}))
+    .unwrap();
+    let pod = |name: &str, class: Option<&str>| -> Box<Pod> {
+        let mut spec = json!({"schedulingGroup": {"podGroupName": "g"}, "containers": [{"name": "c"}]});
+        if let Some(c) = class {
+            spec["priorityClassName"] = json!(c);
+        }
+        Box::new(serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"}, "spec": spec})).unwrap())
+    };
+    for (pods, ok) in
+        [(vec![pod("g-0", Some("high"))], true), (vec![pod("g-0", Some("high")), pod("g-1", None)], false)]
+    {
+        let mut cluster = Cluster::build(vec![node.clone()], pods, &classes, &SchedulerNames::default()).unwrap();
+        cluster.add_pod_groups(vec![pg.clone()]);
+        let plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
+        let r = &plan.groups[0];
+        if ok {
+            assert!(matches!(r.outcome, GroupOutcome::Scheduled { .. }), "{r:?}");
+        } else {
+            assert_eq!(r.outcome, GroupOutcome::SchedulerError);
+            assert!(r.message.contains("podgroup ml/g has priority 1000, but ml/g-1 has 0"), "{}", r.message);
+            assert!(plan.placements.is_empty());
+        }
+    }
 }

@@ -73,14 +73,27 @@ impl Scheduler<'_> {
             self.fail_tree(root, plan, GroupOutcome::SchedulerError, true, message);
             return;
         }
-        // Alpha restriction: one priority for the whole tree.
-        let priorities: std::collections::BTreeSet<i32> = pending.iter().map(|p| c.pod(*p).priority).collect();
-        if priorities.len() > 1 {
-            let list: Vec<String> = priorities.iter().map(i32::to_string).collect();
-            let message = format!(
-                "compositepodgroup {key}: its pods have different priorities ({}); every pod of a group tree must have the same",
-                list.join(", ")
-            );
+        // Alpha restriction: one priority for the whole tree, the root's.
+        let what = format!("compositepodgroup {key}");
+        let mut mismatch = super::priority_mismatch(c, &c.composites[root].priority, &what, &pending);
+        if let (None, Ok(p)) = (&mismatch, &c.composites[root].priority) {
+            let odd: Vec<String> = leaves
+                .iter()
+                .map(|g| &c.groups[*g])
+                .filter(|g| g.priority.as_ref() != Ok(p))
+                .map(|g| match &g.priority {
+                    Ok(q) => format!("podgroup {} has {q}", g.key),
+                    Err(e) => format!("podgroup {}: {e}", g.key),
+                })
+                .collect();
+            if !odd.is_empty() {
+                mismatch = Some(format!(
+                    "{what} has priority {p}, but {}; every group of a tree must have the root's priority",
+                    odd.join(", ")
+                ));
+            }
+        }
+        if let Some(message) = mismatch {
             self.fail_tree(root, plan, GroupOutcome::SchedulerError, false, message);
             return;
         }
