@@ -303,6 +303,8 @@ pub struct Cluster {
     /// PriorityClass values by name (with the system classes), and the global default's value.
     pub priority_classes: BTreeMap<String, i32>,
     pub default_priority: i32,
+    /// PriorityClasses with `preemptionPolicy: Never` (admission copies it into pods and groups).
+    pub never_preempting_classes: std::collections::BTreeSet<String>,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
@@ -481,6 +483,11 @@ impl Cluster {
             }
         }
         c.priority_classes = classes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        c.never_preempting_classes = priority_classes
+            .iter()
+            .filter(|pc| pc.preemption_policy.as_deref() == Some("Never"))
+            .filter_map(|pc| pc.metadata.name.clone())
+            .collect();
         c.default_priority = global_default.map_or(0, |(_, v)| v);
 
         // Objects are large: sort them through an index rather than moving them around.
@@ -884,6 +891,15 @@ impl Cluster {
                 }
                 None => Err(format!("podgroup {group_key:?} not found")),
             });
+        }
+    }
+
+    /// `preemptionPolicy: Never`, as admission resolves it: the object's own field, else its
+    /// PriorityClass's.
+    pub fn never_preempts(&self, policy: Option<&str>, class: Option<&str>) -> bool {
+        match policy {
+            Some(p) => p == "Never",
+            None => class.is_some_and(|c| self.never_preempting_classes.contains(c)),
         }
     }
 

@@ -15,6 +15,7 @@ use crate::plugins::{
 use muster_alloc::AllocatedState;
 
 mod composite;
+mod pod_preemption;
 pub use composite::CompositeResult;
 
 /// The reason muster gives a PodGroup that waited `--gang-wait-timeout` for its pods.
@@ -86,6 +87,17 @@ pub struct Plan {
     pub preempted: Vec<(PodId, crate::cluster::GroupNode)>,
     /// What each CompositePodGroup tree's cycle decided, in queue order.
     pub composites: Vec<CompositeResult>,
+    /// Pods outside groups placed by preempting lower-priority pods (DefaultPreemption).
+    pub pod_preemptions: Vec<PodPreemptionResult>,
+}
+
+/// A pod placed by classic preemption: its victims, and the PodDisruptionBudgets some of them
+/// were evicted against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodPreemptionResult {
+    pub pod: PodId,
+    pub victims: Vec<PodId>,
+    pub against_budgets: Vec<String>,
 }
 
 /// One entry of the scheduling queue: a pod, or a PodGroup whose pending members are scheduled
@@ -369,7 +381,15 @@ impl<'c> Scheduler<'c> {
         match entry {
             QueueEntry::Pod(pod) => match self.schedule_one(pod) {
                 Outcome::Placed(node) => plan.placements.push((pod, node)),
-                Outcome::Unschedulable(e) => plan.unschedulable.push((pod, e)),
+                // PostFilter: DefaultPreemption.
+                Outcome::Unschedulable(e) => match self.preempt_for_pod(pod, &e) {
+                    Some(p) => {
+                        plan.placements.push((pod, p.node));
+                        let preemption = PodPreemptionResult { pod, victims: p.victims, against_budgets: p.against };
+                        plan.pod_preemptions.push(preemption);
+                    }
+                    None => plan.unschedulable.push((pod, e)),
+                },
             },
             QueueEntry::Group(g) => self.schedule_group(g, plan),
             QueueEntry::Composite(r) => self.schedule_composite(r, plan),
@@ -489,9 +509,15 @@ impl<'c> Scheduler<'c> {
     /// True when PodGroup `g` (or one of its pending pods) has `preemptionPolicy: Never`.
     fn never_preempts(&self, g: usize, pending: &[PodId]) -> bool {
         let c = &*self.cluster;
-        let never = |p: Option<&str>| p == Some("Never");
-        never(c.groups[g].group.spec.preemption_policy.as_deref())
-            || pending.iter().any(|p| never(c.pod(*p).pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref())))
+        let spec = &c.groups[g].group.spec;
+        c.never_preempts(spec.preemption_policy.as_deref(), spec.priority_class_name.as_deref())
+            || pending.iter().any(|p| {
+                let s = c.pod(*p).pod.spec.as_ref();
+                c.never_preempts(
+                    s.and_then(|s| s.preemption_policy.as_deref()),
+                    s.and_then(|s| s.priority_class_name.as_deref()),
+                )
+            })
     }
 
     /// What each domain of PodGroup `g`'s topology key would give its cycle now, each trial
@@ -725,15 +751,7 @@ impl<'c> Scheduler<'c> {
             }
         }
         victims.sort();
-        // The victims used up disruptions: later preemptions in this plan see what is left.
-        for v in &victims {
-            let c = &mut *self.cluster;
-            for bi in 0..c.budgets.len() {
-                if c.budget_selects(&c.budgets[bi].budget, &c.pods[v.0 as usize]) {
-                    c.budgets[bi].disruptions_allowed -= 1;
-                }
-            }
-        }
+        self.use_disruptions(&victims);
         Ok(Preempted { placement: current, victims, against_budgets: against.into_iter().collect() })
     }
 
@@ -757,6 +775,18 @@ impl<'c> Scheduler<'c> {
             summary.push_str(&format!(", {budgets}"));
         }
         Some(summary)
+    }
+
+    /// The victims used up disruptions: later preemptions in this plan see what is left.
+    fn use_disruptions(&mut self, victims: &[PodId]) {
+        let c = &mut *self.cluster;
+        for v in victims {
+            for bi in 0..c.budgets.len() {
+                if c.budget_selects(&c.budgets[bi].budget, &c.pods[v.0 as usize]) {
+                    c.budgets[bi].disruptions_allowed -= 1;
+                }
+            }
+        }
     }
 
     /// For each victim unit (most important first), the first PodDisruptionBudget its eviction

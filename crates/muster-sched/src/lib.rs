@@ -18,8 +18,8 @@ pub use cluster::{
     SchedulerNames, TreeError,
 };
 pub use cycle::{
-    CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, Plan, QueueEntry, Scheduler, SchedulerConfig,
-    ScoreWeights,
+    CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, Plan, PodPreemptionResult, QueueEntry, Scheduler,
+    SchedulerConfig, ScoreWeights,
 };
 pub use framework::{FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;

@@ -148,3 +148,65 @@ proptest! {
         prop_assert_eq!(&plan.unschedulable, &plan2.unschedulable);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// Classic preemption: a victim always has a lower priority than the pod it makes room for
+    /// and ran on the node that pod was placed on; nodes are never overcommitted; the same input
+    /// gives the same preemptions.
+    #[test]
+    fn pod_preemption_takes_only_lower_priority_pods_on_the_chosen_node(
+        running in prop::collection::vec((0usize..4, 1u32..4, 0i32..3), 0..10),
+        pending in prop::collection::vec((1u32..5, 0i32..4), 1..8),
+    ) {
+        let build = || {
+            let nodes: Vec<Node> = (0..4)
+                .map(|i| serde_json::from_value(json!({"metadata": {"name": format!("node-{i}")},
+                    "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}})).unwrap())
+                .collect();
+            let mut pods: Vec<Box<Pod>> = Vec::new();
+            let mut used = [0u32; 4];
+            for (i, (node, cpu, prio)) in running.iter().enumerate() {
+                if used[*node] + cpu > 4 {
+                    continue;
+                }
+                used[*node] += cpu;
+                pods.push(Box::new(serde_json::from_value(json!({
+                    "metadata": {"name": format!("run-{i}"), "namespace": "p"},
+                    "spec": {"nodeName": format!("node-{node}"), "priority": prio,
+                             "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]},
+                    "status": {"phase": "Running", "startTime": format!("2026-01-01T00:00:{:02}Z", i)}})).unwrap()));
+            }
+            for (i, (cpu, prio)) in pending.iter().enumerate() {
+                pods.push(Box::new(serde_json::from_value(json!({
+                    "metadata": {"name": format!("new-{i}"), "namespace": "p"},
+                    "spec": {"priority": prio, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]}})).unwrap()));
+            }
+            Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap()
+        };
+        let mut cluster = build();
+        let plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
+        let mut seen = std::collections::HashSet::new();
+        for r in &plan.pod_preemptions {
+            let node = plan.placements.iter().find(|(p, _)| *p == r.pod).map(|(_, n)| *n);
+            prop_assert!(node.is_some(), "a preemptor is placed");
+            prop_assert!(!r.victims.is_empty());
+            for v in &r.victims {
+                prop_assert!(seen.insert(*v), "a pod is preempted once");
+                prop_assert!(cluster.pod(*v).priority < cluster.pod(r.pod).priority);
+                prop_assert_eq!(&cluster.pod(*v).state, &muster_sched::PodState::Preempted(node.unwrap()));
+            }
+        }
+        for n in &cluster.nodes {
+            for id in 0..cluster.resources.len() {
+                let id = muster_sched::cluster::ResourceId(id as u16);
+                prop_assert!(n.requested(id) <= n.allocatable(id), "{} overcommitted", n.name());
+            }
+        }
+        let mut again = build();
+        let plan2 = Scheduler::new(&mut again, SchedulerConfig::default()).plan();
+        prop_assert_eq!(&plan.pod_preemptions, &plan2.pod_preemptions);
+        prop_assert_eq!(&plan.placements, &plan2.placements);
+    }
+}

@@ -248,19 +248,22 @@ pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
         out.push(pod);
     }
     // Preemption victims get DisruptionTarget before the scheduler deletes them.
-    for (pod_id, g) in &plan.preempted {
-        let mut pod = (*cluster.pod(*pod_id).pod).clone();
+    let victims = plan
+        .preempted
+        .iter()
+        .map(|(p, g)| (*p, format!("a higher-priority pod group ({} {})", g.kind(), cluster.node_key(*g))))
+        .chain(plan.pod_preemptions.iter().flat_map(|r| {
+            r.victims.iter().map(|v| (*v, format!("a higher-priority pod ({})", cluster.pod(r.pod).key)))
+        }));
+    for (pod_id, by) in victims {
+        let mut pod = (*cluster.pod(pod_id).pod).clone();
         let conds = pod.status.get_or_insert_with(PodStatus::default).conditions.get_or_insert_with(Vec::new);
         conds.retain(|c| c.type_ != "DisruptionTarget");
         conds.push(PodCondition {
             type_: "DisruptionTarget".into(),
             status: "True".into(),
             reason: Some("PreemptionByScheduler".into()),
-            message: Some(format!(
-                "muster: preempting to make room for a higher-priority pod group ({} {})",
-                g.kind(),
-                cluster.node_key(*g)
-            )),
+            message: Some(format!("muster: preempting to make room for {by}")),
             ..Default::default()
         });
         out.push(pod);

@@ -171,7 +171,9 @@ pub fn json(world: &World, plan: &Plan) -> Value {
             "from": t.source.propagated_from(),
             "source": t.source.to_string(),
         }))).collect::<Vec<_>>(),
-        "preempted": plan.preempted.iter().map(|(p, g)| json!({"pod": c.pod(*p).key, "by": format!("{}/{}", g.kind(), c.node_key(*g))})).collect::<Vec<_>>(),
+        "preempted": plan.preempted.iter().map(|(p, g)| json!({"pod": c.pod(*p).key, "by": format!("{}/{}", g.kind(), c.node_key(*g))}))
+            .chain(plan.pod_preemptions.iter().flat_map(|r| r.victims.iter().map(move |v| json!({"pod": c.pod(*v).key, "by": format!("pod/{}", c.pod(r.pod).key)}))))
+            .collect::<Vec<_>>(),
         "groups": plan.groups.iter().map(|g| {
             let info = &c.groups[g.group];
             let (placed, scheduled) = match g.outcome {
@@ -341,13 +343,23 @@ pub fn table(world: &World, plan: &Plan) -> String {
             let _ = writeln!(out, "{}: {} — {}", c.groups[g.group].key, group_outcome(&g.outcome), g.message);
         }
     }
-    if !plan.preempted.is_empty() {
+    if !plan.preempted.is_empty() || !plan.pod_preemptions.is_empty() {
         if !out.is_empty() {
             out.push('\n');
         }
         let _ = writeln!(out, "PREEMPTED");
         for (p, g) in &plan.preempted {
             let _ = writeln!(out, "{}: to make room for {} {}", c.pod(*p).key, g.kind(), c.node_key(*g));
+        }
+        for r in &plan.pod_preemptions {
+            let against = if r.against_budgets.is_empty() {
+                String::new()
+            } else {
+                format!(" (against PodDisruptionBudget {})", r.against_budgets.join(", "))
+            };
+            for v in &r.victims {
+                let _ = writeln!(out, "{}: to make room for pod {}{against}", c.pod(*v).key, c.pod(r.pod).key);
+            }
         }
     }
     if !plan.unschedulable.is_empty() {

@@ -22,9 +22,34 @@ use serde_json::{Value, json};
 use crate::memory::{self, World};
 use crate::{DevicesFormat, WhyArgs};
 
-/// For pods outside PodGroups: what muster's preemption covers.
-const POD_PREEMPTION: &str =
-    "not evaluated: muster preempts for PodGroups only (per-pod preemption is not implemented yet)";
+/// What classic preemption (DefaultPreemption) did for a pod outside PodGroups.
+fn pod_preemption(plan: &Plan, c: &Cluster, pod: PodId) -> String {
+    match plan.pod_preemptions.iter().find(|r| r.pod == pod) {
+        Some(r) => {
+            let names: Vec<&str> = r.victims.iter().map(|v| c.pod(*v).key.as_str()).collect();
+            let against = if r.against_budgets.is_empty() {
+                String::new()
+            } else {
+                format!(", against PodDisruptionBudget {}", r.against_budgets.join(", "))
+            };
+            format!("preempted {} lower-priority pod(s): {}{against}", names.len(), names.join(", "))
+        }
+        None if plan.placements.iter().any(|(p, _)| *p == pod) => "not needed".to_string(),
+        None if {
+            let s = c.pod(pod).pod.spec.as_ref();
+            c.never_preempts(
+                s.and_then(|s| s.preemption_policy.as_deref()),
+                s.and_then(|s| s.priority_class_name.as_deref()),
+            )
+        } =>
+        {
+            "not attempted: the pod's preemptionPolicy is Never".to_string()
+        }
+        None => "would not help: no node where evicting lower-priority pods makes room (nodes whose \
+                 rejection preemption cannot resolve — taints, affinity, DynamicResources — are not candidates)"
+            .to_string(),
+    }
+}
 
 /// What workload-aware preemption did for a group's cycle.
 fn group_preemption(plan: &Plan, g: usize) -> String {
@@ -337,7 +362,7 @@ impl Why<'_> {
         let (planned, plan) = self.plan();
         let preemption = match &info.group {
             Some(Ok(g)) => group_preemption(&plan, *g),
-            _ => POD_PREEMPTION.to_string(),
+            _ => pod_preemption(&plan, c, pod),
         };
         j["preemption"] = json!(preemption);
         let (explanation, reserved) = self.explain_at_attempt(pod);

@@ -144,7 +144,9 @@ fn json_contract() {
     assert_eq!(v["target"], "pod/ml/b-job");
     assert_eq!(v["verdict"]["status"], "unschedulable");
     assert!(v["verdict"]["message"].as_str().unwrap().starts_with("0/2 nodes are available"));
-    assert!(v["preemption"].as_str().unwrap().starts_with("not evaluated: muster preempts for PodGroups only"));
+    assert!(
+        v["preemption"].as_str().unwrap().starts_with("would not help: no node where evicting lower-priority pods")
+    );
     let nodes = v["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2, "every node, never the aggregate alone");
     let n1 = &nodes[0];
@@ -246,4 +248,13 @@ fn topology_domains_each_with_what_fits_and_the_first_failure() {
     let chosen = why("podgroup/ml/b-small", &["tests/scenarios/gang-topology"]);
     assert!(chosen.contains("rack-b (3 nodes): 2 of 2 fit, feasible — chosen"), "{chosen}");
     assert!(chosen.contains("rack-a (2 nodes): 2 of 2 fit, feasible\n"), "{chosen}");
+}
+
+#[test]
+fn classic_preemption_for_a_pod_outside_groups() {
+    let out = why("pod/apps/polite", &["tests/scenarios/pod-preemption"]);
+    assert!(out.contains("preemption: not attempted: the pod's preemptionPolicy is Never"), "{out}");
+    let o = muster(&["why", "pod/apps/urgent", "tests/scenarios/pod-preemption", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["preemption"], "preempted 1 lower-priority pod(s): apps/low-a");
 }

@@ -190,7 +190,8 @@ impl Scheduler<'_> {
         let c = &*self.cluster;
         let mut stack = vec![root];
         while let Some(k) = stack.pop() {
-            if c.composites[k].composite.spec.preemption_policy.as_deref() == Some("Never") {
+            let spec = &c.composites[k].composite.spec;
+            if c.never_preempts(spec.preemption_policy.as_deref(), spec.priority_class_name.as_deref()) {
                 return true;
             }
             stack.extend(c.composites[k].children.iter().filter_map(|n| match n {

@@ -1,0 +1,179 @@
+//! DefaultPreemption's PostFilter for a pod outside any group (kube-scheduler's classic
+//! preemption): for each node whose Filter rejection preemption could resolve, remove every
+//! running pod of lower priority, check that the pod then fits, and reprieve victims — those a
+//! PodDisruptionBudget protects first, then the most important — keeping only the ones the pod
+//! needs gone. The best candidate node wins (fewest budget violations, lowest highest victim
+//! priority, smallest priority sum, fewest victims, latest start of the most important victim,
+//! then the first node in Filter order); its victims are evicted and the pod placed there.
+//!
+//! Upstream nominates the pod and binds it in a later cycle, once the victims are gone; a plan
+//! places it at once. As upstream, the victims' groups and disruption modes are not looked at,
+//! and a node DynamicResources rejected is not a candidate (its rejection is unresolvable: freeing
+//! devices held through claims is what workload-aware preemption does for groups, KEP 5690).
+
+use super::*;
+
+/// One node preemption could free for the pod.
+struct Candidate {
+    node: NodeId,
+    victims: Vec<PodId>,
+    /// Budgets the victims were evicted against.
+    against: Vec<String>,
+}
+
+/// What classic preemption decided: the node, the victims and the budgets they went against.
+pub(super) struct PodPreemption {
+    pub node: NodeId,
+    pub victims: Vec<PodId>,
+    pub against: Vec<String>,
+}
+
+/// kube-scheduler's `minCandidateNodesPercentage` and `minCandidateNodesAbsolute`.
+const MIN_CANDIDATE_NODES_PERCENTAGE: usize = 10;
+const MIN_CANDIDATE_NODES_ABSOLUTE: usize = 100;
+
+impl Scheduler<'_> {
+    /// PostFilter for `pod`, which fit nowhere (`err`). `None`: preemption cannot help, the
+    /// snapshot unchanged. `Some`: the victims are evicted and the pod placed on the node.
+    pub(super) fn preempt_for_pod(&mut self, pod: PodId, err: &FitError) -> Option<PodPreemption> {
+        let c = &*self.cluster;
+        let info = c.pod(pod);
+        let spec = info.pod.spec.as_ref();
+        if c.never_preempts(
+            spec.and_then(|s| s.preemption_policy.as_deref()),
+            spec.and_then(|s| s.priority_class_name.as_deref()),
+        ) {
+            return None;
+        }
+        let priority = info.priority;
+        if !c.pods.iter().any(|p| matches!(p.state, PodState::Bound(_)) && p.priority < priority) {
+            return None;
+        }
+        // Nodes whose rejection preemption could resolve, in Filter order.
+        let mut nodes: Vec<NodeId> = err
+            .node_statuses
+            .iter()
+            .filter(|(_, r)| !err.rejections[*r as usize].unresolvable)
+            .map(|(n, _)| *n)
+            .collect();
+        let rank: HashMap<NodeId, usize> = c.node_order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        nodes.sort_by_key(|n| rank.get(n).copied().unwrap_or(usize::MAX));
+        let wanted = (c.node_order.len() * MIN_CANDIDATE_NODES_PERCENTAGE / 100).max(MIN_CANDIDATE_NODES_ABSOLUTE);
+        let start = self.next_start_node_index;
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for node in nodes {
+            if candidates.len() >= wanted {
+                break;
+            }
+            if let Some(candidate) = self.victims_on(pod, node) {
+                candidates.push(candidate);
+            }
+        }
+        self.next_start_node_index = start;
+        let best = self.pick_one(candidates)?;
+        // The victims leave the snapshot for good.
+        for v in &best.victims {
+            self.evict(*v);
+        }
+        self.node_filter = Some(self.mask(&[best.node]));
+        let placed = self.attempt(pod, None);
+        self.node_filter = None;
+        self.next_start_node_index = start;
+        match placed {
+            Outcome::Placed(node) => {
+                self.use_disruptions(&best.victims);
+                Some(PodPreemption { node, victims: best.victims, against: best.against })
+            }
+            Outcome::Unschedulable(_) => unreachable!("the pod fitted on the candidate node with these victims gone"),
+        }
+    }
+
+    /// `selectVictimsOnNode`: the fewest lower-priority pods of `node` the pod needs gone, or
+    /// `None` when removing all of them is not enough. The snapshot is left as it was.
+    fn victims_on(&mut self, pod: PodId, node: NodeId) -> Option<Candidate> {
+        let c = &*self.cluster;
+        let priority = c.pod(pod).priority;
+        let mut potential: Vec<(UnitKey, Vec<PodId>)> = c
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.state == PodState::Bound(node) && p.priority < priority)
+            .map(|(i, p)| {
+                let start = p.pod.status.as_ref().and_then(|s| s.start_time.clone());
+                ((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![PodId(i as u32)])
+            })
+            .collect();
+        if potential.is_empty() {
+            return None;
+        }
+        potential.sort_by(|a, b| a.0.cmp(&b.0));
+        let violates = self.budget_violations(&potential);
+        let mut removed: Vec<Option<Evicted>> = potential.iter().map(|(_, p)| Some(self.evict(p[0]))).collect();
+        let fits = |s: &mut Self| s.fits_only_on(pod, node);
+        if !fits(self) {
+            for e in removed.into_iter().rev().flatten() {
+                self.restore(e);
+            }
+            return None;
+        }
+        let order: Vec<usize> = (0..potential.len())
+            .filter(|u| violates[*u].is_some())
+            .chain((0..potential.len()).filter(|u| violates[*u].is_none()))
+            .collect();
+        let mut victims = Vec::new();
+        let mut against = std::collections::BTreeSet::new();
+        for u in order {
+            let e = removed[u].take().expect("each victim is reprieved at most once");
+            self.restore(e);
+            if !fits(self) {
+                removed[u] = Some(self.evict(potential[u].1[0]));
+                victims.push(potential[u].1[0]);
+                against.extend(violates[u].iter().cloned());
+            }
+        }
+        for e in removed.into_iter().rev().flatten() {
+            self.restore(e);
+        }
+        victims.sort();
+        Some(Candidate { node, victims, against: against.into_iter().collect() })
+    }
+
+    /// Whether `pod` passes Filter on `node` alone now (a trial: nothing stays reserved).
+    fn fits_only_on(&mut self, pod: PodId, node: NodeId) -> bool {
+        self.node_filter = Some(self.mask(&[node]));
+        let mut undo = Vec::new();
+        let placed = matches!(self.attempt(pod, Some(&mut undo)), Outcome::Placed(_));
+        self.node_filter = None;
+        for r in undo.into_iter().rev() {
+            self.unreserve(r);
+        }
+        placed
+    }
+
+    /// `pickOneNodeForPreemption`.
+    fn pick_one(&self, candidates: Vec<Candidate>) -> Option<Candidate> {
+        type Time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let c = &*self.cluster;
+        let key = |cand: &Candidate| {
+            let highest = cand.victims.iter().map(|v| c.pod(*v).priority).max().unwrap_or(i32::MIN);
+            let sum: i64 = cand.victims.iter().map(|v| c.pod(*v).priority as i64 - i32::MIN as i64 + 1).sum();
+            // The earliest start among the highest-priority victims: later is better.
+            let earliest: Option<&Time> = cand
+                .victims
+                .iter()
+                .map(|v| c.pod(*v))
+                .filter(|p| p.priority == highest)
+                .filter_map(|p| p.pod.status.as_ref().and_then(|s| s.start_time.as_ref()))
+                .min();
+            (cand.against.len(), highest, sum, cand.victims.len(), std::cmp::Reverse(earliest.cloned()))
+        };
+        let mut best: Option<(Candidate, _)> = None;
+        for cand in candidates {
+            let k = key(&cand);
+            if best.as_ref().is_none_or(|(_, bk)| k < *bk) {
+                best = Some((cand, k));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+}
