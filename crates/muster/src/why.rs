@@ -371,6 +371,9 @@ impl Why<'_> {
                 let devices = Self::devices(&planned, pod);
                 let others: Vec<&str> = explanation.feasible().filter(|f| *f != n).map(|f| self.node_name(f)).collect();
                 let _ = writeln!(text, "pod {key}: placed on node {}", self.node_name(n));
+                if plan.pod_preemptions.iter().any(|r| r.pod == pod) {
+                    let _ = writeln!(text, "  preemption: {preemption}");
+                }
                 let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
                 for (driver, pool, device) in &devices {
                     let k = format!("{driver}/{pool}");

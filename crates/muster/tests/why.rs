@@ -257,4 +257,9 @@ fn classic_preemption_for_a_pod_outside_groups() {
     let o = muster(&["why", "pod/apps/urgent", "tests/scenarios/pod-preemption", "-o", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["preemption"], "preempted 1 lower-priority pod(s): apps/low-a");
+    let text = why("pod/apps/urgent", &["tests/scenarios/pod-preemption"]);
+    assert!(
+        text.contains("placed on node node-1\n  preemption: preempted 1 lower-priority pod(s): apps/low-a"),
+        "{text}"
+    );
 }
