@@ -375,6 +375,8 @@ pub struct CompositeInfo {
     pub children: Vec<GroupNode>,
     /// As [`GroupInfo::priority`].
     pub priority: Result<i32, String>,
+    /// As [`GroupInfo::topology_key`]: the whole tree in one domain.
+    pub topology_key: Option<String>,
 }
 
 /// A PodGroup (read as `scheduling.k8s.io/v1beta1`) and its members.
@@ -394,6 +396,8 @@ pub struct GroupInfo {
     /// The group's priority as the Priority admission plugin resolves it (`spec.priority`, else
     /// `spec.priorityClassName`, else the global default); `Err` names a missing class.
     pub priority: Result<i32, String>,
+    /// `schedulingConstraints.topology[0].key`: all members in one domain of this node label.
+    pub topology_key: Option<String>,
 }
 
 /// The annotation that marks the special claim kube-scheduler creates for a pod's extended
@@ -870,7 +874,23 @@ impl Cluster {
                     None => (false, 1),
                 };
                 let priority = self.resolve_priority(g.spec.priority, g.spec.priority_class_name.as_deref());
-                GroupInfo { key: key(&g), group: g, min_count, gang, members: Vec::new(), parent: None, priority }
+                let topology_key = g
+                    .spec
+                    .scheduling_constraints
+                    .as_ref()
+                    .and_then(|c| c.topology.as_ref())
+                    .and_then(|t| t.first())
+                    .map(|t| t.key.clone());
+                GroupInfo {
+                    key: key(&g),
+                    group: g,
+                    min_count,
+                    gang,
+                    members: Vec::new(),
+                    parent: None,
+                    priority,
+                    topology_key,
+                }
             })
             .collect();
         for (pi, pod) in self.pods.iter_mut().enumerate() {
@@ -939,7 +959,15 @@ impl Cluster {
                 };
                 let parent = resolve(&c.metadata, c.spec.parent_composite_pod_group_name.as_deref());
                 let priority = self.resolve_priority(c.spec.priority, c.spec.priority_class_name.as_deref());
+                let topology_key = c
+                    .spec
+                    .scheduling_constraints
+                    .as_ref()
+                    .and_then(|c| c.topology.as_ref())
+                    .and_then(|t| t.first())
+                    .map(|t| t.key.clone());
                 CompositeInfo {
+                    topology_key,
                     key: key(&c.metadata),
                     composite: c,
                     min_group_count,
@@ -1038,6 +1066,20 @@ impl Cluster {
         let Some(sel) = b.spec.as_ref().and_then(|s| s.selector.as_ref()) else { return false };
         let empty = BTreeMap::new();
         same_ns && muster_api::selectors::label_selector_matches(sel, p.pod.metadata.labels.as_ref().unwrap_or(&empty))
+    }
+
+    /// The pending members of PodGroup `g` in its cycle's order: priority, then age, then name.
+    pub fn pending_members(&self, g: usize) -> Vec<PodId> {
+        let mut pending: Vec<PodId> =
+            self.groups[g].members.iter().copied().filter(|m| self.pod(*m).state == PodState::Pending).collect();
+        pending.sort_by(|a, b| {
+            let (a, b) = (self.pod(*a), self.pod(*b));
+            b.priority
+                .cmp(&a.priority)
+                .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        pending
     }
 
     /// The parent of a group tree node, if it names one.

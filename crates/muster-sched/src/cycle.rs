@@ -123,6 +123,17 @@ pub enum GroupOutcome {
     SchedulerError,
 }
 
+impl GroupOutcome {
+    /// Pods placed in this cycle and pods already running, as the outcome reports them.
+    pub fn counts(&self) -> (usize, usize) {
+        match *self {
+            GroupOutcome::Scheduled { placed, scheduled } => (placed, scheduled),
+            GroupOutcome::Unschedulable { scheduled, .. } => (0, scheduled),
+            GroupOutcome::Waiting { .. } | GroupOutcome::SchedulerError => (0, 0),
+        }
+    }
+}
+
 /// A PodGroup's cycle: its outcome and the reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupResult {
@@ -460,14 +471,7 @@ impl<'c> Scheduler<'c> {
             });
             return;
         }
-        let topology_key = self.cluster.groups[g]
-            .group
-            .spec
-            .scheduling_constraints
-            .as_ref()
-            .and_then(|c| c.topology.as_ref())
-            .and_then(|t| t.first())
-            .map(|t| t.key.clone());
+        let topology_key = self.cluster.groups[g].topology_key.clone();
         let attempt = GroupAttempt {
             members: &members,
             pending: &pending,
@@ -527,17 +531,7 @@ impl<'c> Scheduler<'c> {
         let Members { members, pending, scheduled, .. } = self.members(g);
         let group = &self.cluster.groups[g];
         let min = group.min_count;
-        let Some(key) = group
-            .group
-            .spec
-            .scheduling_constraints
-            .as_ref()
-            .and_then(|c| c.topology.as_ref())
-            .and_then(|t| t.first())
-            .map(|t| t.key.clone())
-        else {
-            return Ok(Vec::new());
-        };
+        let Some(key) = group.topology_key.clone() else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         for (value, nodes) in self.domains(&key, None, &members)? {
             self.node_filter = Some(self.mask(&nodes));
@@ -562,15 +556,7 @@ impl<'c> Scheduler<'c> {
             .filter(|m| matches!(c.pod(**m).state, PodState::Pending | PodState::Gated(_) | PodState::Bound(_)))
             .count();
         let scheduled = members.iter().filter(|m| matches!(c.pod(**m).state, PodState::Bound(_))).count();
-        let mut pending: Vec<PodId> =
-            members.iter().copied().filter(|m| c.pod(*m).state == PodState::Pending).collect();
-        pending.sort_by(|a, b| {
-            let (a, b) = (c.pod(*a), c.pod(*b));
-            b.priority
-                .cmp(&a.priority)
-                .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
-                .then_with(|| a.key.cmp(&b.key))
-        });
+        let pending = c.pending_members(g);
         Members { members, pending, exist, scheduled }
     }
 

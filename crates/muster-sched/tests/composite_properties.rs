@@ -6,11 +6,13 @@
 use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::resource::v1::ResourceSlice;
 use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
-use muster_sched::{Cluster, DraContext, GroupOutcome, Scheduler, SchedulerConfig, SchedulerNames};
+use muster_sched::{Cluster, GroupOutcome, SchedulerNames};
 use proptest::prelude::*;
+
+mod common;
 use serde_json::json;
 
 /// A leaf PodGroup: (members, minCount, GPUs per member, cpu per member).
@@ -22,26 +24,7 @@ type Tree = (u8, bool, Vec<Leaf>, bool);
 type Objects = (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>, Vec<CompositePodGroup>);
 
 fn objects(node_gpus: &[u8], trees: &[Tree]) -> Objects {
-    let nodes = (0..node_gpus.len())
-        .map(|i| {
-            serde_json::from_value(
-                json!({"metadata": {"name": format!("n{i}"), "labels": {"block": format!("b{}", i % 2)}},
-                "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}),
-            )
-            .unwrap()
-        })
-        .collect();
-    let slices = node_gpus
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let devices: Vec<_> = (0..*n).map(|d| json!({"name": format!("gpu-{d}")})).collect();
-            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
-                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{i}"), "devices": devices,
-                         "pool": {"name": format!("n{i}"), "generation": 1, "resourceSliceCount": 1}}}))
-            .unwrap()
-        })
-        .collect();
+    let (nodes, slices) = common::gpu_nodes(node_gpus, "block", "b");
     let (mut pods, mut pgs, mut cpgs) = (Vec::new(), Vec::new(), Vec::new());
     let cpg = |name: String, parent: Option<String>, min: u8, block: bool| -> CompositePodGroup {
         let policy = if min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minGroupCount": min}}) };
@@ -97,29 +80,14 @@ proptest! {
             (0u8..3, prop::bool::ANY, prop::collection::vec((1u8..4, 1u8..4, 0u8..3, 1u8..5), 1..4), prop::bool::ANY),
             1..4),
     ) {
-        let class: Vec<DeviceClass> = vec![serde_json::from_value(json!({"metadata": {"name": "gpu"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})).unwrap()];
-        let templates: Vec<ResourceClaimTemplate> = (1..=2)
-            .map(|n| serde_json::from_value(json!({"metadata": {"name": format!("gpus-{n}"), "namespace": "ml"},
-                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": n}}]}}}})).unwrap())
-            .collect();
+        let (class, templates) = (common::gpu_class(), common::gpu_templates());
         let run = |memo: bool| {
             let (nodes, slices, pods, pgs, cpgs) = objects(&node_gpus, &trees);
             let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
             cluster.add_pod_groups(pgs);
             cluster.add_composite_pod_groups(cpgs);
             cluster.add_claims(Vec::new(), &templates);
-            let ctx = DraContext {
-                index: muster_alloc::SliceIndex::new(&slices),
-                classes: &class,
-                env: muster_cel::Env::default(),
-                features: muster_alloc::Features::kubernetes_1_37(),
-            };
-            let mut s = Scheduler::with_dra(&mut cluster, SchedulerConfig::default(), &ctx);
-            if !memo {
-                s = s.without_dra_memo();
-            }
-            let plan = s.plan();
+            let plan = common::plan_with_dra(&mut cluster, &slices, &class, memo);
             let mut problems = Vec::new();
             let placed: HashMap<u32, u32> = plan.placements.iter().map(|(p, n)| (p.0, n.0)).collect();
             // Every pending pod is placed or unschedulable, once.

@@ -4,10 +4,12 @@
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::resource::v1::{ResourceClaimTemplate, ResourceSlice};
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
-use muster_sched::{Cluster, DraContext, GroupOutcome, Scheduler, SchedulerConfig, SchedulerNames};
+use muster_sched::{Cluster, GroupOutcome, Scheduler, SchedulerConfig, SchedulerNames};
 use proptest::prelude::*;
+
+mod common;
 use serde_json::json;
 
 /// Groups: (members, minCount (0 = basic policy), GPUs per member, cpu per member, one rack).
@@ -20,26 +22,7 @@ fn objects(
     running: &[u8],
     groups: &[Group],
 ) -> (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>) {
-    let nodes = (0..node_gpus.len())
-        .map(|i| {
-            serde_json::from_value(
-                json!({"metadata": {"name": format!("n{i}"), "labels": {"rack": format!("r{}", i % 2)}},
-                "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}),
-            )
-            .unwrap()
-        })
-        .collect();
-    let slices = node_gpus
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let devices: Vec<_> = (0..*n).map(|d| json!({"name": format!("gpu-{d}")})).collect();
-            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
-                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{i}"), "devices": devices,
-                         "pool": {"name": format!("n{i}"), "generation": 1, "resourceSliceCount": 1}}}))
-            .unwrap()
-        })
-        .collect();
+    let (nodes, slices) = common::gpu_nodes(node_gpus, "rack", "r");
     let mut pods = Vec::new();
     for (i, cpu) in running.iter().enumerate().take(node_gpus.len()).filter(|(_, c)| **c > 0) {
         pods.push(Box::new(
@@ -89,28 +72,13 @@ proptest! {
         running in prop::collection::vec(0u8..7, 5),
         groups in prop::collection::vec((1u8..5, 0u8..5, 0u8..3, 1u8..5, prop::bool::ANY), 1..6),
     ) {
-        let class: Vec<DeviceClass> = vec![serde_json::from_value(json!({"metadata": {"name": "gpu"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})).unwrap()];
-        let templates: Vec<ResourceClaimTemplate> = (1..=2)
-            .map(|n| serde_json::from_value(json!({"metadata": {"name": format!("gpus-{n}"), "namespace": "ml"},
-                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": n}}]}}}})).unwrap())
-            .collect();
+        let (class, templates) = (common::gpu_class(), common::gpu_templates());
         let run = |memo: bool| {
             let (nodes, slices, pods, pgs) = objects(&node_gpus, &running, &groups);
             let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
             cluster.add_pod_groups(pgs);
             cluster.add_claims(Vec::new(), &templates);
-            let ctx = DraContext {
-                index: muster_alloc::SliceIndex::new(&slices),
-                classes: &class,
-                env: muster_cel::Env::default(),
-                features: muster_alloc::Features::kubernetes_1_37(),
-            };
-            let mut s = Scheduler::with_dra(&mut cluster, SchedulerConfig::default(), &ctx);
-            if !memo {
-                s = s.without_dra_memo();
-            }
-            let plan = s.plan();
+            let plan = common::plan_with_dra(&mut cluster, &slices, &class, memo);
             let mut problems = Vec::new();
             let placed: HashSet<u32> = plan.placements.iter().map(|(p, _)| p.0).collect();
             for r in &plan.groups {

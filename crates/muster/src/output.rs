@@ -176,11 +176,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
             .collect::<Vec<_>>(),
         "groups": plan.groups.iter().map(|g| {
             let info = &c.groups[g.group];
-            let (placed, scheduled) = match g.outcome {
-                muster_sched::GroupOutcome::Scheduled { placed, scheduled } => (placed, scheduled),
-                muster_sched::GroupOutcome::Unschedulable { scheduled, .. } => (0, scheduled),
-                _ => (0, 0),
-            };
+            let (placed, scheduled) = g.outcome.counts();
             json!({
                 "podGroup": info.key,
                 "policy": if info.gang { "gang" } else { "basic" },
@@ -194,11 +190,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
         }).collect::<Vec<_>>(),
         "compositePodGroups": plan.composites.iter().map(|t| {
             let info = &c.composites[t.composite];
-            let (placed, scheduled) = match t.outcome {
-                muster_sched::GroupOutcome::Scheduled { placed, scheduled } => (placed, scheduled),
-                muster_sched::GroupOutcome::Unschedulable { scheduled, .. } => (0, scheduled),
-                _ => (0, 0),
-            };
+            let (placed, scheduled) = t.outcome.counts();
             json!({
                 "compositePodGroup": info.key,
                 "policy": if info.gang { "gang" } else { "basic" },

@@ -206,20 +206,6 @@ fn verdict(plan: &Plan, pod: PodId) -> Verdict<'_> {
     }
 }
 
-/// The members of a group its cycle tries, in the cycle's order (priority, age, name).
-fn pending_members(c: &Cluster, g: usize) -> Vec<PodId> {
-    let mut pending: Vec<PodId> =
-        c.groups[g].members.iter().copied().filter(|m| c.pod(*m).state == PodState::Pending).collect();
-    pending.sort_by(|a, b| {
-        let (a, b) = (c.pod(*a), c.pod(*b));
-        b.priority
-            .cmp(&a.priority)
-            .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    pending
-}
-
 fn state_text(c: &Cluster, state: &PodState) -> String {
     match state {
         PodState::Bound(n) => format!("already bound to node {}", c.node(*n).name()),
@@ -330,7 +316,7 @@ impl Why<'_> {
         let c = &self.world.cluster;
         match c.pod(pod).group {
             Some(Ok(g)) => {
-                let order = pending_members(c, g);
+                let order = c.pending_members(g);
                 let at = order.iter().position(|m| *m == pod).unwrap_or(0);
                 let priorities: std::collections::BTreeSet<i32> = order.iter().map(|m| c.pod(*m).priority).collect();
                 // Members of different priorities are never tried: explain before the group.
@@ -437,15 +423,7 @@ impl Why<'_> {
         let mut text = String::new();
         let (_, plan) = self.plan();
         let policy = if info.gang { format!("gang, minGroupCount {}", info.min_group_count) } else { "basic".into() };
-        let topology = info
-            .composite
-            .spec
-            .scheduling_constraints
-            .as_ref()
-            .and_then(|s| s.topology.as_ref())
-            .and_then(|t| t.first())
-            .map(|t| format!(", topology {}", t.key))
-            .unwrap_or_default();
+        let topology = info.topology_key.as_ref().map(|k| format!(", topology {k}")).unwrap_or_default();
         let _ = write!(text, "compositepodgroup {} ({policy}{topology})", info.key);
         let mut j = json!({"target": format!("compositepodgroup/{}", info.key), "compositepodgroup": info.key,
             "policy": policy});
@@ -513,7 +491,7 @@ impl Why<'_> {
         let preemption = group_preemption(&plan, g);
         let mut j = json!({"target": format!("podgroup/{}", group.key), "podgroup": group.key, "policy": policy,
             "preemption": preemption});
-        let order = pending_members(c, g);
+        let order = c.pending_members(g);
         match result {
             None => {
                 let _ = writeln!(text, "podgroup {} ({policy}): nothing to schedule: no member is pending", group.key);

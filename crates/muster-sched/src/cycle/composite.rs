@@ -55,8 +55,12 @@ impl Scheduler<'_> {
         let info = &c.composites[root];
         let (key, min) = (info.key.clone(), info.min_group_count);
         let leaves = c.leaves(root);
-        let pending: Vec<PodId> = leaves.iter().flat_map(|g| self.members(*g).pending).collect();
-        let scheduled: usize = leaves.iter().map(|g| self.members(*g).scheduled).sum();
+        let (mut pending, mut scheduled) = (Vec::new(), 0);
+        for g in &leaves {
+            let m = self.members(*g);
+            pending.extend(m.pending);
+            scheduled += m.scheduled;
+        }
         // A bad layout is the tree's error (reason Invalid): several Workloads, a leaf too deep.
         let workloads = c.tree_workloads(root);
         let mut invalid = (workloads.len() > 1).then(|| {
@@ -224,14 +228,7 @@ impl Scheduler<'_> {
     /// the reason.
     fn place_composite(&mut self, ci: usize, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
         let info = &self.cluster.composites[ci];
-        let topology = info
-            .composite
-            .spec
-            .scheduling_constraints
-            .as_ref()
-            .and_then(|c| c.topology.as_ref())
-            .and_then(|t| t.first())
-            .map(|t| t.key.clone());
+        let topology = info.topology_key.clone();
         let key = info.key.clone();
         let mark = out.mark();
         let result = match topology {
@@ -338,14 +335,7 @@ impl Scheduler<'_> {
                 Err(format!("podgroup {key}: {scheduled} of minCount {min} running, none pending"))
             };
         }
-        let topology_key = info
-            .group
-            .spec
-            .scheduling_constraints
-            .as_ref()
-            .and_then(|c| c.topology.as_ref())
-            .and_then(|t| t.first())
-            .map(|t| t.key.clone());
+        let topology_key = info.topology_key.clone();
         let attempt = GroupAttempt {
             members: &members,
             pending: &pending,

@@ -1,0 +1,70 @@
+//! Fixtures shared by the pod-group property tests: nodes with a GPU driver's ResourceSlices, the
+//! `gpu` DeviceClass, `gpus-1`/`gpus-2` claim templates, and a plan over them.
+
+#![allow(dead_code)] // each test file uses what it needs
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate, ResourceSlice};
+use muster_sched::{Cluster, DraContext, Plan, Scheduler, SchedulerConfig};
+use serde_json::json;
+
+/// Nodes `n0`, `n1`, ... (8 cpu, 64Gi) labelled `label=<prefix><i % 2>`, and one slice per node
+/// with `node_gpus[i]` devices of driver `gpu.example.com`.
+pub fn gpu_nodes(node_gpus: &[u8], label: &str, prefix: &str) -> (Vec<Node>, Vec<ResourceSlice>) {
+    let nodes = (0..node_gpus.len())
+        .map(|i| {
+            serde_json::from_value(
+                json!({"metadata": {"name": format!("n{i}"), "labels": {label: format!("{prefix}{}", i % 2)}},
+                "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}),
+            )
+            .unwrap()
+        })
+        .collect();
+    let slices = node_gpus
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let devices: Vec<_> = (0..*n).map(|d| json!({"name": format!("gpu-{d}")})).collect();
+            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
+                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{i}"), "devices": devices,
+                         "pool": {"name": format!("n{i}"), "generation": 1, "resourceSliceCount": 1}}}))
+            .unwrap()
+        })
+        .collect();
+    (nodes, slices)
+}
+
+/// The `gpu` DeviceClass (every device of `gpu.example.com`).
+pub fn gpu_class() -> Vec<DeviceClass> {
+    vec![
+        serde_json::from_value(json!({"metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}))
+        .unwrap(),
+    ]
+}
+
+/// Templates `gpus-1` and `gpus-2` in namespace `ml`.
+pub fn gpu_templates() -> Vec<ResourceClaimTemplate> {
+    (1..=2)
+        .map(|n| {
+            serde_json::from_value(json!({"metadata": {"name": format!("gpus-{n}"), "namespace": "ml"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": n}}]}}}}))
+            .unwrap()
+        })
+        .collect()
+}
+
+/// The plan over `cluster` with DRA inputs, with or without the allocator memo.
+pub fn plan_with_dra(cluster: &mut Cluster, slices: &[ResourceSlice], classes: &[DeviceClass], memo: bool) -> Plan {
+    let ctx = DraContext {
+        index: muster_alloc::SliceIndex::new(slices),
+        classes,
+        env: muster_cel::Env::default(),
+        features: muster_alloc::Features::kubernetes_1_37(),
+    };
+    let mut s = Scheduler::with_dra(cluster, SchedulerConfig::default(), &ctx);
+    if !memo {
+        s = s.without_dra_memo();
+    }
+    s.plan()
+}
