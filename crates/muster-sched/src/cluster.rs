@@ -191,6 +191,18 @@ pub enum PodState {
     Terminated,
     /// Was running on the node; preempted by this plan to make room for a PodGroup.
     Preempted(NodeId),
+    /// Was pending; assumed onto the node by this plan (Reserve), not yet bound.
+    Assumed(NodeId),
+}
+
+impl PodState {
+    /// The node whose resources the pod holds: bound in the input, or assumed by this plan.
+    pub fn on_node(&self) -> Option<NodeId> {
+        match self {
+            PodState::Bound(n) | PodState::Assumed(n) => Some(*n),
+            _ => None,
+        }
+    }
 }
 
 /// A pod and what the scheduler derived from it (`framework.PodInfo`).

@@ -12,6 +12,7 @@ use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
 use crate::plugins::{
     node_affinity, node_resources_balanced_allocation, node_resources_fit, node_unschedulable, taint_toleration,
 };
+use crate::queue::{OrderKey, SchedulingQueue, Wake};
 use muster_alloc::AllocatedState;
 
 mod composite;
@@ -100,9 +101,64 @@ pub struct PodPreemptionResult {
     pub against_budgets: Vec<String>,
 }
 
+/// What one queue entry's cycle left behind ([`Scheduler::schedule`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attempted {
+    /// Some of the entry's pods are still pending (it goes back to the queue).
+    pub pending: bool,
+    /// What the pending pods wait for.
+    pub wake: Wake,
+    /// Running pods were preempted: their resources and devices are free.
+    pub freed: bool,
+}
+
+impl Plan {
+    /// How many running pods this plan preempted so far.
+    fn victims(&self) -> usize {
+        self.preempted.len() + self.pod_preemptions.iter().map(|p| p.victims.len()).sum::<usize>()
+    }
+
+    /// Forgets what an earlier attempt of `entry` reported as unschedulable, before the entry
+    /// is tried again: its pods' reasons, and its groups' results unless they were scheduled
+    /// (a scheduled group stays scheduled; a new result adds what it placed).
+    fn forget(&mut self, pods: &[PodId], groups: &[usize], entry: QueueEntry) {
+        let pods: std::collections::HashSet<PodId> = pods.iter().copied().collect();
+        self.unschedulable.retain(|(p, _)| !pods.contains(p));
+        let scheduled = |o: &GroupOutcome| matches!(o, GroupOutcome::Scheduled { .. });
+        self.groups.retain(|r| !groups.contains(&r.group) || scheduled(&r.outcome));
+        if let QueueEntry::Composite(r) = entry {
+            self.composites.retain(|t| t.composite != r || scheduled(&t.outcome));
+        }
+    }
+
+    /// After a retry: a group scheduled by an earlier attempt keeps its first result, with the
+    /// pods a later scheduled attempt placed added to it.
+    fn settle_groups(&mut self, groups: &[usize]) {
+        for &g in groups {
+            let mut at = self.groups.iter().enumerate().filter(|(_, r)| r.group == g).map(|(i, _)| i);
+            let (Some(first), Some(second)) = (at.next(), at.next()) else { continue };
+            let later = self.groups.remove(second);
+            if let (GroupOutcome::Scheduled { placed, .. }, GroupOutcome::Scheduled { placed: more, .. }) =
+                (&mut self.groups[first].outcome, later.outcome)
+            {
+                *placed += more;
+            }
+        }
+    }
+}
+
+/// The events that could help a pod that failed with `e` (the rejecting plugins' queueing
+/// hints); any event for a failure not tied to a Filter plugin.
+fn wake_for(e: &FitError) -> Wake {
+    if e.pre_filter_message.is_some() || e.group_message.is_some() || e.rejections.is_empty() {
+        return Wake::ANY;
+    }
+    e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
+}
+
 /// One entry of the scheduling queue: a pod, or a PodGroup whose pending members are scheduled
 /// together (kube-scheduler's `QueuedPodGroupInfo`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum QueueEntry {
     Pod(PodId),
     Group(usize),
@@ -336,14 +392,24 @@ impl<'c> Scheduler<'c> {
     /// its PodGroup's creation time and its `namespace/name`). Pods naming a PodGroup that is not
     /// in the input are entries of their own (they are reported waiting for it).
     pub fn entries(&self) -> Vec<QueueEntry> {
-        type Time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-        type Key<'a> = (std::cmp::Reverse<i32>, Option<&'a Time>, &'a str);
+        let mut entries = self.queued();
+        entries.sort();
+        entries.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// The entries with pending pods, each with its queue order, in no particular order.
+    fn queued(&self) -> Vec<(OrderKey, QueueEntry)> {
         let c = &*self.cluster;
-        let mut entries: Vec<(Key<'_>, QueueEntry)> = Vec::new();
+        let order =
+            |priority: i32, meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str| OrderKey {
+                priority: std::cmp::Reverse(priority),
+                created: meta.creation_timestamp.clone(),
+                key: key.into(),
+            };
+        let mut entries: Vec<(OrderKey, QueueEntry)> = Vec::new();
         for (pi, p) in c.pods.iter().enumerate() {
             if p.state == PodState::Pending && !matches!(p.group, Some(Ok(_))) {
-                let key = (std::cmp::Reverse(p.priority), p.pod.metadata.creation_timestamp.as_ref(), p.key.as_str());
-                entries.push((key, QueueEntry::Pod(PodId(pi as u32))));
+                entries.push((order(p.priority, &p.pod.metadata, &p.key), QueueEntry::Pod(PodId(pi as u32))));
             }
         }
         // One entry per root group: a PodGroup without parent (or whose parent is missing: it
@@ -359,36 +425,85 @@ impl<'c> Scheduler<'c> {
                     let p = trees.entry(r).or_insert(priority);
                     *p = (*p).max(priority);
                 }
-                _ => {
-                    let key =
-                        (std::cmp::Reverse(priority), g.group.metadata.creation_timestamp.as_ref(), g.key.as_str());
-                    entries.push((key, QueueEntry::Group(gi)));
-                }
+                _ => entries.push((order(priority, &g.group.metadata, &g.key), QueueEntry::Group(gi))),
             }
         }
         for (r, pod_priority) in trees {
             let cpg = &c.composites[r];
             let priority = cpg.priority.clone().unwrap_or(pod_priority);
-            let key =
-                (std::cmp::Reverse(priority), cpg.composite.metadata.creation_timestamp.as_ref(), cpg.key.as_str());
-            entries.push((key, QueueEntry::Composite(r)));
+            entries.push((order(priority, &cpg.composite.metadata, &cpg.key), QueueEntry::Composite(r)));
         }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        entries.into_iter().map(|(_, e)| e).collect()
+        entries
     }
 
-    /// Schedules every pending pod and PodGroup once, in queue order. Placing a pod only takes
-    /// capacity away, so a pod that fits nowhere now would fit nowhere later in the same plan.
+    /// Schedules every pending pod, PodGroup and CompositePodGroup tree until the queue is idle
+    /// (kube-scheduler's loop over its [`SchedulingQueue`], on a clock that starts at 0 and jumps
+    /// to the next backoff expiry when nothing else is ready). An entry that does not fit waits
+    /// in the unschedulable pool for an event that could help it: in a plan, the only such events
+    /// are preemptions (victims' resources and devices freed), after which the entries waiting
+    /// for them are tried again. Each entry's last attempt is what the plan reports.
     pub fn plan(&mut self) -> Plan {
         let mut plan = Plan::default();
-        for entry in self.entries() {
-            self.schedule(entry, &mut plan);
+        let mut queue = SchedulingQueue::new();
+        for (order, entry) in self.queued() {
+            queue.add(entry, order);
+        }
+        let mut now = 0;
+        loop {
+            let Some(entry) = queue.pop(now) else {
+                match queue.next_backoff_expiry() {
+                    Some(t) => {
+                        now = t;
+                        continue;
+                    }
+                    None => break,
+                }
+            };
+            let retry = queue.attempts(entry) > 1;
+            let groups = self.entry_groups(entry);
+            if retry {
+                plan.forget(&self.entry_pods(entry), &groups, entry);
+            }
+            let attempted = self.schedule(entry, &mut plan);
+            if retry {
+                plan.settle_groups(&groups);
+            }
+            if attempted.pending {
+                queue.failed(entry, attempted.wake, now);
+            } else {
+                queue.done(entry);
+            }
+            if attempted.freed {
+                queue.on_event(Wake::ASSIGNED_POD_DELETED.union(Wake::CLAIM_CHANGED), now);
+            }
         }
         plan
     }
 
-    /// One queue entry's cycle, its decisions added to `plan`.
-    pub fn schedule(&mut self, entry: QueueEntry, plan: &mut Plan) {
+    /// The PodGroups a queue entry schedules.
+    fn entry_groups(&self, entry: QueueEntry) -> Vec<usize> {
+        match entry {
+            QueueEntry::Pod(_) => Vec::new(),
+            QueueEntry::Group(g) => vec![g],
+            QueueEntry::Composite(r) => self.cluster.leaves(r),
+        }
+    }
+
+    /// The pods a queue entry schedules: the pod, a PodGroup's members, or every member of a
+    /// tree's PodGroups.
+    fn entry_pods(&self, entry: QueueEntry) -> Vec<PodId> {
+        let c = &*self.cluster;
+        match entry {
+            QueueEntry::Pod(p) => vec![p],
+            QueueEntry::Group(g) => c.groups[g].members.clone(),
+            QueueEntry::Composite(r) => c.leaves(r).into_iter().flat_map(|g| c.groups[g].members.clone()).collect(),
+        }
+    }
+
+    /// One queue entry's cycle, its decisions added to `plan`; what it left pending, what that
+    /// waits for, and whether it freed anything (preemption victims).
+    pub fn schedule(&mut self, entry: QueueEntry, plan: &mut Plan) -> Attempted {
+        let (failed_before, victims_before) = (plan.unschedulable.len(), plan.victims());
         match entry {
             QueueEntry::Pod(pod) => match self.schedule_one(pod) {
                 Outcome::Placed(node) => plan.placements.push((pod, node)),
@@ -405,6 +520,13 @@ impl<'c> Scheduler<'c> {
             QueueEntry::Group(g) => self.schedule_group(g, plan),
             QueueEntry::Composite(r) => self.schedule_composite(r, plan),
         }
+        let pending: Vec<PodId> =
+            self.entry_pods(entry).into_iter().filter(|p| self.cluster.pod(*p).state == PodState::Pending).collect();
+        let wake = plan.unschedulable[failed_before..]
+            .iter()
+            .filter(|(p, _)| pending.contains(p))
+            .fold(Wake::NONE, |w, (_, e)| w.union(wake_for(e)));
+        Attempted { pending: !pending.is_empty(), wake, freed: plan.victims() > victims_before }
     }
 
     /// The queue entry a PodGroup is scheduled in: its own, or its tree's root.
@@ -553,9 +675,12 @@ impl<'c> Scheduler<'c> {
         let members = c.groups[g].members.clone();
         let exist = members
             .iter()
-            .filter(|m| matches!(c.pod(**m).state, PodState::Pending | PodState::Gated(_) | PodState::Bound(_)))
+            .filter(|m| {
+                let state = &c.pod(**m).state;
+                matches!(state, PodState::Pending | PodState::Gated(_)) || state.on_node().is_some()
+            })
             .count();
-        let scheduled = members.iter().filter(|m| matches!(c.pod(**m).state, PodState::Bound(_))).count();
+        let scheduled = members.iter().filter(|m| c.pod(**m).state.on_node().is_some()).count();
         let pending = c.pending_members(g);
         Members { members, pending, exist, scheduled }
     }
@@ -945,13 +1070,10 @@ impl<'c> Scheduler<'c> {
                 domains.entry(v.as_str()).or_default().push(NodeId(i as u32));
             }
         }
-        // Members already running pin the domain.
+        // Members already running (or placed by this plan) pin the domain.
         let running: std::collections::BTreeSet<Option<&str>> = members
             .iter()
-            .filter_map(|m| match c.pod(*m).state {
-                PodState::Bound(n) => Some(c.node(n).detail.labels.get(key).map(String::as_str)),
-                _ => None,
-            })
+            .filter_map(|m| c.pod(*m).state.on_node().map(|n| c.node(n).detail.labels.get(key).map(String::as_str)))
             .collect();
         if running.contains(&None) {
             return Err(format!("members already running on nodes without the topology label {key}"));
@@ -1010,6 +1132,12 @@ impl<'c> Scheduler<'c> {
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         let node = &mut nodes[r.node.0 as usize];
         node.account(&pods[r.pod.0 as usize], r.pod, -1);
+        debug_assert_eq!(
+            pods[r.pod.0 as usize].state,
+            PodState::Assumed(r.node),
+            "Unreserve of a pod not reserved there"
+        );
+        pods[r.pod.0 as usize].state = PodState::Pending;
         // Reserves are undone last first: the state is the one before this Reserve, and so
         // are its generations.
         node.generation = r.generations.0;
@@ -1272,8 +1400,10 @@ impl<'c> Scheduler<'c> {
         );
         let fresh = self.fresh_generation();
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        debug_assert_eq!(pods[pod_id.0 as usize].state, PodState::Pending, "Reserve of a pod that is not pending");
         nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
         nodes[chosen.0 as usize].generation = fresh;
+        pods[pod_id.0 as usize].state = PodState::Assumed(chosen);
         let mut claim_undo = undo.is_some().then(dynamic_resources::ClaimUndo::default);
         if has_claims && let Some((ctx, alloc_state)) = self.dra.as_mut() {
             let allocation: NodeAllocation = allocation.unwrap_or_default();

@@ -12,14 +12,15 @@ pub mod explain;
 pub mod fastdiv;
 pub mod framework;
 pub mod plugins;
+pub mod queue;
 
 pub use cluster::{
     ClaimInfo, Cluster, CompositeInfo, GroupInfo, GroupNode, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState,
     SchedulerNames, TreeError,
 };
 pub use cycle::{
-    CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, Plan, PodPreemptionResult, QueueEntry, Scheduler,
-    SchedulerConfig, ScoreWeights,
+    Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, Plan, PodPreemptionResult, QueueEntry,
+    Scheduler, SchedulerConfig, ScoreWeights,
 };
 pub use framework::{FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;

@@ -215,6 +215,7 @@ fn state_text(c: &Cluster, state: &PodState) -> String {
         PodState::Gated(g) => format!("waiting for scheduling gates: {}", g.join(", ")),
         PodState::Terminated => "terminated (Succeeded or Failed)".into(),
         PodState::Preempted(n) => format!("preempted from node {} by this plan", c.node(*n).name()),
+        PodState::Assumed(n) => format!("placed on node {} by this plan", c.node(*n).name()),
     }
 }
 

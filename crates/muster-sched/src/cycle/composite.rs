@@ -254,7 +254,7 @@ impl Scheduler<'_> {
         let c = &*self.cluster;
         let key = c.composites[ci].key.clone();
         let members: Vec<PodId> = c.leaves(ci).iter().flat_map(|g| c.groups[*g].members.iter().copied()).collect();
-        let running = members.iter().filter(|m| matches!(c.pod(**m).state, PodState::Bound(_))).count();
+        let running = members.iter().filter(|m| c.pod(**m).state.on_node().is_some()).count();
         let domains = self.domains(tkey, within, &members).map_err(|m| format!("compositepodgroup {key}: {m}"))?;
         let winner = if domains.len() == 1 {
             0

@@ -1,0 +1,407 @@
+//! The scheduling queue, as kube-scheduler's `PriorityQueue` keeps it: an active queue in
+//! PrioritySort order, a backoff queue (1 s doubling to 10 s per entry), a pool of unschedulable
+//! entries that wait for a cluster event that could help them (queueing hints), and a pool of
+//! entries held back before any attempt (PreEnqueue: scheduling gates, a gang below `minCount`).
+//!
+//! Time is an input (`now`, in milliseconds of the world's clock); the queue never reads a clock.
+//! Entries are [`QueueEntry`] values: a pod, a PodGroup or a CompositePodGroup tree, each scheduled
+//! as one entity. The queue owns no cluster state: callers say how an entry sorts when they add it
+//! ([`OrderKey`]), what an attempt's failure waits for ([`Wake`]), and which events happened
+//! ([`SchedulingQueue::on_event`]).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::cycle::QueueEntry;
+
+/// A point on the world's clock, in milliseconds.
+pub type Millis = u64;
+
+/// kube-scheduler's `podInitialBackoffDuration` (1 s) and `podMaxBackoffDuration` (10 s).
+pub const INITIAL_BACKOFF: Millis = 1_000;
+pub const MAX_BACKOFF: Millis = 10_000;
+/// `DefaultPodMaxInUnschedulablePodsDuration`: an unschedulable entry is retried after 5 minutes
+/// even when no event asked for it.
+pub const MAX_IN_UNSCHEDULABLE: Millis = 300_000;
+
+/// How an entry sorts in the active queue (PrioritySort): higher priority first, then older
+/// (`creationTimestamp`; none sorts first), then `namespace/name`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OrderKey {
+    pub priority: Reverse<i32>,
+    pub created: Option<Time>,
+    pub key: String,
+}
+
+/// The kinds of cluster events that can make an unschedulable entry schedulable: each attempt's
+/// failure says which of them it waits for (kube-scheduler's queueing hints, per plugin), and
+/// each event wakes the entries waiting for it. A set of bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Wake(u16);
+
+impl Wake {
+    pub const NONE: Wake = Wake(0);
+    /// A node was added.
+    pub const NODE_ADDED: Wake = Wake(1);
+    /// A node's allocatable, labels, taints or `unschedulable` changed.
+    pub const NODE_CHANGED: Wake = Wake(1 << 1);
+    /// A pod on a node was deleted, terminated or preempted: its resources are free.
+    pub const ASSIGNED_POD_DELETED: Wake = Wake(1 << 2);
+    /// A pod was added or changed (a member for a waiting PodGroup, a claim's consumer).
+    pub const POD_CHANGED: Wake = Wake(1 << 3);
+    /// A ResourceClaim was added, changed, deallocated or deleted.
+    pub const CLAIM_CHANGED: Wake = Wake(1 << 4);
+    /// A ResourceSlice, DeviceClass or DeviceTaintRule was added, changed or removed.
+    pub const DEVICES_CHANGED: Wake = Wake(1 << 5);
+    /// A PodGroup, CompositePodGroup, Workload, PriorityClass or ResourceClaimTemplate appeared
+    /// or changed (objects an entry waits to see).
+    pub const WORKLOAD_CHANGED: Wake = Wake(1 << 6);
+    /// Any event: for failures whose cause the queue cannot narrow down.
+    pub const ANY: Wake = Wake(u16::MAX);
+
+    pub fn union(self, other: Wake) -> Wake {
+        Wake(self.0 | other.0)
+    }
+
+    pub fn intersects(self, other: Wake) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// The events that could help a node that `plugin`'s Filter rejected (the plugins'
+    /// `EventsToRegister`): adding a node helps every plugin.
+    pub fn for_plugin(plugin: &str) -> Wake {
+        let node = Wake::NODE_ADDED.union(Wake::NODE_CHANGED);
+        match plugin {
+            "NodeUnschedulable" | "TaintToleration" | "NodeAffinity" => node,
+            "NodeResourcesFit" => node.union(Wake::ASSIGNED_POD_DELETED),
+            "DynamicResources" => node.union(Wake::CLAIM_CHANGED).union(Wake::DEVICES_CHANGED),
+            _ => Wake::ANY,
+        }
+    }
+}
+
+/// Where an entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Active,
+    Backoff,
+    Unschedulable,
+    Gated,
+    /// Popped and not yet reported back.
+    InFlight,
+}
+
+#[derive(Clone, Debug)]
+struct Info {
+    order: OrderKey,
+    place: Place,
+    /// Attempts so far (the backoff doubles with each).
+    attempts: u32,
+    /// When the last attempt failed.
+    failed_at: Millis,
+    /// What the entry waits for, in the unschedulable or gated pool.
+    wake: Wake,
+    /// The move-request cycle when the entry was popped.
+    popped_at_cycle: u64,
+}
+
+/// The scheduling queue.
+#[derive(Clone, Debug, Default)]
+pub struct SchedulingQueue {
+    info: HashMap<QueueEntry, Info>,
+    active: BinaryHeap<Reverse<(OrderKey, QueueEntry)>>,
+    /// By backoff expiry, then queue order.
+    backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
+    /// In the unschedulable pool since, by entry.
+    unschedulable: BTreeMap<QueueEntry, Millis>,
+    gated: BTreeSet<QueueEntry>,
+    /// Counts pops; an event records the count (`moveRequestCycle`): an entry whose attempt was
+    /// in flight during an event goes to backoff rather than waiting for another event.
+    cycle: u64,
+    move_request_cycle: u64,
+}
+
+impl SchedulingQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a new entry to the active queue; an entry already known is left where it is.
+    pub fn add(&mut self, entry: QueueEntry, order: OrderKey) {
+        if self.info.contains_key(&entry) {
+            return;
+        }
+        self.active.push(Reverse((order.clone(), entry)));
+        let info =
+            Info { order, place: Place::Active, attempts: 0, failed_at: 0, wake: Wake::NONE, popped_at_cycle: 0 };
+        self.info.insert(entry, info);
+    }
+
+    /// Adds a new entry that PreEnqueue holds back until an event it waits for.
+    pub fn add_gated(&mut self, entry: QueueEntry, order: OrderKey, wake: Wake) {
+        if self.info.contains_key(&entry) {
+            return;
+        }
+        let info = Info { order, place: Place::Gated, attempts: 0, failed_at: 0, wake, popped_at_cycle: 0 };
+        self.info.insert(entry, info);
+        self.gated.insert(entry);
+    }
+
+    /// Removes an entry wherever it is (deleted, or scheduled by other means).
+    pub fn remove(&mut self, entry: QueueEntry) {
+        let Some(info) = self.info.remove(&entry) else { return };
+        match info.place {
+            Place::Backoff => {
+                self.backoff.remove(&(Self::expiry(&info), info.order, entry));
+            }
+            Place::Unschedulable => {
+                self.unschedulable.remove(&entry);
+            }
+            Place::Gated => {
+                self.gated.remove(&entry);
+            }
+            // Popped lazily: `pop` skips entries it no longer knows.
+            Place::Active | Place::InFlight => {}
+        }
+    }
+
+    /// The next entry to schedule at `now`: entries whose backoff has expired join the active
+    /// queue first. The entry is in flight until [`SchedulingQueue::done`] or
+    /// [`SchedulingQueue::failed`].
+    pub fn pop(&mut self, now: Millis) -> Option<QueueEntry> {
+        self.flush_backoff(now);
+        while let Some(Reverse((order, entry))) = self.active.pop() {
+            let Some(info) = self.info.get_mut(&entry) else { continue };
+            if info.place != Place::Active || info.order != order {
+                continue; // a stale heap item: the entry was removed, or moved and re-added
+            }
+            self.cycle += 1;
+            info.place = Place::InFlight;
+            info.attempts += 1;
+            info.popped_at_cycle = self.cycle;
+            return Some(entry);
+        }
+        None
+    }
+
+    /// The entry's attempt succeeded: it leaves the queue.
+    pub fn done(&mut self, entry: QueueEntry) {
+        debug_assert!(self.info.get(&entry).is_none_or(|i| i.place == Place::InFlight), "done on a queued entry");
+        self.info.remove(&entry);
+    }
+
+    /// The entry's attempt failed at `now`, waiting for `wake`: it goes to the unschedulable pool,
+    /// or to backoff when an event came while it was in flight (the event may already have
+    /// helped it) or when the failure was an error rather than a verdict (`wake` is
+    /// [`Wake::ANY`] and nothing will say when to retry).
+    pub fn failed(&mut self, entry: QueueEntry, wake: Wake, now: Millis) {
+        let move_request_cycle = self.move_request_cycle;
+        let Some(info) = self.info.get_mut(&entry) else { return };
+        debug_assert_eq!(info.place, Place::InFlight, "failed on an entry that was not popped");
+        info.failed_at = now;
+        info.wake = wake;
+        if move_request_cycle >= info.popped_at_cycle {
+            info.place = Place::Backoff;
+            let key = (Self::expiry(info), info.order.clone(), entry);
+            self.backoff.insert(key);
+        } else {
+            info.place = Place::Unschedulable;
+            self.unschedulable.insert(entry, now);
+        }
+    }
+
+    /// A cluster event of kind `event` happened at `now`: every unschedulable or gated entry
+    /// waiting for it moves to the active queue (or to backoff, while its backoff lasts).
+    pub fn on_event(&mut self, event: Wake, now: Millis) {
+        self.move_request_cycle = self.cycle;
+        let woken: Vec<QueueEntry> = self
+            .unschedulable
+            .keys()
+            .chain(self.gated.iter())
+            .copied()
+            .filter(|e| self.info[e].wake.intersects(event))
+            .collect();
+        for entry in woken {
+            self.requeue(entry, now);
+        }
+    }
+
+    /// Moves unschedulable entries that have waited [`MAX_IN_UNSCHEDULABLE`] or longer back to
+    /// the queue (`flushUnschedulablePodsLeftover`).
+    pub fn flush_unschedulable(&mut self, now: Millis) {
+        let old: Vec<QueueEntry> = self
+            .unschedulable
+            .iter()
+            .filter(|(_, since)| now.saturating_sub(**since) >= MAX_IN_UNSCHEDULABLE)
+            .map(|(e, _)| *e)
+            .collect();
+        for entry in old {
+            self.requeue(entry, now);
+        }
+    }
+
+    /// When the next entry in backoff becomes ready, if any.
+    pub fn next_backoff_expiry(&self) -> Option<Millis> {
+        self.backoff.first().map(|(t, _, _)| *t)
+    }
+
+    /// Nothing to schedule now or after a backoff: the rest waits for events.
+    pub fn is_idle(&self) -> bool {
+        self.backoff.is_empty() && !self.info.values().any(|i| i.place == Place::Active)
+    }
+
+    /// Entries waiting for an event (unschedulable or gated), in no particular order.
+    pub fn waiting(&self) -> impl Iterator<Item = QueueEntry> + '_ {
+        self.unschedulable.keys().chain(self.gated.iter()).copied()
+    }
+
+    /// How many attempts an entry has had.
+    pub fn attempts(&self, entry: QueueEntry) -> u32 {
+        self.info.get(&entry).map_or(0, |i| i.attempts)
+    }
+
+    /// Counts per place: (active, backoff, unschedulable, gated) — `scheduler_pending_pods`.
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        let active = self.info.values().filter(|i| i.place == Place::Active).count();
+        (active, self.backoff.len(), self.unschedulable.len(), self.gated.len())
+    }
+
+    fn requeue(&mut self, entry: QueueEntry, now: Millis) {
+        let Some(info) = self.info.get_mut(&entry) else { return };
+        match info.place {
+            Place::Unschedulable => {
+                self.unschedulable.remove(&entry);
+            }
+            Place::Gated => {
+                self.gated.remove(&entry);
+            }
+            _ => return,
+        }
+        let expiry = Self::expiry(info);
+        if info.attempts > 0 && expiry > now {
+            info.place = Place::Backoff;
+            self.backoff.insert((expiry, info.order.clone(), entry));
+        } else {
+            info.place = Place::Active;
+            self.active.push(Reverse((info.order.clone(), entry)));
+        }
+    }
+
+    fn flush_backoff(&mut self, now: Millis) {
+        while let Some(first) = self.backoff.first() {
+            if first.0 > now {
+                break;
+            }
+            let (_, order, entry) = self.backoff.pop_first().expect("checked above");
+            if let Some(info) = self.info.get_mut(&entry) {
+                info.place = Place::Active;
+                self.active.push(Reverse((order, entry)));
+            }
+        }
+    }
+
+    /// `failed_at` plus the backoff for the attempts so far: 1 s after the first, doubling, at
+    /// most 10 s (`calculateBackoffDuration`).
+    fn expiry(info: &Info) -> Millis {
+        let mut backoff = INITIAL_BACKOFF;
+        for _ in 1..info.attempts {
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            if backoff == MAX_BACKOFF {
+                break;
+            }
+        }
+        info.failed_at + backoff
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::PodId;
+
+    fn key(priority: i32, name: &str) -> OrderKey {
+        OrderKey { priority: Reverse(priority), created: None, key: name.into() }
+    }
+
+    fn pod(i: u32) -> QueueEntry {
+        QueueEntry::Pod(PodId(i))
+    }
+
+    #[test]
+    fn pops_in_priority_then_name_order() {
+        let mut q = SchedulingQueue::new();
+        q.add(pod(0), key(0, "b"));
+        q.add(pod(1), key(10, "z"));
+        q.add(pod(2), key(0, "a"));
+        assert_eq!([q.pop(0), q.pop(0), q.pop(0), q.pop(0)], [Some(pod(1)), Some(pod(2)), Some(pod(0)), None]);
+    }
+
+    #[test]
+    fn a_failed_entry_waits_for_its_event_then_backs_off() {
+        let mut q = SchedulingQueue::new();
+        q.add(pod(0), key(0, "a"));
+        assert_eq!(q.pop(0), Some(pod(0)));
+        q.failed(pod(0), Wake::ASSIGNED_POD_DELETED, 0);
+        assert!(q.is_idle());
+        q.on_event(Wake::DEVICES_CHANGED, 100);
+        assert!(q.is_idle(), "an event it does not wait for leaves it alone");
+        q.on_event(Wake::ASSIGNED_POD_DELETED, 100);
+        assert_eq!(q.pop(100), None, "still in its 1 s backoff");
+        assert_eq!(q.next_backoff_expiry(), Some(1_000));
+        assert_eq!(q.pop(1_000), Some(pod(0)));
+        assert_eq!(q.attempts(pod(0)), 2);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_ten_seconds() {
+        let mut q = SchedulingQueue::new();
+        q.add(pod(0), key(0, "a"));
+        let mut now = 0;
+        let mut waits = Vec::new();
+        for _ in 0..6 {
+            assert_eq!(q.pop(now), Some(pod(0)));
+            q.failed(pod(0), Wake::ANY, now);
+            q.on_event(Wake::NODE_ADDED, now);
+            let next = q.next_backoff_expiry().unwrap();
+            waits.push(next - now);
+            now = next;
+        }
+        assert_eq!(waits, [1_000, 2_000, 4_000, 8_000, 10_000, 10_000]);
+    }
+
+    #[test]
+    fn an_event_during_the_attempt_sends_the_entry_to_backoff() {
+        let mut q = SchedulingQueue::new();
+        q.add(pod(0), key(0, "a"));
+        assert_eq!(q.pop(0), Some(pod(0)));
+        q.on_event(Wake::ASSIGNED_POD_DELETED, 0);
+        q.failed(pod(0), Wake::NODE_ADDED, 0);
+        assert_eq!(q.next_backoff_expiry(), Some(1_000));
+    }
+
+    #[test]
+    fn unschedulable_entries_are_flushed_after_five_minutes() {
+        let mut q = SchedulingQueue::new();
+        q.add(pod(0), key(0, "a"));
+        q.pop(0);
+        q.failed(pod(0), Wake::NODE_ADDED, 0);
+        q.flush_unschedulable(MAX_IN_UNSCHEDULABLE - 1);
+        assert!(q.is_idle());
+        q.flush_unschedulable(MAX_IN_UNSCHEDULABLE);
+        assert_eq!(q.pop(MAX_IN_UNSCHEDULABLE), Some(pod(0)));
+    }
+
+    #[test]
+    fn gated_entries_wait_for_their_event_and_removed_entries_are_never_popped() {
+        let mut q = SchedulingQueue::new();
+        q.add_gated(QueueEntry::Group(0), key(0, "g"), Wake::POD_CHANGED);
+        q.add(pod(1), key(0, "p"));
+        q.remove(pod(1));
+        assert_eq!(q.pop(0), None);
+        q.on_event(Wake::POD_CHANGED, 0);
+        assert_eq!(q.pop(0), Some(QueueEntry::Group(0)), "never attempted: no backoff");
+        assert_eq!(q.counts(), (0, 0, 0, 0));
+    }
+}
