@@ -121,6 +121,9 @@ pub struct NodeDetail {
     pub scalar_allocatable: Vec<i64>,
     pub scalar_requested: Vec<i64>,
     pub pods: Vec<PodId>,
+    /// Deleted from the cluster: its id is kept (ids never shift) but no pod goes there and
+    /// no topology domain or node list includes it.
+    pub removed: bool,
 }
 
 impl NodeInfo {
@@ -193,6 +196,8 @@ pub enum PodState {
     Preempted(NodeId),
     /// Was pending; assumed onto the node by this plan (Reserve), not yet bound.
     Assumed(NodeId),
+    /// The slot of a pod deleted from the store, free for a later pod.
+    Deleted,
 }
 
 impl PodState {
@@ -235,6 +240,23 @@ pub struct PodInfo {
 }
 
 impl PodInfo {
+    /// An empty slot (a deleted pod's).
+    pub fn vacant() -> PodInfo {
+        PodInfo {
+            pod: Box::default(),
+            key: String::new(),
+            priority: 0,
+            requests: Vec::new(),
+            non_zero: [0, 0],
+            shape: 0,
+            state: PodState::Deleted,
+            claims: Vec::new(),
+            dra_extended: Vec::new(),
+            stale_extended_claim: None,
+            group: None,
+        }
+    }
+
     pub fn namespace(&self) -> &str {
         self.pod.metadata.namespace.as_deref().unwrap_or("default")
     }
@@ -317,6 +339,14 @@ pub struct Cluster {
     pub default_priority: i32,
     /// PriorityClasses with `preemptionPolicy: Never` (admission copies it into pods and groups).
     pub never_preempting_classes: std::collections::BTreeSet<String>,
+    /// Which pods this scheduler serves (`schedulerName`).
+    pub scheduler_names: SchedulerNames,
+    /// Pod shapes seen so far, with their ids.
+    shapes: HashMap<ShapeKey, u32>,
+    /// Source of generation values (see [`Cluster::fresh_generation`]).
+    generation_counter: u64,
+    /// Indexes by name, built on the first [`Cluster::apply`] (a plan never needs them).
+    pub(crate) index: Option<Box<crate::store::Index>>,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
@@ -483,28 +513,8 @@ impl Cluster {
         scheduler_names: &SchedulerNames,
     ) -> Result<Cluster, Vec<ModelError>> {
         let mut errors = Vec::new();
-        let mut c = Cluster::default();
-
-        let mut classes: HashMap<&str, i32> = SYSTEM_PRIORITY_CLASSES.iter().copied().collect();
-        let mut global_default: Option<(&str, i32)> = None;
-        for pc in priority_classes {
-            let name = pc.metadata.name.as_deref().unwrap_or_default();
-            let value = pc.value.unwrap_or(0);
-            classes.insert(name, value);
-            if pc.global_default == Some(true) {
-                // The API server allows one; with several, the lowest name wins deterministically.
-                if global_default.is_none_or(|(n, _)| name < n) {
-                    global_default = Some((name, value));
-                }
-            }
-        }
-        c.priority_classes = classes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        c.never_preempting_classes = priority_classes
-            .iter()
-            .filter(|pc| pc.preemption_policy.as_deref() == Some("Never"))
-            .filter_map(|pc| pc.metadata.name.clone())
-            .collect();
-        c.default_priority = global_default.map_or(0, |(_, v)| v);
+        let mut c = Cluster { scheduler_names: scheduler_names.clone(), ..Cluster::default() };
+        c.set_priority_classes(priority_classes);
 
         // Objects are large: sort them through an index rather than moving them around.
         let mut nodes: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
@@ -514,166 +524,28 @@ impl Cluster {
         });
         c.nodes.reserve_exact(nodes.len());
         for node in order.into_iter().filter_map(|i| nodes[i].take()) {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            let status = node.status.as_ref();
-            let (list, field) = match status.and_then(|s| s.allocatable.as_ref()) {
-                Some(a) => (Some(a), "status.allocatable"),
-                None => (status.and_then(|s| s.capacity.as_ref()), "status.capacity"),
-            };
-            let parsed = match resources::parse_list(list, field) {
-                Ok(p) => p,
-                Err(e) => {
-                    errors.push(ModelError {
-                        kind: "Node",
-                        object: name,
-                        field: Some(e.field),
-                        message: format!("invalid quantity {:?}: {}", e.value, e.source),
-                    });
-                    continue;
-                }
-            };
-            let mut allocatable = [0; INLINE];
-            let mut scalar_allocatable = Vec::new();
-            let mut allowed_pods = 0;
-            for (rname, q) in &parsed {
-                if rname == resources::PODS {
-                    allowed_pods = q.value();
-                    continue;
-                }
-                let id = c.resources.intern(rname);
-                let i = id.0 as usize;
-                if i < INLINE {
-                    allocatable[i] = amount(id, *q);
-                } else {
-                    if scalar_allocatable.len() <= i - INLINE {
-                        scalar_allocatable.resize(i - INLINE + 1, 0);
-                    }
-                    scalar_allocatable[i - INLINE] = amount(id, *q);
-                }
+            match c.node_info(node) {
+                Ok(info) => c.nodes.push(info),
+                Err(e) => errors.push(e),
             }
-            if allowed_pods == 0 {
-                c.warnings.push(format!("node {name} has no `pods` in status.allocatable: no pod fits on it"));
-            }
-            let spec = node.spec.as_ref();
-            let taints = spec.and_then(|s| s.taints.clone()).unwrap_or_default();
-            let has_prefer = taints.iter().any(|t| t.effect == PREFER_NO_SCHEDULE);
-            c.any_prefer_no_schedule |= has_prefer;
-            c.nodes.push(NodeInfo {
-                allocatable_divisors: allocatable.map(|a| Divisor::new(a.max(1) as u64)),
-                allocatable,
-                requested: [0; INLINE],
-                non_zero_requested: [0, 0],
-                allowed_pods,
-                num_pods: 0,
-                generation: 0,
-                unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
-                has_taints: !taints.is_empty(),
-                has_prefer_no_schedule_taint: has_prefer,
-                detail: Box::new(NodeDetail {
-                    labels: node.metadata.labels.clone().unwrap_or_default(),
-                    name,
-                    taints,
-                    scalar_allocatable,
-                    scalar_requested: Vec::new(),
-                    pods: Vec::new(),
-                    node,
-                }),
-            });
         }
         let node_ids: HashMap<String, NodeId> =
             c.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), NodeId(i as u32))).collect();
 
-        let mut shapes: HashMap<ShapeKey, u32> = HashMap::new();
         let mut order: Vec<usize> = (0..pods.len()).collect();
         let keys: Vec<_> = pods.iter().map(|p| (p.metadata.namespace.clone(), p.metadata.name.clone())).collect();
         order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
         let mut pods: Vec<Option<Box<Pod>>> = pods.into_iter().map(Some).collect();
         c.pods.reserve_exact(pods.len());
         for pod in order.into_iter().filter_map(|i| pods[i].take()) {
-            let key = format!(
-                "{}/{}",
-                pod.metadata.namespace.as_deref().unwrap_or("default"),
-                pod.metadata.name.as_deref().unwrap_or_default()
-            );
-            let err = |field: Option<String>, message: String| ModelError {
-                kind: "Pod",
-                object: key.clone(),
-                field,
-                message,
-            };
-            let Some(spec) = pod.spec.as_ref() else {
-                errors.push(err(Some("spec".into()), "required value".into()));
-                continue;
-            };
-            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-            let state = if matches!(phase, Some("Succeeded" | "Failed")) {
-                PodState::Terminated
-            } else if let Some(node) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-                match node_ids.get(node) {
-                    Some(id) => PodState::Bound(*id),
-                    None => {
-                        c.warnings.push(format!(
-                            "pod {key} is bound to node {node}, which is not in the input; its usage is not counted"
-                        ));
-                        PodState::BoundElsewhere(node.to_string())
-                    }
+            let info = match c.pod_info(pod, |name| node_ids.get(name).copied()) {
+                Ok(info) => info,
+                Err(e) => {
+                    errors.push(e);
+                    continue;
                 }
-            } else if !scheduler_names.serves(spec.scheduler_name.as_deref()) {
-                PodState::OtherScheduler(spec.scheduler_name.clone().unwrap_or_default())
-            } else if let Some(gates) = spec.scheduling_gates.as_ref().filter(|g| !g.is_empty()) {
-                PodState::Gated(gates.iter().map(|g| g.name.clone()).collect())
-            } else {
-                PodState::Pending
             };
-            let priority = match (spec.priority, spec.priority_class_name.as_deref().filter(|n| !n.is_empty())) {
-                (Some(p), _) => p,
-                (None, Some(class)) => match classes.get(class) {
-                    Some(v) => *v,
-                    None => {
-                        errors.push(err(
-                            Some("spec.priorityClassName".into()),
-                            format!("PriorityClass {class:?} not found"),
-                        ));
-                        continue;
-                    }
-                },
-                (None, None) => global_default.map_or(0, |(_, v)| v),
-            };
-            let PodRequests { requests, non_zero_milli_cpu, non_zero_memory } =
-                match resources::pod_requests(spec, pod.status.as_ref()) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        errors.push(err(Some(e.field), format!("invalid quantity {:?}: {}", e.value, e.source)));
-                        continue;
-                    }
-                };
-            let mut reqs: Vec<(ResourceId, i64)> = requests
-                .iter()
-                .filter(|(n, _)| n.as_str() != resources::PODS)
-                .map(|(n, q)| {
-                    let id = c.resources.intern(n);
-                    (id, amount(id, *q))
-                })
-                .filter(|(_, v)| *v != 0)
-                .collect();
-            reqs.sort_unstable();
             let id = PodId(c.pods.len() as u32);
-            let non_zero = [non_zero_milli_cpu, non_zero_memory];
-            let next_shape = shapes.len() as u32;
-            let shape = *shapes.entry((reqs.clone(), non_zero)).or_insert(next_shape);
-            let info = PodInfo {
-                pod,
-                key,
-                priority,
-                requests: reqs,
-                non_zero,
-                shape,
-                state,
-                claims: Vec::new(),
-                dra_extended: Vec::new(),
-                stale_extended_claim: None,
-                group: None,
-            };
             if let PodState::Bound(n) = info.state {
                 c.nodes[n.0 as usize].account(&info, id, 1);
             }
@@ -681,6 +553,177 @@ impl Cluster {
         }
         c.node_order = zone_interleaved_order(&c.nodes);
         if errors.is_empty() { Ok(c) } else { Err(errors) }
+    }
+
+    /// Records the PriorityClasses (with the built-in system classes), the global default's
+    /// value and the classes that never preempt.
+    pub fn set_priority_classes(&mut self, priority_classes: &[PriorityClass]) {
+        let mut classes: BTreeMap<String, i32> =
+            SYSTEM_PRIORITY_CLASSES.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        let mut global_default: Option<(&str, i32)> = None;
+        for pc in priority_classes {
+            let name = pc.metadata.name.as_deref().unwrap_or_default();
+            let value = pc.value.unwrap_or(0);
+            classes.insert(name.to_string(), value);
+            if pc.global_default == Some(true) {
+                // The API server allows one; with several, the lowest name wins deterministically.
+                if global_default.is_none_or(|(n, _)| name < n) {
+                    global_default = Some((name, value));
+                }
+            }
+        }
+        self.priority_classes = classes;
+        self.never_preempting_classes = priority_classes
+            .iter()
+            .filter(|pc| pc.preemption_policy.as_deref() == Some("Never"))
+            .filter_map(|pc| pc.metadata.name.clone())
+            .collect();
+        self.default_priority = global_default.map_or(0, |(_, v)| v);
+    }
+
+    /// A node as the scheduler sees it, holding no pods yet.
+    pub(crate) fn node_info(&mut self, node: Node) -> Result<NodeInfo, ModelError> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let status = node.status.as_ref();
+        let (list, field) = match status.and_then(|s| s.allocatable.as_ref()) {
+            Some(a) => (Some(a), "status.allocatable"),
+            None => (status.and_then(|s| s.capacity.as_ref()), "status.capacity"),
+        };
+        let parsed = resources::parse_list(list, field).map_err(|e| ModelError {
+            kind: "Node",
+            object: name.clone(),
+            field: Some(e.field),
+            message: format!("invalid quantity {:?}: {}", e.value, e.source),
+        })?;
+        let mut allocatable = [0; INLINE];
+        let mut scalar_allocatable = Vec::new();
+        let mut allowed_pods = 0;
+        for (rname, q) in &parsed {
+            if rname == resources::PODS {
+                allowed_pods = q.value();
+                continue;
+            }
+            let id = self.resources.intern(rname);
+            let i = id.0 as usize;
+            if i < INLINE {
+                allocatable[i] = amount(id, *q);
+            } else {
+                if scalar_allocatable.len() <= i - INLINE {
+                    scalar_allocatable.resize(i - INLINE + 1, 0);
+                }
+                scalar_allocatable[i - INLINE] = amount(id, *q);
+            }
+        }
+        if allowed_pods == 0 {
+            self.warnings.push(format!("node {name} has no `pods` in status.allocatable: no pod fits on it"));
+        }
+        let spec = node.spec.as_ref();
+        let taints = spec.and_then(|s| s.taints.clone()).unwrap_or_default();
+        let has_prefer = taints.iter().any(|t| t.effect == PREFER_NO_SCHEDULE);
+        self.any_prefer_no_schedule |= has_prefer;
+        Ok(NodeInfo {
+            allocatable_divisors: allocatable.map(|a| Divisor::new(a.max(1) as u64)),
+            allocatable,
+            requested: [0; INLINE],
+            non_zero_requested: [0, 0],
+            allowed_pods,
+            num_pods: 0,
+            generation: 0,
+            unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+            has_taints: !taints.is_empty(),
+            has_prefer_no_schedule_taint: has_prefer,
+            detail: Box::new(NodeDetail {
+                labels: node.metadata.labels.clone().unwrap_or_default(),
+                name,
+                taints,
+                scalar_allocatable,
+                scalar_requested: Vec::new(),
+                pods: Vec::new(),
+                removed: false,
+                node,
+            }),
+        })
+    }
+
+    /// A pod and what the scheduler derives from it (state, priority, requests, shape); claims
+    /// and its PodGroup are resolved later. `node_id` finds the node a bound pod names.
+    pub(crate) fn pod_info(
+        &mut self,
+        pod: Box<Pod>,
+        node_id: impl Fn(&str) -> Option<NodeId>,
+    ) -> Result<PodInfo, ModelError> {
+        let key = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        );
+        let err =
+            |field: Option<String>, message: String| ModelError { kind: "Pod", object: key.clone(), field, message };
+        let Some(spec) = pod.spec.as_ref() else {
+            return Err(err(Some("spec".into()), "required value".into()));
+        };
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        let state = if matches!(phase, Some("Succeeded" | "Failed")) {
+            PodState::Terminated
+        } else if let Some(node) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+            match node_id(node) {
+                Some(id) => PodState::Bound(id),
+                None => {
+                    self.warnings.push(format!(
+                        "pod {key} is bound to node {node}, which is not in the input; its usage is not counted"
+                    ));
+                    PodState::BoundElsewhere(node.to_string())
+                }
+            }
+        } else if !self.scheduler_names.serves(spec.scheduler_name.as_deref()) {
+            PodState::OtherScheduler(spec.scheduler_name.clone().unwrap_or_default())
+        } else if let Some(gates) = spec.scheduling_gates.as_ref().filter(|g| !g.is_empty()) {
+            PodState::Gated(gates.iter().map(|g| g.name.clone()).collect())
+        } else {
+            PodState::Pending
+        };
+        let priority = match (spec.priority, spec.priority_class_name.as_deref().filter(|n| !n.is_empty())) {
+            (Some(p), _) => p,
+            (None, Some(class)) => match self.priority_classes.get(class) {
+                Some(v) => *v,
+                None => {
+                    return Err(err(
+                        Some("spec.priorityClassName".into()),
+                        format!("PriorityClass {class:?} not found"),
+                    ));
+                }
+            },
+            (None, None) => self.default_priority,
+        };
+        let PodRequests { requests, non_zero_milli_cpu, non_zero_memory } =
+            resources::pod_requests(spec, pod.status.as_ref())
+                .map_err(|e| err(Some(e.field), format!("invalid quantity {:?}: {}", e.value, e.source)))?;
+        let mut reqs: Vec<(ResourceId, i64)> = requests
+            .iter()
+            .filter(|(n, _)| n.as_str() != resources::PODS)
+            .map(|(n, q)| {
+                let id = self.resources.intern(n);
+                (id, amount(id, *q))
+            })
+            .filter(|(_, v)| *v != 0)
+            .collect();
+        reqs.sort_unstable();
+        let non_zero = [non_zero_milli_cpu, non_zero_memory];
+        let next_shape = self.shapes.len() as u32;
+        let shape = *self.shapes.entry((reqs.clone(), non_zero)).or_insert(next_shape);
+        Ok(PodInfo {
+            pod,
+            key,
+            priority,
+            requests: reqs,
+            non_zero,
+            shape,
+            state,
+            claims: Vec::new(),
+            dra_extended: Vec::new(),
+            stale_extended_claim: None,
+            group: None,
+        })
     }
 
     /// Adds the input's ResourceClaims and resolves every pod's `spec.resourceClaims`: a named
@@ -1263,32 +1306,48 @@ impl Cluster {
         &self.nodes[id.0 as usize]
     }
 
+    /// A generation value no state had before. Remembered verdicts (score and allocator memos)
+    /// are valid while the generation they were recorded at is current; values are never
+    /// reused, so a rolled-back Reserve can put the earlier generation back and with it the
+    /// verdicts for that state, without ever matching a verdict of another state.
+    pub fn fresh_generation(&mut self) -> u64 {
+        // Above the generations `NodeInfo::account` counts up from 0 while a snapshot is built.
+        self.generation_counter = self.generation_counter.max(1 << 40) + 1;
+        self.generation_counter
+    }
+
     pub fn pod(&self, id: PodId) -> &PodInfo {
         &self.pods[id.0 as usize]
     }
 }
 
 /// `topology.kubernetes.io/region` + zone, as `utilnode.GetZoneKey` builds it.
-fn zone_key(labels: &BTreeMap<String, String>) -> String {
+pub(crate) fn zone_key(labels: &BTreeMap<String, String>) -> String {
     let get = |a: &str, b: &str| labels.get(a).or_else(|| labels.get(b)).cloned().unwrap_or_default();
     let region = get("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region");
     let zone = get("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone");
     if region.is_empty() && zone.is_empty() { String::new() } else { format!("{region}:\x00:{zone}") }
 }
 
-/// kube-scheduler's `nodeTree.list()`: one node from each zone in turn.
-fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
+/// kube-scheduler's `nodeTree.list()`: one node from each zone in turn (zones in order of first
+/// appearance among the nodes sorted by name; removed nodes left out).
+pub(crate) fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
+    let mut by_name: Vec<usize> = (0..nodes.len()).filter(|i| !nodes[*i].detail.removed).collect();
+    if !by_name.is_sorted_by(|a, b| nodes[*a].name() <= nodes[*b].name()) {
+        by_name.sort_by(|a, b| nodes[*a].name().cmp(nodes[*b].name()));
+    }
     let mut zones: Vec<(String, Vec<NodeId>)> = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
+    for (i, n) in by_name.into_iter().map(|i| (i, &nodes[i])) {
         let key = zone_key(&n.detail.labels);
         match zones.iter_mut().find(|(k, _)| *k == key) {
             Some((_, list)) => list.push(NodeId(i as u32)),
             None => zones.push((key, vec![NodeId(i as u32)])),
         }
     }
-    let mut order = Vec::with_capacity(nodes.len());
+    let total: usize = zones.iter().map(|(_, l)| l.len()).sum();
+    let mut order = Vec::with_capacity(total);
     let mut round = 0;
-    while order.len() < nodes.len() {
+    while order.len() < total {
         for (_, list) in &zones {
             if let Some(id) = list.get(round) {
                 order.push(*id);

@@ -12,7 +12,7 @@ use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
 use crate::plugins::{
     node_affinity, node_resources_balanced_allocation, node_resources_fit, node_unschedulable, taint_toleration,
 };
-use crate::queue::{OrderKey, SchedulingQueue, Wake};
+use crate::queue::{Millis, OrderKey, SchedulingQueue, Wake};
 use muster_alloc::AllocatedState;
 
 mod composite;
@@ -292,8 +292,8 @@ pub struct Reserved {
 }
 
 /// The scheduler over one snapshot. Decisions depend only on the snapshot and the config.
-pub struct Scheduler<'c> {
-    cluster: &'c mut Cluster,
+pub struct Scheduler<'c, C = &'c mut Cluster> {
+    cluster: C,
     config: SchedulerConfig,
     /// DRA inputs and the devices in use, when the plan has DRA objects.
     dra: Option<(&'c DraContext<'c>, AllocatedState)>,
@@ -303,9 +303,6 @@ pub struct Scheduler<'c> {
     /// Bumped when an allocation takes devices of the node's own pools / of shared pools.
     dra_node_generation: Vec<u64>,
     dra_shared_generation: u64,
-    /// Source of generation values, each used once: a state is never given a generation an
-    /// earlier, different state had (see [`Scheduler::fresh_generation`]).
-    generation_counter: u64,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
     next_start_node_index: usize,
@@ -318,8 +315,8 @@ pub struct Scheduler<'c> {
     node_filter: Option<Vec<bool>>,
 }
 
-impl<'c> Scheduler<'c> {
-    pub fn new(cluster: &'c mut Cluster, config: SchedulerConfig) -> Self {
+impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
+    pub fn new(mut cluster: C, config: SchedulerConfig) -> Self {
         let scored = config
             .scoring_resources
             .iter()
@@ -335,7 +332,6 @@ impl<'c> Scheduler<'c> {
             dra_memo: DraMemo::new(num_nodes),
             dra_node_generation: Vec::new(),
             dra_shared_generation: 0,
-            generation_counter: 1 << 40,
             scored,
             weight_sum: Divisor::new(weight_sum.max(1) as u64),
             next_start_node_index: 0,
@@ -349,7 +345,7 @@ impl<'c> Scheduler<'c> {
     }
 
     /// A scheduler that also serves pods' ResourceClaims (the DynamicResources plugin).
-    pub fn with_dra(cluster: &'c mut Cluster, config: SchedulerConfig, ctx: &'c DraContext<'c>) -> Self {
+    pub fn with_dra(cluster: C, config: SchedulerConfig, ctx: &'c DraContext<'c>) -> Self {
         let state = AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features);
         let mut s = Scheduler::new(cluster, config);
         s.dra_node_generation = vec![0; s.cluster.nodes.len()];
@@ -358,6 +354,16 @@ impl<'c> Scheduler<'c> {
     }
 
     pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The scheduler's cluster, for changes between cycles (the store's `apply`).
+    pub fn cluster_mut(&mut self) -> &mut Cluster {
+        &mut self.cluster
+    }
+
+    /// Gives the cluster back.
+    pub fn into_cluster(self) -> C {
         self.cluster
     }
 
@@ -398,7 +404,37 @@ impl<'c> Scheduler<'c> {
     }
 
     /// The entries with pending pods, each with its queue order, in no particular order.
-    fn queued(&self) -> Vec<(OrderKey, QueueEntry)> {
+    pub(crate) fn queued(&self) -> Vec<(OrderKey, QueueEntry)> {
+        let c = &*self.cluster;
+        let mut entries: Vec<QueueEntry> = Vec::new();
+        for (pi, p) in c.pods.iter().enumerate() {
+            if p.state == PodState::Pending && !matches!(p.group, Some(Ok(_))) {
+                entries.push(QueueEntry::Pod(PodId(pi as u32)));
+            }
+        }
+        // One entry per root group: a PodGroup without parent (or whose parent is missing: it
+        // is reported waiting), or the root CompositePodGroup of a tree.
+        let mut trees = std::collections::BTreeSet::new();
+        for (gi, g) in c.groups.iter().enumerate() {
+            if !g.members.iter().any(|m| c.pod(*m).state == PodState::Pending) {
+                continue;
+            }
+            match c.root(crate::cluster::GroupNode::Group(gi)) {
+                Ok(crate::cluster::GroupNode::Composite(r)) => {
+                    trees.insert(r);
+                }
+                _ => entries.push(QueueEntry::Group(gi)),
+            }
+        }
+        entries.extend(trees.into_iter().map(QueueEntry::Composite));
+        entries.into_iter().filter_map(|e| Some((self.order_of(e)?, e))).collect()
+    }
+
+    /// Where an entry sorts in the queue (PrioritySort): a pod by its priority, creation time and
+    /// `namespace/name`; a group (or tree) by its own priority (its pods must have it too; else
+    /// its pending pods' highest), its creation time and its `namespace/name`. `None` when the
+    /// entry has no pending pod.
+    pub(crate) fn order_of(&self, entry: QueueEntry) -> Option<OrderKey> {
         let c = &*self.cluster;
         let order =
             |priority: i32, meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str| OrderKey {
@@ -406,34 +442,35 @@ impl<'c> Scheduler<'c> {
                 created: meta.creation_timestamp.clone(),
                 key: key.into(),
             };
-        let mut entries: Vec<(OrderKey, QueueEntry)> = Vec::new();
-        for (pi, p) in c.pods.iter().enumerate() {
-            if p.state == PodState::Pending && !matches!(p.group, Some(Ok(_))) {
-                entries.push((order(p.priority, &p.pod.metadata, &p.key), QueueEntry::Pod(PodId(pi as u32))));
+        let pending_priority = |groups: &[usize]| {
+            groups
+                .iter()
+                .flat_map(|g| c.groups[*g].members.iter().map(|m| c.pod(*m)))
+                .filter(|p| p.state == PodState::Pending)
+                .map(|p| p.priority)
+                .max()
+        };
+        match entry {
+            QueueEntry::Pod(p) => {
+                let p = c.pod(p);
+                (p.state == PodState::Pending).then(|| order(p.priority, &p.pod.metadata, &p.key))
+            }
+            QueueEntry::Group(g) => {
+                let group = &c.groups[g];
+                let priority = group.priority.clone().unwrap_or(pending_priority(&[g])?);
+                Some(order(priority, &group.group.metadata, &group.key))
+            }
+            QueueEntry::Composite(r) => {
+                let cpg = &c.composites[r];
+                // Each PodGroup with pending pods at its own priority (else its pods'); the highest.
+                let groups = c.leaves(r).into_iter().filter_map(|g| {
+                    let pods = pending_priority(&[g])?;
+                    Some(c.groups[g].priority.clone().unwrap_or(pods))
+                });
+                let priority = groups.max()?;
+                Some(order(cpg.priority.clone().unwrap_or(priority), &cpg.composite.metadata, &cpg.key))
             }
         }
-        // One entry per root group: a PodGroup without parent (or whose parent is missing: it
-        // is reported waiting), or the root CompositePodGroup of a tree.
-        let mut trees: std::collections::BTreeMap<usize, i32> = std::collections::BTreeMap::new();
-        for (gi, g) in c.groups.iter().enumerate() {
-            let pending = g.members.iter().map(|m| c.pod(*m)).filter(|p| p.state == PodState::Pending);
-            let Some(pod_priority) = pending.map(|p| p.priority).max() else { continue };
-            // A group is queued at its own priority (its pods must have it too).
-            let priority = g.priority.clone().unwrap_or(pod_priority);
-            match c.root(crate::cluster::GroupNode::Group(gi)) {
-                Ok(crate::cluster::GroupNode::Composite(r)) => {
-                    let p = trees.entry(r).or_insert(priority);
-                    *p = (*p).max(priority);
-                }
-                _ => entries.push((order(priority, &g.group.metadata, &g.key), QueueEntry::Group(gi))),
-            }
-        }
-        for (r, pod_priority) in trees {
-            let cpg = &c.composites[r];
-            let priority = cpg.priority.clone().unwrap_or(pod_priority);
-            entries.push((order(priority, &cpg.composite.metadata, &cpg.key), QueueEntry::Composite(r)));
-        }
-        entries
     }
 
     /// Schedules every pending pod, PodGroup and CompositePodGroup tree until the queue is idle
@@ -450,21 +487,27 @@ impl<'c> Scheduler<'c> {
         }
         let mut now = 0;
         loop {
-            let Some(entry) = queue.pop(now) else {
-                match queue.next_backoff_expiry() {
-                    Some(t) => {
-                        now = t;
-                        continue;
-                    }
-                    None => break,
-                }
-            };
+            self.schedule_ready(&mut queue, now, &mut plan);
+            match queue.next_backoff_expiry() {
+                Some(t) => now = t,
+                None => break,
+            }
+        }
+        plan
+    }
+
+    /// Runs every entry that is ready at `now` through its cycle, decisions added to `plan`,
+    /// until none is; returns how many cycles ran.
+    pub fn schedule_ready(&mut self, queue: &mut SchedulingQueue, now: Millis, plan: &mut Plan) -> usize {
+        let mut cycles = 0;
+        while let Some(entry) = queue.pop(now) {
+            cycles += 1;
             let retry = queue.attempts(entry) > 1;
             let groups = self.entry_groups(entry);
             if retry {
                 plan.forget(&self.entry_pods(entry), &groups, entry);
             }
-            let attempted = self.schedule(entry, &mut plan);
+            let attempted = self.schedule(entry, plan);
             if retry {
                 plan.settle_groups(&groups);
             }
@@ -477,7 +520,23 @@ impl<'c> Scheduler<'c> {
                 queue.on_event(Wake::ASSIGNED_POD_DELETED.union(Wake::CLAIM_CHANGED), now);
             }
         }
-        plan
+        cycles
+    }
+
+    /// After the store added or removed nodes: the per-node caches follow the node count.
+    pub fn sync_nodes(&mut self) {
+        let n = self.cluster.nodes.len();
+        if self.memo.len() != n {
+            self.memo.resize(n, ScoreMemo::EMPTY);
+            self.dra_memo.resize(n);
+            if self.dra.is_some() {
+                self.dra_node_generation.resize(n, 0);
+            }
+        }
+        let len = self.cluster.node_order.len();
+        if self.next_start_node_index >= len {
+            self.next_start_node_index = 0;
+        }
     }
 
     /// The PodGroups a queue entry schedules.
@@ -527,14 +586,6 @@ impl<'c> Scheduler<'c> {
             .filter(|(p, _)| pending.contains(p))
             .fold(Wake::NONE, |w, (_, e)| w.union(wake_for(e)));
         Attempted { pending: !pending.is_empty(), wake, freed: plan.victims() > victims_before }
-    }
-
-    /// The queue entry a PodGroup is scheduled in: its own, or its tree's root.
-    pub fn entry_of_group(cluster: &Cluster, g: usize) -> QueueEntry {
-        match cluster.root(crate::cluster::GroupNode::Group(g)) {
-            Ok(crate::cluster::GroupNode::Composite(r)) => QueueEntry::Composite(r),
-            _ => QueueEntry::Group(g),
-        }
     }
 
     /// The pod-group cycle (`scheduleOnePodGroup`, default algorithm): members in priority and
@@ -935,8 +986,8 @@ impl<'c> Scheduler<'c> {
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1);
         pods[pod.0 as usize].state = PodState::Preempted(node);
-        self.generation_counter += 1;
-        self.cluster.nodes[node.0 as usize].generation = self.generation_counter;
+        let fresh = self.fresh_generation();
+        self.cluster.nodes[node.0 as usize].generation = fresh;
         let mut claims = Vec::new();
         if let Some((ctx, state)) = self.dra.as_mut() {
             let uid = self.cluster.pods[pod.0 as usize].pod.metadata.uid.clone();
@@ -970,8 +1021,8 @@ impl<'c> Scheduler<'c> {
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1);
         pods[e.pod.0 as usize].state = PodState::Bound(e.node);
-        self.generation_counter += 1;
-        self.cluster.nodes[e.node.0 as usize].generation = self.generation_counter;
+        let fresh = self.fresh_generation();
+        self.cluster.nodes[e.node.0 as usize].generation = fresh;
         if let Some((ctx, state)) = self.dra.as_mut() {
             for (c, status, changed) in e.claims.into_iter().rev() {
                 let info = &mut self.cluster.claims[c];
@@ -1066,7 +1117,7 @@ impl<'c> Scheduler<'c> {
             if within.is_some_and(|w| !w[i]) {
                 continue;
             }
-            if let Some(v) = n.detail.labels.get(key) {
+            if let Some(v) = n.detail.labels.get(key).filter(|_| !n.detail.removed) {
                 domains.entry(v.as_str()).or_default().push(NodeId(i as u32));
             }
         }
@@ -1118,13 +1169,9 @@ impl<'c> Scheduler<'c> {
         total / 2
     }
 
-    /// A generation value no state had before. Remembered verdicts (score and allocator memos)
-    /// are valid while the generation they were recorded at is current; values are never
-    /// reused, so a rolled-back Reserve can put the earlier generation back and with it the
-    /// verdicts for that state, without ever matching a verdict of another state.
+    /// A generation value no state had before ([`Cluster::fresh_generation`]).
     fn fresh_generation(&mut self) -> u64 {
-        self.generation_counter += 1;
-        self.generation_counter
+        self.cluster.fresh_generation()
     }
 
     /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
@@ -1149,7 +1196,7 @@ impl<'c> Scheduler<'c> {
             return;
         }
         if let Some((ctx, state)) = self.dra.as_mut() {
-            dynamic_resources::unreserve(r.pod.0 as usize, r.claims, self.cluster, state, ctx.features);
+            dynamic_resources::unreserve(r.pod.0 as usize, r.claims, &mut self.cluster, state, ctx.features);
         }
     }
 
@@ -1411,11 +1458,11 @@ impl<'c> Scheduler<'c> {
             // come from its own pools, for every node otherwise.
             if takes_devices(&allocation) {
                 let node_name = self.cluster.nodes[chosen.0 as usize].name().to_string();
-                self.generation_counter += 1;
+                let fresh = self.cluster.fresh_generation();
                 if dynamic_resources::node_local(&allocation, &node_name, ctx) {
-                    self.dra_node_generation[chosen.0 as usize] = self.generation_counter;
+                    self.dra_node_generation[chosen.0 as usize] = fresh;
                 } else {
-                    self.dra_shared_generation = self.generation_counter;
+                    self.dra_shared_generation = fresh;
                 }
             }
             let features = ctx.features;
@@ -1432,7 +1479,7 @@ impl<'c> Scheduler<'c> {
             dynamic_resources::reserve(
                 pod_id.0 as usize,
                 allocation,
-                self.cluster,
+                &mut self.cluster,
                 alloc_state,
                 features,
                 claim_undo.as_mut(),
@@ -1442,7 +1489,7 @@ impl<'c> Scheduler<'c> {
                     pod_id.0 as usize,
                     claim,
                     result,
-                    self.cluster,
+                    &mut self.cluster,
                     alloc_state,
                     features,
                     claim_undo.as_mut(),

@@ -41,6 +41,13 @@ impl DraMemo {
         DraMemo { reuse: true, nodes, tables: Vec::new(), next_victim: 0 }
     }
 
+    /// Forgets every verdict and sizes the tables for `nodes` nodes (the store added nodes).
+    pub fn resize(&mut self, nodes: usize) {
+        self.nodes = nodes;
+        self.tables.clear();
+        self.next_victim = 0;
+    }
+
     /// Never reuse a verdict (tests compare plans with and without the memo).
     pub fn disable_reuse(&mut self) {
         self.reuse = false;

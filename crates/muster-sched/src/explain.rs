@@ -91,7 +91,8 @@ pub fn explain_pod(cluster: &Cluster, pod_id: PodId, dra: Option<&DraContext<'_>
         .filter(|_| has_claims)
         .map(|ctx| AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features));
     let (pending, _) = if has_claims { dynamic_resources::pending_claims(pod, cluster) } else { (Vec::new(), 0) };
-    let mut ids: Vec<NodeId> = (0..cluster.nodes.len() as u32).map(NodeId).collect();
+    let mut ids: Vec<NodeId> =
+        (0..cluster.nodes.len() as u32).map(NodeId).filter(|n| !cluster.node(*n).detail.removed).collect();
     ids.sort_by(|a, b| cluster.node(*a).name().cmp(cluster.node(*b).name()));
     for node_id in ids {
         let node = cluster.node(node_id);

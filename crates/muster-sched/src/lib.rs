@@ -7,12 +7,14 @@
 pub mod cluster;
 pub mod cycle;
 mod dra_memo;
+pub mod engine;
 pub mod eviction;
 pub mod explain;
 pub mod fastdiv;
 pub mod framework;
 pub mod plugins;
 pub mod queue;
+pub mod store;
 
 pub use cluster::{
     ClaimInfo, Cluster, CompositeInfo, GroupInfo, GroupNode, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState,
@@ -22,6 +24,8 @@ pub use cycle::{
     Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, Plan, PodPreemptionResult, QueueEntry,
     Scheduler, SchedulerConfig, ScoreWeights,
 };
+pub use engine::Engine;
 pub use framework::{FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;
 pub use plugins::node_resources_fit::ScoringStrategy;
+pub use store::Change;

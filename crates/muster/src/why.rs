@@ -216,6 +216,7 @@ fn state_text(c: &Cluster, state: &PodState) -> String {
         PodState::Terminated => "terminated (Succeeded or Failed)".into(),
         PodState::Preempted(n) => format!("preempted from node {} by this plan", c.node(*n).name()),
         PodState::Assumed(n) => format!("placed on node {} by this plan", c.node(*n).name()),
+        PodState::Deleted => "deleted".into(),
     }
 }
 
@@ -322,7 +323,7 @@ impl Why<'_> {
                 let priorities: std::collections::BTreeSet<i32> = order.iter().map(|m| c.pod(*m).priority).collect();
                 // Members of different priorities are never tried: explain before the group.
                 let earlier: &[PodId] = if priorities.len() > 1 { &[] } else { &order[..at] };
-                let (snap, step) = self.before(Scheduler::entry_of_group(c, g), Some((g, earlier)));
+                let (snap, step) = self.before(c.entry_of_group(g), Some((g, earlier)));
                 let reserved = step.placements.iter().map(|(p, _)| *p).collect();
                 (explain_pod(&snap, pod, Some(&self.dra())), reserved)
             }
@@ -513,7 +514,7 @@ impl Why<'_> {
         // What each member did in the group's cycle, kept or not: the cycle replayed with every
         // member kept where it fits.
         let attempted = matches!(result.map(|r| &r.outcome), Some(GroupOutcome::Unschedulable { .. }));
-        let trial = attempted.then(|| self.before(Scheduler::entry_of_group(c, g), Some((g, &order))).1);
+        let trial = attempted.then(|| self.before(c.entry_of_group(g), Some((g, &order))).1);
         let mut members = Vec::new();
         for m in &group.members {
             let info = c.pod(*m);
@@ -577,7 +578,7 @@ impl Why<'_> {
     /// which domain the plan chose. Returns the topology key (`None`: no constraint).
     fn domains(&self, g: usize, plan: &Plan, text: &mut String, j: &mut Value) -> Option<String> {
         let c = &self.world.cluster;
-        let (mut snap, _) = self.before(Scheduler::entry_of_group(c, g), None);
+        let (mut snap, _) = self.before(c.entry_of_group(g), None);
         let dra = self.dra();
         let trials = Scheduler::with_dra(&mut snap, self.config.clone(), &dra).domain_trials(g);
         let trials = match trials {

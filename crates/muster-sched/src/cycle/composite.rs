@@ -46,7 +46,7 @@ impl TreePlacement {
     }
 }
 
-impl Scheduler<'_> {
+impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// One cycle for the tree under the root CompositePodGroup `root`: validate it, wait until
     /// enough child groups have their pods (GangScheduling's PreEnqueue), then place it. Every
     /// pending pod of the tree ends up placed or unschedulable with a reason.

@@ -32,7 +32,7 @@ pub(super) struct PodPreemption {
 const MIN_CANDIDATE_NODES_PERCENTAGE: usize = 10;
 const MIN_CANDIDATE_NODES_ABSOLUTE: usize = 100;
 
-impl Scheduler<'_> {
+impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// PostFilter for `pod`, which fit nowhere (`err`). `None`: preemption cannot help, the
     /// snapshot unchanged. `Some`: the victims are evicted and the pod placed on the node.
     pub(super) fn preempt_for_pod(&mut self, pod: PodId, err: &FitError) -> Option<PodPreemption> {

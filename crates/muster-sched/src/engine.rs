@@ -1,0 +1,90 @@
+//! The engine every world drives: the store ([`Cluster::apply`]), the scheduling queue and the
+//! cycle, fed one change at a time. A live scheduler applies what its watches report; a
+//! simulator applies its trace's arrivals and completions; both ask for decisions with the
+//! world's time. `plan` is the same engine with every object applied at once.
+//!
+//! A placed pod is assumed (its node's resources and its devices counted at once, as
+//! kube-scheduler's assume cache does) until the world reports it bound (a pod update with
+//! `spec.nodeName`), which confirms it. The engine reads no clock: `now` comes with each call.
+
+use crate::cluster::{Cluster, ModelError};
+use crate::cycle::{Plan, Scheduler, SchedulerConfig};
+use crate::plugins::dynamic_resources::DraContext;
+use crate::queue::{Millis, SchedulingQueue, Wake};
+use crate::store::Change;
+
+/// The scheduler over a changing cluster.
+pub struct Engine<'d> {
+    scheduler: Scheduler<'d, Box<Cluster>>,
+    queue: SchedulingQueue,
+}
+
+impl<'d> Engine<'d> {
+    /// An engine over `cluster`, with every pending entry queued. With `dra`, pods' claims are
+    /// served by the DynamicResources plugin over those slices and classes.
+    pub fn new(cluster: Cluster, config: SchedulerConfig, dra: Option<&'d DraContext<'d>>) -> Self {
+        let scheduler = match dra {
+            Some(ctx) => Scheduler::with_dra(Box::new(cluster), config, ctx),
+            None => Scheduler::new(Box::new(cluster), config),
+        };
+        let mut queue = SchedulingQueue::new();
+        for (order, entry) in scheduler.queued() {
+            queue.add(entry, order);
+        }
+        Engine { scheduler, queue }
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        self.scheduler.cluster()
+    }
+
+    pub fn queue(&self) -> &SchedulingQueue {
+        &self.queue
+    }
+
+    /// Applies one change at `now`: the store takes it, new pending pods join the queue, pods
+    /// no longer pending leave it, and entries waiting for what the change was are woken.
+    pub fn apply(&mut self, change: Change, now: Millis) -> Result<(), ModelError> {
+        let nodes_changed = matches!(change, Change::UpsertNode(_) | Change::DeleteNode(_));
+        let applied = self.scheduler.cluster_mut().apply(change)?;
+        if nodes_changed {
+            self.scheduler.sync_nodes();
+        }
+        for entry in applied.dequeue {
+            self.queue.remove(entry);
+        }
+        for entry in applied.queue {
+            if let Some(order) = self.scheduler.order_of(entry) {
+                self.queue.add(entry, order);
+            }
+        }
+        if applied.wake != Wake::NONE {
+            self.queue.on_event(applied.wake, now);
+        }
+        Ok(())
+    }
+
+    /// Runs every entry ready at `now` through its cycle; returns what they decided.
+    pub fn schedule(&mut self, now: Millis) -> Plan {
+        let mut plan = Plan::default();
+        self.scheduler.schedule_ready(&mut self.queue, now, &mut plan);
+        plan
+    }
+
+    /// When an entry in backoff becomes ready, if any: the world's next reason to call
+    /// [`Engine::schedule`] besides a change.
+    pub fn next_wakeup(&self) -> Option<Millis> {
+        self.queue.next_backoff_expiry()
+    }
+
+    /// Moves entries that waited five minutes in the unschedulable pool back to the queue
+    /// (kube-scheduler does it every 30 s).
+    pub fn flush_unschedulable(&mut self, now: Millis) {
+        self.queue.flush_unschedulable(now);
+    }
+
+    /// Gives the cluster back.
+    pub fn into_cluster(self) -> Cluster {
+        *self.scheduler.into_cluster()
+    }
+}

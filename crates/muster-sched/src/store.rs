@@ -1,0 +1,312 @@
+//! The cluster model as a store that takes one change at a time ([`Cluster::apply`]), as a live
+//! scheduler's informers and a simulator's world feed it: nodes and pods added, changed and
+//! deleted, each change costing what it touches, never the size of the cluster.
+//!
+//! Ids are slots that survive other inserts and deletes: a deleted pod's slot is reused by a
+//! later pod, a deleted node keeps its slot (marked removed; nothing is placed there). Every
+//! decision reads names, not slots, where order matters (the queue's order, victims' order), so
+//! the same changes in any order give the same plan. Generations are bumped here, by the store.
+//!
+//! Not yet: changes to ResourceClaims, ResourceSlices, DeviceClasses, DeviceTaintRules,
+//! PodGroups and the other kinds, and pods with `spec.resourceClaims` added after the snapshot
+//! was built (an error says so); a plan builds those from manifests at once.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::cluster::{Cluster, ModelError, NodeId, PodId, PodInfo, PodState};
+use crate::cycle::QueueEntry;
+use crate::queue::Wake;
+
+/// One change to the cluster.
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// A node added or changed (labels, taints, `unschedulable`, allocatable).
+    UpsertNode(Box<Node>),
+    /// A node deleted, by name.
+    DeleteNode(String),
+    /// A pod added or changed (bound, finished, its requests resized).
+    UpsertPod(Box<Pod>),
+    /// A pod deleted, by `namespace/name`.
+    DeletePod(String),
+}
+
+/// What a change means for the scheduling queue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The events it was, for entries waiting in the unschedulable pool.
+    pub wake: Wake,
+    /// Entries that now have pending pods (new pods, pods no longer assumed).
+    pub queue: Vec<QueueEntry>,
+    /// Pods that are no longer pending (bound elsewhere, deleted, finished): their entries leave
+    /// the queue.
+    pub dequeue: Vec<QueueEntry>,
+}
+
+/// The store's indexes by name, built on the first change.
+#[derive(Clone, Debug, Default)]
+pub struct Index {
+    pods: HashMap<String, PodId>,
+    nodes: HashMap<String, NodeId>,
+    groups: HashMap<String, usize>,
+    /// Slots of deleted pods, reused by new ones.
+    free_pods: Vec<PodId>,
+    /// Pods bound to nodes the store does not have (yet), by node name.
+    elsewhere: HashMap<String, Vec<PodId>>,
+}
+
+impl Index {
+    fn build(c: &Cluster) -> Index {
+        let mut index = Index {
+            pods: HashMap::with_capacity(c.pods.len()),
+            nodes: HashMap::with_capacity(c.nodes.len()),
+            ..Index::default()
+        };
+        for (i, p) in c.pods.iter().enumerate() {
+            let id = PodId(i as u32);
+            if p.state == PodState::Deleted {
+                index.free_pods.push(id);
+                continue;
+            }
+            index.pods.insert(p.key.clone(), id);
+            if let PodState::BoundElsewhere(node) = &p.state {
+                index.elsewhere.entry(node.clone()).or_default().push(id);
+            }
+        }
+        for (i, n) in c.nodes.iter().enumerate().filter(|(_, n)| !n.detail.removed) {
+            index.nodes.insert(n.name().to_string(), NodeId(i as u32));
+        }
+        index.groups = c.groups.iter().enumerate().map(|(i, g)| (g.key.clone(), i)).collect();
+        index
+    }
+}
+
+/// `namespace/name` of a pod object.
+fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl Cluster {
+    /// Applies one change. The cluster is unchanged when an error is returned.
+    pub fn apply(&mut self, change: Change) -> Result<Applied, ModelError> {
+        if self.index.is_none() {
+            self.index = Some(Box::new(Index::build(self)));
+        }
+        match change {
+            Change::UpsertNode(node) => self.upsert_node(*node),
+            Change::DeleteNode(name) => Ok(self.delete_node(&name)),
+            Change::UpsertPod(pod) => self.upsert_pod(pod),
+            Change::DeletePod(key) => Ok(self.delete_pod(&key)),
+        }
+    }
+
+    fn index(&mut self) -> &mut Index {
+        self.index.get_or_insert_with(Default::default)
+    }
+
+    /// The pod's node by name, if the store has it.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        match &self.index {
+            Some(index) => index.nodes.get(name).copied(),
+            None => self.nodes.iter().position(|n| n.name() == name && !n.detail.removed).map(|i| NodeId(i as u32)),
+        }
+    }
+
+    /// The pod with this `namespace/name`, if the store has it.
+    pub fn pod_id(&self, key: &str) -> Option<PodId> {
+        match &self.index {
+            Some(index) => index.pods.get(key).copied(),
+            None => {
+                self.pods.iter().position(|p| p.key == key && p.state != PodState::Deleted).map(|i| PodId(i as u32))
+            }
+        }
+    }
+
+    fn upsert_node(&mut self, node: Node) -> Result<Applied, ModelError> {
+        let mut info = self.node_info(node)?;
+        let name = info.name().to_string();
+        info.generation = self.fresh_generation();
+        let mut applied = Applied::default();
+        match self.index().nodes.get(&name).copied() {
+            Some(id) => {
+                let old = &mut self.nodes[id.0 as usize];
+                let zone_moved =
+                    crate::cluster::zone_key(&old.detail.labels) != crate::cluster::zone_key(&info.detail.labels);
+                info.requested = old.requested;
+                info.non_zero_requested = old.non_zero_requested;
+                info.num_pods = old.num_pods;
+                info.detail.scalar_requested = std::mem::take(&mut old.detail.scalar_requested);
+                info.detail.pods = std::mem::take(&mut old.detail.pods);
+                *old = info;
+                if zone_moved {
+                    self.node_order = crate::cluster::zone_interleaved_order(&self.nodes);
+                }
+                applied.wake = Wake::NODE_CHANGED;
+            }
+            None => {
+                let id = NodeId(self.nodes.len() as u32);
+                self.nodes.push(info);
+                self.index().nodes.insert(name.clone(), id);
+                // Pods bound to this node before it was seen now count on it.
+                for pod in self.index().elsewhere.remove(&name).unwrap_or_default() {
+                    let Cluster { nodes, pods, .. } = self;
+                    pods[pod.0 as usize].state = PodState::Bound(id);
+                    nodes[id.0 as usize].account(&pods[pod.0 as usize], pod, 1);
+                }
+                self.node_order = crate::cluster::zone_interleaved_order(&self.nodes);
+                applied.wake = Wake::NODE_ADDED;
+            }
+        }
+        self.any_prefer_no_schedule = self.nodes.iter().any(|n| n.has_prefer_no_schedule_taint && !n.detail.removed);
+        Ok(applied)
+    }
+
+    fn delete_node(&mut self, name: &str) -> Applied {
+        let Some(id) = self.index().nodes.remove(name) else { return Applied::default() };
+        let mut applied = Applied::default();
+        let on_node = self.nodes[id.0 as usize].detail.pods.clone();
+        for pod in on_node {
+            let Cluster { nodes, pods, index, .. } = self;
+            let info = &mut pods[pod.0 as usize];
+            nodes[id.0 as usize].account(info, pod, -1);
+            // A pod assumed there goes back to the queue; a bound one stays bound to a node the
+            // store no longer has (the pod garbage collector deletes it).
+            if let PodState::Assumed(_) = info.state {
+                info.state = PodState::Pending;
+                applied.queue.push(self.entry_of(pod));
+            } else {
+                info.state = PodState::BoundElsewhere(name.into());
+                index.as_mut().expect("built by apply").elsewhere.entry(name.into()).or_default().push(pod);
+            }
+        }
+        let generation = self.fresh_generation();
+        let node = &mut self.nodes[id.0 as usize];
+        node.detail.removed = true;
+        node.unschedulable = true;
+        node.generation = generation;
+        self.node_order = crate::cluster::zone_interleaved_order(&self.nodes);
+        applied
+    }
+
+    fn upsert_pod(&mut self, pod: Box<Pod>) -> Result<Applied, ModelError> {
+        let key = pod_key(&pod);
+        if pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()).is_some_and(|c| !c.is_empty()) {
+            return Err(ModelError {
+                kind: "Pod",
+                object: key,
+                field: Some("spec.resourceClaims".into()),
+                message: "a pod with ResourceClaims added after the snapshot was built is not supported yet".into(),
+            });
+        }
+        let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
+        let node = node_name.and_then(|n| self.node_id(&n));
+        let mut info = self.pod_info(pod, |_| node)?;
+        let mut applied = Applied::default();
+        let id = match self.index().pods.get(&key).copied() {
+            Some(id) => {
+                let old = self.take_pod(id, &mut applied);
+                // The assume cache: an update that does not bind the pod yet does not undo an
+                // assumption of this scheduler.
+                if let (PodState::Assumed(n), PodState::Pending) = (&old, &info.state) {
+                    info.state = PodState::Assumed(*n);
+                }
+                id
+            }
+            None => match self.index().free_pods.pop() {
+                Some(id) => id,
+                None => {
+                    self.pods.push(PodInfo::vacant());
+                    PodId(self.pods.len() as u32 - 1)
+                }
+            },
+        };
+        self.put_pod(id, info, &mut applied);
+        Ok(applied)
+    }
+
+    fn delete_pod(&mut self, key: &str) -> Applied {
+        let mut applied = Applied::default();
+        let Some(id) = self.index().pods.remove(key) else { return applied };
+        self.take_pod(id, &mut applied);
+        self.pods[id.0 as usize] = PodInfo::vacant();
+        self.index().free_pods.push(id);
+        applied
+    }
+
+    /// Takes a pod out of every place that counts it (its node, its group, the queue); returns
+    /// the state it had. Its slot stays.
+    fn take_pod(&mut self, id: PodId, applied: &mut Applied) -> PodState {
+        let entry = self.entry_of(id);
+        let Cluster { nodes, pods, groups, index, .. } = self;
+        let info = &mut pods[id.0 as usize];
+        if let Some(n) = info.state.on_node() {
+            nodes[n.0 as usize].account(info, id, -1);
+            applied.wake = applied.wake.union(Wake::ASSIGNED_POD_DELETED);
+        }
+        if let PodState::BoundElsewhere(node) = &info.state
+            && let Some(list) = index.as_mut().expect("built by apply").elsewhere.get_mut(node)
+        {
+            list.retain(|p| *p != id);
+        }
+        if let Some(Ok(g)) = info.group {
+            groups[g].members.retain(|m| *m != id);
+        }
+        if info.state == PodState::Pending && matches!(entry, QueueEntry::Pod(_)) {
+            applied.dequeue.push(entry);
+        }
+        std::mem::replace(&mut info.state, PodState::Deleted)
+    }
+
+    /// Puts a pod into its slot and into every place that counts it.
+    fn put_pod(&mut self, id: PodId, mut info: PodInfo, applied: &mut Applied) {
+        let group_name =
+            info.pod.spec.as_ref().and_then(|s| s.scheduling_group.as_ref()).and_then(|g| g.pod_group_name.clone());
+        if let Some(name) = group_name {
+            let group_key = format!("{}/{name}", info.namespace());
+            info.group = Some(match self.index().groups.get(&group_key).copied() {
+                Some(g) => {
+                    let Cluster { groups, pods, .. } = self;
+                    let members = &mut groups[g].members;
+                    let at = members.partition_point(|m| pods[m.0 as usize].key < info.key);
+                    members.insert(at, id);
+                    Ok(g)
+                }
+                None => Err(format!("podgroup {group_key:?} not found")),
+            });
+            applied.wake = applied.wake.union(Wake::POD_CHANGED);
+        }
+        if let Some(n) = info.state.on_node() {
+            self.nodes[n.0 as usize].account(&info, id, 1);
+        }
+        if let PodState::BoundElsewhere(node) = &info.state {
+            self.index().elsewhere.entry(node.clone()).or_default().push(id);
+        }
+        self.index().pods.insert(info.key.clone(), id);
+        let pending = info.state == PodState::Pending;
+        self.pods[id.0 as usize] = info;
+        if pending {
+            applied.queue.push(self.entry_of(id));
+        }
+    }
+
+    /// The queue entry that schedules a pod: its own, its PodGroup's or its tree's.
+    pub fn entry_of(&self, pod: PodId) -> QueueEntry {
+        match self.pods[pod.0 as usize].group {
+            Some(Ok(g)) => self.entry_of_group(g),
+            _ => QueueEntry::Pod(pod),
+        }
+    }
+
+    /// The queue entry a PodGroup is scheduled in: its own, or its tree's root.
+    pub fn entry_of_group(&self, g: usize) -> QueueEntry {
+        match self.root(crate::cluster::GroupNode::Group(g)) {
+            Ok(crate::cluster::GroupNode::Composite(r)) => QueueEntry::Composite(r),
+            _ => QueueEntry::Group(g),
+        }
+    }
+}
