@@ -709,8 +709,14 @@ impl Cluster {
             .collect();
         reqs.sort_unstable();
         let non_zero = [non_zero_milli_cpu, non_zero_memory];
-        let next_shape = self.shapes.len() as u32;
-        let shape = *self.shapes.entry((reqs.clone(), non_zero)).or_insert(next_shape);
+        let shape = match self.shapes.get(&(reqs.clone(), non_zero)) {
+            Some(shape) => *shape,
+            None => {
+                let next = self.shapes.len() as u32;
+                self.shapes.insert((reqs.clone(), non_zero), next);
+                next
+            }
+        };
         Ok(PodInfo {
             pod,
             key,

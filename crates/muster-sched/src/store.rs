@@ -194,20 +194,19 @@ impl Cluster {
     }
 
     fn upsert_pod(&mut self, pod: Box<Pod>) -> Result<Applied, ModelError> {
-        let key = pod_key(&pod);
         if pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()).is_some_and(|c| !c.is_empty()) {
             return Err(ModelError {
                 kind: "Pod",
-                object: key,
+                object: pod_key(&pod),
                 field: Some("spec.resourceClaims".into()),
                 message: "a pod with ResourceClaims added after the snapshot was built is not supported yet".into(),
             });
         }
-        let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
-        let node = node_name.and_then(|n| self.node_id(&n));
+        let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
+        let node = node_name.and_then(|n| self.node_id(n));
         let mut info = self.pod_info(pod, |_| node)?;
         let mut applied = Applied::default();
-        let id = match self.index().pods.get(&key).copied() {
+        let id = match self.index().pods.get(&info.key).copied() {
             Some(id) => {
                 let old = self.take_pod(id, &mut applied);
                 // The assume cache: an update that does not bind the pod yet does not undo an

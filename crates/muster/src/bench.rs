@@ -3,6 +3,8 @@
 //! Figures come from wall-clock time around whole phases (never from a timed unit test) and go
 //! into BENCHMARKS.md.
 
+mod churn;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -11,6 +13,8 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use muster_sched::{Cluster, GroupOutcome, Plan, QueueEntry, Scheduler, SchedulerConfig, SchedulerNames};
+
+pub use churn::churn;
 
 fn q(s: &str) -> Quantity {
     Quantity(s.to_string())

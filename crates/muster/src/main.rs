@@ -220,6 +220,20 @@ enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
         scoring: Scoring,
     },
+    /// A living cluster through the engine: NODES SchedulingBasic nodes with RUNNING pods bound,
+    /// then EVENTS changes (a running pod finishes, a pod arrives, a node is cordoned or returns),
+    /// each applied alone and followed by scheduling until nothing is ready; placed pods are
+    /// confirmed bound. Prints `N events/s` and the median cost of one pod add or delete.
+    Churn {
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 50000)]
+        running: usize,
+        #[arg(long, default_value_t = 20000)]
+        events: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Compile and evaluate the H100 selector of issue 3 over generated GPU device views.
     Cel {
         #[arg(long, default_value_t = 100_000)]
@@ -423,6 +437,9 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Plan { nodes, pods, shapes, iterations, scoring } => {
             let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
             print!("{}", bench::plan(nodes, pods, shapes, iterations, &config)?);
+        }
+        BenchCommand::Churn { nodes, running, events, seed } => {
+            print!("{}", bench::churn(nodes, running, events, seed)?)
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),
