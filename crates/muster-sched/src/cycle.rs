@@ -482,9 +482,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     pub fn plan(&mut self) -> Plan {
         let mut plan = Plan::default();
         let mut queue = SchedulingQueue::new();
-        for (order, entry) in self.queued() {
-            queue.add(entry, order);
-        }
+        queue.add_all(self.queued());
         let mut now = 0;
         loop {
             self.schedule_ready(&mut queue, now, &mut plan);
@@ -579,8 +577,13 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             QueueEntry::Group(g) => self.schedule_group(g, plan),
             QueueEntry::Composite(r) => self.schedule_composite(r, plan),
         }
-        let pending: Vec<PodId> =
-            self.entry_pods(entry).into_iter().filter(|p| self.cluster.pod(*p).state == PodState::Pending).collect();
+        let pending: Vec<PodId> = match entry {
+            QueueEntry::Pod(p) if self.cluster.pod(p).state != PodState::Pending => Vec::new(),
+            QueueEntry::Pod(p) => vec![p],
+            _ => {
+                self.entry_pods(entry).into_iter().filter(|p| self.cluster.pod(*p).state == PodState::Pending).collect()
+            }
+        };
         let wake = plan.unschedulable[failed_before..]
             .iter()
             .filter(|(p, _)| pending.contains(p))

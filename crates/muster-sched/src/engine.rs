@@ -28,9 +28,7 @@ impl<'d> Engine<'d> {
             None => Scheduler::new(Box::new(cluster), config),
         };
         let mut queue = SchedulingQueue::new();
-        for (order, entry) in scheduler.queued() {
-            queue.add(entry, order);
-        }
+        queue.add_all(scheduler.queued());
         Engine { scheduler, queue }
     }
 

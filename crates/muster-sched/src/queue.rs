@@ -32,7 +32,7 @@ pub const MAX_IN_UNSCHEDULABLE: Millis = 300_000;
 pub struct OrderKey {
     pub priority: Reverse<i32>,
     pub created: Option<Time>,
-    pub key: String,
+    pub key: std::sync::Arc<str>,
 }
 
 /// The kinds of cluster events that can make an unschedulable entry schedulable: each attempt's
@@ -107,11 +107,16 @@ struct Info {
     popped_at_cycle: u64,
 }
 
+type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
+
 /// The scheduling queue.
 #[derive(Clone, Debug, Default)]
 pub struct SchedulingQueue {
-    info: HashMap<QueueEntry, Info>,
+    info: Fast<QueueEntry, Info>,
     active: BinaryHeap<Reverse<(OrderKey, QueueEntry)>>,
+    /// Entries added together ([`SchedulingQueue::add_all`]), sorted, the first last: popped
+    /// alongside the heap without a heap operation each.
+    sorted: Vec<(OrderKey, QueueEntry)>,
     /// By backoff expiry, then queue order.
     backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
     /// In the unschedulable pool since, by entry.
@@ -137,6 +142,33 @@ impl SchedulingQueue {
         let info =
             Info { order, place: Place::Active, attempts: 0, failed_at: 0, wake: Wake::NONE, popped_at_cycle: 0 };
         self.info.insert(entry, info);
+    }
+
+    /// Adds many new entries to the active queue at once (a snapshot's pending entries).
+    pub fn add_all(&mut self, entries: Vec<(OrderKey, QueueEntry)>) {
+        self.info.reserve(entries.len());
+        let mut batch = Vec::with_capacity(entries.len());
+        for (order, entry) in entries {
+            if self.info.contains_key(&entry) {
+                continue;
+            }
+            let info = Info {
+                order: order.clone(),
+                place: Place::Active,
+                attempts: 0,
+                failed_at: 0,
+                wake: Wake::NONE,
+                popped_at_cycle: 0,
+            };
+            self.info.insert(entry, info);
+            batch.push((order, entry));
+        }
+        batch.sort_unstable_by(|a, b| b.cmp(a));
+        if self.sorted.is_empty() {
+            self.sorted = batch;
+        } else {
+            self.active.extend(batch.into_iter().map(Reverse));
+        }
     }
 
     /// Adds a new entry that PreEnqueue holds back until an event it waits for.
@@ -172,7 +204,18 @@ impl SchedulingQueue {
     /// [`SchedulingQueue::failed`].
     pub fn pop(&mut self, now: Millis) -> Option<QueueEntry> {
         self.flush_backoff(now);
-        while let Some(Reverse((order, entry))) = self.active.pop() {
+        loop {
+            let from_sorted = match (self.sorted.last(), self.active.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(s), Some(Reverse(h))) => s <= h,
+            };
+            let (order, entry) = if from_sorted {
+                self.sorted.pop().expect("checked above")
+            } else {
+                self.active.pop().expect("checked above").0
+            };
             let Some(info) = self.info.get_mut(&entry) else { continue };
             if info.place != Place::Active || info.order != order {
                 continue; // a stale heap item: the entry was removed, or moved and re-added
@@ -183,7 +226,6 @@ impl SchedulingQueue {
             info.popped_at_cycle = self.cycle;
             return Some(entry);
         }
-        None
     }
 
     /// The entry's attempt succeeded: it leaves the queue.
