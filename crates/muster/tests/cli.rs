@@ -41,7 +41,15 @@ fn plan_json_contract() {
         unschedulable.iter().find(|u| u["pod"] == "data/etl-big").unwrap()["reason"],
         "0/5 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu, 2 node(s) had untolerated taint {nvidia.com/gpu: present}."
     );
-    assert_eq!(v["ignored"], serde_json::json!([{"apiVersion": "apps/v1", "kind": "Deployment", "count": 1}]));
+    // The Deployment is read and expanded: its ReplicaSet and pod are listed in `created`.
+    assert_eq!(v["ignored"], serde_json::json!([]));
+    let created = v["created"].as_array().unwrap();
+    assert_eq!(created.len(), 2);
+    assert!(created[0]["object"].as_str().unwrap().starts_with("ReplicaSet shop/web-"));
+    assert_eq!(created[0]["by"], "Deployment shop/web");
+    assert!(created[1]["object"].as_str().unwrap().starts_with("Pod shop/web-"));
+    assert_eq!(created[1]["by"].as_str(), created[0]["object"].as_str());
+    assert_eq!(created[1]["workload"], "Deployment shop/web");
     insta::assert_json_snapshot!("plan_quickstart_json", v);
 }
 
@@ -59,7 +67,23 @@ fn plan_yaml_holds_the_changed_pods_as_the_api_server_would() {
             _ => None,
         })
         .collect();
-    assert_eq!(pods.len(), 5, "3 placed + 2 unschedulable");
+    assert_eq!(pods.len(), 6, "4 placed (one created by the Deployment's ReplicaSet) + 2 unschedulable");
+    let replica_sets: Vec<_> = m
+        .objects
+        .iter()
+        .filter_map(|l| match &l.object {
+            muster_manifest::Object::ReplicaSet(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replica_sets.len(), 1, "the ReplicaSet the Deployment created");
+    let rs_name = replica_sets[0].metadata.name.as_deref().unwrap();
+    let web = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with(&format!("{rs_name}-"))))
+        .unwrap();
+    assert!(web.spec.as_ref().unwrap().node_name.is_some());
+    assert_eq!(web.metadata.owner_references.as_ref().unwrap()[0].name, rs_name);
     let resnet = pods.iter().find(|p| p.metadata.name.as_deref() == Some("train-resnet-0")).unwrap();
     assert_eq!(resnet.spec.as_ref().unwrap().node_name.as_deref(), Some("gpu-b1"));
     let cond = &resnet.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
