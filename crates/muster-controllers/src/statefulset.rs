@@ -118,6 +118,13 @@ pub fn sync(set: &StatefulSet, pods: &mut Pods<'_>) -> (Vec<Pod>, Vec<String>) {
         }
         created.push(pods.add(pod));
     }
+    if ordered && created.len() > 1 {
+        let names: Vec<&str> = created.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
+        notes.push(format!(
+            "OrderedReady: the controller creates {} one at a time, each once the pods before it are Running and Ready; the plan creates them all and assumes they become ready",
+            names.join(", ")
+        ));
+    }
     (created, notes)
 }
 
@@ -162,7 +169,8 @@ mod tests {
     #[test]
     fn pods_get_ordinal_names_identity_and_labels() {
         let (pods, notes) = sync(&set(3), &mut Pods::new(&[]));
-        assert!(notes.is_empty());
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with("OrderedReady: the controller creates pg-0, pg-1, pg-2 one at a time"));
         assert_eq!(names(&pods), ["pg-0", "pg-1", "pg-2"]);
         let p = &pods[1];
         let l = p.metadata.labels.as_ref().unwrap();
