@@ -139,6 +139,9 @@ impl Expansion {
 /// (pods). Objects without `metadata.uid` get one from [`naming::uid`].
 pub fn expand(workloads: &mut Workloads, pods: &[&Pod]) -> Expansion {
     let mut out = Expansion::default();
+    if workloads.is_empty() {
+        return out;
+    }
     give_uids(workloads);
     let mut pods = Pods::new(pods);
     deployment::sync_all(workloads, &mut out);
