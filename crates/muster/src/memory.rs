@@ -137,6 +137,14 @@ impl World {
             muster_controllers::expand(&mut workloads, &existing)
         };
         pods.extend(expansion.pods().map(|p| Box::new(p.clone())));
+        // A created pod's problems (an unknown PriorityClass in a template) point at its workload.
+        for c in &expansion.created {
+            let root = (c.root.kind, format!("{}/{}", c.root.namespace, c.root.name));
+            if let Some(origin) = origins.get(&root).cloned() {
+                let r = c.object.reference();
+                origins.insert((r.kind, format!("{}/{}", r.namespace, r.name)), origin);
+            }
+        }
         let mut cluster = Cluster::build(nodes, pods, &classes, names).map_err(|mut errs| {
             errs.append(&mut bad);
             errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>()
