@@ -61,9 +61,13 @@ pub fn sync(set: &StatefulSet, pods: &mut Pods<'_>) -> (Vec<Pod>, Vec<String>) {
     };
     for ordinal in start..start + replicas {
         let pod_name = format!("{name}-{ordinal}");
-        if let Some(existing) = pods.iter().find(|p| {
-            p.metadata.namespace.as_deref().unwrap_or("default") == ns && p.metadata.name.as_deref() == Some(&pod_name)
-        }) {
+        let existing = pods.taken(ns, &pod_name).then(|| {
+            pods.iter().find(|p| {
+                p.metadata.namespace.as_deref().unwrap_or("default") == ns
+                    && p.metadata.name.as_deref() == Some(&pod_name)
+            })
+        });
+        if let Some(existing) = existing.flatten() {
             let ours = owner.claims(&existing.metadata, &spec.selector);
             if !ours {
                 let holder = controller_of(&existing.metadata)

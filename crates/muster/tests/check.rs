@@ -341,3 +341,19 @@ fn convert_writes_in_place() {
     assert!(stderr(&o).contains("nothing to convert"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn workload_objects_check_clean_and_convert_keeps_them_byte_for_byte() {
+    for path in [
+        "tests/scenarios/workload-controllers/workloads.yaml",
+        "tests/scenarios/workload-controllers-dump/dump.yaml",
+        "examples/quickstart/workloads.yaml",
+    ] {
+        let (code, f) = findings(path);
+        assert_eq!(code, Some(0), "{path}: {f:?}");
+        assert!(f.is_empty(), "{path}: {f:?}");
+        let o = muster(&["convert", path]);
+        assert_eq!(o.status.code(), Some(0), "{path}: {}", stderr(&o));
+        assert_eq!(stdout(&o), std::fs::read_to_string(root().join(path)).unwrap(), "{path}");
+    }
+}
