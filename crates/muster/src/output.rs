@@ -218,9 +218,10 @@ fn created_json(world: &World) -> Vec<Value> {
         .collect()
 }
 
-/// `-o yaml`: the changed claims, pods, PodGroups and CompositePodGroups (with the conditions
-/// kube-scheduler would write, see [`changed_pod_groups`] and [`changed_composite_pod_groups`])
-/// as a multi-document stream, then the DeviceTaintRules with the `EvictionInProgress` condition
+/// `-o yaml`: the ReplicaSets the workload controllers created, and their pods the plan did not
+/// attempt ([`created_yaml`]); the changed claims, pods, PodGroups and CompositePodGroups (with the
+/// conditions kube-scheduler would write, see [`changed_pod_groups`] and
+/// [`changed_composite_pod_groups`]) as a multi-document stream, then the DeviceTaintRules with the `EvictionInProgress` condition
 /// the device-taint-eviction controller would write. A condition that cannot be written (a
 /// group's without `--now`, a rule's without the taint's `timeAdded`) is named in a comment line
 /// before its object.
