@@ -24,12 +24,12 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::Resource;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, ReplicaSetSpec};
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::naming::template_hash;
-use crate::pods::Owner;
+use crate::pods::{Owner, Pods, phase};
 use crate::{Created, CreatedObject, Expansion, ObjectRef, Workloads};
 
 /// `apps.DefaultDeploymentUniqueLabelKey`.
@@ -59,10 +59,10 @@ pub enum Step {
     Create(Box<ReplicaSet>, Option<String>),
 }
 
-pub(crate) fn sync_all(w: &mut Workloads, out: &mut Expansion) {
+pub(crate) fn sync_all(w: &mut Workloads, pods: &Pods<'_>, out: &mut Expansion) {
     for d in &w.deployments {
         let by = ObjectRef::of(Deployment::KIND, &d.metadata);
-        match sync(d, &w.replica_sets) {
+        match sync(d, &w.replica_sets, pods) {
             Step::Nothing(note) => out.notes.extend(note.map(|n| format!("{by}: {n}"))),
             Step::Scale(i, n) => {
                 let rs = &mut w.replica_sets[i];
@@ -85,8 +85,8 @@ pub(crate) fn sync_all(w: &mut Workloads, out: &mut Expansion) {
     }
 }
 
-/// One sync of `d` given the namespace's ReplicaSets (the others are ignored).
-pub fn sync(d: &Deployment, replica_sets: &[ReplicaSet]) -> Step {
+/// One sync of `d` given the ReplicaSets and pods that exist (other namespaces' are ignored).
+pub fn sync(d: &Deployment, replica_sets: &[ReplicaSet], pods: &Pods<'_>) -> Step {
     let spec = &d.spec;
     if d.metadata.deletion_timestamp.is_some() {
         return Step::Nothing(None);
@@ -120,6 +120,21 @@ pub fn sync(d: &Deployment, replica_sets: &[ReplicaSet]) -> Step {
     if recreate && old_replicas > 0 {
         return Step::Nothing(Some(format!(
             "strategy Recreate: the older ReplicaSets ({old_replicas} replicas) are scaled to 0 first; no new ReplicaSet until their pods are gone"
+        )));
+    }
+    // `oldPodsRunning`: Recreate also waits for the old ReplicaSets' pods that are not Failed or
+    // Succeeded (terminating ones included).
+    let old_pods: usize = owned
+        .iter()
+        .map(|(_, rs)| {
+            let o = Owner { api_version: ReplicaSet::API_VERSION, kind: ReplicaSet::KIND, meta: &rs.metadata };
+            let running = |p: &&Pod| !matches!(phase(p), "Failed" | "Succeeded");
+            pods.iter().filter(|p| o.claims(&p.metadata, &rs.spec.selector)).filter(running).count()
+        })
+        .sum();
+    if recreate && old_pods > 0 {
+        return Step::Nothing(Some(format!(
+            "strategy Recreate: {old_pods} pod(s) of the older ReplicaSets still run; no new ReplicaSet until they are gone"
         )));
     }
     let surge = if recreate { 0 } else { max_surge(d) };
@@ -263,7 +278,7 @@ mod tests {
     #[test]
     fn a_new_deployment_gets_a_replica_set_named_by_its_template_hash() {
         let d = deployment(Some(3));
-        let rs = created(sync(&d, &[]));
+        let rs = created(sync(&d, &[], &Pods::new(&[])));
         let hash = template_hash(&d.spec.template, None);
         assert_eq!(rs.metadata.name.as_deref(), Some(format!("web-{hash}").as_str()));
         assert_eq!(rs.metadata.namespace.as_deref(), Some("ml"));
@@ -289,48 +304,63 @@ mod tests {
 
     #[test]
     fn replicas_default_to_one() {
-        assert_eq!(created(sync(&deployment(None), &[])).spec.replicas, Some(1));
+        assert_eq!(created(sync(&deployment(None), &[], &Pods::new(&[]))).spec.replicas, Some(1));
     }
 
     #[test]
     fn an_existing_replica_set_with_the_same_template_is_reused_and_scaled() {
         let d = deployment(Some(3));
-        let mut rs = created(sync(&d, &[]));
-        assert_eq!(sync(&d, std::slice::from_ref(&rs)), Step::Nothing(None));
+        let mut rs = created(sync(&d, &[], &Pods::new(&[])));
+        assert_eq!(sync(&d, std::slice::from_ref(&rs), &Pods::new(&[])), Step::Nothing(None));
         rs.spec.replicas = Some(1);
-        assert_eq!(sync(&d, &[rs]), Step::Scale(0, 3));
+        assert_eq!(sync(&d, &[rs], &Pods::new(&[])), Step::Scale(0, 3));
     }
 
     #[test]
     fn paused_creates_nothing() {
         let mut d = deployment(Some(3));
         d.spec.paused = Some(true);
-        assert!(matches!(sync(&d, &[]), Step::Nothing(Some(_))));
+        assert!(matches!(sync(&d, &[], &Pods::new(&[])), Step::Nothing(Some(_))));
     }
 
     #[test]
     fn a_new_template_starts_a_rolling_update_at_max_surge() {
         let d = deployment(Some(4));
-        let old = created(sync(&d, &[]));
+        let old = created(sync(&d, &[], &Pods::new(&[])));
         let mut d2 = d.clone();
         d2.spec.template.spec.as_mut().unwrap().containers[0].image = Some("busybox:2".into());
-        let rs = created(sync(&d2, std::slice::from_ref(&old)));
+        let rs = created(sync(&d2, std::slice::from_ref(&old), &Pods::new(&[])));
         // 4 + 25% of 4 (1) - 4 old = 1 new replica; revision 2.
         assert_eq!(rs.spec.replicas, Some(1));
         assert_eq!(rs.metadata.annotations.as_ref().unwrap()[REVISION], "2");
         assert_ne!(rs.metadata.name, old.metadata.name);
         d2.spec.strategy = Some(DeploymentStrategy { type_: Some("Recreate".into()), ..Default::default() });
-        assert!(matches!(sync(&d2, &[old]), Step::Nothing(Some(_))));
+        assert!(matches!(sync(&d2, std::slice::from_ref(&old), &Pods::new(&[])), Step::Nothing(Some(_))));
+        // Recreate: the old ReplicaSet at 0 replicas, but one of its pods still running.
+        let mut scaled = old.clone();
+        scaled.spec.replicas = Some(0);
+        let hash = old.metadata.labels.as_ref().unwrap()[POD_TEMPLATE_HASH].clone();
+        let old_name = old.metadata.name.as_deref().unwrap();
+        let running = crate::testing::pod(
+            "ml",
+            "p",
+            &[("app", "web"), (POD_TEMPLATE_HASH, &hash)],
+            Some(("ReplicaSet", old_name, "")),
+            "Running",
+        );
+        assert!(matches!(sync(&d2, std::slice::from_ref(&scaled), &Pods::new(&[&running])), Step::Nothing(Some(_))));
+        let done = crate::testing::pod("ml", "p", &[("app", "web")], Some(("ReplicaSet", old_name, "")), "Succeeded");
+        assert_eq!(created(sync(&d2, &[scaled], &Pods::new(&[&done]))).spec.replicas, Some(4));
     }
 
     #[test]
     fn a_name_clash_bumps_the_collision_count() {
         let d = deployment(Some(1));
-        let mut other = created(sync(&d, &[]));
+        let mut other = created(sync(&d, &[], &Pods::new(&[])));
         other.metadata.owner_references = None;
         other.spec.template = Some(template(&[("app", "db")]));
         other.spec.selector = selector(&[("app", "db")]);
-        let rs = created(sync(&d, std::slice::from_ref(&other)));
+        let rs = created(sync(&d, std::slice::from_ref(&other), &Pods::new(&[])));
         assert_ne!(rs.metadata.name, other.metadata.name);
         let hash = template_hash(&d.spec.template, Some(1));
         assert_eq!(rs.metadata.name.as_deref(), Some(format!("web-{hash}").as_str()));

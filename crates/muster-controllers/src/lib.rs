@@ -144,7 +144,7 @@ pub fn expand(workloads: &mut Workloads, pods: &[&Pod]) -> Expansion {
     }
     give_uids(workloads);
     let mut pods = Pods::new(pods);
-    deployment::sync_all(workloads, &mut out);
+    deployment::sync_all(workloads, &pods, &mut out);
     replicaset::sync_all(workloads, &mut pods, &mut out);
     statefulset::sync_all(&workloads.stateful_sets, &mut pods, &mut out);
     job::sync_all(&workloads.jobs, &mut pods, &mut out);
