@@ -10,10 +10,11 @@
 //! `desired-replicas`, `max-replicas`; the Deployment's own annotations copied except
 //! `kubectl.kubernetes.io/last-applied-configuration` and the controller's), the Deployment as
 //! controller, and the size `NewRSNewReplicas` gives it: all replicas when no older ReplicaSet has
-//! any; with older ones, RollingUpdate's first step (`replicas + maxSurge` less the pods the old
-//! ReplicaSets hold, `maxSurge` 25% rounded up by default) and Recreate's (nothing until the old
-//! pods are gone). A plan is one instant: it shows that first step and says so in a note; later
-//! steps need pods to become available, which a plan does not simulate.
+//! any; with older ones, RollingUpdate's first step (`replicas + maxSurge` less the older
+//! ReplicaSets' replicas, `maxSurge` 25% rounded up by default) and Recreate's (nothing until the
+//! older ReplicaSets are at 0 and their pods that are not Failed or Succeeded are gone, then all
+//! replicas). A plan is one instant: it shows that first step and says so in a note; later steps
+//! need pods to become available or to terminate, which a plan does not simulate.
 //!
 //! `spec.paused`: no new ReplicaSet (a paused Deployment only scales the one it has).
 //!
