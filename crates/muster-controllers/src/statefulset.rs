@@ -83,10 +83,14 @@ pub fn sync(set: &StatefulSet, pods: &mut Pods<'_>) -> (Vec<Pod>, Vec<String>) {
             let blocked = existing.metadata.deletion_timestamp.is_some()
                 || (bound && !(phase(existing) == "Running" && ready(existing)));
             if ordered && ours && blocked {
-                let left = start + replicas - ordinal - 1;
-                if left > 0 {
+                let missing: Vec<String> = (ordinal + 1..start + replicas)
+                    .map(|o| format!("{name}-{o}"))
+                    .filter(|n| !pods.taken(ns, n))
+                    .collect();
+                if !missing.is_empty() {
                     notes.push(format!(
-                        "OrderedReady: pod {ns}/{pod_name} is not Running and Ready, so the {left} later ordinal(s) wait"
+                        "OrderedReady: pod {ns}/{pod_name} is not Running and Ready, so {} wait(s)",
+                        missing.join(", ")
                     ));
                 }
                 break;

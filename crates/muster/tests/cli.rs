@@ -336,3 +336,24 @@ fn binding_conditions_get_an_allocation_timestamp_only_with_now() {
     let plain = muster(&["plan", "examples/gpu-training", "-o", "yaml", "--now", "2026-01-01T00:00:00Z"]);
     assert!(!stdout(&plain).contains("allocationTimestamp"), "no binding conditions, no timestamp");
 }
+
+/// A plan's `-o yaml` (the created ReplicaSet, the pods bound or with their condition, the
+/// claims) read back with the workloads that made it, as a cluster dump would hold them: the
+/// controllers find every replica there and create nothing more.
+#[test]
+fn a_dump_with_every_replica_gets_no_new_pod() {
+    let dir = "tests/scenarios/workload-controllers";
+    let o = muster(&["plan", dir, "-o", "yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dump = Path::new(env!("CARGO_TARGET_TMPDIR")).join("workload-controllers-after.yaml");
+    std::fs::write(&dump, &o.stdout).unwrap();
+    let o = muster(&["plan", dir, dump.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["created"], serde_json::json!([]), "{v:#}");
+    assert_eq!(v["controllerNotes"], serde_json::json!([]), "{v:#}");
+    assert_eq!(v["placements"], serde_json::json!([]), "every placed pod is bound now");
+    let pending: Vec<&str> =
+        v["unschedulable"].as_array().unwrap().iter().map(|u| u["pod"].as_str().unwrap()).collect();
+    assert_eq!(pending, ["ml/kv-2", "ml/train-1-zp5wj"]);
+}
