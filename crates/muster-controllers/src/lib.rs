@@ -18,6 +18,13 @@
 //! input — owned by a controller, or orphans its selector matches, which the real controller
 //! adopts — count toward replicas, so a `kubectl get -o yaml` dump that holds a Deployment with
 //! all its pods gets no new pod.
+//!
+//! What created objects carry that the API server would add: a UID (the workloads given without
+//! one get one too, so that owner references and claims' `reservedFor` name something), derived
+//! from kind, namespace and name ([`naming::uid`], UUID-shaped). What they lack: a
+//! `creationTimestamp` (a plan reads no clock; the scheduler's queue then orders them by name
+//! after priority), a `resourceVersion`, a status. `spec.schedulerName` is the template's (unset:
+//! the default scheduler, which muster serves).
 
 pub mod deployment;
 pub mod job;
