@@ -10,14 +10,16 @@
 //! `podManagementPolicy: OrderedReady` (the default) creates one pod at a time, each after the
 //! pods before it are Running and Ready. A plan is one instant, and what an operator asks of it is
 //! where the whole set would go: it creates every missing ordinal, assuming that the pods it
-//! places become ready; it stops, as upstream does, at an existing pod that is bound but not
+//! places become ready, and a note says so; it stops, as upstream does, at an existing pod that is bound but not
 //! Running and Ready, or that is being deleted (a note says which). `Parallel` creates them all.
 //!
 //! Deviations: the revision hash is muster's ([`crate::naming::template_hash`]) unless
 //! `status.updateRevision` names the revision; the claim volumes come first, in template order
 //! (upstream's order follows a Go map). Not done: a Failed pod is deleted and recreated under the
 //! same name upstream; a plan leaves it (and says so). PersistentVolumeClaims are not created
-//! (muster schedules no volumes).
+//! (muster schedules no volumes). Every new pod takes the update revision: upstream gives ordinals
+//! below a RollingUpdate `partition` the current revision's template, which needs the
+//! ControllerRevisions.
 
 use k8s_openapi::Resource;
 use k8s_openapi::api::apps::v1::StatefulSet;
