@@ -60,20 +60,20 @@ impl<'a> Owner<'a> {
     }
 
     /// The ownership rule of `ClaimObject` (`pkg/controller/controller_ref_manager.go`): an object
-    /// this owner controls, or an orphan (no controller) that is not being deleted and that
-    /// `selector` matches, which the controller adopts. An empty selector adopts nothing.
+    /// this owner controls and `selector` still matches (one it no longer matches is released),
+    /// or an orphan (no controller) that is not being deleted and that `selector` matches, which
+    /// the controller adopts. An empty selector (which the API server refuses) adopts nothing.
     pub fn claims(&self, meta: &ObjectMeta, selector: &LabelSelector) -> bool {
         if meta.namespace.as_deref().unwrap_or("default") != self.namespace() {
             return false;
         }
+        let matches = || label_selector_matches(selector, meta.labels.as_ref().unwrap_or(&Default::default()));
         if controller_of(meta).is_some() {
-            return self.controls(meta);
+            return self.controls(meta) && matches();
         }
         let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
             && selector.match_expressions.as_ref().is_none_or(|m| m.is_empty());
-        !empty
-            && meta.deletion_timestamp.is_none()
-            && label_selector_matches(selector, meta.labels.as_ref().unwrap_or(&Default::default()))
+        !empty && meta.deletion_timestamp.is_none() && matches()
     }
 }
 

@@ -114,6 +114,12 @@ mod tests {
     }
 
     #[test]
+    fn an_owned_pod_the_selector_no_longer_matches_is_released() {
+        let relabelled = pod("ml", "a", &[("app", "debug")], Some(("ReplicaSet", "web-5c8d9", "rs-uid")), "Running");
+        assert_eq!(sync(&rs(1), &mut Pods::new(&[&relabelled])).len(), 1);
+    }
+
+    #[test]
     fn a_pod_being_deleted_does_not_count() {
         let mut p = pod("ml", "a", &[("app", "web")], Some(("ReplicaSet", "web-5c8d9", "rs-uid")), "Running");
         p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()));
