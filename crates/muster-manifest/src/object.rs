@@ -2,6 +2,8 @@
 
 use std::any::TypeId;
 
+use k8s_openapi::api::apps::v1 as apps;
+use k8s_openapi::api::batch::v1 as batch;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1 as policy;
 use k8s_openapi::api::resource::v1 as resource;
@@ -82,6 +84,10 @@ kinds! {
     WorkloadV1alpha3 => sched_a3::Workload,
     CompositePodGroup => sched_a3::CompositePodGroup,
     PodDisruptionBudget => policy::PodDisruptionBudget,
+    Deployment => apps::Deployment,
+    ReplicaSet => apps::ReplicaSet,
+    StatefulSet => apps::StatefulSet,
+    Job => batch::Job,
 }
 
 fn namespaced<T: Resource + 'static>() -> bool {

@@ -515,6 +515,13 @@ impl<'s> Checker<'s> {
                 }
             }
             "Pod" => self.pod(o),
+            // Workloads' pod templates: the references their pods will carry.
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" => {
+                if let Some(spec) = o.get("spec.template.spec") {
+                    self.claim_refs(o, spec.get("resourceClaims"), "spec.template.spec.resourceClaims");
+                    self.priority_class(o, spec, "spec.template.spec.priorityClassName");
+                }
+            }
             _ => {}
         }
     }

@@ -9,6 +9,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, CompositePodGroupStatus};
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, PodGroupStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use muster_controllers::{Created, Workloads};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
 use muster_sched::cycle::GANG_WAIT_TIMEOUT_REASON;
 use muster_sched::eviction::{DeviceKey, DeviceTaints, Eviction, evictions, rule_selects};
@@ -48,6 +49,11 @@ pub struct World {
     /// from the input's allocated claims. The evictions happen after this plan: the pods stay in
     /// the snapshot the plan schedules against.
     pub evictions: Vec<Eviction>,
+    /// What the workload controllers created before the plan (ReplicaSets, pods; the pods are in
+    /// `cluster`), each with its controller, in creation order; see [`muster_controllers`].
+    pub created: Vec<Created>,
+    /// The controllers' notes: workloads that created nothing or less than asked, and why.
+    pub controller_notes: Vec<String>,
 }
 
 impl World {
@@ -78,6 +84,7 @@ impl World {
         let mut composites = Vec::new();
         let mut budgets = Vec::new();
         let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
+        let mut workloads = Workloads::default();
         let (mut device_classes, mut slices, mut claims, mut templates, mut rules, mut groups) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for l in std::mem::take(&mut manifests.objects) {
@@ -99,6 +106,10 @@ impl World {
                 Object::PodGroup(g) => groups.push(*g),
                 Object::CompositePodGroup(c) => composites.push(*c),
                 Object::PodDisruptionBudget(b) => budgets.push(*b),
+                Object::Deployment(d) => workloads.deployments.push(*d),
+                Object::ReplicaSet(r) => workloads.replica_sets.push(*r),
+                Object::StatefulSet(s) => workloads.stateful_sets.push(*s),
+                Object::Job(j) => workloads.jobs.push(*j),
                 // The cluster reads PodGroups as v1beta1; v1alpha3 has the same scheduling fields.
                 Object::PodGroupV1alpha3(g) => {
                     let mut v = serde_json::to_value(&*g).expect("k8s-openapi types serialize");
@@ -120,6 +131,20 @@ impl World {
             }
         }
         unused.sort();
+        // The workload controllers, before the snapshot: their pods are scheduled like any other.
+        let expansion = {
+            let existing: Vec<&Pod> = pods.iter().map(|p| &**p).collect();
+            muster_controllers::expand(&mut workloads, &existing)
+        };
+        pods.extend(expansion.pods().map(|p| Box::new(p.clone())));
+        // A created pod's problems (an unknown PriorityClass in a template) point at its workload.
+        for c in &expansion.created {
+            let root = (c.root.kind, format!("{}/{}", c.root.namespace, c.root.name));
+            if let Some(origin) = origins.get(&root).cloned() {
+                let r = c.object.reference();
+                origins.insert((r.kind, format!("{}/{}", r.namespace, r.name)), origin);
+            }
+        }
         let mut cluster = Cluster::build(nodes, pods, &classes, names).map_err(|mut errs| {
             errs.append(&mut bad);
             errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>()
@@ -142,7 +167,18 @@ impl World {
         }
         let evictions =
             evictions(cluster.claims.iter().map(|c| &c.claim), cluster.pods.iter().map(|p| &*p.pod), &taints);
-        Ok(World { manifests, cluster, unused, device_classes, slices, rules, taints, evictions })
+        Ok(World {
+            manifests,
+            cluster,
+            unused,
+            device_classes,
+            slices,
+            rules,
+            taints,
+            evictions,
+            created: expansion.created,
+            controller_notes: expansion.notes,
+        })
     }
 }
 

@@ -203,17 +203,31 @@ pub fn json(world: &World, plan: &Plan) -> Value {
             })
         }).collect::<Vec<_>>(),
         "warnings": c.warnings,
+        "created": created_json(world),
+        "controllerNotes": world.controller_notes,
     })
 }
 
-/// `-o yaml`: the changed claims, pods, PodGroups and CompositePodGroups (with the conditions
-/// kube-scheduler would write, see [`changed_pod_groups`] and [`changed_composite_pod_groups`])
-/// as a multi-document stream, then the DeviceTaintRules with the `EvictionInProgress` condition
+/// `-o json`'s `created`: every object the workload controllers created, in creation order, with
+/// its controller (`by`) and the workload at the top of the chain (`workload`).
+fn created_json(world: &World) -> Vec<Value> {
+    world
+        .created
+        .iter()
+        .map(|c| json!({"object": c.object.reference().to_string(), "by": c.by.to_string(), "workload": c.root.to_string()}))
+        .collect()
+}
+
+/// `-o yaml`: the ReplicaSets the workload controllers created, and their pods the plan did not
+/// attempt ([`created_yaml`]); the changed claims, pods, PodGroups and CompositePodGroups (with the
+/// conditions kube-scheduler would write, see [`changed_pod_groups`] and
+/// [`changed_composite_pod_groups`]) as a multi-document stream, then the DeviceTaintRules with the `EvictionInProgress` condition
 /// the device-taint-eviction controller would write. A condition that cannot be written (a
 /// group's without `--now`, a rule's without the taint's `timeAdded`) is named in a comment line
 /// before its object.
 pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::Result<String> {
     let mut out = String::new();
+    created_yaml(&mut out, world, plan)?;
     for (claim, note) in changed_claims(&world.cluster, groups.now.as_ref()) {
         out.push_str("---\n");
         if let Some(note) = note {
@@ -276,6 +290,32 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
     Ok(out)
 }
 
+/// The objects the workload controllers created that the rest of the stream does not hold: every
+/// ReplicaSet, and the pods the plan neither placed nor found unschedulable (those are written
+/// with the changed pods, bound or with their condition) — pods for another scheduler or gated.
+fn created_yaml(out: &mut String, world: &World, plan: &Plan) -> anyhow::Result<()> {
+    let c = &world.cluster;
+    let written: std::collections::HashSet<&str> = plan
+        .placements
+        .iter()
+        .map(|(p, _)| *p)
+        .chain(plan.unschedulable.iter().map(|(p, _)| *p))
+        .map(|p| c.pod(p).key.as_str())
+        .collect();
+    for created in &world.created {
+        match &created.object {
+            muster_controllers::CreatedObject::ReplicaSet(rs) => push_with_note(out, None, &**rs)?,
+            muster_controllers::CreatedObject::Pod(pod) => {
+                let r = created.object.reference();
+                if !written.contains(format!("{}/{}", r.namespace, r.name).as_str()) {
+                    push_with_note(out, None, &**pod)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One document of a `-o yaml` stream: `---`, the comment line naming what is not written, the
 /// object.
 fn push_with_note<T: serde::Serialize>(out: &mut String, note: Option<&str>, object: &T) -> anyhow::Result<()> {
@@ -288,6 +328,36 @@ fn push_with_note<T: serde::Serialize>(out: &mut String, note: Option<&str>, obj
         out.push('\n');
     }
     Ok(())
+}
+
+/// The table's `CREATED BY CONTROLLERS` section, after the plan's: what the workload controllers
+/// created, one line each (`ns/pod  <- Deployment ns/web (ReplicaSet ns/web-…)`), then their
+/// notes; nothing when they created nothing and had nothing to say.
+fn push_created_section(out: &mut String, world: &World) {
+    if world.created.is_empty() && world.controller_notes.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    let rows: Vec<(String, String)> = world
+        .created
+        .iter()
+        .map(|c| {
+            let r = c.object.reference();
+            let object = if r.kind == "Pod" { format!("{}/{}", r.namespace, r.name) } else { r.to_string() };
+            let by = if c.by == c.root { c.by.to_string() } else { format!("{} ({})", c.root, c.by) };
+            (object, by)
+        })
+        .collect();
+    let w = rows.iter().map(|(o, _)| o.len()).max().unwrap_or(0);
+    let _ = writeln!(out, "CREATED BY CONTROLLERS");
+    for (object, by) in rows {
+        let _ = writeln!(out, "{object:<w$}   <- {by}");
+    }
+    for n in &world.controller_notes {
+        let _ = writeln!(out, "note: {n}");
+    }
 }
 
 /// The default table.
@@ -388,6 +458,7 @@ pub fn table(world: &World, plan: &Plan) -> String {
             }
         }
     }
+    push_created_section(&mut out, world);
     if !out.is_empty() {
         out.push('\n');
     }

@@ -160,11 +160,14 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     let why = Why { world: &world, config };
-    let report = match found {
+    let mut report = match found {
         Found::Pod(p) => why.pod(p),
         Found::Group(g) => why.group(g),
         Found::Composite(t) => why.composite(t),
     };
+    if let Found::Pod(p) = found {
+        note_created(&mut report, &world, &c.pod(p).key);
+    }
     match args.output {
         DevicesFormat::Table => print!("{}", report.text),
         DevicesFormat::Json => println!("{}", serde_json::to_string_pretty(&report.json)?),
@@ -181,6 +184,22 @@ enum Found {
 struct Report {
     text: String,
     json: Value,
+}
+
+/// For a pod the workload controllers created (it is not in the input), a line under the verdict
+/// naming its workload and controller, and `createdBy` in the JSON.
+fn note_created(report: &mut Report, world: &World, key: &str) {
+    let Some(c) = world.created.iter().find(|c| {
+        let r = c.object.reference();
+        r.kind == "Pod" && format!("{}/{}", r.namespace, r.name) == key
+    }) else {
+        return;
+    };
+    let by = if c.by == c.root { c.by.to_string() } else { format!("{} ({})", c.root, c.by) };
+    let line = format!("  created by {by} for this plan (not in the input)\n");
+    let at = report.text.find('\n').map_or(report.text.len(), |i| i + 1);
+    report.text.insert_str(at, &line);
+    report.json["createdBy"] = json!({"by": c.by.to_string(), "workload": c.root.to_string()});
 }
 
 struct Why<'w> {

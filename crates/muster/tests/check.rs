@@ -341,3 +341,37 @@ fn convert_writes_in_place() {
     assert!(stderr(&o).contains("nothing to convert"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn workload_objects_check_clean_and_convert_keeps_them_byte_for_byte() {
+    for (dir, file) in [
+        ("tests/scenarios/workload-controllers", "workloads.yaml"),
+        ("tests/scenarios/workload-controllers-dump", "dump.yaml"),
+        ("examples/quickstart", "workloads.yaml"),
+    ] {
+        let (code, f) = findings(dir);
+        assert_eq!(code, Some(0), "{dir}: {f:?}");
+        assert!(f.is_empty(), "{dir}: {f:?}");
+        let path = format!("{dir}/{file}");
+        let path = path.as_str();
+        let o = muster(&["convert", path]);
+        assert_eq!(o.status.code(), Some(0), "{path}: {}", stderr(&o));
+        assert_eq!(stdout(&o), std::fs::read_to_string(root().join(path)).unwrap(), "{path}");
+    }
+}
+
+#[test]
+fn check_follows_references_in_workload_templates() {
+    let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: ml}\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      priorityClassName: gold\n      resourceClaims:\n      - {name: gpu, resourceClaimTemplateName: one-gpu}\n      containers:\n      - name: web\n        image: nginx\n";
+    let o = muster_stdin(&["check", "-o", "json", "-"], text);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let f = v.as_array().unwrap();
+    assert_eq!(
+        summary(f),
+        [
+            (11, "error".to_string(), "spec.template.spec.priorityClassName".to_string()),
+            (13, "error".to_string(), "spec.template.spec.resourceClaims[0].resourceClaimTemplateName".to_string()),
+        ],
+        "{f:?}"
+    );
+}

@@ -41,7 +41,15 @@ fn plan_json_contract() {
         unschedulable.iter().find(|u| u["pod"] == "data/etl-big").unwrap()["reason"],
         "0/5 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu, 2 node(s) had untolerated taint {nvidia.com/gpu: present}."
     );
-    assert_eq!(v["ignored"], serde_json::json!([{"apiVersion": "apps/v1", "kind": "Deployment", "count": 1}]));
+    // The Deployment is read and expanded: its ReplicaSet and pod are listed in `created`.
+    assert_eq!(v["ignored"], serde_json::json!([]));
+    let created = v["created"].as_array().unwrap();
+    assert_eq!(created.len(), 2);
+    assert!(created[0]["object"].as_str().unwrap().starts_with("ReplicaSet shop/web-"));
+    assert_eq!(created[0]["by"], "Deployment shop/web");
+    assert!(created[1]["object"].as_str().unwrap().starts_with("Pod shop/web-"));
+    assert_eq!(created[1]["by"].as_str(), created[0]["object"].as_str());
+    assert_eq!(created[1]["workload"], "Deployment shop/web");
     insta::assert_json_snapshot!("plan_quickstart_json", v);
 }
 
@@ -59,7 +67,23 @@ fn plan_yaml_holds_the_changed_pods_as_the_api_server_would() {
             _ => None,
         })
         .collect();
-    assert_eq!(pods.len(), 5, "3 placed + 2 unschedulable");
+    assert_eq!(pods.len(), 6, "4 placed (one created by the Deployment's ReplicaSet) + 2 unschedulable");
+    let replica_sets: Vec<_> = m
+        .objects
+        .iter()
+        .filter_map(|l| match &l.object {
+            muster_manifest::Object::ReplicaSet(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replica_sets.len(), 1, "the ReplicaSet the Deployment created");
+    let rs_name = replica_sets[0].metadata.name.as_deref().unwrap();
+    let web = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with(&format!("{rs_name}-"))))
+        .unwrap();
+    assert!(web.spec.as_ref().unwrap().node_name.is_some());
+    assert_eq!(web.metadata.owner_references.as_ref().unwrap()[0].name, rs_name);
     let resnet = pods.iter().find(|p| p.metadata.name.as_deref() == Some("train-resnet-0")).unwrap();
     assert_eq!(resnet.spec.as_ref().unwrap().node_name.as_deref(), Some("gpu-b1"));
     let cond = &resnet.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
@@ -311,4 +335,25 @@ fn binding_conditions_get_an_allocation_timestamp_only_with_now() {
     );
     let plain = muster(&["plan", "examples/gpu-training", "-o", "yaml", "--now", "2026-01-01T00:00:00Z"]);
     assert!(!stdout(&plain).contains("allocationTimestamp"), "no binding conditions, no timestamp");
+}
+
+/// A plan's `-o yaml` (the created ReplicaSet, the pods bound or with their condition, the
+/// claims) read back with the workloads that made it, as a cluster dump would hold them: the
+/// controllers find every replica there and create nothing more.
+#[test]
+fn a_dump_with_every_replica_gets_no_new_pod() {
+    let dir = "tests/scenarios/workload-controllers";
+    let o = muster(&["plan", dir, "-o", "yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dump = Path::new(env!("CARGO_TARGET_TMPDIR")).join("workload-controllers-after.yaml");
+    std::fs::write(&dump, &o.stdout).unwrap();
+    let o = muster(&["plan", dir, dump.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["created"], serde_json::json!([]), "{v:#}");
+    assert_eq!(v["controllerNotes"], serde_json::json!([]), "{v:#}");
+    assert_eq!(v["placements"], serde_json::json!([]), "every placed pod is bound now");
+    let pending: Vec<&str> =
+        v["unschedulable"].as_array().unwrap().iter().map(|u| u["pod"].as_str().unwrap()).collect();
+    assert_eq!(pending, ["ml/kv-2", "ml/train-1-zp5wj"]);
 }

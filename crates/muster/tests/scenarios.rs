@@ -17,6 +17,9 @@
 //!                                          `preempted` list must be exactly these lines)
 //! allocated-claims: 4                     (claims with devices after the plan: a gang rolled
 //!                                          back leaves none of its claims allocated)
+//! created: Pod ns/web-x by ReplicaSet ns/web  (the workload controllers created it; when any
+//!                                          `created:` line is given, the JSON `created` list must
+//!                                          be exactly these)
 //! ```
 //!
 //! The plan must match exactly: no other pod placed or left unschedulable, and the JSON
@@ -37,8 +40,11 @@ fn run(dir: &Path) -> Result<(), String> {
     let mut never_evicted = Vec::new();
     let mut want_allocated: Option<usize> = None;
     let mut want_preempted = BTreeSet::new();
+    let mut want_created = BTreeSet::new();
     for line in expected.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        if let Some(p) = line.strip_prefix("preempted:") {
+        if let Some(c) = line.strip_prefix("created:") {
+            want_created.insert(c.trim().to_string());
+        } else if let Some(p) = line.strip_prefix("preempted:") {
             want_preempted.insert(p.trim().to_string());
         } else if let Some(n) = line.strip_prefix("allocated-claims:") {
             want_allocated = Some(n.trim().parse().map_err(|e| format!("allocated-claims: {e}"))?);
@@ -109,6 +115,17 @@ fn run(dir: &Path) -> Result<(), String> {
         .collect();
     if got_preempted != want_preempted {
         problems.push(format!("preempted:\n  want {want_preempted:?}\n  got  {got_preempted:?}"));
+    }
+    if !want_created.is_empty() {
+        let got: BTreeSet<String> = v["created"]
+            .as_array()
+            .ok_or("no \"created\" in the JSON")?
+            .iter()
+            .map(|c| format!("{} by {}", c["object"].as_str().unwrap_or(""), c["by"].as_str().unwrap_or("")))
+            .collect();
+        if got != want_created {
+            problems.push(format!("created:\n  want {want_created:?}\n  got  {got:?}"));
+        }
     }
     if let Some(want) = want_allocated {
         let got = v["claims"]

@@ -263,3 +263,17 @@ fn classic_preemption_for_a_pod_outside_groups() {
         "{text}"
     );
 }
+
+#[test]
+fn a_pod_created_by_a_controller_names_its_workload() {
+    let out = why("pod/ml/train-1-zp5wj", &["tests/scenarios/workload-controllers"]);
+    assert!(out.contains("\n  created by Job ml/train for this plan (not in the input)\n"), "{out}");
+    assert!(out.contains("node gpu-1  DynamicResources: claim ml/train-1-zp5wj-gpu-"), "{out}");
+    insta::assert_snapshot!("why_created_by_job", out);
+    let o = muster(&["why", "pod/ml/infer-6d566d64ff-9qqk9", "tests/scenarios/workload-controllers", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["createdBy"],
+        serde_json::json!({"by": "ReplicaSet ml/infer-6d566d64ff", "workload": "Deployment ml/infer"})
+    );
+}
