@@ -15,6 +15,7 @@ use crate::plugins::{
 use crate::queue::{Millis, OrderKey, SchedulingQueue, Wake};
 use muster_alloc::AllocatedState;
 
+mod assume;
 mod composite;
 mod pod_preemption;
 pub use composite::CompositeResult;
@@ -985,7 +986,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// Removes a running pod from the snapshot (a preemption victim): its node resources, its
     /// reservation of every claim, and the allocation of claims nobody else reserves.
     fn evict(&mut self, pod: PodId) -> Evicted {
-        let PodState::Bound(node) = self.cluster.pod(pod).state else { unreachable!("only running pods are victims") };
+        let Some(node) = self.cluster.pod(pod).state.on_node() else {
+            unreachable!("only pods on a node are evicted or forgotten")
+        };
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1);
         pods[pod.0 as usize].state = PodState::Preempted(node);

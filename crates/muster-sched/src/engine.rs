@@ -7,8 +7,8 @@
 //! kube-scheduler's assume cache does) until the world reports it bound (a pod update with
 //! `spec.nodeName`), which confirms it. The engine reads no clock: `now` comes with each call.
 
-use crate::cluster::{Cluster, ModelError};
-use crate::cycle::{Plan, Scheduler, SchedulerConfig};
+use crate::cluster::{Cluster, ModelError, PodId};
+use crate::cycle::{Plan, QueueEntry, Scheduler, SchedulerConfig};
 use crate::plugins::dynamic_resources::DraContext;
 use crate::queue::{Millis, SchedulingQueue, Wake};
 use crate::store::Change;
@@ -60,6 +60,24 @@ impl<'d> Engine<'d> {
             self.queue.on_event(applied.wake, now);
         }
         Ok(())
+    }
+
+    /// The world could not bind `pod` (assumed by an earlier cycle): it and, for a gang, the
+    /// group's other assumed members give back their nodes and devices and return to the queue
+    /// in backoff; entries waiting for room are woken. Returns the pods forgotten.
+    pub fn forget(&mut self, pod: PodId, now: Millis) -> Vec<PodId> {
+        let pods = self.scheduler.forget(pod);
+        let entries: std::collections::BTreeSet<QueueEntry> =
+            pods.iter().map(|p| self.scheduler.cluster().entry_of(*p)).collect();
+        for entry in entries {
+            if let Some(order) = self.scheduler.order_of(entry) {
+                self.queue.add_after_binding_failure(entry, order, now);
+            }
+        }
+        if !pods.is_empty() {
+            self.queue.on_event(Wake::ASSIGNED_POD_DELETED.union(Wake::CLAIM_CHANGED), now);
+        }
+        pods
     }
 
     /// Runs every entry ready at `now` through its cycle; returns what they decided.

@@ -171,6 +171,20 @@ impl SchedulingQueue {
         }
     }
 
+    /// An entry whose binding failed after its cycle succeeded (it had left the queue): it comes
+    /// back in backoff, as kube-scheduler's `handleBindingCycleError` sends it. An entry still
+    /// waiting in the queue for other pods is moved on as an event would.
+    pub fn add_after_binding_failure(&mut self, entry: QueueEntry, order: OrderKey, now: Millis) {
+        if self.info.contains_key(&entry) {
+            self.requeue(entry, now);
+            return;
+        }
+        let info =
+            Info { order, place: Place::Backoff, attempts: 1, failed_at: now, wake: Wake::NONE, popped_at_cycle: 0 };
+        self.backoff.insert((Self::expiry(&info), info.order.clone(), entry));
+        self.info.insert(entry, info);
+    }
+
     /// Adds a new entry that PreEnqueue holds back until an event it waits for.
     pub fn add_gated(&mut self, entry: QueueEntry, order: OrderKey, wake: Wake) {
         if self.info.contains_key(&entry) {

@@ -194,7 +194,9 @@ impl Cluster {
     }
 
     fn upsert_pod(&mut self, pod: Box<Pod>) -> Result<Applied, ModelError> {
-        if pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()).is_some_and(|c| !c.is_empty()) {
+        let known = self.pod_id(&pod_key(&pod));
+        if known.is_none() && pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()).is_some_and(|c| !c.is_empty())
+        {
             return Err(ModelError {
                 kind: "Pod",
                 object: pod_key(&pod),
@@ -206,13 +208,24 @@ impl Cluster {
         let node = node_name.and_then(|n| self.node_id(n));
         let mut info = self.pod_info(pod, |_| node)?;
         let mut applied = Applied::default();
-        let id = match self.index().pods.get(&info.key).copied() {
+        let id = match known {
             Some(id) => {
+                // `spec.resourceClaims` is immutable: the claims resolved when the pod was added
+                // stay (with a special extended-resources claim Reserve added).
+                let old = &mut self.pods[id.0 as usize];
+                info.claims = std::mem::take(&mut old.claims);
+                info.dra_extended = std::mem::take(&mut old.dra_extended);
+                info.stale_extended_claim = old.stale_extended_claim.take();
                 let old = self.take_pod(id, &mut applied);
                 // The assume cache: an update that does not bind the pod yet does not undo an
                 // assumption of this scheduler.
                 if let (PodState::Assumed(n), PodState::Pending) = (&old, &info.state) {
                     info.state = PodState::Assumed(*n);
+                }
+                // Resources freed only when the pod leaves its node (not when a binding confirms
+                // an assumption).
+                if old.on_node().is_some() && old.on_node() != info.state.on_node() {
+                    applied.wake = applied.wake.union(Wake::ASSIGNED_POD_DELETED);
                 }
                 id
             }
@@ -231,7 +244,9 @@ impl Cluster {
     fn delete_pod(&mut self, key: &str) -> Applied {
         let mut applied = Applied::default();
         let Some(id) = self.index().pods.remove(key) else { return applied };
-        self.take_pod(id, &mut applied);
+        if self.take_pod(id, &mut applied).on_node().is_some() {
+            applied.wake = Wake::ASSIGNED_POD_DELETED;
+        }
         self.pods[id.0 as usize] = PodInfo::vacant();
         self.index().free_pods.push(id);
         applied
@@ -245,7 +260,6 @@ impl Cluster {
         let info = &mut pods[id.0 as usize];
         if let Some(n) = info.state.on_node() {
             nodes[n.0 as usize].account(info, id, -1);
-            applied.wake = applied.wake.union(Wake::ASSIGNED_POD_DELETED);
         }
         if let PodState::BoundElsewhere(node) = &info.state
             && let Some(list) = index.as_mut().expect("built by apply").elsewhere.get_mut(node)
