@@ -11,6 +11,7 @@ mod convert;
 mod devices;
 mod memory;
 mod output;
+mod text;
 mod why;
 
 use std::path::PathBuf;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::memory::{
     GroupStatusOptions, World, changed_claims, changed_composite_pod_groups, changed_pod_groups, changed_pods,
 };
+use crate::text::{cell, cell_width, push_cell};
 
 /// Devices allocated to a claim, as `driver/pool/device` per result.
 fn claim_devices(c: &muster_sched::ClaimInfo) -> Vec<(String, String, String, String)> {
@@ -300,20 +301,26 @@ pub fn table(world: &World, plan: &Plan) -> String {
             .iter()
             .map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name(), pod_devices(c, *p)))
             .collect();
-        let w = rows.iter().map(|(p, _, _)| p.len()).max().unwrap_or(0).max("POD".len());
+        let w = rows.iter().map(|(p, _, _)| cell_width(p)).max().unwrap_or(0).max("POD".len());
         let with_devices = rows.iter().any(|(_, _, d)| !d.is_empty());
-        let wn = rows.iter().map(|(_, n, _)| n.len()).max().unwrap_or(0).max("NODE".len());
+        let wn = rows.iter().map(|(_, n, _)| cell_width(n)).max().unwrap_or(0).max("NODE".len());
+        push_cell(&mut out, "POD", w);
+        out.push_str("   ");
         if with_devices {
-            let _ = writeln!(out, "{:<w$}   {:<wn$}   DEVICES", "POD", "NODE");
+            push_cell(&mut out, "NODE", wn);
+            out.push_str("   DEVICES\n");
         } else {
-            let _ = writeln!(out, "{:<w$}   NODE", "POD");
+            out.push_str("NODE\n");
         }
         for (p, n, d) in rows {
+            push_cell(&mut out, p, w);
+            out.push_str("   ");
             if with_devices {
                 let devices = if d.is_empty() { "-".to_string() } else { d.join("; ") };
-                let _ = writeln!(out, "{p:<w$}   {n:<wn$}   {devices}");
+                push_cell(&mut out, n, wn);
+                let _ = writeln!(out, "   {devices}");
             } else {
-                let _ = writeln!(out, "{p:<w$}   {n}");
+                let _ = writeln!(out, "{}", cell(n));
             }
         }
     }

@@ -1,0 +1,70 @@
+//! Text from the input placed into outputs and messages: table cells of a bounded width, long
+//! echoed input cut short.
+//!
+//! Names are not length-checked on input, and Rust's format width (`{:<w$}`) is a `u16`: a
+//! column 65,536 characters wide would panic. Tables pad with these helpers instead.
+
+use std::borrow::Cow;
+
+/// The widest a table cell is shown, in characters; longer text is cut with an ellipsis. Longer
+/// than any valid Kubernetes reference (a `namespace/name` key is at most 63 + 1 + 253).
+pub const CELL_MAX: usize = 320;
+
+/// `s` as a table cell: at most [`CELL_MAX`] characters, the last one `…` when it was cut.
+pub fn cell(s: &str) -> Cow<'_, str> {
+    clip(s, CELL_MAX)
+}
+
+/// The width (in characters) `s` takes as a table cell.
+pub fn cell_width(s: &str) -> usize {
+    s.chars().take(CELL_MAX + 1).count().min(CELL_MAX)
+}
+
+/// Appends `s` as a cell left-aligned in `width` characters (no format width argument).
+pub fn push_cell(out: &mut String, s: &str, width: usize) {
+    let c = cell(s);
+    let n = c.chars().count();
+    out.push_str(&c);
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(n)));
+}
+
+/// `s` cut to `max` characters, the last one `…` when it was cut.
+pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => Cow::Borrowed(s),
+        Some(_) => {
+            let end = s.char_indices().nth(max.saturating_sub(1)).map_or(s.len(), |(i, _)| i);
+            Cow::Owned(format!("{}\u{2026}", &s[..end]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_cut_and_padded_without_format_widths() {
+        assert_eq!(cell("abc"), "abc");
+        let long = "x".repeat(70_000);
+        let c = cell(&long);
+        assert_eq!(c.chars().count(), CELL_MAX);
+        assert!(c.ends_with('\u{2026}'));
+        assert_eq!(cell_width(&long), CELL_MAX);
+        assert_eq!(cell_width("ab"), 2);
+        let mut out = String::new();
+        push_cell(&mut out, "ab", 5);
+        push_cell(&mut out, "é", 2);
+        push_cell(&mut out, "toolong", 3);
+        assert_eq!(out, "ab   é toolong");
+        let mut out = String::new();
+        push_cell(&mut out, &long, 100_000);
+        assert_eq!(out.chars().count(), 100_000);
+    }
+
+    #[test]
+    fn clips_are_cut_at_a_character_boundary() {
+        assert_eq!(clip("ééé", 2), "é\u{2026}");
+        assert_eq!(clip("ééé", 3), "ééé");
+    }
+}
