@@ -76,3 +76,95 @@ fn table_columns_of_70000_characters_are_cut_not_a_panic() {
         assert!(out.contains('\u{2026}'), "{:?}: the long name is cut: {}", &args[..1], &out[..out.len().min(2000)]);
     }
 }
+
+/// `muster convert -` on `text`: (exit code, stdout, stderr).
+fn convert(text: &str) -> (Option<i32>, String, String) {
+    let o = muster_stdin(&["convert", "-"], text);
+    (o.status.code(), stdout(&o), stderr(&o))
+}
+
+#[test]
+fn convert_reads_empty_mappings_as_empty() {
+    let pg = "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\n";
+    for spec in ["spec:\n", "spec: ~\n", "spec: null\n", ""] {
+        let (code, out, err) = convert(&format!("{pg}{spec}"));
+        assert_eq!(code, Some(0), "{spec:?}: {err}");
+        assert!(out.contains("schedulingPolicy:\n    basic: {}"), "{spec:?}: {out}");
+        muster_manifest::load_str("converted.yaml", &out).unwrap_or_else(|d| panic!("{spec:?}: {d:#?}\n{out}"));
+    }
+    // A pod joining a PodGroup by label, with an empty spec.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {scheduling.k8s.io/group-name: g}\nspec:\n";
+    let (code, out, err) = convert(&format!("{pg}spec: {{minCount: 2}}\n---\n{pod}"));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("schedulingGroup:\n    podGroupName: g"), "{out}");
+    // A DeviceTaintRule with an empty deviceSelector and metadata, split in two.
+    let rule = "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\nspec:\n  deviceSelector:\n  \
+                nodeName: n1\n  deviceName: gpu-0\n  taints:\n  - {key: a, effect: NoSchedule}\n  - {key: b, effect: NoSchedule}\n";
+    let (code, out, err) = convert(rule);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("name: <unnamed>-1") || out.contains("name: '<unnamed>-1'"), "{out}");
+    assert!(out.contains("pool: n1"), "{out}");
+    // A flat claim with an empty devices mapping; a v1beta1 request with an empty exactly.
+    let claim = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  \
+                 deviceClassName: gpu\n  devices:\n";
+    let (code, out, err) = convert(claim);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("deviceClassName: gpu"), "{out}");
+    let claim = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  devices:\n    \
+                 requests:\n    - name: r\n      deviceClassName: gpu\n      exactly:\n";
+    let (code, out, err) = convert(claim);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("exactly:\n        deviceClassName: gpu"), "{out}");
+}
+
+#[test]
+fn convert_refuses_scalars_and_lists_where_it_adds_keys() {
+    let cases = [
+        (
+            "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\nspec: 3\n",
+            "line 5:7: PodGroup default/g: spec: expected a mapping, found the scalar \"3\"",
+        ),
+        (
+            "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\nspec: [1]\n",
+            "line 5:7: PodGroup default/g: spec: expected a mapping, found a list",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {scheduling.k8s.io/group-name: g}\nspec: x\n",
+            "line 6:7: Pod default/p: spec: expected a mapping, found the scalar \"x\"",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\n  name: r\nspec:\n  \
+             deviceSelector: x\n  nodeName: n1\n",
+            "line 6:19: DeviceTaintRule r: spec.deviceSelector: expected a mapping",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\n  name: r\nspec: [x]\n",
+            "line 5:7: DeviceTaintRule r: spec: expected a mapping, found a list",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata: x\nspec:\n  nodeName: n1\n",
+            "line 3:11: DeviceTaintRule <unnamed>: metadata: expected a mapping",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  \
+             deviceClassName: gpu\n  devices: x\n",
+            "line 7:12: ResourceClaim default/c: spec.devices: expected a mapping",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  \
+             deviceClassName: gpu\n  devices: {requests: x}\n",
+            "line 7:23: ResourceClaim default/c: spec.devices.requests: expected a list",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\nmetadata:\n  name: t\nspec:\n  spec:\n    \
+             devices:\n      requests:\n      - name: r\n        deviceClassName: gpu\n        exactly: [x]\n",
+            "line 11:18: ResourceClaimTemplate default/t: spec.spec.devices.requests[0].exactly: expected a mapping",
+        ),
+    ];
+    for (text, want) in cases {
+        let (code, out, err) = convert(text);
+        assert_eq!(code, Some(2), "{text}\n{out}{err}");
+        assert!(err.contains(&format!("error: <stdin>: {want}")), "{text}\nwant {want}\ngot {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
