@@ -22,6 +22,7 @@ use muster_manifest::yaml::{Node, Resolved, Value, resolve_plain};
 
 use crate::check::cel_text;
 use crate::check::{self, Index, Obj, Source, label_membership, objects_of, request_name, seq, str_of};
+use crate::text;
 
 /// A YAML tree to write: scalars keep their text and whether they were quoted; map entries
 /// carry the comment lines written before them.
@@ -60,6 +61,15 @@ impl Y {
 
     fn plain(s: &str) -> Y {
         Y::Scalar(s.to_string(), Style::Plain)
+    }
+
+    /// A string from the input (a name): plain when it reads back as that string, quoted when
+    /// plain it would read as something else (`true`, `1`, `~`, `a: b`).
+    fn text(s: &str) -> Y {
+        match resolve_plain(s) {
+            Resolved::Str if !needs_quotes(s) => Y::plain(s),
+            _ => Y::string(s),
+        }
     }
 
     fn string(s: &str) -> Y {
@@ -179,16 +189,16 @@ fn needs_quotes(s: &str) -> bool {
         || s.ends_with([' ', ':'])
         || s.contains(": ")
         || s.contains(" #")
-        || s.contains(['\n', '\t', '\r'])
+        || s.contains(text::special)
 }
 
 fn scalar(s: &str, style: Style) -> String {
     match style {
         Style::Plain if !needs_quotes(s) => s.to_string(),
-        _ if !s.contains(['\n', '\r', '\t', '\\']) && !s.chars().any(char::is_control) => {
+        _ if !s.contains(['\\']) && !s.contains(text::special) => {
             format!("'{}'", s.replace('\'', "''"))
         }
-        _ => serde_json::to_string(s).expect("strings serialize"),
+        _ => text::double_quoted(s),
     }
 }
 
@@ -202,13 +212,14 @@ fn key(k: &str) -> String {
 
 fn comments(out: &mut String, indent: usize, c: &[String]) {
     for line in c.iter().flat_map(|c| c.lines()) {
-        let _ = writeln!(out, "{:indent$}# {line}", "");
+        let _ = writeln!(out, "{:indent$}# {}", "", text::one_line(line));
     }
 }
 
 /// The value after `key:` (a scalar, `{}`, `[]`) or None when it goes on the next lines.
 fn inline(y: &Y) -> Option<String> {
     match y {
+        Y::Scalar(s, Style::Folded) if s.contains(|c| text::special(c) && c != '\n') => Some(scalar(s, Style::Quoted)),
         Y::Scalar(s, Style::Folded) if s.contains('\n') || s.len() > 60 => None,
         Y::Scalar(s, Style::Folded) => Some(scalar(s, Style::Quoted)),
         Y::Scalar(s, _) if s.contains('\n') && literal_ok(s) => None,
@@ -225,7 +236,7 @@ fn literal_ok(s: &str) -> bool {
         && !s.contains(['\r', '\t'])
         && !s.trim_end_matches('\n').ends_with(' ')
         && !s.ends_with("\n\n")
-        && !s.chars().any(|c| c.is_control() && c != '\n')
+        && !s.contains(|c| text::special(c) && c != '\n')
 }
 
 /// Writes the value of an entry whose `key:` is already written (without a newline).
@@ -287,7 +298,7 @@ fn write_seq(out: &mut String, items: &[Y], indent: usize) {
             }
             other => {
                 let s = inline(other).unwrap_or_else(|| match other {
-                    Y::Scalar(s, _) => serde_json::to_string(s).expect("strings serialize"),
+                    Y::Scalar(s, _) => text::double_quoted(s),
                     _ => unreachable!("non-empty collections are handled above"),
                 });
                 let _ = writeln!(out, "{:indent$}- {s}", "");
@@ -357,7 +368,7 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Conve
         if selector.get("driver").is_none() {
             match &inferred {
                 Some((d, _, why)) => {
-                    selector.set("driver", Y::plain(d)).push(note(format!("driver {why}")));
+                    selector.set("driver", Y::text(d)).push(note(format!("driver {why}")));
                 }
                 None => {
                     driver_note = Some(note(
@@ -376,12 +387,12 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Conve
             } else {
                 format!("pool {pool} is the pool of the slice that publishes the device on node {n}")
             };
-            selector.set("pool", Y::plain(&pool)).push(note(why));
+            selector.set("pool", Y::text(&pool)).push(note(why));
         }
         if let Some(d) = device
             && selector.get("device").is_none()
         {
-            let c = selector.set("device", Y::plain(d));
+            let c = selector.set("device", Y::text(d));
             let nvidia = inferred.as_ref().is_some_and(|(dr, p, _)| dr == cel_text::NVIDIA_DRIVER && p.is_none());
             if nvidia && !is_nvidia_device_name(d) {
                 c.push(note(format!(
@@ -404,10 +415,10 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Conve
             let name = format!("{}-{i}", o.name);
             match y.get_mut("metadata") {
                 Some(m) => {
-                    m.set("name", Y::plain(&name));
+                    m.set("name", Y::text(&name));
                 }
                 None => {
-                    y.set("metadata", Y::Map(vec![("name".into(), Y::plain(&name), Vec::new())]));
+                    y.set("metadata", Y::Map(vec![("name".into(), Y::text(&name), Vec::new())]));
                 }
             }
             notes.push(note(format!("rule {} of {n} made from {} (a DeviceTaintRule has one taint)", i + 1, o.name)));
@@ -511,7 +522,7 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
                 exactly.set("adminAccess", a);
             }
             let request =
-                Y::Map(vec![("name".into(), Y::plain(name), Vec::new()), ("exactly".into(), exactly, Vec::new())]);
+                Y::Map(vec![("name".into(), Y::text(name), Vec::new()), ("exactly".into(), exactly, Vec::new())]);
             let devices_field = format!("{prefix}.devices");
             let devices_node = o.get(&devices_field);
             let mut devices = cs.remove("devices").filter(|d| !d.is_null()).unwrap_or_else(Y::map);
@@ -635,7 +646,7 @@ fn pod(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
     let key = k.as_str().unwrap_or_default();
     let mut y = Y::from_node(o.node);
     let s = spec_of(o, &mut y)?;
-    s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::plain(&group), Vec::new())])).push(note(
+    s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::text(&group), Vec::new())])).push(note(
         format!("joins PodGroup {group} (the label {key}: {group} has no effect on membership; it is kept)"),
     ));
     Ok(Some(vec![(y, Vec::new())]))

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::memory::{
     GroupStatusOptions, World, changed_claims, changed_composite_pod_groups, changed_pod_groups, changed_pods,
 };
-use crate::text::{cell, cell_width, push_cell};
+use crate::text::{cell, cell_width, one_line, push_cell};
 
 /// Devices allocated to a claim, as `driver/pool/device` per result.
 fn claim_devices(c: &muster_sched::ClaimInfo) -> Vec<(String, String, String, String)> {
@@ -218,7 +218,7 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
     for (claim, note) in changed_claims(&world.cluster, groups.now.as_ref()) {
         out.push_str("---\n");
         if let Some(note) = note {
-            let _ = writeln!(out, "# {note}");
+            let _ = writeln!(out, "# {}", one_line(&note));
         }
         out.push_str(&serde_saphyr::to_string(&claim)?);
     }
@@ -265,7 +265,8 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
             None => {
                 let _ = writeln!(
                     out,
-                    "# EvictionInProgress={status} ({reason}: {message}) is not written: the taint has no timeAdded"
+                    "# EvictionInProgress={status} ({reason}: {}) is not written: the taint has no timeAdded",
+                    one_line(&message)
                 );
             }
         }
@@ -282,7 +283,7 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
 fn push_with_note<T: serde::Serialize>(out: &mut String, note: Option<&str>, object: &T) -> anyhow::Result<()> {
     out.push_str("---\n");
     if let Some(note) = note {
-        let _ = writeln!(out, "# {note}");
+        let _ = writeln!(out, "# {}", one_line(note));
     }
     out.push_str(&serde_saphyr::to_string(object)?);
     if !out.ends_with('\n') {

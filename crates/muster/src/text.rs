@@ -39,6 +39,57 @@ pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
+/// A character that YAML text may not hold as it is: a control character (line breaks and tab
+/// included), a Unicode line or paragraph separator, a byte-order mark or a non-character.
+pub fn special(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}')
+}
+
+/// `s` as a YAML double-quoted scalar: every [`special`] character escaped, so that it reads back
+/// as exactly `s`.
+pub fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if special(c) => {
+                let _ = std::fmt::Write::write_fmt(&mut out, format_args!("\\u{:04X}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `s` as the text of a one-line YAML comment (or any one-line message): line breaks, control
+/// characters and the characters YAML does not allow in a stream (or reads as line breaks: NEL,
+/// LS, PS, BOM) written as escapes (`\n`, `\0`, `\u{2028}`), so that the comment ends where the line
+/// does and the output reads back.
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    if !s.contains(special) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\t' => out.push(c),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c if special(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +111,24 @@ mod tests {
         let mut out = String::new();
         push_cell(&mut out, &long, 100_000);
         assert_eq!(out.chars().count(), 100_000);
+    }
+
+    #[test]
+    fn one_line_escapes_breaks_and_controls() {
+        assert_eq!(one_line("plain text: é\t#"), "plain text: é\t#");
+        assert_eq!(
+            one_line("a\0b\nc\rd\u{1}\u{7f}\u{85}\u{2028}\u{feff}"),
+            "a\\0b\\nc\\rd\\u{1}\\u{7f}\\u{85}\\u{2028}\\u{feff}"
+        );
+    }
+
+    #[test]
+    fn double_quoted_reads_back() {
+        for s in ["", "plain", "a\"b\\c", "a\0b\nc\rd\te\u{1}\u{7f}\u{85}\u{2028}\u{feff}", "é ☃ 𝄞"] {
+            let text = format!("k: {}\n", double_quoted(s));
+            let docs = muster_manifest::yaml::parse_stream(&text).unwrap();
+            assert_eq!(docs[0].root.get("k").unwrap().as_str(), Some(s), "{text}");
+        }
     }
 
     #[test]

@@ -168,3 +168,49 @@ fn convert_refuses_scalars_and_lists_where_it_adds_keys() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// Names and texts with every kind of character YAML cannot hold as it is.
+const NASTY: &str = r#"\0\n\r\t\x01\e\x7f\u0085\u2028\u2029\ufeff #x: y- '\"\\"#;
+
+#[test]
+fn yaml_output_with_control_characters_reads_back() {
+    let text = format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: \"n{NASTY}\"\nstatus:\n  allocatable: {{cpu: '4', memory: 8Gi, pods: '10'}}\n\
+---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: \"p{NASTY}\"\n  labels: {{\"k{NASTY}\": \"v{NASTY}\"}}\nspec:\n  containers:\n  \
+- name: c\n    resources:\n      requests: {{cpu: '1'}}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata:\n  name: \"r{NASTY}\"\nspec:\n  deviceSelector: \
+{{driver: \"d{NASTY}\"}}\n  taint: {{key: k, effect: \"E{NASTY}\"}}\n"
+    );
+    let o = muster_stdin(&["plan", "-", "-o", "yaml"], &text);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("# EvictionInProgress=False (OtherEffect: effect E\\0\\n\\r"), "{out}");
+    let m = muster_manifest::load_str("plan.yaml", &out).unwrap_or_else(|d| panic!("{d:#?}\n{out}"));
+    assert!(m.objects.iter().any(|l| l.object.metadata().name.as_deref().is_some_and(|n| n.starts_with("p\0\n"))));
+    let o = muster_stdin(&["check", "-"], &out);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn convert_output_with_control_characters_reads_back() {
+    let text = format!(
+        "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\n  name: \"r{NASTY}\"\nspec:\n  \
+nodeName: \"true\"\n  deviceName: \"gpu{NASTY}\"\n  taints:\n  - {{key: a, effect: NoSchedule}}\n  - {{key: b, effect: NoSchedule}}\n\
+---\napiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: \"g{NASTY}\"\nspec: {{minCount: 2, \
+scheduleTimeoutSeconds: \"1{NASTY}\"}}\n\
+---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {{scheduling.k8s.io/group-name: \"g{NASTY}\"}}\nspec:\n  \
+containers: [{{name: c}}]\n\
+---\napiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: \"c{NASTY}\"\nspec:\n  \
+deviceClassName: \"yes\"\n  selectors:\n  - cel: {{expression: \"device.attributes['x'].y == '{NASTY}' && \
+device.capacity['gpu.nvidia.com'].memory >= '80Gi'\"}}\n"
+    );
+    let (code, out, err) = convert(&text);
+    assert_eq!(code, Some(0), "{err}");
+    let m = muster_manifest::load_str("converted.yaml", &out).unwrap_or_else(|d| panic!("{d:#?}\n{out}"));
+    let names: Vec<&str> = m.objects.iter().filter_map(|l| l.object.metadata().name.as_deref()).collect();
+    assert!(
+        names.contains(&format!("r\0\n\r\t\u{1}\u{1b}\u{7f}\u{85}\u{2028}\u{2029}\u{feff} #x: y- '\"\\-1").as_str()),
+        "{names:?}"
+    );
+    assert!(out.contains("pool: 'true'"), "a name that reads as a boolean is quoted: {out}");
+}
