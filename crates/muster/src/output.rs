@@ -1,5 +1,6 @@
 //! How a plan is shown: a table for people, JSON for scripts (a contract), YAML for `kubectl`.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -109,6 +110,7 @@ fn eviction_json(e: &Eviction) -> Value {
 /// that got it, in device order.
 fn propagation_groups(world: &World) -> Vec<(String, String, String, Vec<&str>)> {
     let mut groups: Vec<(String, String, String, Vec<&str>)> = Vec::new();
+    let mut index: HashMap<(String, String, String), usize> = HashMap::new();
     for (key, taints) in world.taints.propagated() {
         for t in taints {
             let (TaintSource::HealthPropagation { from, origin }, pool) =
@@ -117,9 +119,13 @@ fn propagation_groups(world: &World) -> Vec<(String, String, String, Vec<&str>)>
                 continue;
             };
             let (full, taint, origin) = (format!("{pool}/{from}"), taint_text(&t.taint), origin.to_string());
-            match groups.iter_mut().find(|g| g.0 == full && g.1 == taint && g.2 == origin) {
-                Some(g) => g.3.push(&key.device),
-                None => groups.push((full, taint, origin, vec![&key.device])),
+            match index.entry((full, taint, origin)) {
+                std::collections::hash_map::Entry::Occupied(e) => groups[*e.get()].3.push(&key.device),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let (full, taint, origin) = e.key().clone();
+                    e.insert(groups.len());
+                    groups.push((full, taint, origin, vec![&key.device]));
+                }
             }
         }
     }
@@ -145,18 +151,24 @@ fn composite_outcome(t: &muster_sched::CompositeResult) -> &'static str {
 /// `-o json`. Field names are a contract: scripts and later versions depend on them.
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
+    // Each claim's node: the first placement of a pod that uses it, indexed once.
+    let mut claim_node: HashMap<usize, &str> = HashMap::new();
+    for (p, n) in &plan.placements {
+        for i in c.pod(*p).claims.iter().flatten() {
+            claim_node.entry(*i).or_insert_with(|| c.node(*n).name());
+        }
+    }
     json!({
         "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p)})).collect::<Vec<_>>(),
         "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": e.message()})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
-        "claims": c.claims.iter().filter(|x| x.changed).map(|x| {
+        "claims": c.claims.iter().enumerate().filter(|(_, x)| x.changed).map(|(i, x)| {
             let reserved = x.claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).into_iter().flatten();
             let pods: Vec<&str> = reserved.clone().filter(|r| r.resource == "pods").map(|r| r.name.as_str()).collect();
             let groups: Vec<&str> = reserved.filter(|r| r.resource == "podgroups").map(|r| r.name.as_str()).collect();
             let ns = x.claim.metadata.namespace.as_deref().unwrap_or("default");
-            let node = plan.placements.iter().find(|(p, _)| c.pod(*p).claims.iter().flatten().any(|i| c.claims[*i].key() == x.key()))
-                .map(|(_, n)| c.node(*n).name());
+            let node = claim_node.get(&i);
             json!({
                 "claim": x.key(),
                 "pods": pods.iter().map(|p| format!("{ns}/{p}")).collect::<Vec<_>>(),

@@ -214,3 +214,52 @@ device.capacity['gpu.nvidia.com'].memory >= '80Gi'\"}}\n"
     );
     assert!(out.contains("pool: 'true'"), "a name that reads as a boolean is quoted: {out}");
 }
+
+/// `n` pods on `n / 8` eight-GPU nodes, each pod with its own ResourceClaim.
+fn claims_cluster(n: usize) -> String {
+    let mut s = String::from(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu\nspec:\n  selectors:\n  \
+         - cel: {expression: \"device.driver == 'gpu.example.com'\"}\n",
+    );
+    for k in 0..n.div_ceil(8) {
+        s += &format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: node-{k}\nstatus:\n  allocatable: {{cpu: '64', memory: \
+             512Gi, pods: '110'}}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: s-{k}\n\
+             spec:\n  driver: gpu.example.com\n  nodeName: node-{k}\n  pool: {{name: node-{k}, generation: 1, \
+             resourceSliceCount: 1}}\n  devices:\n"
+        );
+        for d in 0..8 {
+            s += &format!("  - name: gpu-{d}\n");
+        }
+    }
+    for i in 0..n {
+        s += &format!(
+            "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c-{i}\nspec:\n  devices:\n    \
+             requests:\n    - name: r\n      exactly: {{deviceClassName: gpu}}\n---\napiVersion: v1\nkind: Pod\n\
+             metadata:\n  name: p-{i}\nspec:\n  resourceClaims:\n  - {{name: g, resourceClaimName: c-{i}}}\n  \
+             containers:\n  - name: c\n    resources:\n      claims: [{{name: g}}]\n"
+        );
+    }
+    s
+}
+
+#[test]
+fn json_claims_name_the_node_of_the_pod_that_uses_them() {
+    // The claims' nodes are looked up in an index built once (it was a search per claim).
+    let o = muster_stdin(&["plan", "-", "-o", "json"], &claims_cluster(400));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let placed: std::collections::HashMap<&str, &str> = v["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pod"].as_str().unwrap(), p["node"].as_str().unwrap()))
+        .collect();
+    let claims = v["claims"].as_array().unwrap();
+    assert_eq!((placed.len(), claims.len()), (400, 400));
+    for c in claims {
+        let pod = c["pods"][0].as_str().unwrap();
+        assert_eq!(c["node"].as_str(), Some(placed[pod]), "{c}");
+        assert_eq!(c["devices"][0]["pool"].as_str(), Some(placed[pod]), "{c}");
+    }
+}
