@@ -10,7 +10,7 @@
 //! YAML 1.1 booleans for plain scalars, and duplicate keys rejected as strict decoding rejects them.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use granit_parser::{Event, Parser, ScalarStyle};
@@ -174,7 +174,46 @@ pub struct Document<'a> {
 
 enum Frame<'a> {
     Seq { pos: Pos, anchor: usize, items: Vec<Node<'a>> },
-    Map { pos: Pos, anchor: usize, entries: Vec<(Node<'a>, Node<'a>)>, key: Option<Node<'a>> },
+    Map { pos: Pos, anchor: usize, entries: Vec<(Node<'a>, Node<'a>)>, key: Option<Node<'a>>, keys: KeyIndex<'a> },
+}
+
+/// The keys of a mapping being read, for duplicate detection: a scan while the mapping is small,
+/// a hash index (key text → line of its first occurrence) once it is not, so that a mapping with
+/// many keys is read in linear time.
+#[derive(Default)]
+struct KeyIndex<'a> {
+    index: Option<HashMap<Cow<'a, str>, u32>>,
+}
+
+/// Mappings with more keys than this get a hash index.
+const KEY_SCAN_MAX: usize = 16;
+
+impl<'a> KeyIndex<'a> {
+    /// The line of an earlier entry with key `key` (merge keys `<<` excluded); records `key`.
+    fn first_line(&mut self, entries: &[(Node<'a>, Node<'a>)], key: &Cow<'a, str>, line: u32) -> Option<u32> {
+        let text = key.as_ref();
+        if self.index.is_none() && entries.len() >= KEY_SCAN_MAX {
+            let mut index = HashMap::with_capacity(entries.len() * 2);
+            for (k, _) in entries {
+                if let Value::Scalar { text, .. } = &k.value
+                    && text != "<<"
+                {
+                    index.entry(text.clone()).or_insert(k.pos.line);
+                }
+            }
+            self.index = Some(index);
+        }
+        match &mut self.index {
+            None => entries.iter().find(|(p, _)| p.as_str() == Some(text)).map(|(p, _)| p.pos.line),
+            Some(index) => match index.get(text) {
+                Some(first) => Some(*first),
+                None => {
+                    index.insert(key.clone(), line);
+                    None
+                }
+            },
+        }
+    }
 }
 
 fn pos_of(span: &granit_parser::Span, line_offset: u32) -> Pos {
@@ -260,7 +299,7 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
                 continue;
             }
             Event::MappingStart(_, anchor, _) => {
-                stack.push(Frame::Map { pos, anchor, entries: Vec::new(), key: None });
+                stack.push(Frame::Map { pos, anchor, entries: Vec::new(), key: None, keys: KeyIndex::default() });
                 continue;
             }
             Event::SequenceEnd => match stack.pop() {
@@ -281,22 +320,18 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
         match stack.last_mut() {
             None => root = Some(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
-            Some(Frame::Map { entries, key, .. }) => match key.take() {
+            Some(Frame::Map { entries, key, keys, .. }) => match key.take() {
                 None => *key = Some(node),
                 Some(k) => {
-                    if !matches!(k.value, Value::Scalar { .. }) {
+                    let Value::Scalar { text, .. } = &k.value else {
                         return Err(YamlError { pos: k.pos, message: "mapping keys must be scalars".into() });
-                    }
-                    if k.as_str() != Some("<<")
-                        && let Some((prev, _)) = entries.iter().find(|(p, _)| p.as_str() == k.as_str())
+                    };
+                    if text != "<<"
+                        && let Some(first) = keys.first_line(entries, text, k.pos.line)
                     {
                         return Err(YamlError {
                             pos: k.pos,
-                            message: format!(
-                                "duplicate key {:?} (first at line {})",
-                                k.as_str().unwrap_or_default(),
-                                prev.pos.line
-                            ),
+                            message: format!("duplicate key {text:?} (first at line {first})"),
                         });
                     }
                     entries.push((k, node));
@@ -315,6 +350,8 @@ fn apply_merge_keys<'a>(entries: Vec<(Node<'a>, Node<'a>)>) -> Result<Vec<(Node<
         return Ok(entries);
     }
     let (merges, mut own): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(k, _)| is_merge(k));
+    // The keys the mapping has so far (its own, then those merged in), indexed once.
+    let mut have: HashSet<String> = own.iter().filter_map(|(k, _)| k.as_str().map(str::to_string)).collect();
     for (_, merged) in merges {
         let sources = match merged.value {
             Value::Map(_) => vec![merged],
@@ -334,7 +371,9 @@ fn apply_merge_keys<'a>(entries: Vec<(Node<'a>, Node<'a>)>) -> Result<Vec<(Node<
                 });
             };
             for (k, v) in src_entries {
-                if !own.iter().any(|(o, _)| o.as_str() == k.as_str()) {
+                let text = k.as_str().unwrap_or_default();
+                if !have.contains(text) {
+                    have.insert(text.to_string());
                     own.push((k, v));
                 }
             }
@@ -396,6 +435,57 @@ mod tests {
         let e = parse_stream("a: 1\nb: 2\na: 3\n").unwrap_err();
         assert_eq!(e.pos, Pos { line: 3, col: 1 });
         assert_eq!(e.message, "duplicate key \"a\" (first at line 1)");
+    }
+
+    #[test]
+    fn duplicate_keys_in_large_mappings_name_the_first() {
+        // Past the scan threshold the keys are hashed: the same errors, the same positions.
+        let mut text: String = (0..40).map(|i| format!("k{i}: {i}\n")).collect();
+        text += "k7: again\n";
+        let e = parse_stream(&text).unwrap_err();
+        assert_eq!(e.pos, Pos { line: 41, col: 1 });
+        assert_eq!(e.message, "duplicate key \"k7\" (first at line 8)");
+        // Quoted and plain spellings are the same key; merge keys may repeat.
+        let text = format!("{}'k3': x\n", (0..20).map(|i| format!("k{i}: {i}\n")).collect::<String>());
+        assert_eq!(parse_stream(&text).unwrap_err().message, "duplicate key \"k3\" (first at line 4)");
+        let text = format!(
+            "a: &a {{x: 1}}\nb: &b {{y: 2}}\nm:\n{}  <<: *a\n  <<: *b\n",
+            (0..20).map(|i| format!("  k{i}: {i}\n")).collect::<String>()
+        );
+        let n = one(&text);
+        let m = n.get("m").unwrap();
+        assert_eq!((m.get("x").unwrap().as_str(), m.get("y").unwrap().as_str()), (Some("1"), Some("2")));
+    }
+
+    #[test]
+    fn a_mapping_with_100k_keys_is_read() {
+        // Duplicate detection and merge keys are hashed: this was quadratic (14.5 s in release).
+        let n = 100_000;
+        let mut text = String::from("m:\n");
+        for i in 0..n {
+            text += &format!("  key-{i}: v\n");
+        }
+        let root = one(&text);
+        let Value::Map(entries) = &root.get("m").unwrap().value else { panic!("a mapping") };
+        assert_eq!(entries.len(), n);
+        text += &format!("  key-{}: again\n", n - 1);
+        let e = parse_stream(&text).unwrap_err();
+        assert_eq!(e.message, format!("duplicate key \"key-{}\" (first at line {})", n - 1, n + 1));
+        // A 50k-key mapping merged into one that has half of its keys.
+        let mut text = String::from("base: &b\n");
+        for i in 0..n / 2 {
+            text += &format!("  key-{i}: base\n");
+        }
+        text += "use:\n  <<: *b\n";
+        for i in (0..n / 2).step_by(2) {
+            text += &format!("  key-{i}: own\n");
+        }
+        let root = one(&text);
+        let u = root.get("use").unwrap();
+        let Value::Map(entries) = &u.value else { panic!("a mapping") };
+        assert_eq!(entries.len(), n / 2);
+        assert_eq!(u.get("key-0").unwrap().as_str(), Some("own"));
+        assert_eq!(u.get("key-1").unwrap().as_str(), Some("base"));
     }
 
     #[test]
