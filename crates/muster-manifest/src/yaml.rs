@@ -89,11 +89,18 @@ impl<'a> Node<'a> {
         }
     }
 
-    fn size(&self) -> usize {
+    /// How much a copy of this node holds: (nodes, bytes of scalar text).
+    fn weight(&self) -> (usize, usize) {
         match &self.value {
-            Value::Scalar { .. } => 1,
-            Value::Seq(items) => 1 + items.iter().map(Node::size).sum::<usize>(),
-            Value::Map(entries) => 1 + entries.iter().map(|(k, v)| k.size() + v.size()).sum::<usize>(),
+            Value::Scalar { text, .. } => (1, text.len()),
+            Value::Seq(items) => items.iter().fold((1, 0), |(n, b), i| {
+                let (n2, b2) = i.weight();
+                (n + n2, b.saturating_add(b2))
+            }),
+            Value::Map(entries) => entries.iter().fold((1, 0), |(n, b), (k, v)| {
+                let ((n2, b2), (n3, b3)) = (k.weight(), v.weight());
+                (n + n2 + n3, b.saturating_add(b2).saturating_add(b3))
+            }),
         }
     }
 }
@@ -223,6 +230,18 @@ fn pos_of(span: &granit_parser::Span, line_offset: u32) -> Pos {
 /// Upper bound on the nodes that aliases may copy, against "billion laughs" inputs.
 const ALIAS_BUDGET_NODES: usize = 10_000_000;
 
+/// Upper bound on the scalar text that aliases may copy: a few aliases of a large string cost as
+/// much as many aliases of small nodes. The bound is [`ALIAS_BYTES_PER_BYTE`] times the text
+/// parsed, within [`ALIAS_BYTES_MIN`] and [`ALIAS_BYTES_MAX`] (a large stream is parsed in pieces,
+/// each with its own bound, so the expansion of a whole input stays proportional to its size).
+fn alias_bytes_budget(text_len: usize) -> usize {
+    text_len.saturating_mul(ALIAS_BYTES_PER_BYTE).clamp(ALIAS_BYTES_MIN, ALIAS_BYTES_MAX)
+}
+
+const ALIAS_BYTES_PER_BYTE: usize = 16;
+const ALIAS_BYTES_MIN: usize = 4 << 20;
+const ALIAS_BYTES_MAX: usize = 64 << 20;
+
 /// Splits a stream into pieces of at least `min_len` bytes that each hold whole documents, at
 /// lines that start a document (`---`). The YAML spec forbids such lines inside
 /// any scalar, so every piece parses on its own. Returns (byte offset, lines before it) per piece.
@@ -254,6 +273,8 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
     let mut stack: Vec<Frame<'_>> = Vec::new();
     let mut anchors: HashMap<usize, Node<'_>> = HashMap::new();
     let mut alias_budget = ALIAS_BUDGET_NODES;
+    let alias_bytes_max = alias_bytes_budget(text.len());
+    let mut alias_bytes = alias_bytes_max;
     let mut root: Option<Node<'_>> = None;
     for item in Parser::new_from_str(text) {
         let (event, span) = item.map_err(|e| YamlError {
@@ -279,10 +300,19 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
                 let Some(target) = anchors.get(&id) else {
                     return Err(YamlError { pos, message: "alias refers to an unknown anchor".into() });
                 };
-                let size = target.size();
-                alias_budget = alias_budget.checked_sub(size).ok_or_else(|| YamlError {
+                let (nodes, bytes) = target.weight();
+                alias_budget = alias_budget.checked_sub(nodes).ok_or_else(|| YamlError {
                     pos,
                     message: format!("aliases expand to more than {ALIAS_BUDGET_NODES} nodes"),
+                })?;
+                alias_bytes = alias_bytes.checked_sub(bytes).ok_or_else(|| YamlError {
+                    pos,
+                    message: format!(
+                        "aliases expand to more than {alias_bytes_max} bytes of text ({ALIAS_BYTES_PER_BYTE} times \
+                         the input, at least {} MiB, at most {} MiB); this alias copies {bytes} bytes",
+                        ALIAS_BYTES_MIN >> 20,
+                        ALIAS_BYTES_MAX >> 20
+                    ),
                 })?;
                 let mut copy = target.clone();
                 copy.pos = pos;
@@ -526,5 +556,41 @@ mod tests {
         }
         let e = parse_stream(&s).unwrap_err();
         assert!(e.message.contains("aliases expand"), "{e:?}");
+    }
+
+    #[test]
+    fn aliases_of_a_large_string_are_bounded_by_bytes() {
+        // ~100 KB aliased 10^5 times in a file of ~500 KB: 10 GB expanded, few nodes.
+        let big = "x".repeat(100_000);
+        let mut s = format!("a: &a {big}\nb:\n");
+        for _ in 0..100_000 {
+            s += "- *a\n";
+        }
+        let e = parse_stream(&s).unwrap_err();
+        let budget = s.len() * 16;
+        assert_eq!(
+            e.message,
+            format!(
+                "aliases expand to more than {budget} bytes of text (16 times the input, at least 4 MiB, at most \
+                 64 MiB); this alias copies 100000 bytes"
+            )
+        );
+        let line = (budget / 100_000 + 1) as u32 + 2;
+        assert_eq!(e.pos, Pos { line, col: 3 }, "the first alias past the budget");
+        assert_eq!(alias_bytes_budget(10), 4 << 20);
+        assert_eq!(alias_bytes_budget(100 << 20), 64 << 20);
+        // Anchors reused as they are meant to be still work, large ones included.
+        let big = "y".repeat(10_000);
+        let mut s = format!("a: &a {big}\nm: &m {{k: v, l: [1, 2]}}\nb:\n");
+        for _ in 0..100 {
+            s += "- [*a, *m]\n";
+        }
+        let root = one(&s);
+        let Value::Seq(items) = &root.get("b").unwrap().value else { panic!("a list") };
+        assert_eq!(items.len(), 100);
+        let Value::Seq(last) = &items[99].value else { panic!("a list") };
+        assert_eq!(last[0].as_str(), Some(big.as_str()));
+        assert_eq!(last[0].pos, Pos { line: 103, col: 4 }, "a copy is where the alias is");
+        assert_eq!(last[1].get("k").unwrap().as_str(), Some("v"));
     }
 }
