@@ -132,6 +132,31 @@ fn propagation_groups(world: &World) -> Vec<(String, String, String, Vec<&str>)>
     groups
 }
 
+/// Upstream's reason when a node's allocation fails with an invalid pool; it names none.
+const INVALID_POOLS: &str = "invalid resource pools were encountered";
+
+/// An unschedulable pod's reason, with the invalid pools and why each is invalid when the reason
+/// is upstream's [`INVALID_POOLS`] (found once, the first time one is needed).
+fn reason_text(world: &World, message: String, invalid: &std::cell::OnceCell<String>) -> String {
+    if !message.contains(INVALID_POOLS) {
+        return message;
+    }
+    let pools = invalid.get_or_init(|| {
+        let index = muster_alloc::SliceIndex::new(&world.slices);
+        let features = muster_alloc::Features::kubernetes_1_37();
+        let mut found = std::collections::BTreeSet::new();
+        for n in &world.cluster.nodes {
+            for p in &index.gather(Some(&n.detail.node), features).pools {
+                if let Some(why) = &p.invalid {
+                    found.insert(format!("pool {}/{}: {why}", p.driver, p.name));
+                }
+            }
+        }
+        found.into_iter().collect::<Vec<_>>().join("; ")
+    });
+    if pools.is_empty() { message } else { format!("{message} ({pools})") }
+}
+
 /// The PodGroup condition a group's cycle leads to, in words.
 fn group_outcome(o: &muster_sched::GroupOutcome) -> &'static str {
     match o {
@@ -151,6 +176,7 @@ fn composite_outcome(t: &muster_sched::CompositeResult) -> &'static str {
 /// `-o json`. Field names are a contract: scripts and later versions depend on them.
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
+    let invalid = std::cell::OnceCell::new();
     // Each claim's node: the first placement of a pod that uses it, indexed once.
     let mut claim_node: HashMap<usize, &str> = HashMap::new();
     for (p, n) in &plan.placements {
@@ -160,7 +186,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
     }
     json!({
         "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p)})).collect::<Vec<_>>(),
-        "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": e.message()})).collect::<Vec<_>>(),
+        "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": reason_text(world, e.message(), &invalid)})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
         "claims": c.claims.iter().enumerate().filter(|(_, x)| x.changed).map(|(i, x)| {
@@ -379,8 +405,9 @@ pub fn table(world: &World, plan: &Plan) -> String {
             out.push('\n');
         }
         let _ = writeln!(out, "UNSCHEDULABLE");
+        let invalid = std::cell::OnceCell::new();
         for (p, e) in &plan.unschedulable {
-            let _ = writeln!(out, "{}: {}", c.pod(*p).key, e.message());
+            let _ = writeln!(out, "{}: {}", c.pod(*p).key, reason_text(world, e.message(), &invalid));
         }
     }
     let skipped = skipped(c);

@@ -8,7 +8,6 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
-#[allow(dead_code)]
 fn muster(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_muster")).args(args).current_dir(root()).output().unwrap()
 }
@@ -41,7 +40,6 @@ fn stderr(o: &Output) -> String {
 }
 
 /// A fresh directory for one test.
-#[allow(dead_code)]
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("muster-robustness-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -262,4 +260,128 @@ fn json_claims_name_the_node_of_the_pod_that_uses_them() {
         assert_eq!(c["node"].as_str(), Some(placed[pod]), "{c}");
         assert_eq!(c["devices"][0]["pool"].as_str(), Some(placed[pod]), "{c}");
     }
+}
+
+#[test]
+fn long_refused_input_is_not_echoed_in_full() {
+    // A 1 MB selector: refused (over 10 KiB) with its start echoed, not all of it.
+    let expr = "device.driver == 'x' && ".repeat(40_000) + "true";
+    let class = format!(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: big\nspec:\n  selectors:\n  - cel:\n      \
+         expression: \"{expr}\"\n"
+    );
+    for args in [&["check", "-"][..], &["devices", "-", "--class", "big"], &["convert", "-"]] {
+        let o = muster_stdin(args, &class);
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(!err.contains("panicked"), "{err}");
+        if args[0] != "convert" {
+            assert_ne!(o.status.code(), Some(0), "{:?}", args[0]);
+            let text = out.clone() + &err;
+            assert!(
+                text.contains("expression is longer than 10240 bytes"),
+                "{:?}: {}",
+                args[0],
+                &text[..text.len().min(2000)]
+            );
+            assert!(text.contains("more bytes)"), "{:?}: {}", args[0], &text[..text.len().min(2000)]);
+            assert!(text.len() < 4000, "{:?}: {} bytes of messages", args[0], text.len());
+        }
+    }
+    // A 1 MB value where a number belongs: the loader's message quotes its start and end.
+    let big = "x".repeat(1 << 20);
+    let pod = format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  priority: {big}\n  containers: []\n");
+    let o = muster_stdin(&["plan", "-"], &pod);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("<stdin>:6:13: Pod p: spec.priority: invalid type: string \"xxx"),
+        "{}",
+        &err[..err.len().min(500)]
+    );
+    assert!(err.contains("bytes)\u{2026}xxx") && err.contains("xxx\", expected i32"), "{err}");
+    assert!(err.len() < 2000, "{} bytes", err.len());
+}
+
+#[test]
+fn a_dangling_symlink_is_named_itself() {
+    let dir = temp_dir("dangling");
+    std::fs::write(dir.join("a.yaml"), "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n").unwrap();
+    std::os::unix::fs::symlink(dir.join("missing.yaml"), dir.join("b.yaml")).unwrap();
+    let link = dir.join("b.yaml").display().to_string();
+    for cmd in ["plan", "check", "devices"] {
+        let o = muster(&[cmd, dir.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        let want = format!("{link}: cannot read: dangling symbolic link to {}", dir.join("missing.yaml").display());
+        assert!(stderr(&o).contains(&want), "{cmd}: want {want}\ngot {}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs muster, killing it (and failing) if it has not finished in 60 s.
+fn muster_within_a_minute(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("muster {args:?} hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn special_files_in_a_directory_are_skipped_not_opened() {
+    let dir = temp_dir("fifo");
+    std::fs::write(
+        dir.join("a.yaml"),
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\nstatus:\n  allocatable: {cpu: '1', pods: '1'}\n",
+    )
+    .unwrap();
+    let fifo = dir.join("pipe.yaml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    // A directory that links to itself is read once.
+    std::os::unix::fs::symlink(&dir, dir.join("loop")).unwrap();
+    let want = format!("warning: {}: skipped: not a regular file (a FIFO)", fifo.display());
+    for args in
+        [&["plan", dir.to_str().unwrap()][..], &["check", dir.to_str().unwrap()], &["convert", dir.to_str().unwrap()]]
+    {
+        let o = muster_within_a_minute(args);
+        assert_eq!(o.status.code(), Some(0), "{:?}: {}", args[0], stderr(&o));
+        assert!(stderr(&o).contains(&want), "{:?}: {}", args[0], stderr(&o));
+        assert!(stderr(&o).contains("loop: skipped: directory"), "{:?}: {}", args[0], stderr(&o));
+    }
+    let o = muster_within_a_minute(&["plan", dir.to_str().unwrap()]);
+    assert!(stdout(&o).contains("0 placed, 0 unschedulable, 0 skipped on 1 nodes"), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn invalid_pools_are_named_with_why() {
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\nstatus: {allocatable: {cpu: '4', pods: '10'}}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: a}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s1}\nspec: {driver: d, nodeName: node-1, \
+pool: {name: pool-1, generation: 1, resourceSliceCount: 2}, devices: [{name: dev-1}]}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s2}\nspec: {driver: d, nodeName: node-1, \
+pool: {name: pool-1, generation: 1, resourceSliceCount: 2}, devices: [{name: dev-1}]}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, \
+exactly: {deviceClassName: a}}]}}\n\
+---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  resourceClaims: [{name: g, resourceClaimName: c}]\n  \
+containers: [{name: c, resources: {claims: [{name: g}]}}]\n";
+    let want = "0/1 nodes are available: 1 invalid resource pools were encountered. (pool d/pool-1: duplicate device \
+                name dev-1)";
+    let o = muster_stdin(&["plan", "-"], text);
+    assert!(stdout(&o).contains(&format!("default/p: {want}")), "{}", stdout(&o));
+    let o = muster_stdin(&["plan", "-", "-o", "json"], text);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["unschedulable"][0]["reason"], want);
 }
