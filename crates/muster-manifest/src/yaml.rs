@@ -196,9 +196,11 @@ struct KeyIndex<'a> {
 const KEY_SCAN_MAX: usize = 16;
 
 impl<'a> KeyIndex<'a> {
-    /// The line of an earlier entry with key `key` (merge keys `<<` excluded); records `key`.
-    fn first_line(&mut self, entries: &[(Node<'a>, Node<'a>)], key: &Cow<'a, str>, line: u32) -> Option<u32> {
-        let text = key.as_ref();
+    /// The line of an earlier entry with the key of the scalar `key` (merge keys `<<` excluded);
+    /// records it.
+    fn first_line(&mut self, entries: &[(Node<'a>, Node<'a>)], key: &Node<'a>) -> Option<u32> {
+        let Value::Scalar { text: key_text, .. } = &key.value else { return None };
+        let text = key_text.as_ref();
         if self.index.is_none() && entries.len() >= KEY_SCAN_MAX {
             let mut index = HashMap::with_capacity(entries.len() * 2);
             for (k, _) in entries {
@@ -215,7 +217,7 @@ impl<'a> KeyIndex<'a> {
             Some(index) => match index.get(text) {
                 Some(first) => Some(*first),
                 None => {
-                    index.insert(key.clone(), line);
+                    index.insert(key_text.clone(), key.pos.line);
                     None
                 }
             },
@@ -357,7 +359,7 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
                         return Err(YamlError { pos: k.pos, message: "mapping keys must be scalars".into() });
                     };
                     if text != "<<"
-                        && let Some(first) = keys.first_line(entries, text, k.pos.line)
+                        && let Some(first) = keys.first_line(entries, &k)
                     {
                         return Err(YamlError {
                             pos: k.pos,
