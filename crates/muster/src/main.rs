@@ -9,6 +9,8 @@ mod config;
 mod conformance;
 mod convert;
 mod devices;
+#[cfg(test)]
+mod fuzz;
 mod memory;
 mod output;
 mod text;
