@@ -92,6 +92,9 @@ fn line_col(src: &str, pos: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// How much of a line longer than [`MAX_EXPRESSION_LEN`] a compile error echoes.
+const SOURCE_LINE_ECHO: usize = 120;
+
 /// A compile error, printed as cel-go prints it:
 ///
 /// ```text
@@ -110,7 +113,14 @@ pub struct CompileError {
 impl CompileError {
     fn new(src: &str, pos: usize, message: String) -> Self {
         let (line, column) = line_col(src, pos);
-        let source_line = src.lines().nth(line - 1).unwrap_or("").to_string();
+        let mut source_line = src.lines().nth(line - 1).unwrap_or("").to_string();
+        // Only a refused over-long expression has such a line: echo its start, not all of it.
+        if source_line.len() > parser::MAX_EXPRESSION_LEN {
+            let keep = source_line.floor_char_boundary(SOURCE_LINE_ECHO.max(column + 40).min(source_line.len()));
+            let more = source_line.len() - keep;
+            source_line.truncate(keep);
+            source_line.push_str(&format!("\u{2026} ({more} more bytes)"));
+        }
         CompileError { line, column, message, source_line }
     }
 }

@@ -32,8 +32,24 @@ impl std::error::Error for DeError {}
 
 impl de::Error for DeError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        DeError { message: msg.to_string(), path: None, pos: None }
+        // serde's messages quote the input (`invalid type: string "..."`): a huge value is cut.
+        DeError { message: shorten(&msg.to_string(), MESSAGE_MAX).into_owned(), path: None, pos: None }
     }
+}
+
+/// The longest message (in bytes) a value from the input may make; longer ones are cut in the
+/// middle, keeping the start and what the message says after the value.
+pub const MESSAGE_MAX: usize = 1024;
+
+/// `s` if it has at most `max` bytes, else its start and end around `…(N bytes)…`, cut at
+/// character boundaries.
+pub fn shorten(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let head = s.floor_char_boundary(max * 2 / 3);
+    let tail = s.ceil_char_boundary(s.len() - max / 4);
+    std::borrow::Cow::Owned(format!("{}\u{2026}({} bytes)\u{2026}{}", &s[..head], tail - head, &s[tail..]))
 }
 
 /// A path inside the object, built on the stack and rendered only when an error needs it.
@@ -312,7 +328,7 @@ impl<'de, 'n, 'p> de::Deserializer<'de> for De<'n, 'p> {
         if let (Path::Field(parent, name), Some(pos)) = (self.path, self.key_pos) {
             let parent = parent.render();
             self.unknown.fields.borrow_mut().push(DeError {
-                message: format!("unknown field {name:?}"),
+                message: shorten(&format!("unknown field {name:?}"), MESSAGE_MAX).into_owned(),
                 path: Some(parent),
                 pos: Some(pos),
             });
@@ -444,6 +460,22 @@ mod tests {
         assert_eq!(errs[0].path.as_deref(), Some("spec.containers"));
         assert_eq!(errs[0].pos, Some(Pos { line: 3, col: 5 }));
         assert_eq!(errs[0].message, "invalid type: map, expected a sequence");
+    }
+
+    #[test]
+    fn huge_values_are_not_echoed_in_full() {
+        let big = "x".repeat(1 << 20);
+        let errs = de::<Pod>(&format!("spec:\n  ? {big}\n  : 1\n  priority: {big}\n  containers: []\n")).unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        for e in &errs {
+            assert!(e.message.len() <= MESSAGE_MAX + 40, "{}", e.message.len());
+        }
+        assert!(errs[0].message.starts_with("unknown field \"xxx"), "{}", errs[0].message);
+        assert!(errs[1].message.starts_with("invalid type: string \"xxx"), "{}", errs[1].message);
+        assert!(errs[1].message.ends_with("xxx\", expected i32"), "{}", errs[1].message);
+        assert!(errs[1].message.contains("\u{2026}(1047"), "{}", errs[1].message);
+        assert_eq!(shorten("short", 10), "short");
+        assert_eq!(shorten("ééééééééé", 8), "éé\u{2026}(12 bytes)\u{2026}é");
     }
 
     #[test]

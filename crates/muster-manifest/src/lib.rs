@@ -10,6 +10,6 @@ pub mod load;
 pub mod object;
 pub mod yaml;
 
-pub use load::{Diagnostic, Loaded, Manifests, Origin, load_paths, load_str, load_str_documents};
+pub use load::{Diagnostic, Found, Loaded, Manifests, Origin, find_files, load_paths, load_str, load_str_documents};
 pub use object::Object;
 pub use yaml::Pos;

@@ -40,13 +40,15 @@ impl fmt::Display for Diagnostic {
             write!(f, ":{pos}")?;
         }
         f.write_str(": ")?;
+        // Names, paths and messages hold text from the input: a huge one is cut in the middle.
+        let short = |s| crate::de::shorten(s, crate::de::MESSAGE_MAX);
         if let Some(obj) = &self.object {
-            write!(f, "{obj}: ")?;
+            write!(f, "{}: ", short(obj))?;
         }
         if let Some(field) = self.field.as_deref().filter(|s| !s.is_empty()) {
-            write!(f, "{field}: ")?;
+            write!(f, "{}: ", short(field))?;
         }
-        f.write_str(&self.message)
+        f.write_str(&short(&self.message))
     }
 }
 
@@ -94,15 +96,17 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, Vec<Diagnost
             }
             continue;
         }
-        let mut files = Vec::new();
-        if let Err(e) = collect_files(p, true, &mut files) {
-            loader.error(&p.display().to_string(), None, e);
-        }
-        for f in files {
-            let name = f.display().to_string();
-            match std::fs::read_to_string(&f) {
-                Ok(text) => loader.add_text(&name, &text),
-                Err(e) => loader.error(&name, None, format!("cannot read: {e}")),
+        for found in find_files(p) {
+            match found {
+                Found::File(f) => {
+                    let name = f.display().to_string();
+                    match std::fs::read_to_string(&f) {
+                        Ok(text) => loader.add_text(&name, &text),
+                        Err(e) => loader.error(&name, None, format!("cannot read: {e}")),
+                    }
+                }
+                Found::Error(f, e) => loader.error(&f.display().to_string(), None, e),
+                Found::Skipped(f, why) => eprintln!("warning: {}: skipped: {why}", f.display()),
             }
         }
     }
@@ -126,24 +130,99 @@ pub fn load_str_documents(name: &str, text: &str) -> Result<Manifests, Vec<Diagn
     loader.finish()
 }
 
-fn collect_files(p: &Path, explicit: bool, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let meta = std::fs::metadata(p).map_err(|e| format!("cannot read: {e}"))?;
+/// What walking an input path finds, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// A file to read.
+    File(PathBuf),
+    /// A path that cannot be read (a dangling symbolic link, a directory that cannot be listed),
+    /// with why; the path is the entry itself, not the directory that holds it.
+    Error(PathBuf, String),
+    /// A path left out, with why: a special file (FIFO, socket, device) found in a directory, which
+    /// reading would block on or never finish, or a directory already walked (a link loop).
+    Skipped(PathBuf, String),
+}
+
+/// The manifest files under `path`: `path` itself when it is a file (any file named explicitly is
+/// read, a FIFO such as `<(kubectl get ...)` included), or, for a directory, its `*.yaml`, `*.yml`
+/// and `*.json` regular files, walked recursively by name, hidden entries left out. Never opens a
+/// special file found in a directory; never walks a directory twice.
+pub fn find_files(path: &Path) -> Vec<Found> {
+    let mut out = Vec::new();
+    let mut walked = std::collections::HashSet::new();
+    walk(path, true, &mut walked, &mut out);
+    out
+}
+
+fn walk(p: &Path, explicit: bool, walked: &mut std::collections::HashSet<PathBuf>, out: &mut Vec<Found>) {
+    let meta = match std::fs::metadata(p) {
+        Ok(m) => m,
+        Err(e) => {
+            let message = match (std::fs::symlink_metadata(p), std::fs::read_link(p)) {
+                (Ok(l), Ok(target)) if l.file_type().is_symlink() => {
+                    format!("cannot read: dangling symbolic link to {}: {e}", target.display())
+                }
+                _ => format!("cannot read: {e}"),
+            };
+            out.push(Found::Error(p.to_path_buf(), message));
+            return;
+        }
+    };
+    let manifest_name = p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
     if meta.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-            .map_err(|e| format!("cannot list directory: {e}"))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
+        if let Ok(real) = std::fs::canonicalize(p)
+            && !walked.insert(real.clone())
+        {
+            out.push(Found::Skipped(p.to_path_buf(), format!("directory {} is already read", real.display())));
+            return;
+        }
+        let entries = match std::fs::read_dir(p) {
+            Ok(entries) => entries,
+            Err(e) => {
+                out.push(Found::Error(p.to_path_buf(), format!("cannot list directory: {e}")));
+                return;
+            }
+        };
+        let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         entries.sort();
         for e in entries {
             let hidden = e.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
             if !hidden {
-                collect_files(&e, false, out)?;
+                walk(&e, false, walked, out);
             }
         }
-    } else if explicit || p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json")) {
-        out.push(p.to_path_buf());
+    } else if explicit {
+        out.push(Found::File(p.to_path_buf()));
+    } else if manifest_name {
+        if meta.is_file() {
+            out.push(Found::File(p.to_path_buf()));
+        } else {
+            out.push(Found::Skipped(p.to_path_buf(), format!("not a regular file ({})", special_kind(&meta))));
+        }
     }
-    Ok(())
+}
+
+/// What kind of special file `meta` describes, in words.
+fn special_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+    }
+    let _ = meta;
+    "a special file"
 }
 
 /// Texts larger than this are parsed in pieces, in parallel.

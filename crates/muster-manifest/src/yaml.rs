@@ -10,7 +10,7 @@
 //! YAML 1.1 booleans for plain scalars, and duplicate keys rejected as strict decoding rejects them.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use granit_parser::{Event, Parser, ScalarStyle};
@@ -89,11 +89,18 @@ impl<'a> Node<'a> {
         }
     }
 
-    fn size(&self) -> usize {
+    /// How much a copy of this node holds: (nodes, bytes of scalar text).
+    fn weight(&self) -> (usize, usize) {
         match &self.value {
-            Value::Scalar { .. } => 1,
-            Value::Seq(items) => 1 + items.iter().map(Node::size).sum::<usize>(),
-            Value::Map(entries) => 1 + entries.iter().map(|(k, v)| k.size() + v.size()).sum::<usize>(),
+            Value::Scalar { text, .. } => (1, text.len()),
+            Value::Seq(items) => items.iter().fold((1, 0), |(n, b), i| {
+                let (n2, b2) = i.weight();
+                (n + n2, b.saturating_add(b2))
+            }),
+            Value::Map(entries) => entries.iter().fold((1, 0), |(n, b), (k, v)| {
+                let ((n2, b2), (n3, b3)) = (k.weight(), v.weight());
+                (n + n2 + n3, b.saturating_add(b2).saturating_add(b3))
+            }),
         }
     }
 }
@@ -174,7 +181,48 @@ pub struct Document<'a> {
 
 enum Frame<'a> {
     Seq { pos: Pos, anchor: usize, items: Vec<Node<'a>> },
-    Map { pos: Pos, anchor: usize, entries: Vec<(Node<'a>, Node<'a>)>, key: Option<Node<'a>> },
+    Map { pos: Pos, anchor: usize, entries: Vec<(Node<'a>, Node<'a>)>, key: Option<Node<'a>>, keys: KeyIndex<'a> },
+}
+
+/// The keys of a mapping being read, for duplicate detection: a scan while the mapping is small,
+/// a hash index (key text → line of its first occurrence) once it is not, so that a mapping with
+/// many keys is read in linear time.
+#[derive(Default)]
+struct KeyIndex<'a> {
+    index: Option<HashMap<Cow<'a, str>, u32>>,
+}
+
+/// Mappings with more keys than this get a hash index.
+const KEY_SCAN_MAX: usize = 16;
+
+impl<'a> KeyIndex<'a> {
+    /// The line of an earlier entry with the key of the scalar `key` (merge keys `<<` excluded);
+    /// records it.
+    fn first_line(&mut self, entries: &[(Node<'a>, Node<'a>)], key: &Node<'a>) -> Option<u32> {
+        let Value::Scalar { text: key_text, .. } = &key.value else { return None };
+        let text = key_text.as_ref();
+        if self.index.is_none() && entries.len() >= KEY_SCAN_MAX {
+            let mut index = HashMap::with_capacity(entries.len() * 2);
+            for (k, _) in entries {
+                if let Value::Scalar { text, .. } = &k.value
+                    && text != "<<"
+                {
+                    index.entry(text.clone()).or_insert(k.pos.line);
+                }
+            }
+            self.index = Some(index);
+        }
+        match &mut self.index {
+            None => entries.iter().find(|(p, _)| p.as_str() == Some(text)).map(|(p, _)| p.pos.line),
+            Some(index) => match index.get(text) {
+                Some(first) => Some(*first),
+                None => {
+                    index.insert(key_text.clone(), key.pos.line);
+                    None
+                }
+            },
+        }
+    }
 }
 
 fn pos_of(span: &granit_parser::Span, line_offset: u32) -> Pos {
@@ -183,6 +231,18 @@ fn pos_of(span: &granit_parser::Span, line_offset: u32) -> Pos {
 
 /// Upper bound on the nodes that aliases may copy, against "billion laughs" inputs.
 const ALIAS_BUDGET_NODES: usize = 10_000_000;
+
+/// Upper bound on the scalar text that aliases may copy: a few aliases of a large string cost as
+/// much as many aliases of small nodes. The bound is [`ALIAS_BYTES_PER_BYTE`] times the text
+/// parsed, within [`ALIAS_BYTES_MIN`] and [`ALIAS_BYTES_MAX`] (a large stream is parsed in pieces,
+/// each with its own bound, so the expansion of a whole input stays proportional to its size).
+fn alias_bytes_budget(text_len: usize) -> usize {
+    text_len.saturating_mul(ALIAS_BYTES_PER_BYTE).clamp(ALIAS_BYTES_MIN, ALIAS_BYTES_MAX)
+}
+
+const ALIAS_BYTES_PER_BYTE: usize = 16;
+const ALIAS_BYTES_MIN: usize = 4 << 20;
+const ALIAS_BYTES_MAX: usize = 64 << 20;
 
 /// Splits a stream into pieces of at least `min_len` bytes that each hold whole documents, at
 /// lines that start a document (`---`). The YAML spec forbids such lines inside
@@ -215,6 +275,8 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
     let mut stack: Vec<Frame<'_>> = Vec::new();
     let mut anchors: HashMap<usize, Node<'_>> = HashMap::new();
     let mut alias_budget = ALIAS_BUDGET_NODES;
+    let alias_bytes_max = alias_bytes_budget(text.len());
+    let mut alias_bytes = alias_bytes_max;
     let mut root: Option<Node<'_>> = None;
     for item in Parser::new_from_str(text) {
         let (event, span) = item.map_err(|e| YamlError {
@@ -240,10 +302,19 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
                 let Some(target) = anchors.get(&id) else {
                     return Err(YamlError { pos, message: "alias refers to an unknown anchor".into() });
                 };
-                let size = target.size();
-                alias_budget = alias_budget.checked_sub(size).ok_or_else(|| YamlError {
+                let (nodes, bytes) = target.weight();
+                alias_budget = alias_budget.checked_sub(nodes).ok_or_else(|| YamlError {
                     pos,
                     message: format!("aliases expand to more than {ALIAS_BUDGET_NODES} nodes"),
+                })?;
+                alias_bytes = alias_bytes.checked_sub(bytes).ok_or_else(|| YamlError {
+                    pos,
+                    message: format!(
+                        "aliases expand to more than {alias_bytes_max} bytes of text ({ALIAS_BYTES_PER_BYTE} times \
+                         the input, at least {} MiB, at most {} MiB); this alias copies {bytes} bytes",
+                        ALIAS_BYTES_MIN >> 20,
+                        ALIAS_BYTES_MAX >> 20
+                    ),
                 })?;
                 let mut copy = target.clone();
                 copy.pos = pos;
@@ -260,7 +331,7 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
                 continue;
             }
             Event::MappingStart(_, anchor, _) => {
-                stack.push(Frame::Map { pos, anchor, entries: Vec::new(), key: None });
+                stack.push(Frame::Map { pos, anchor, entries: Vec::new(), key: None, keys: KeyIndex::default() });
                 continue;
             }
             Event::SequenceEnd => match stack.pop() {
@@ -281,22 +352,18 @@ pub fn parse_stream_at(text: &str, line_offset: u32) -> Result<Vec<Document<'_>>
         match stack.last_mut() {
             None => root = Some(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
-            Some(Frame::Map { entries, key, .. }) => match key.take() {
+            Some(Frame::Map { entries, key, keys, .. }) => match key.take() {
                 None => *key = Some(node),
                 Some(k) => {
-                    if !matches!(k.value, Value::Scalar { .. }) {
+                    let Value::Scalar { text, .. } = &k.value else {
                         return Err(YamlError { pos: k.pos, message: "mapping keys must be scalars".into() });
-                    }
-                    if k.as_str() != Some("<<")
-                        && let Some((prev, _)) = entries.iter().find(|(p, _)| p.as_str() == k.as_str())
+                    };
+                    if text != "<<"
+                        && let Some(first) = keys.first_line(entries, &k)
                     {
                         return Err(YamlError {
                             pos: k.pos,
-                            message: format!(
-                                "duplicate key {:?} (first at line {})",
-                                k.as_str().unwrap_or_default(),
-                                prev.pos.line
-                            ),
+                            message: format!("duplicate key {text:?} (first at line {first})"),
                         });
                     }
                     entries.push((k, node));
@@ -315,6 +382,8 @@ fn apply_merge_keys<'a>(entries: Vec<(Node<'a>, Node<'a>)>) -> Result<Vec<(Node<
         return Ok(entries);
     }
     let (merges, mut own): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(k, _)| is_merge(k));
+    // The keys the mapping has so far (its own, then those merged in), indexed once.
+    let mut have: HashSet<String> = own.iter().filter_map(|(k, _)| k.as_str().map(str::to_string)).collect();
     for (_, merged) in merges {
         let sources = match merged.value {
             Value::Map(_) => vec![merged],
@@ -334,7 +403,9 @@ fn apply_merge_keys<'a>(entries: Vec<(Node<'a>, Node<'a>)>) -> Result<Vec<(Node<
                 });
             };
             for (k, v) in src_entries {
-                if !own.iter().any(|(o, _)| o.as_str() == k.as_str()) {
+                let text = k.as_str().unwrap_or_default();
+                if !have.contains(text) {
+                    have.insert(text.to_string());
                     own.push((k, v));
                 }
             }
@@ -399,6 +470,57 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_keys_in_large_mappings_name_the_first() {
+        // Past the scan threshold the keys are hashed: the same errors, the same positions.
+        let mut text: String = (0..40).map(|i| format!("k{i}: {i}\n")).collect();
+        text += "k7: again\n";
+        let e = parse_stream(&text).unwrap_err();
+        assert_eq!(e.pos, Pos { line: 41, col: 1 });
+        assert_eq!(e.message, "duplicate key \"k7\" (first at line 8)");
+        // Quoted and plain spellings are the same key; merge keys may repeat.
+        let text = format!("{}'k3': x\n", (0..20).map(|i| format!("k{i}: {i}\n")).collect::<String>());
+        assert_eq!(parse_stream(&text).unwrap_err().message, "duplicate key \"k3\" (first at line 4)");
+        let text = format!(
+            "a: &a {{x: 1}}\nb: &b {{y: 2}}\nm:\n{}  <<: *a\n  <<: *b\n",
+            (0..20).map(|i| format!("  k{i}: {i}\n")).collect::<String>()
+        );
+        let n = one(&text);
+        let m = n.get("m").unwrap();
+        assert_eq!((m.get("x").unwrap().as_str(), m.get("y").unwrap().as_str()), (Some("1"), Some("2")));
+    }
+
+    #[test]
+    fn a_mapping_with_100k_keys_is_read() {
+        // Duplicate detection and merge keys are hashed: this was quadratic (14.5 s in release).
+        let n = 100_000;
+        let mut text = String::from("m:\n");
+        for i in 0..n {
+            text += &format!("  key-{i}: v\n");
+        }
+        let root = one(&text);
+        let Value::Map(entries) = &root.get("m").unwrap().value else { panic!("a mapping") };
+        assert_eq!(entries.len(), n);
+        text += &format!("  key-{}: again\n", n - 1);
+        let e = parse_stream(&text).unwrap_err();
+        assert_eq!(e.message, format!("duplicate key \"key-{}\" (first at line {})", n - 1, n + 1));
+        // A 50k-key mapping merged into one that has half of its keys.
+        let mut text = String::from("base: &b\n");
+        for i in 0..n / 2 {
+            text += &format!("  key-{i}: base\n");
+        }
+        text += "use:\n  <<: *b\n";
+        for i in (0..n / 2).step_by(2) {
+            text += &format!("  key-{i}: own\n");
+        }
+        let root = one(&text);
+        let u = root.get("use").unwrap();
+        let Value::Map(entries) = &u.value else { panic!("a mapping") };
+        assert_eq!(entries.len(), n / 2);
+        assert_eq!(u.get("key-0").unwrap().as_str(), Some("own"));
+        assert_eq!(u.get("key-1").unwrap().as_str(), Some("base"));
+    }
+
+    #[test]
     fn syntax_errors_are_located() {
         let e = parse_stream("a: 1\nb: [1, 2\n").unwrap_err();
         assert!(e.pos.line >= 2, "{e:?}");
@@ -436,5 +558,41 @@ mod tests {
         }
         let e = parse_stream(&s).unwrap_err();
         assert!(e.message.contains("aliases expand"), "{e:?}");
+    }
+
+    #[test]
+    fn aliases_of_a_large_string_are_bounded_by_bytes() {
+        // ~100 KB aliased 10^5 times in a file of ~500 KB: 10 GB expanded, few nodes.
+        let big = "x".repeat(100_000);
+        let mut s = format!("a: &a {big}\nb:\n");
+        for _ in 0..100_000 {
+            s += "- *a\n";
+        }
+        let e = parse_stream(&s).unwrap_err();
+        let budget = s.len() * 16;
+        assert_eq!(
+            e.message,
+            format!(
+                "aliases expand to more than {budget} bytes of text (16 times the input, at least 4 MiB, at most \
+                 64 MiB); this alias copies 100000 bytes"
+            )
+        );
+        let line = (budget / 100_000 + 1) as u32 + 2;
+        assert_eq!(e.pos, Pos { line, col: 3 }, "the first alias past the budget");
+        assert_eq!(alias_bytes_budget(10), 4 << 20);
+        assert_eq!(alias_bytes_budget(100 << 20), 64 << 20);
+        // Anchors reused as they are meant to be still work, large ones included.
+        let big = "y".repeat(10_000);
+        let mut s = format!("a: &a {big}\nm: &m {{k: v, l: [1, 2]}}\nb:\n");
+        for _ in 0..100 {
+            s += "- [*a, *m]\n";
+        }
+        let root = one(&s);
+        let Value::Seq(items) = &root.get("b").unwrap().value else { panic!("a list") };
+        assert_eq!(items.len(), 100);
+        let Value::Seq(last) = &items[99].value else { panic!("a list") };
+        assert_eq!(last[0].as_str(), Some(big.as_str()));
+        assert_eq!(last[0].pos, Pos { line: 103, col: 4 }, "a copy is where the alias is");
+        assert_eq!(last[1].get("k").unwrap().as_str(), Some("v"));
     }
 }

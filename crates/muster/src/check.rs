@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use muster_cel::{DeviceView, Env, SelectorOwner};
-use muster_manifest::Pos;
 use muster_manifest::yaml::{self, Node, Value};
+use muster_manifest::{Found, Pos};
 use serde_json::json;
 
 use cel_text::{NVIDIA_DRIVER, driver_for_domain, nvidia_name_problem};
@@ -82,14 +82,14 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Source>, Vec<String>> {
             }
             continue;
         }
-        let mut files = Vec::new();
-        if let Err(e) = collect_files(p, true, &mut files) {
-            errors.push(format!("{}: {e}", p.display()));
-        }
-        for f in files {
-            match std::fs::read_to_string(&f) {
-                Ok(text) => sources.push(Source { name: f.display().to_string().into(), text }),
-                Err(e) => errors.push(format!("{}: cannot read: {e}", f.display())),
+        for found in muster_manifest::find_files(p) {
+            match found {
+                Found::File(f) => match std::fs::read_to_string(&f) {
+                    Ok(text) => sources.push(Source { name: f.display().to_string().into(), text }),
+                    Err(e) => errors.push(format!("{}: cannot read: {e}", f.display())),
+                },
+                Found::Error(f, e) => errors.push(format!("{}: {e}", f.display())),
+                Found::Skipped(f, why) => eprintln!("warning: {}: skipped: {why}", f.display()),
             }
         }
     }
@@ -97,25 +97,6 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Source>, Vec<String>> {
         errors.push("no manifest files (*.yaml, *.yml, *.json) found".into());
     }
     if errors.is_empty() { Ok(sources) } else { Err(errors) }
-}
-
-fn collect_files(p: &Path, explicit: bool, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let meta = std::fs::metadata(p).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-            .map_err(|e| format!("cannot list directory: {e}"))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for e in entries {
-            if !e.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.')) {
-                collect_files(&e, false, out)?;
-            }
-        }
-    } else if explicit || p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json")) {
-        out.push(p.to_path_buf());
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,10 +18,11 @@
 
 use std::fmt::Write as _;
 
-use muster_manifest::yaml::{Node, Value};
+use muster_manifest::yaml::{Node, Resolved, Value, resolve_plain};
 
 use crate::check::cel_text;
 use crate::check::{self, Index, Obj, Source, label_membership, objects_of, request_name, seq, str_of};
+use crate::text;
 
 /// A YAML tree to write: scalars keep their text and whether they were quoted; map entries
 /// carry the comment lines written before them.
@@ -62,6 +63,15 @@ impl Y {
         Y::Scalar(s.to_string(), Style::Plain)
     }
 
+    /// A string from the input (a name): plain when it reads back as that string, quoted when
+    /// plain it would read as something else (`true`, `1`, `~`, `a: b`).
+    fn text(s: &str) -> Y {
+        match resolve_plain(s) {
+            Resolved::Str if !needs_quotes(s) => Y::plain(s),
+            _ => Y::string(s),
+        }
+    }
+
     fn string(s: &str) -> Y {
         Y::Scalar(s.to_string(), Style::Quoted)
     }
@@ -95,9 +105,26 @@ impl Y {
         }
     }
 
+    /// Is this written as nothing (`key:`, `~`, `null`), which reads as an empty mapping?
+    fn is_null(&self) -> bool {
+        matches!(self, Y::Scalar(s, Style::Plain) if matches!(resolve_plain(s), Resolved::Null))
+    }
+
+    /// The entries of a mapping; a value of another kind is replaced by an empty mapping first
+    /// (callers check with [`mapping`] that it is a mapping or nothing).
+    fn entries_mut(&mut self) -> &mut Vec<(String, Y, Vec<String>)> {
+        if !matches!(self, Y::Map(_)) {
+            *self = Y::map();
+        }
+        match self {
+            Y::Map(e) => e,
+            _ => unreachable!("made a mapping above"),
+        }
+    }
+
     /// Sets `key` (in place if present, else appended) and returns its comment list.
     fn set(&mut self, key: &str, value: Y) -> &mut Vec<String> {
-        let Y::Map(e) = self else { panic!("set on a non-map") };
+        let e = self.entries_mut();
         let i = match e.iter().position(|(k, _, _)| k == key) {
             Some(i) => {
                 e[i].1 = value;
@@ -113,7 +140,7 @@ impl Y {
 
     /// Inserts `key` first.
     fn set_first(&mut self, key: &str, value: Y) -> &mut Vec<String> {
-        let Y::Map(e) = self else { panic!("set_first on a non-map") };
+        let e = self.entries_mut();
         e.retain(|(k, _, _)| k != key);
         e.insert(0, (key.to_string(), value, Vec::new()));
         &mut e[0].2
@@ -135,6 +162,20 @@ impl Y {
     }
 }
 
+/// Checks that `field` of `o` (its value in the tree being rewritten is `y`) is a mapping or
+/// nothing, as a rewrite that adds keys to it needs; the error names the object, the field and
+/// where it is written.
+fn mapping(o: &Obj<'_, '_>, field: &str, y: Option<&Y>, node: Option<&Node<'_>>) -> anyhow::Result<()> {
+    let what = match y {
+        None | Some(Y::Map(_)) => return Ok(()),
+        Some(y) if y.is_null() => return Ok(()),
+        Some(Y::Seq(_)) => "a list".to_string(),
+        Some(Y::Scalar(s, _)) => format!("the scalar {}", crate::text::clip(&serde_json::to_string(s)?, 60)),
+    };
+    let pos = node.map_or(o.node.pos, |n| n.pos);
+    anyhow::bail!("line {pos}: {}: {field}: expected a mapping, found {what}; cannot convert it", o.display())
+}
+
 fn note(s: impl std::fmt::Display) -> String {
     format!("muster convert: {s}")
 }
@@ -148,16 +189,16 @@ fn needs_quotes(s: &str) -> bool {
         || s.ends_with([' ', ':'])
         || s.contains(": ")
         || s.contains(" #")
-        || s.contains(['\n', '\t', '\r'])
+        || s.contains(text::special)
 }
 
 fn scalar(s: &str, style: Style) -> String {
     match style {
         Style::Plain if !needs_quotes(s) => s.to_string(),
-        _ if !s.contains(['\n', '\r', '\t', '\\']) && !s.chars().any(char::is_control) => {
+        _ if !s.contains(['\\']) && !s.contains(text::special) => {
             format!("'{}'", s.replace('\'', "''"))
         }
-        _ => serde_json::to_string(s).expect("strings serialize"),
+        _ => text::double_quoted(s),
     }
 }
 
@@ -171,13 +212,14 @@ fn key(k: &str) -> String {
 
 fn comments(out: &mut String, indent: usize, c: &[String]) {
     for line in c.iter().flat_map(|c| c.lines()) {
-        let _ = writeln!(out, "{:indent$}# {line}", "");
+        let _ = writeln!(out, "{:indent$}# {}", "", text::one_line(line));
     }
 }
 
 /// The value after `key:` (a scalar, `{}`, `[]`) or None when it goes on the next lines.
 fn inline(y: &Y) -> Option<String> {
     match y {
+        Y::Scalar(s, Style::Folded) if s.contains(|c| text::special(c) && c != '\n') => Some(scalar(s, Style::Quoted)),
         Y::Scalar(s, Style::Folded) if s.contains('\n') || s.len() > 60 => None,
         Y::Scalar(s, Style::Folded) => Some(scalar(s, Style::Quoted)),
         Y::Scalar(s, _) if s.contains('\n') && literal_ok(s) => None,
@@ -194,7 +236,7 @@ fn literal_ok(s: &str) -> bool {
         && !s.contains(['\r', '\t'])
         && !s.trim_end_matches('\n').ends_with(' ')
         && !s.ends_with("\n\n")
-        && !s.chars().any(|c| c.is_control() && c != '\n')
+        && !s.contains(|c| text::special(c) && c != '\n')
 }
 
 /// Writes the value of an entry whose `key:` is already written (without a newline).
@@ -256,7 +298,7 @@ fn write_seq(out: &mut String, items: &[Y], indent: usize) {
             }
             other => {
                 let s = inline(other).unwrap_or_else(|| match other {
-                    Y::Scalar(s, _) => serde_json::to_string(s).expect("strings serialize"),
+                    Y::Scalar(s, _) => text::double_quoted(s),
                     _ => unreachable!("non-empty collections are handled above"),
                 });
                 let _ = writeln!(out, "{:indent$}- {s}", "");
@@ -280,16 +322,17 @@ fn write_doc(out: &mut String, y: &Y, doc_comments: &[String]) {
 /// An object converted: the documents that replace it, each with its leading comments.
 type Converted = Vec<(Y, Vec<String>)>;
 
-/// Converts one object, or None when it is already in its 1.37 form.
-fn convert_object(o: &Obj<'_, '_>, ix: &Index) -> Option<Converted> {
+/// Converts one object, or None when it is already in its 1.37 form; an error when a field the
+/// rewrite adds to is not a mapping.
+fn convert_object(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
     match o.kind.as_str() {
         "DeviceTaintRule" => device_taint_rule(o, ix),
-        "DeviceClass" => device_class(o),
+        "DeviceClass" => Ok(device_class(o)),
         "ResourceClaim" => claim(o, "spec"),
         "ResourceClaimTemplate" => claim(o, "spec.spec"),
         "PodGroup" => pod_group(o),
         "Pod" => pod(o, ix),
-        _ => None,
+        _ => Ok(None),
     }
 }
 
@@ -297,28 +340,35 @@ fn version_note(o: &Obj<'_, '_>, to: &str) -> Option<String> {
     (o.api_version != to).then(|| note(format!("apiVersion {} became {to}", o.api_version)))
 }
 
-fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> Option<Converted> {
+fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
     const V1: &str = "resource.k8s.io/v1";
     let spec = o.get("spec");
     let old = spec.is_some_and(|s| ["nodeName", "deviceName", "taints"].iter().any(|k| s.get(k).is_some()));
     if !old && o.api_version == V1 {
-        return None;
+        return Ok(None);
     }
     let mut base = Y::from_node(o.node);
+    mapping(o, "spec", base.get("spec"), spec)?;
+    mapping(o, "metadata", base.get("metadata"), o.get("metadata"))?;
     base.set("apiVersion", Y::plain(V1));
     base.remove("status");
     let mut doc_notes: Vec<String> = version_note(o, V1).into_iter().collect();
     let node = spec.and_then(|s| str_of(s.get("nodeName")));
     let device = spec.and_then(|s| str_of(s.get("deviceName")));
     // The selector: what was there, then pool/device from the node and device names.
-    let mut selector = spec.and_then(|s| s.get("deviceSelector")).map_or_else(Y::map, Y::from_node);
+    let selector_node = spec.and_then(|s| s.get("deviceSelector"));
+    let mut selector = selector_node.map_or_else(Y::map, Y::from_node);
+    mapping(o, "spec.deviceSelector", Some(&selector), selector_node)?;
+    if selector.is_null() {
+        selector = Y::map();
+    }
     let mut driver_note = None;
     if node.is_some() || device.is_some() {
         let inferred = ix.infer_driver(node, device);
         if selector.get("driver").is_none() {
             match &inferred {
                 Some((d, _, why)) => {
-                    selector.set("driver", Y::plain(d)).push(note(format!("driver {why}")));
+                    selector.set("driver", Y::text(d)).push(note(format!("driver {why}")));
                 }
                 None => {
                     driver_note = Some(note(
@@ -337,12 +387,12 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> Option<Converted> {
             } else {
                 format!("pool {pool} is the pool of the slice that publishes the device on node {n}")
             };
-            selector.set("pool", Y::plain(&pool)).push(note(why));
+            selector.set("pool", Y::text(&pool)).push(note(why));
         }
         if let Some(d) = device
             && selector.get("device").is_none()
         {
-            let c = selector.set("device", Y::plain(d));
+            let c = selector.set("device", Y::text(d));
             let nvidia = inferred.as_ref().is_some_and(|(dr, p, _)| dr == cel_text::NVIDIA_DRIVER && p.is_none());
             if nvidia && !is_nvidia_device_name(d) {
                 c.push(note(format!(
@@ -363,7 +413,14 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> Option<Converted> {
         let mut notes = doc_notes.clone();
         if n > 1 {
             let name = format!("{}-{i}", o.name);
-            y.path_mut("metadata").map(|m| m.set("name", Y::plain(&name)));
+            match y.get_mut("metadata") {
+                Some(m) => {
+                    m.set("name", Y::text(&name));
+                }
+                None => {
+                    y.set("metadata", Y::Map(vec![("name".into(), Y::text(&name), Vec::new())]));
+                }
+            }
             notes.push(note(format!("rule {} of {n} made from {} (a DeviceTaintRule has one taint)", i + 1, o.name)));
         }
         let mut new_spec = Y::map();
@@ -387,7 +444,7 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> Option<Converted> {
         doc_notes.clear();
         doc_notes.extend(version_note(o, V1));
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 fn is_nvidia_device_name(d: &str) -> bool {
@@ -427,7 +484,7 @@ fn device_class(o: &Obj<'_, '_>) -> Option<Converted> {
     Some(vec![(y, version_note(o, V1).into_iter().collect())])
 }
 
-fn claim(o: &Obj<'_, '_>, prefix: &str) -> Option<Converted> {
+fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
     const V1: &str = "resource.k8s.io/v1";
     let mut y = Y::from_node(o.node);
     let mut changed = false;
@@ -465,11 +522,20 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> Option<Converted> {
                 exactly.set("adminAccess", a);
             }
             let request =
-                Y::Map(vec![("name".into(), Y::plain(name), Vec::new()), ("exactly".into(), exactly, Vec::new())]);
-            let mut devices = cs.remove("devices").unwrap_or_else(Y::map);
+                Y::Map(vec![("name".into(), Y::text(name), Vec::new()), ("exactly".into(), exactly, Vec::new())]);
+            let devices_field = format!("{prefix}.devices");
+            let devices_node = o.get(&devices_field);
+            let mut devices = cs.remove("devices").filter(|d| !d.is_null()).unwrap_or_else(Y::map);
+            mapping(o, &devices_field, Some(&devices), devices_node)?;
             let mut requests = match devices.remove("requests") {
                 Some(Y::Seq(r)) => r,
-                _ => Vec::new(),
+                None => Vec::new(),
+                Some(r) if r.is_null() => Vec::new(),
+                Some(_) => anyhow::bail!(
+                    "line {}: {}: {devices_field}.requests: expected a list; cannot convert it",
+                    devices_node.and_then(|d| d.get("requests")).map_or(o.node.pos, |n| n.pos),
+                    o.display()
+                ),
             };
             requests.insert(0, request);
             let what = if had_count { "deviceClassName and count" } else { "deviceClassName (count 1 assumed)" };
@@ -480,7 +546,8 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> Option<Converted> {
         }
         // v1beta1 requests: the fields of `exactly` directly in the request.
         if let Some(Y::Seq(requests)) = cs.path_mut("devices.requests") {
-            for r in requests.iter_mut() {
+            let request_nodes = check::seq(o.get(&format!("{prefix}.devices.requests")));
+            for (i, r) in requests.iter_mut().enumerate() {
                 let moved: Vec<(String, Y)> = [
                     "deviceClassName",
                     "allocationMode",
@@ -497,7 +564,9 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> Option<Converted> {
                     continue;
                 }
                 changed = true;
-                let mut exactly = r.remove("exactly").unwrap_or_else(Y::map);
+                let mut exactly = r.remove("exactly").filter(|e| !e.is_null()).unwrap_or_else(Y::map);
+                let exactly_node = request_nodes.get(i).and_then(|n| n.get("exactly"));
+                mapping(o, &format!("{prefix}.devices.requests[{i}].exactly"), Some(&exactly), exactly_node)?;
                 for (k, v) in moved {
                     exactly.set(&k, v);
                 }
@@ -514,13 +583,13 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> Option<Converted> {
         }
     }
     if !changed && o.api_version == V1 {
-        return None;
+        return Ok(None);
     }
     y.set("apiVersion", Y::plain(V1));
-    Some(vec![(y, version_note(o, V1).into_iter().collect())])
+    Ok(Some(vec![(y, version_note(o, V1).into_iter().collect())]))
 }
 
-fn pod_group(o: &Obj<'_, '_>) -> Option<Converted> {
+fn pod_group(o: &Obj<'_, '_>) -> anyhow::Result<Option<Converted>> {
     const BETA: &str = "scheduling.k8s.io/v1beta1";
     let spec = o.get("spec");
     let min = spec.and_then(|s| s.get("minCount"));
@@ -528,14 +597,11 @@ fn pod_group(o: &Obj<'_, '_>) -> Option<Converted> {
     let policy = spec.and_then(|s| s.get("schedulingPolicy"));
     let served = muster_manifest::object::supported_versions("PodGroup").contains(&o.api_version.as_str());
     if min.is_none() && timeout.is_none() && policy.is_some() && served {
-        return None;
+        return Ok(None);
     }
     let mut y = Y::from_node(o.node);
     y.set("apiVersion", Y::plain(BETA));
-    if y.get("spec").is_none() {
-        y.set("spec", Y::map());
-    }
-    let s = y.get_mut("spec").expect("set above");
+    let s = spec_of(o, &mut y)?;
     let min_y = s.remove("minCount");
     s.remove("scheduleTimeoutSeconds");
     if policy.is_none() {
@@ -554,30 +620,36 @@ fn pod_group(o: &Obj<'_, '_>) -> Option<Converted> {
     }
     if let Some(t) = timeout {
         let t = check::flow(t);
-        let c = match s {
-            Y::Map(e) if !e.is_empty() => &mut e[0].2,
-            _ => unreachable!("schedulingPolicy is set"),
-        };
-        c.push(note(format!(
-            "dropped scheduleTimeoutSeconds: {t}: no such field in Kubernetes 1.37; the scheduler waits at most its \
-             fixed 5-minute Permit timeout (muster: --gang-wait-timeout, default 300s)"
-        )));
+        // The note goes on the first entry (schedulingPolicy, set above or written first).
+        if let Some((_, _, c)) = s.entries_mut().first_mut() {
+            c.push(note(format!(
+                "dropped scheduleTimeoutSeconds: {t}: no such field in Kubernetes 1.37; the scheduler waits at most \
+                 its fixed 5-minute Permit timeout (muster: --gang-wait-timeout, default 300s)"
+            )));
+        }
     }
-    Some(vec![(y, version_note(o, BETA).into_iter().collect())])
+    Ok(Some(vec![(y, version_note(o, BETA).into_iter().collect())]))
 }
 
-fn pod(o: &Obj<'_, '_>, ix: &Index) -> Option<Converted> {
-    let (k, group) = label_membership(o, ix)?;
-    let key = k.as_str().unwrap_or_default();
-    let mut y = Y::from_node(o.node);
-    if y.get("spec").is_none() {
+/// The object's `spec` to rewrite: added when missing, an empty mapping when written as nothing
+/// (`spec:`), an error when it is not a mapping.
+fn spec_of<'y>(o: &Obj<'_, '_>, y: &'y mut Y) -> anyhow::Result<&'y mut Y> {
+    mapping(o, "spec", y.get("spec"), o.get("spec"))?;
+    if y.get("spec").is_none_or(Y::is_null) {
         y.set("spec", Y::map());
     }
-    let s = y.get_mut("spec").expect("set above");
-    s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::plain(&group), Vec::new())])).push(note(
+    Ok(y.get_mut("spec").expect("set above"))
+}
+
+fn pod(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
+    let Some((k, group)) = label_membership(o, ix) else { return Ok(None) };
+    let key = k.as_str().unwrap_or_default();
+    let mut y = Y::from_node(o.node);
+    let s = spec_of(o, &mut y)?;
+    s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::text(&group), Vec::new())])).push(note(
         format!("joins PodGroup {group} (the label {key}: {group} has no effect on membership; it is kept)"),
     ));
-    Some(vec![(y, Vec::new())])
+    Ok(Some(vec![(y, Vec::new())]))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -596,7 +668,7 @@ fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<St
         };
         let mut converted: Vec<Option<Converted>> = Vec::new();
         for d in docs {
-            converted.push(convert_doc(file, &d.root, ix));
+            converted.push(convert_doc(file, &d.root, ix)?);
         }
         if converted.iter().all(Option::is_none) {
             out.push_str(ptext);
@@ -636,16 +708,16 @@ fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<St
 }
 
 /// A document converted (a `List` item by item), or None when nothing in it changes.
-fn convert_doc(file: usize, root: &Node<'_>, ix: &Index) -> Option<Converted> {
+fn convert_doc(file: usize, root: &Node<'_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
     let mut objs = Vec::new();
     objects_of(file, root, None, &mut objs);
     let is_list = !objs.is_empty() && !objs[0].node.pos.eq(&root.pos);
     if !is_list {
-        return objs.first().and_then(|o| convert_object(o, ix));
+        return objs.first().map_or(Ok(None), |o| convert_object(o, ix));
     }
-    let converted: Vec<Option<Converted>> = objs.iter().map(|o| convert_object(o, ix)).collect();
+    let converted: Vec<Option<Converted>> = objs.iter().map(|o| convert_object(o, ix)).collect::<Result<_, _>>()?;
     if converted.iter().all(Option::is_none) {
-        return None;
+        return Ok(None);
     }
     let mut items = Vec::new();
     for (o, c) in objs.iter().zip(converted) {
@@ -665,7 +737,7 @@ fn convert_doc(file: usize, root: &Node<'_>, ix: &Index) -> Option<Converted> {
     }
     let mut list = Y::from_node(root);
     list.set("items", Y::Seq(items));
-    Some(vec![(list, Vec::new())])
+    Ok(Some(vec![(list, Vec::new())]))
 }
 
 /// The converted texts of the sources that change: (source index, text).

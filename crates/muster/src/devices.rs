@@ -9,6 +9,8 @@ use muster_cel::{DeviceView, Env, Program, SelectorOwner};
 use muster_manifest::{Manifests, Object};
 use serde_json::json;
 
+use crate::text::{cell_width, push_cell};
+
 /// One device and its verdict.
 pub struct Row {
     pub driver: String,
@@ -147,13 +149,20 @@ pub fn json(rows: &[Row]) -> serde_json::Value {
 pub fn table(rows: &[Row], filtered: bool) -> String {
     let mut out = String::new();
     let head = ("DRIVER", "POOL", "DEVICE", "NODE");
-    let w = |f: fn(&Row) -> &str, h: &str| rows.iter().map(|r| f(r).len()).max().unwrap_or(0).max(h.len());
-    let (w0, w1, w2, w3) =
-        (w(|r| &r.driver, head.0), w(|r| &r.pool, head.1), w(|r| &r.device, head.2), w(|r| &r.node, head.3));
-    let _ = write!(out, "{:<w0$}   {:<w1$}   {:<w2$}   {:<w3$}", head.0, head.1, head.2, head.3);
+    let w = |f: fn(&Row) -> &str, h: &str| rows.iter().map(|r| cell_width(f(r))).max().unwrap_or(0).max(h.len());
+    let widths = [w(|r| &r.driver, head.0), w(|r| &r.pool, head.1), w(|r| &r.device, head.2), w(|r| &r.node, head.3)];
+    let line = |out: &mut String, cells: [&str; 4]| {
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            if i > 0 {
+                out.push_str("   ");
+            }
+            push_cell(out, c, w);
+        }
+    };
+    line(&mut out, [head.0, head.1, head.2, head.3]);
     out.push_str(if filtered { "   MATCH\n" } else { "\n" });
     for r in rows {
-        let _ = write!(out, "{:<w0$}   {:<w1$}   {:<w2$}   {:<w3$}", r.driver, r.pool, r.device, r.node);
+        line(&mut out, [&r.driver, &r.pool, &r.device, &r.node]);
         if filtered {
             out.push_str(match (&r.error, r.matched) {
                 (Some(_), _) => "   error",

@@ -9,8 +9,11 @@ mod config;
 mod conformance;
 mod convert;
 mod devices;
+#[cfg(test)]
+mod fuzz;
 mod memory;
 mod output;
+mod text;
 mod why;
 
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
 //! How a plan is shown: a table for people, JSON for scripts (a contract), YAML for `kubectl`.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 use crate::memory::{
     GroupStatusOptions, World, changed_claims, changed_composite_pod_groups, changed_pod_groups, changed_pods,
 };
+use crate::text::{cell, cell_width, one_line, push_cell};
 
 /// Devices allocated to a claim, as `driver/pool/device` per result.
 fn claim_devices(c: &muster_sched::ClaimInfo) -> Vec<(String, String, String, String)> {
@@ -108,6 +110,7 @@ fn eviction_json(e: &Eviction) -> Value {
 /// that got it, in device order.
 fn propagation_groups(world: &World) -> Vec<(String, String, String, Vec<&str>)> {
     let mut groups: Vec<(String, String, String, Vec<&str>)> = Vec::new();
+    let mut index: HashMap<(String, String, String), usize> = HashMap::new();
     for (key, taints) in world.taints.propagated() {
         for t in taints {
             let (TaintSource::HealthPropagation { from, origin }, pool) =
@@ -116,13 +119,42 @@ fn propagation_groups(world: &World) -> Vec<(String, String, String, Vec<&str>)>
                 continue;
             };
             let (full, taint, origin) = (format!("{pool}/{from}"), taint_text(&t.taint), origin.to_string());
-            match groups.iter_mut().find(|g| g.0 == full && g.1 == taint && g.2 == origin) {
-                Some(g) => g.3.push(&key.device),
-                None => groups.push((full, taint, origin, vec![&key.device])),
+            match index.entry((full, taint, origin)) {
+                std::collections::hash_map::Entry::Occupied(e) => groups[*e.get()].3.push(&key.device),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let (full, taint, origin) = e.key().clone();
+                    e.insert(groups.len());
+                    groups.push((full, taint, origin, vec![&key.device]));
+                }
             }
         }
     }
     groups
+}
+
+/// Upstream's reason when a node's allocation fails with an invalid pool; it names none.
+const INVALID_POOLS: &str = "invalid resource pools were encountered";
+
+/// An unschedulable pod's reason, with the invalid pools and why each is invalid when the reason
+/// is upstream's [`INVALID_POOLS`] (found once, the first time one is needed).
+fn reason_text(world: &World, message: String, invalid: &std::cell::OnceCell<String>) -> String {
+    if !message.contains(INVALID_POOLS) {
+        return message;
+    }
+    let pools = invalid.get_or_init(|| {
+        let index = muster_alloc::SliceIndex::new(&world.slices);
+        let features = muster_alloc::Features::kubernetes_1_37();
+        let mut found = std::collections::BTreeSet::new();
+        for n in &world.cluster.nodes {
+            for p in &index.gather(Some(&n.detail.node), features).pools {
+                if let Some(why) = &p.invalid {
+                    found.insert(format!("pool {}/{}: {why}", p.driver, p.name));
+                }
+            }
+        }
+        found.into_iter().collect::<Vec<_>>().join("; ")
+    });
+    if pools.is_empty() { message } else { format!("{message} ({pools})") }
 }
 
 /// The PodGroup condition a group's cycle leads to, in words.
@@ -144,18 +176,25 @@ fn composite_outcome(t: &muster_sched::CompositeResult) -> &'static str {
 /// `-o json`. Field names are a contract: scripts and later versions depend on them.
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
+    let invalid = std::cell::OnceCell::new();
+    // Each claim's node: the first placement of a pod that uses it, indexed once.
+    let mut claim_node: HashMap<usize, &str> = HashMap::new();
+    for (p, n) in &plan.placements {
+        for i in c.pod(*p).claims.iter().flatten() {
+            claim_node.entry(*i).or_insert_with(|| c.node(*n).name());
+        }
+    }
     json!({
         "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p)})).collect::<Vec<_>>(),
-        "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": e.message()})).collect::<Vec<_>>(),
+        "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": reason_text(world, e.message(), &invalid)})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
-        "claims": c.claims.iter().filter(|x| x.changed).map(|x| {
+        "claims": c.claims.iter().enumerate().filter(|(_, x)| x.changed).map(|(i, x)| {
             let reserved = x.claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).into_iter().flatten();
             let pods: Vec<&str> = reserved.clone().filter(|r| r.resource == "pods").map(|r| r.name.as_str()).collect();
             let groups: Vec<&str> = reserved.filter(|r| r.resource == "podgroups").map(|r| r.name.as_str()).collect();
             let ns = x.claim.metadata.namespace.as_deref().unwrap_or("default");
-            let node = plan.placements.iter().find(|(p, _)| c.pod(*p).claims.iter().flatten().any(|i| c.claims[*i].key() == x.key()))
-                .map(|(_, n)| c.node(*n).name());
+            let node = claim_node.get(&i);
             json!({
                 "claim": x.key(),
                 "pods": pods.iter().map(|p| format!("{ns}/{p}")).collect::<Vec<_>>(),
@@ -231,7 +270,7 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
     for (claim, note) in changed_claims(&world.cluster, groups.now.as_ref()) {
         out.push_str("---\n");
         if let Some(note) = note {
-            let _ = writeln!(out, "# {note}");
+            let _ = writeln!(out, "# {}", one_line(&note));
         }
         out.push_str(&serde_saphyr::to_string(&claim)?);
     }
@@ -278,7 +317,8 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
             None => {
                 let _ = writeln!(
                     out,
-                    "# EvictionInProgress={status} ({reason}: {message}) is not written: the taint has no timeAdded"
+                    "# EvictionInProgress={status} ({reason}: {}) is not written: the taint has no timeAdded",
+                    one_line(&message)
                 );
             }
         }
@@ -321,7 +361,7 @@ fn created_yaml(out: &mut String, world: &World, plan: &Plan) -> anyhow::Result<
 fn push_with_note<T: serde::Serialize>(out: &mut String, note: Option<&str>, object: &T) -> anyhow::Result<()> {
     out.push_str("---\n");
     if let Some(note) = note {
-        let _ = writeln!(out, "# {note}");
+        let _ = writeln!(out, "# {}", one_line(note));
     }
     out.push_str(&serde_saphyr::to_string(object)?);
     if !out.ends_with('\n') {
@@ -370,20 +410,26 @@ pub fn table(world: &World, plan: &Plan) -> String {
             .iter()
             .map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name(), pod_devices(c, *p)))
             .collect();
-        let w = rows.iter().map(|(p, _, _)| p.len()).max().unwrap_or(0).max("POD".len());
+        let w = rows.iter().map(|(p, _, _)| cell_width(p)).max().unwrap_or(0).max("POD".len());
         let with_devices = rows.iter().any(|(_, _, d)| !d.is_empty());
-        let wn = rows.iter().map(|(_, n, _)| n.len()).max().unwrap_or(0).max("NODE".len());
+        let wn = rows.iter().map(|(_, n, _)| cell_width(n)).max().unwrap_or(0).max("NODE".len());
+        push_cell(&mut out, "POD", w);
+        out.push_str("   ");
         if with_devices {
-            let _ = writeln!(out, "{:<w$}   {:<wn$}   DEVICES", "POD", "NODE");
+            push_cell(&mut out, "NODE", wn);
+            out.push_str("   DEVICES\n");
         } else {
-            let _ = writeln!(out, "{:<w$}   NODE", "POD");
+            out.push_str("NODE\n");
         }
         for (p, n, d) in rows {
+            push_cell(&mut out, p, w);
+            out.push_str("   ");
             if with_devices {
                 let devices = if d.is_empty() { "-".to_string() } else { d.join("; ") };
-                let _ = writeln!(out, "{p:<w$}   {n:<wn$}   {devices}");
+                push_cell(&mut out, n, wn);
+                let _ = writeln!(out, "   {devices}");
             } else {
-                let _ = writeln!(out, "{p:<w$}   {n}");
+                let _ = writeln!(out, "{}", cell(n));
             }
         }
     }
@@ -429,8 +475,9 @@ pub fn table(world: &World, plan: &Plan) -> String {
             out.push('\n');
         }
         let _ = writeln!(out, "UNSCHEDULABLE");
+        let invalid = std::cell::OnceCell::new();
         for (p, e) in &plan.unschedulable {
-            let _ = writeln!(out, "{}: {}", c.pod(*p).key, e.message());
+            let _ = writeln!(out, "{}: {}", c.pod(*p).key, reason_text(world, e.message(), &invalid));
         }
     }
     let skipped = skipped(c);

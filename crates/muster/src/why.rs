@@ -662,12 +662,14 @@ impl Why<'_> {
             return;
         }
         j["preFilter"] = Value::Null;
-        let width = e.nodes.iter().map(|n| self.node_name(n.node).len()).max().unwrap_or(0);
+        let width = e.nodes.iter().map(|n| crate::text::cell_width(self.node_name(n.node))).max().unwrap_or(0);
         let mut out = Vec::new();
         for n in &e.nodes {
             let name = self.node_name(n.node);
             let (lines, node_json) = self.node(&n.verdict);
-            let _ = write!(text, "node {name:<width$}  ");
+            text.push_str("node ");
+            crate::text::push_cell(text, name, width);
+            text.push_str("  ");
             match lines.as_slice() {
                 [one] => {
                     let _ = writeln!(text, "{one}");

@@ -1,0 +1,384 @@
+//! Hostile input at the edges: huge names, empty mappings, control characters, special files.
+//! Every input is generated here; nothing large is committed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn muster(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_muster")).args(args).current_dir(root()).output().unwrap()
+}
+
+fn muster_stdin(args: &[&str], text: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let text = text.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh directory for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("muster-robustness-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A node, a pod that fits on it, a pod that fits nowhere and a slice, all with `name`.
+fn cluster_named(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\nstatus:\n  allocatable: {{cpu: '4', memory: 8Gi, pods: '10'}}\n\
+---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  containers:\n  - name: c\n    resources:\n      requests: {{cpu: '1'}}\n\
+---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: big\nspec:\n  containers:\n  - name: c\n    resources:\n      requests: {{cpu: '64'}}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: s\nspec:\n  driver: {name}\n  nodeName: {name}\n  pool: {{name: {name}, generation: 1, resourceSliceCount: 1}}\n  devices:\n  - name: {name}\n"
+    )
+}
+
+#[test]
+fn table_columns_of_70000_characters_are_cut_not_a_panic() {
+    let name = "n".repeat(70_000);
+    let text = cluster_named(&name);
+    for args in [
+        &["plan", "-"][..],
+        &["devices", "-"],
+        &["devices", "-", "--selector", "true"],
+        &["why", "pod/default/big", "-"],
+        &["why", &format!("pod/default/{name}"), "-"],
+    ] {
+        let o = muster_stdin(args, &text);
+        assert_eq!(o.status.code(), Some(0), "{:?}: {}", &args[..1], stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains('\u{2026}'), "{:?}: the long name is cut: {}", &args[..1], &out[..out.len().min(2000)]);
+    }
+}
+
+/// `muster convert -` on `text`: (exit code, stdout, stderr).
+fn convert(text: &str) -> (Option<i32>, String, String) {
+    let o = muster_stdin(&["convert", "-"], text);
+    (o.status.code(), stdout(&o), stderr(&o))
+}
+
+#[test]
+fn convert_reads_empty_mappings_as_empty() {
+    let pg = "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\n";
+    for spec in ["spec:\n", "spec: ~\n", "spec: null\n", ""] {
+        let (code, out, err) = convert(&format!("{pg}{spec}"));
+        assert_eq!(code, Some(0), "{spec:?}: {err}");
+        assert!(out.contains("schedulingPolicy:\n    basic: {}"), "{spec:?}: {out}");
+        muster_manifest::load_str("converted.yaml", &out).unwrap_or_else(|d| panic!("{spec:?}: {d:#?}\n{out}"));
+    }
+    // A pod joining a PodGroup by label, with an empty spec.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {scheduling.k8s.io/group-name: g}\nspec:\n";
+    let (code, out, err) = convert(&format!("{pg}spec: {{minCount: 2}}\n---\n{pod}"));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("schedulingGroup:\n    podGroupName: g"), "{out}");
+    // A DeviceTaintRule with an empty deviceSelector and metadata, split in two.
+    let rule = "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\nspec:\n  deviceSelector:\n  \
+                nodeName: n1\n  deviceName: gpu-0\n  taints:\n  - {key: a, effect: NoSchedule}\n  - {key: b, effect: NoSchedule}\n";
+    let (code, out, err) = convert(rule);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("name: <unnamed>-1") || out.contains("name: '<unnamed>-1'"), "{out}");
+    assert!(out.contains("pool: n1"), "{out}");
+    // A flat claim with an empty devices mapping; a v1beta1 request with an empty exactly.
+    let claim = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  \
+                 deviceClassName: gpu\n  devices:\n";
+    let (code, out, err) = convert(claim);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("deviceClassName: gpu"), "{out}");
+    let claim = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  devices:\n    \
+                 requests:\n    - name: r\n      deviceClassName: gpu\n      exactly:\n";
+    let (code, out, err) = convert(claim);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("exactly:\n        deviceClassName: gpu"), "{out}");
+}
+
+#[test]
+fn convert_refuses_scalars_and_lists_where_it_adds_keys() {
+    let cases = [
+        (
+            "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\nspec: 3\n",
+            "line 5:7: PodGroup default/g: spec: expected a mapping, found the scalar \"3\"",
+        ),
+        (
+            "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: g\nspec: [1]\n",
+            "line 5:7: PodGroup default/g: spec: expected a mapping, found a list",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {scheduling.k8s.io/group-name: g}\nspec: x\n",
+            "line 6:7: Pod default/p: spec: expected a mapping, found the scalar \"x\"",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\n  name: r\nspec:\n  \
+             deviceSelector: x\n  nodeName: n1\n",
+            "line 6:19: DeviceTaintRule r: spec.deviceSelector: expected a mapping",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\n  name: r\nspec: [x]\n",
+            "line 5:7: DeviceTaintRule r: spec: expected a mapping, found a list",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata: x\nspec:\n  nodeName: n1\n",
+            "line 3:11: DeviceTaintRule <unnamed>: metadata: expected a mapping",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  \
+             deviceClassName: gpu\n  devices: x\n",
+            "line 7:12: ResourceClaim default/c: spec.devices: expected a mapping",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: c\nspec:\n  \
+             deviceClassName: gpu\n  devices: {requests: x}\n",
+            "line 7:23: ResourceClaim default/c: spec.devices.requests: expected a list",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\nmetadata:\n  name: t\nspec:\n  spec:\n    \
+             devices:\n      requests:\n      - name: r\n        deviceClassName: gpu\n        exactly: [x]\n",
+            "line 11:18: ResourceClaimTemplate default/t: spec.spec.devices.requests[0].exactly: expected a mapping",
+        ),
+    ];
+    for (text, want) in cases {
+        let (code, out, err) = convert(text);
+        assert_eq!(code, Some(2), "{text}\n{out}{err}");
+        assert!(err.contains(&format!("error: <stdin>: {want}")), "{text}\nwant {want}\ngot {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+/// Names and texts with every kind of character YAML cannot hold as it is.
+const NASTY: &str = r#"\0\n\r\t\x01\e\x7f\u0085\u2028\u2029\ufeff #x: y- '\"\\"#;
+
+#[test]
+fn yaml_output_with_control_characters_reads_back() {
+    let text = format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: \"n{NASTY}\"\nstatus:\n  allocatable: {{cpu: '4', memory: 8Gi, pods: '10'}}\n\
+---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: \"p{NASTY}\"\n  labels: {{\"k{NASTY}\": \"v{NASTY}\"}}\nspec:\n  containers:\n  \
+- name: c\n    resources:\n      requests: {{cpu: '1'}}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata:\n  name: \"r{NASTY}\"\nspec:\n  deviceSelector: \
+{{driver: \"d{NASTY}\"}}\n  taint: {{key: k, effect: \"E{NASTY}\"}}\n"
+    );
+    let o = muster_stdin(&["plan", "-", "-o", "yaml"], &text);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("# EvictionInProgress=False (OtherEffect: effect E\\0\\n\\r"), "{out}");
+    let m = muster_manifest::load_str("plan.yaml", &out).unwrap_or_else(|d| panic!("{d:#?}\n{out}"));
+    assert!(m.objects.iter().any(|l| l.object.metadata().name.as_deref().is_some_and(|n| n.starts_with("p\0\n"))));
+    let o = muster_stdin(&["check", "-"], &out);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn convert_output_with_control_characters_reads_back() {
+    let text = format!(
+        "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata:\n  name: \"r{NASTY}\"\nspec:\n  \
+nodeName: \"true\"\n  deviceName: \"gpu{NASTY}\"\n  taints:\n  - {{key: a, effect: NoSchedule}}\n  - {{key: b, effect: NoSchedule}}\n\
+---\napiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: \"g{NASTY}\"\nspec: {{minCount: 2, \
+scheduleTimeoutSeconds: \"1{NASTY}\"}}\n\
+---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {{scheduling.k8s.io/group-name: \"g{NASTY}\"}}\nspec:\n  \
+containers: [{{name: c}}]\n\
+---\napiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata:\n  name: \"c{NASTY}\"\nspec:\n  \
+deviceClassName: \"yes\"\n  selectors:\n  - cel: {{expression: \"device.attributes['x'].y == '{NASTY}' && \
+device.capacity['gpu.nvidia.com'].memory >= '80Gi'\"}}\n"
+    );
+    let (code, out, err) = convert(&text);
+    assert_eq!(code, Some(0), "{err}");
+    let m = muster_manifest::load_str("converted.yaml", &out).unwrap_or_else(|d| panic!("{d:#?}\n{out}"));
+    let names: Vec<&str> = m.objects.iter().filter_map(|l| l.object.metadata().name.as_deref()).collect();
+    assert!(names.contains(&"r\0\n\r\t\u{1}\u{1b}\u{7f}\u{85}\u{2028}\u{2029}\u{feff} #x: y- '\"\\-1"), "{names:?}");
+    assert!(out.contains("pool: 'true'"), "a name that reads as a boolean is quoted: {out}");
+}
+
+/// `n` pods on `n / 8` eight-GPU nodes, each pod with its own ResourceClaim.
+fn claims_cluster(n: usize) -> String {
+    let mut s = String::from(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu\nspec:\n  selectors:\n  \
+         - cel: {expression: \"device.driver == 'gpu.example.com'\"}\n",
+    );
+    for k in 0..n.div_ceil(8) {
+        s += &format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: node-{k}\nstatus:\n  allocatable: {{cpu: '64', memory: \
+             512Gi, pods: '110'}}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: s-{k}\n\
+             spec:\n  driver: gpu.example.com\n  nodeName: node-{k}\n  pool: {{name: node-{k}, generation: 1, \
+             resourceSliceCount: 1}}\n  devices:\n"
+        );
+        for d in 0..8 {
+            s += &format!("  - name: gpu-{d}\n");
+        }
+    }
+    for i in 0..n {
+        s += &format!(
+            "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c-{i}\nspec:\n  devices:\n    \
+             requests:\n    - name: r\n      exactly: {{deviceClassName: gpu}}\n---\napiVersion: v1\nkind: Pod\n\
+             metadata:\n  name: p-{i}\nspec:\n  resourceClaims:\n  - {{name: g, resourceClaimName: c-{i}}}\n  \
+             containers:\n  - name: c\n    resources:\n      claims: [{{name: g}}]\n"
+        );
+    }
+    s
+}
+
+#[test]
+fn json_claims_name_the_node_of_the_pod_that_uses_them() {
+    // The claims' nodes are looked up in an index built once (it was a search per claim).
+    let o = muster_stdin(&["plan", "-", "-o", "json"], &claims_cluster(400));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let placed: std::collections::HashMap<&str, &str> = v["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pod"].as_str().unwrap(), p["node"].as_str().unwrap()))
+        .collect();
+    let claims = v["claims"].as_array().unwrap();
+    assert_eq!((placed.len(), claims.len()), (400, 400));
+    for c in claims {
+        let pod = c["pods"][0].as_str().unwrap();
+        assert_eq!(c["node"].as_str(), Some(placed[pod]), "{c}");
+        assert_eq!(c["devices"][0]["pool"].as_str(), Some(placed[pod]), "{c}");
+    }
+}
+
+#[test]
+fn long_refused_input_is_not_echoed_in_full() {
+    // A 1 MB selector: refused (over 10 KiB) with its start echoed, not all of it.
+    let expr = "device.driver == 'x' && ".repeat(40_000) + "true";
+    let class = format!(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: big\nspec:\n  selectors:\n  - cel:\n      \
+         expression: \"{expr}\"\n"
+    );
+    for args in [&["check", "-"][..], &["devices", "-", "--class", "big"], &["convert", "-"]] {
+        let o = muster_stdin(args, &class);
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(!err.contains("panicked"), "{err}");
+        if args[0] != "convert" {
+            assert_ne!(o.status.code(), Some(0), "{:?}", args[0]);
+            let text = out.clone() + &err;
+            assert!(
+                text.contains("expression is longer than 10240 bytes"),
+                "{:?}: {}",
+                args[0],
+                &text[..text.len().min(2000)]
+            );
+            assert!(text.contains("more bytes)"), "{:?}: {}", args[0], &text[..text.len().min(2000)]);
+            assert!(text.len() < 4000, "{:?}: {} bytes of messages", args[0], text.len());
+        }
+    }
+    // A 1 MB value where a number belongs: the loader's message quotes its start and end.
+    let big = "x".repeat(1 << 20);
+    let pod = format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  priority: {big}\n  containers: []\n");
+    let o = muster_stdin(&["plan", "-"], &pod);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("<stdin>:6:13: Pod p: spec.priority: invalid type: string \"xxx"),
+        "{}",
+        &err[..err.len().min(500)]
+    );
+    assert!(err.contains("bytes)\u{2026}xxx") && err.contains("xxx\", expected i32"), "{err}");
+    assert!(err.len() < 2000, "{} bytes", err.len());
+}
+
+#[test]
+fn a_dangling_symlink_is_named_itself() {
+    let dir = temp_dir("dangling");
+    std::fs::write(dir.join("a.yaml"), "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n").unwrap();
+    std::os::unix::fs::symlink(dir.join("missing.yaml"), dir.join("b.yaml")).unwrap();
+    let link = dir.join("b.yaml").display().to_string();
+    for cmd in ["plan", "check", "devices"] {
+        let o = muster(&[cmd, dir.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        let want = format!("{link}: cannot read: dangling symbolic link to {}", dir.join("missing.yaml").display());
+        assert!(stderr(&o).contains(&want), "{cmd}: want {want}\ngot {}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs muster, killing it (and failing) if it has not finished in 60 s.
+fn muster_within_a_minute(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("muster {args:?} hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn special_files_in_a_directory_are_skipped_not_opened() {
+    let dir = temp_dir("fifo");
+    std::fs::write(
+        dir.join("a.yaml"),
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\nstatus:\n  allocatable: {cpu: '1', pods: '1'}\n",
+    )
+    .unwrap();
+    let fifo = dir.join("pipe.yaml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    // A directory that links to itself is read once.
+    std::os::unix::fs::symlink(&dir, dir.join("loop")).unwrap();
+    let want = format!("warning: {}: skipped: not a regular file (a FIFO)", fifo.display());
+    for args in
+        [&["plan", dir.to_str().unwrap()][..], &["check", dir.to_str().unwrap()], &["convert", dir.to_str().unwrap()]]
+    {
+        let o = muster_within_a_minute(args);
+        assert_eq!(o.status.code(), Some(0), "{:?}: {}", args[0], stderr(&o));
+        assert!(stderr(&o).contains(&want), "{:?}: {}", args[0], stderr(&o));
+        assert!(stderr(&o).contains("loop: skipped: directory"), "{:?}: {}", args[0], stderr(&o));
+    }
+    let o = muster_within_a_minute(&["plan", dir.to_str().unwrap()]);
+    assert!(stdout(&o).contains("0 placed, 0 unschedulable, 0 skipped on 1 nodes"), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn invalid_pools_are_named_with_why() {
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\nstatus: {allocatable: {cpu: '4', pods: '10'}}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: a}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s1}\nspec: {driver: d, nodeName: node-1, \
+pool: {name: pool-1, generation: 1, resourceSliceCount: 2}, devices: [{name: dev-1}]}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s2}\nspec: {driver: d, nodeName: node-1, \
+pool: {name: pool-1, generation: 1, resourceSliceCount: 2}, devices: [{name: dev-1}]}\n\
+---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, \
+exactly: {deviceClassName: a}}]}}\n\
+---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  resourceClaims: [{name: g, resourceClaimName: c}]\n  \
+containers: [{name: c, resources: {claims: [{name: g}]}}]\n";
+    let want = "0/1 nodes are available: 1 invalid resource pools were encountered. (pool d/pool-1: duplicate device \
+                name dev-1)";
+    let o = muster_stdin(&["plan", "-"], text);
+    assert!(stdout(&o).contains(&format!("default/p: {want}")), "{}", stdout(&o));
+    let o = muster_stdin(&["plan", "-", "-o", "json"], text);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["unschedulable"][0]["reason"], want);
+}
