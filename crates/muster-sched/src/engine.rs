@@ -48,6 +48,9 @@ impl<'d> Engine<'d> {
         if nodes_changed {
             self.scheduler.sync_nodes();
         }
+        for (index, old) in &applied.claims {
+            self.scheduler.claim_replaced(*index, old.as_deref());
+        }
         for entry in applied.dequeue {
             self.queue.remove(entry);
         }

@@ -7,15 +7,22 @@
 //! decision reads names, not slots, where order matters (the queue's order, victims' order), so
 //! the same changes in any order give the same plan. Generations are bumped here, by the store.
 //!
-//! Not yet: changes to ResourceClaims, ResourceSlices, DeviceClasses, DeviceTaintRules,
-//! PodGroups and the other kinds, and pods with `spec.resourceClaims` added after the snapshot
-//! was built (an error says so); a plan builds those from manifests at once.
+//! References are lazy: a pod added with a claim the store does not have yet waits (its PreFilter
+//! says which) and is re-resolved when the claim arrives. The store never creates objects: a
+//! claim from a template is the one `status.resourceClaimStatuses` names, made by the claim
+//! controller (kube-controller-manager in a live cluster; `plan` generates them when it builds
+//! the snapshot).
+//!
+//! Not yet: changes to ResourceSlices, DeviceClasses, DeviceTaintRules, PodGroups and the other
+//! kinds, and PodGroup claims (KEP 5729) of pods added by a change (errors say so); a plan builds
+//! those from manifests at once.
 
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 
-use crate::cluster::{Cluster, ModelError, NodeId, PodId, PodInfo, PodState};
+use crate::cluster::{ClaimInfo, Cluster, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
 use crate::cycle::QueueEntry;
 use crate::queue::Wake;
 
@@ -30,10 +37,15 @@ pub enum Change {
     UpsertPod(Box<Pod>),
     /// A pod deleted, by `namespace/name`.
     DeletePod(String),
+    /// A ResourceClaim added or changed (allocated, reserved, deallocated by the claim
+    /// controller when its pods are gone).
+    UpsertClaim(Box<ResourceClaim>),
+    /// A ResourceClaim deleted, by `namespace/name`.
+    DeleteClaim(String),
 }
 
 /// What a change means for the scheduling queue.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Applied {
     /// The events it was, for entries waiting in the unschedulable pool.
     pub wake: Wake,
@@ -42,6 +54,9 @@ pub struct Applied {
     /// Pods that are no longer pending (bound elsewhere, deleted, finished): their entries leave
     /// the queue.
     pub dequeue: Vec<QueueEntry>,
+    /// Claims whose object changed (an index into [`Cluster::claims`]), with the object they
+    /// had: the devices in use follow ([`crate::Scheduler::claim_replaced`]).
+    pub claims: Vec<(usize, Option<Box<ResourceClaim>>)>,
 }
 
 /// The store's indexes by name, built on the first change.
@@ -54,6 +69,10 @@ pub struct Index {
     free_pods: Vec<PodId>,
     /// Pods bound to nodes the store does not have (yet), by node name.
     elsewhere: HashMap<String, Vec<PodId>>,
+    /// Claims by `namespace/name`.
+    claims: HashMap<String, usize>,
+    /// Pods waiting for a claim the store does not have, by the claim's `namespace/name`.
+    claim_waiters: HashMap<String, Vec<PodId>>,
 }
 
 impl Index {
@@ -78,6 +97,7 @@ impl Index {
             index.nodes.insert(n.name().to_string(), NodeId(i as u32));
         }
         index.groups = c.groups.iter().enumerate().map(|(i, g)| (g.key.clone(), i)).collect();
+        index.claims = c.claims.iter().enumerate().map(|(i, info)| (info.key(), i)).collect();
         index
     }
 }
@@ -102,6 +122,8 @@ impl Cluster {
             Change::DeleteNode(name) => Ok(self.delete_node(&name)),
             Change::UpsertPod(pod) => self.upsert_pod(pod),
             Change::DeletePod(key) => Ok(self.delete_pod(&key)),
+            Change::UpsertClaim(claim) => Ok(self.upsert_claim(*claim)),
+            Change::DeleteClaim(key) => Ok(self.delete_claim(&key)),
         }
     }
 
@@ -195,15 +217,6 @@ impl Cluster {
 
     fn upsert_pod(&mut self, pod: Box<Pod>) -> Result<Applied, ModelError> {
         let known = self.pod_id(&pod_key(&pod));
-        if known.is_none() && pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()).is_some_and(|c| !c.is_empty())
-        {
-            return Err(ModelError {
-                kind: "Pod",
-                object: pod_key(&pod),
-                field: Some("spec.resourceClaims".into()),
-                message: "a pod with ResourceClaims added after the snapshot was built is not supported yet".into(),
-            });
-        }
         let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
         let node = node_name.and_then(|n| self.node_id(n));
         let mut info = self.pod_info(pod, |_| node)?;
@@ -214,6 +227,9 @@ impl Cluster {
                 // stay (with a special extended-resources claim Reserve added).
                 let old = &mut self.pods[id.0 as usize];
                 info.claims = std::mem::take(&mut old.claims);
+                if info.claims.iter().any(Result::is_err) {
+                    info.claims.clear(); // resolved again below: the status may name a claim now
+                }
                 info.dra_extended = std::mem::take(&mut old.dra_extended);
                 info.stale_extended_claim = old.stale_extended_claim.take();
                 let old = self.take_pod(id, &mut applied);
@@ -237,8 +253,115 @@ impl Cluster {
                 }
             },
         };
+        let resolve = info.claims.is_empty() && info.pod.spec.as_ref().is_some_and(|s| s.resource_claims.is_some());
         self.put_pod(id, info, &mut applied);
+        if resolve && let Err(e) = self.resolve_claims(id) {
+            let mut undo = Applied::default();
+            self.take_pod(id, &mut undo);
+            self.pods[id.0 as usize] = PodInfo::vacant();
+            let index = self.index();
+            index.pods.retain(|_, p| *p != id);
+            index.free_pods.push(id);
+            return Err(e);
+        }
         Ok(applied)
+    }
+
+    /// Resolves a pod's `spec.resourceClaims` against the claims the store has: a claim by name,
+    /// or the claim the pod's status names for a template entry. One that is missing is an error
+    /// the pod's PreFilter reports, and the pod waits for the claim.
+    fn resolve_claims(&mut self, id: PodId) -> Result<(), ModelError> {
+        let info = &self.pods[id.0 as usize];
+        let ns = info.namespace().to_string();
+        let entries = info.pod.spec.as_ref().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
+        let statuses = info.pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
+        if let Some(Ok(g)) = info.group
+            && self.groups[g].group.spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty())
+        {
+            return Err(ModelError {
+                kind: "Pod",
+                object: info.key.clone(),
+                field: Some("spec.resourceClaims".into()),
+                message: "the claims of a pod whose PodGroup has resourceClaims cannot be changed one at a time yet"
+                    .into(),
+            });
+        }
+        let mut resolved = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            let name = match (&entry.resource_claim_name, &entry.resource_claim_template_name) {
+                (Some(name), _) => Ok(name.clone()),
+                (None, Some(template)) => statuses
+                    .iter()
+                    .find(|s| s.name == entry.name)
+                    .and_then(|s| s.resource_claim_name.clone())
+                    .ok_or_else(|| {
+                        format!(
+                            "waiting for the ResourceClaim of pod claim {} to be created from resourceclaimtemplate \"{template}\"",
+                            entry.name
+                        )
+                    }),
+                (None, None) => Err(format!("pod claim {} names neither a claim nor a template", entry.name)),
+            };
+            resolved.push(name.and_then(|name| {
+                let key = format!("{ns}/{name}");
+                let index = self.index();
+                match index.claims.get(&key) {
+                    Some(i) => Ok(*i),
+                    None => {
+                        index.claim_waiters.entry(key).or_default().push(id);
+                        Err(format!("resourceclaim \"{name}\" not found"))
+                    }
+                }
+            }));
+        }
+        self.pods[id.0 as usize].claims = resolved;
+        Ok(())
+    }
+
+    fn upsert_claim(&mut self, claim: ResourceClaim) -> Applied {
+        let key = format!(
+            "{}/{}",
+            claim.metadata.namespace.as_deref().unwrap_or("default"),
+            claim.metadata.name.as_deref().unwrap_or_default()
+        );
+        let mut applied = Applied { wake: Wake::CLAIM_CHANGED, ..Applied::default() };
+        match self.index().claims.get(&key).copied() {
+            Some(i) => {
+                let info = &mut self.claims[i];
+                info.spec_fingerprint = fingerprint(&claim);
+                let old = std::mem::replace(&mut info.claim, claim);
+                applied.claims.push((i, Some(Box::new(old))));
+            }
+            None => {
+                let i = self.claims.len();
+                let spec_fingerprint = fingerprint(&claim);
+                self.claims.push(ClaimInfo { claim, generated: false, changed: false, spec_fingerprint, group: None });
+                self.index().claims.insert(key.clone(), i);
+                applied.claims.push((i, None));
+                // Pods that waited for it resolve their claims again.
+                for pod in self.index().claim_waiters.remove(&key).unwrap_or_default() {
+                    if self.pods[pod.0 as usize].state == PodState::Deleted {
+                        continue;
+                    }
+                    if self.resolve_claims(pod).is_ok() && self.pods[pod.0 as usize].state == PodState::Pending {
+                        applied.queue.push(self.entry_of(pod));
+                    }
+                }
+            }
+        }
+        applied
+    }
+
+    /// A deleted claim is deallocated and forgotten by name; its slot stays (pods that still
+    /// name it are deleted with it, as its owner, or fail when they are scheduled again).
+    fn delete_claim(&mut self, key: &str) -> Applied {
+        let Some(i) = self.index().claims.remove(key) else { return Applied::default() };
+        let old = self.claims[i].claim.status.take().map(|status| {
+            let mut old = self.claims[i].claim.clone();
+            old.status = Some(status);
+            Box::new(old)
+        });
+        Applied { wake: Wake::CLAIM_CHANGED, claims: vec![(i, old)], ..Applied::default() }
     }
 
     fn delete_pod(&mut self, key: &str) -> Applied {

@@ -1,7 +1,9 @@
 //! Assumed pods (kube-scheduler's assume cache): a pod placed by a cycle holds its node's
 //! resources and its devices at once, before the world binds it. The world confirms it (the pod
 //! comes back bound, through the store) or reports that binding failed: [`Scheduler::forget`]
-//! then gives everything back, as Unreserve and `ForgetPod` do.
+//! then gives everything back, as Unreserve and `ForgetPod` do. Claims, which upstream also
+//! keeps in an assume cache, come back through the store: [`Scheduler::claim_replaced`] makes the
+//! devices in use follow what the store now holds.
 
 use super::*;
 
@@ -37,5 +39,24 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
         }
         pods
+    }
+
+    /// The store replaced claim `index` (it had `old`, or is new): the devices it held are given
+    /// back and the ones it holds now taken, and every remembered allocator verdict is dropped
+    /// (devices changed somewhere; the shared generation moves).
+    pub fn claim_replaced(&mut self, index: usize, old: Option<&k8s_openapi::api::resource::v1::ResourceClaim>) {
+        let shared = self.fresh_generation();
+        let Some((ctx, state)) = self.dra.as_mut() else { return };
+        let allocated = |c: &k8s_openapi::api::resource::v1::ResourceClaim| {
+            c.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some()
+        };
+        if let Some(old) = old.filter(|c| allocated(c)) {
+            state.remove_claim(old, ctx.features);
+        }
+        let now = &self.cluster.claims[index].claim;
+        if allocated(now) {
+            state.add_claim(now, ctx.features);
+        }
+        self.dra_shared_generation = shared;
     }
 }

@@ -1,0 +1,101 @@
+//! The engine, one change at a time: stories a live cluster tells.
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use muster_sched::{Change, Cluster, DraContext, Engine, PodState, SchedulerConfig, SchedulerNames};
+use serde_json::json;
+
+mod common;
+
+fn claim(name: &str, allocated_to: Option<(&str, &str)>) -> Box<ResourceClaim> {
+    let mut c = json!({"metadata": {"name": name, "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}});
+    if let Some((pod, device)) = allocated_to {
+        c["status"] = json!({
+            "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n0", "device": device}]}},
+            "reservedFor": [{"resource": "pods", "name": pod, "uid": format!("uid-{pod}")}]});
+    }
+    Box::new(serde_json::from_value(c).unwrap())
+}
+
+fn pod(name: &str, claim: &str, node: Option<&str>) -> Box<Pod> {
+    let mut p = json!({"metadata": {"name": name, "namespace": "ml", "uid": format!("uid-{name}")},
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": claim}], "containers": [{"name": "c"}]}});
+    if let Some(n) = node {
+        p["spec"]["nodeName"] = json!(n);
+        p["status"] = json!({"phase": "Running"});
+    }
+    Box::new(serde_json::from_value(p).unwrap())
+}
+
+/// One node `n0` with `gpus` devices, and the DRA inputs for it.
+fn one_node(gpus: u8) -> (Cluster, Vec<k8s_openapi::api::resource::v1::ResourceSlice>) {
+    let (nodes, slices) = common::gpu_nodes(&[gpus], "rack", "r");
+    (Cluster::build(nodes, Vec::new(), &[], &SchedulerNames::default()).unwrap(), slices)
+}
+
+/// A pod arrives before the claim it names: it waits, saying which claim it misses, and is placed
+/// once the claim arrives (woken by the claim's arrival, after its backoff).
+#[test]
+fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
+    let (cluster, slices) = one_node(2);
+    let classes = common::gpu_class();
+    let ctx = DraContext {
+        index: muster_alloc::SliceIndex::new(&slices),
+        classes: &classes,
+        env: muster_cel::Env::default(),
+        features: muster_alloc::Features::kubernetes_1_37(),
+    };
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+    engine.apply(Change::UpsertPod(pod("trainer", "trainer-gpu", None)), 0).unwrap();
+    let first = engine.schedule(0);
+    assert!(first.placements.is_empty());
+    assert_eq!(first.unschedulable[0].1.message(), "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found.");
+    assert_eq!(engine.queue().counts(), (0, 0, 1, 0), "waiting in the unschedulable pool");
+
+    engine.apply(Change::UpsertClaim(claim("trainer-gpu", None)), 500).unwrap();
+    assert!(engine.schedule(500).placements.is_empty(), "still in its 1 s backoff");
+    assert_eq!(engine.next_wakeup(), Some(1_000));
+    let second = engine.schedule(1_000);
+    let c = engine.cluster();
+    let placed: Vec<(&str, &str)> =
+        second.placements.iter().map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name())).collect();
+    assert_eq!(placed, [("ml/trainer", "n0")]);
+    let status = c.claims.iter().find(|x| x.key() == "ml/trainer-gpu").unwrap().claim.status.as_ref().unwrap();
+    assert_eq!(status.reserved_for.as_ref().unwrap()[0].name, "trainer");
+}
+
+/// A running pod holds the node's only GPU; a second pod waits. When the first finishes and the
+/// claim controller deallocates its claim, the second pod gets the GPU.
+#[test]
+fn a_deallocated_claim_gives_its_device_to_a_waiting_pod() {
+    let (nodes, slices) = common::gpu_nodes(&[1], "rack", "r");
+    let classes = common::gpu_class();
+    let pods = vec![pod("first", "first-gpu", Some("n0")), pod("second", "second-gpu", None)];
+    let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
+    cluster.add_claims(vec![*claim("first-gpu", Some(("first", "gpu-0"))), *claim("second-gpu", None)], &[]);
+    let ctx = DraContext {
+        index: muster_alloc::SliceIndex::new(&slices),
+        classes: &classes,
+        env: muster_cel::Env::default(),
+        features: muster_alloc::Features::kubernetes_1_37(),
+    };
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+    let first = engine.schedule(0);
+    assert_eq!(first.unschedulable.len(), 1);
+    assert_eq!(first.unschedulable[0].1.message(), "0/1 nodes are available: 1 cannot allocate all claims.");
+
+    // The pod finishes; then the claim controller clears the reservation and the allocation.
+    engine.apply(Change::DeletePod("ml/first".into()), 5_000).unwrap();
+    assert!(engine.schedule(5_000).placements.is_empty(), "the claim still holds the device");
+    engine.apply(Change::UpsertClaim(claim("first-gpu", None)), 6_000).unwrap();
+    let second = engine.schedule(6_000);
+    let c = engine.cluster();
+    assert_eq!(second.placements.len(), 1);
+    let (p, _) = second.placements[0];
+    assert_eq!(c.pod(p).key, "ml/second");
+    assert!(matches!(c.pod(p).state, PodState::Assumed(_)));
+    let status = c.claims.iter().find(|x| x.key() == "ml/second-gpu").unwrap().claim.status.as_ref().unwrap();
+    let device = &status.allocation.as_ref().unwrap().devices.as_ref().unwrap().results.as_ref().unwrap()[0].device;
+    assert_eq!(device, "gpu-0");
+}
