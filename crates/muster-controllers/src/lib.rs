@@ -31,6 +31,7 @@ pub mod job;
 pub mod naming;
 mod pods;
 pub mod replicaset;
+pub mod resourceclaim;
 pub mod statefulset;
 
 use std::fmt;
