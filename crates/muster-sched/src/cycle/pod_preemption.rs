@@ -11,6 +11,8 @@
 //! and a node DynamicResources rejected is not a candidate (its rejection is unresolvable: freeing
 //! devices held through claims is what workload-aware preemption does for groups, KEP 5690).
 
+use std::collections::HashMap;
+
 use super::*;
 
 /// One node preemption could free for the pod.

@@ -1,0 +1,421 @@
+//! One pod's cycle (`scheduleOne`): PreFilter, Filter (DynamicResources last, its allocator
+//! verdicts remembered), Score (`Scoring`), and Reserve; Unreserve puts a Reserve back
+//! when a group cycle rolls back.
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::dra_memo::Generations;
+use crate::framework::{CycleState, Rejection};
+use crate::plugins::dynamic_resources::{self, ExtendedClaim, NodeAllocation};
+use crate::plugins::{node_affinity, node_resources_fit, node_unschedulable, taint_toleration};
+
+/// kube-scheduler's `minFeasibleNodesToFind`.
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// kube-scheduler's `minFeasibleNodesPercentageToFind`.
+const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// What one Reserve changed: Unreserve (a gang rolled back) puts it back.
+#[derive(Debug)]
+pub struct Reserved {
+    pub pod: PodId,
+    pub node: NodeId,
+    claims: dynamic_resources::ClaimUndo,
+    /// The node's generation and the DRA generations before this Reserve: Unreserve puts them
+    /// back, so that verdicts remembered for the state before the Reserve are valid again.
+    generations: (u64, u64, u64),
+}
+
+impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
+    /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
+    pub(super) fn unreserve(&mut self, r: Reserved) {
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        let node = &mut nodes[r.node.0 as usize];
+        node.account(&pods[r.pod.0 as usize], r.pod, -1);
+        debug_assert_eq!(
+            pods[r.pod.0 as usize].state,
+            PodState::Assumed(r.node),
+            "Unreserve of a pod not reserved there"
+        );
+        pods[r.pod.0 as usize].state = PodState::Pending;
+        // Reserves are undone last first: the state is the one before this Reserve, and so
+        // are its generations.
+        node.generation = r.generations.0;
+        if !self.dra_node_generation.is_empty() {
+            self.dra_node_generation[r.node.0 as usize] = r.generations.1;
+        }
+        self.dra_shared_generation = r.generations.2;
+        if r.claims.claims.is_empty() && !r.claims.extended {
+            return;
+        }
+        if let Some((ctx, state)) = self.dra.as_mut() {
+            dynamic_resources::unreserve(r.pod.0 as usize, r.claims, &mut self.cluster, state, ctx.features);
+        }
+    }
+
+    /// `numFeasibleNodesToFind`: how many feasible nodes Filter looks for before it stops.
+    pub fn num_feasible_nodes_to_find(&self, num_all_nodes: usize) -> usize {
+        if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+            return num_all_nodes;
+        }
+        let mut percentage = self.config.percentage_of_nodes_to_score as usize;
+        if percentage == 0 {
+            percentage = 50usize.saturating_sub(num_all_nodes / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+        }
+        let n = num_all_nodes * percentage.min(100) / 100;
+        n.max(MIN_FEASIBLE_NODES_TO_FIND)
+    }
+
+    /// One scheduling cycle for `pod`: on success the pod is reserved on (assumed onto) the node.
+    pub fn schedule_one(&mut self, pod_id: PodId) -> Outcome {
+        self.attempt(pod_id, None)
+    }
+
+    /// Filter, Score and Reserve for one pod; with `undo`, what Reserve changed is recorded so
+    /// that the pod-group cycle can roll it back.
+    pub(super) fn attempt(&mut self, pod_id: PodId, undo: Option<&mut Vec<Reserved>>) -> Outcome {
+        let cluster = &*self.cluster;
+        let pod = cluster.pod(pod_id);
+        let state = CycleState::new(pod);
+        let num_nodes = cluster.node_order.len();
+        let dra = self.dra.as_ref();
+        let pre_filter = if num_nodes == 0 {
+            Some("no nodes available to schedule pods".to_string())
+        } else {
+            pre_filter(&state, cluster, dra.is_some(), undo.is_some()).or_else(|| {
+                let (ctx, _) = dra?;
+                dynamic_resources::pre_filter_devices(pod, cluster, ctx)
+            })
+        };
+        if let Some(message) = pre_filter {
+            return Outcome::Unschedulable(FitError {
+                num_all_nodes: num_nodes,
+                rejections: Vec::new(),
+                node_statuses: Vec::new(),
+                pre_filter_message: Some(message),
+                group_message: None,
+            });
+        }
+        let to_find = self.num_feasible_nodes_to_find(num_nodes);
+
+        // Filter, starting where the previous cycle stopped. Rejected nodes are only counted
+        // here; their reasons are worked out below if the pod fits nowhere (filters are pure, so
+        // running them again gives the same verdicts).
+        self.feasible.clear();
+        self.rejected.clear();
+        let mut processed = 0;
+        let (before, after) = cluster.node_order.split_at(self.next_start_node_index);
+        // Most pods ask only for cpu, memory and ephemeral-storage and set no node constraints; on
+        // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
+        // comparisons.
+        let has_claims = !pod.claims.is_empty() || !pod.dra_extended.is_empty();
+        let simple_pod =
+            state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
+        // Filter with DynamicResources last, as in kube-scheduler's default order. A problem no
+        // node can fix fails the whole attempt.
+        let (pending, fingerprint) =
+            if has_claims { dynamic_resources::pending_claims(pod, cluster) } else { (Vec::new(), 0) };
+        let memo = &mut self.dra_memo;
+        let generations = (&self.dra_node_generation, self.dra_shared_generation);
+        // The special claim for extended resources served through DRA, one variant per set of
+        // resources the nodes do not advertise (usually one).
+        let mut extended_claims: Vec<ExtendedClaim> = Vec::new();
+        let mut last_table: Option<(u64, usize)> = None;
+        // DynamicResources' Filter for one node; the allocator's verdict is left in the memo.
+        let mut dra_filter = |memo: &mut DraMemo, node_id: NodeId| -> DraFilter {
+            let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return DraFilter::Fits };
+            let node = cluster.node(node_id);
+            if let Err(r) = dynamic_resources::allocated_claims_fit(pod, node, cluster) {
+                return DraFilter::Rejected(r);
+            }
+            let mask = dynamic_resources::extended_mask(pod, node);
+            let mut fingerprint = fingerprint;
+            let extended = if mask == 0 {
+                None
+            } else {
+                let i = match extended_claims.iter().position(|e| e.mask == mask) {
+                    Some(i) => i,
+                    None => {
+                        extended_claims.push(dynamic_resources::extended_claim(pod, mask, &cluster.resources));
+                        extended_claims.len() - 1
+                    }
+                };
+                fingerprint =
+                    (fingerprint.rotate_left(7) ^ extended_claims[i].fingerprint).wrapping_mul(0x100_0000_01b3);
+                Some(&extended_claims[i].claim)
+            };
+            let table = match last_table {
+                Some((f, t)) if f == fingerprint => t,
+                _ => {
+                    let t = memo.table(fingerprint);
+                    last_table = Some((fingerprint, t));
+                    t
+                }
+            };
+            // The allocator's answer depends only on the claims' specs and the devices in use:
+            // reuse it while neither changed.
+            let at = Generations { node: generations.0[node_id.0 as usize], shared: generations.1 };
+            if memo.get(table, node_id, at).is_none() {
+                let v = match extended {
+                    None => dynamic_resources::allocate(&pending, node, ctx, alloc_state),
+                    Some(claim) => {
+                        let mut claims = pending.clone();
+                        claims.push(claim);
+                        dynamic_resources::allocate(&claims, node, ctx, alloc_state)
+                    }
+                };
+                memo.put(table, node_id, at, v);
+            }
+            DraFilter::Memo(table)
+        };
+        let node_filter = self.node_filter.as_deref();
+        for &node_id in after.iter().chain(before) {
+            processed += 1;
+            if node_filter.is_some_and(|f| !f[node_id.0 as usize]) {
+                continue;
+            }
+            let node = cluster.node(node_id);
+            let mut feasible = if simple_pod && !node.unschedulable && !node.has_taints {
+                fits_inline(&state, node)
+            } else {
+                run_filters(&state, node, cluster).is_ok()
+            };
+            if feasible && has_claims {
+                let verdict = match dra_filter(memo, node_id) {
+                    DraFilter::Fits => None,
+                    DraFilter::Rejected(_) => {
+                        feasible = false;
+                        None
+                    }
+                    DraFilter::Memo(t) => memo.last(t, node_id),
+                };
+                match verdict {
+                    Some(Err(message)) => {
+                        return Outcome::Unschedulable(FitError {
+                            num_all_nodes: num_nodes,
+                            rejections: Vec::new(),
+                            node_statuses: Vec::new(),
+                            pre_filter_message: Some(message.clone()),
+                            group_message: None,
+                        });
+                    }
+                    Some(Ok(Err(_))) => feasible = false,
+                    Some(Ok(Ok(_))) | None => {}
+                }
+            }
+            if feasible {
+                self.feasible.push(node_id);
+                if self.feasible.len() >= to_find {
+                    break;
+                }
+            } else {
+                self.rejected.push(node_id);
+            }
+        }
+        self.next_start_node_index = (self.next_start_node_index + processed) % num_nodes;
+
+        if self.feasible.is_empty() {
+            let mut rejections: Vec<Rejection> = Vec::new();
+            let mut rejection_ids: HashMap<Rejection, u16> = HashMap::new();
+            let mut node_statuses: Vec<(NodeId, u16)> = Vec::with_capacity(self.rejected.len());
+            for &node_id in &self.rejected {
+                let node = cluster.node(node_id);
+                let r = match run_filters(&state, node, cluster) {
+                    Err(r) => r,
+                    Ok(()) => match dra_filter(memo, node_id) {
+                        DraFilter::Rejected(r) => r,
+                        DraFilter::Memo(t) => match memo.last(t, node_id) {
+                            Some(Ok(Err(r))) => r.clone(),
+                            _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
+                        },
+                        DraFilter::Fits => {
+                            unreachable!("a node Filter rejected once is rejected again: filters are pure")
+                        }
+                    },
+                };
+                let next = rejections.len() as u16;
+                let id = *rejection_ids.entry(r.clone()).or_insert_with(|| {
+                    rejections.push(r);
+                    next
+                });
+                node_statuses.push((node_id, id));
+            }
+            node_statuses.sort_unstable();
+            // Inside a topology domain, the domain's nodes are all the nodes this attempt had.
+            let num_all_nodes = match &self.node_filter {
+                Some(f) => f.iter().filter(|in_domain| **in_domain).count(),
+                None => num_nodes,
+            };
+            return Outcome::Unschedulable(FitError {
+                num_all_nodes,
+                rejections,
+                node_statuses,
+                pre_filter_message: None,
+                group_message: None,
+            });
+        }
+
+        let chosen = if self.feasible.len() == 1 {
+            self.feasible[0]
+        } else {
+            let mut scoring = Scoring {
+                cluster,
+                config: &self.config,
+                scored: &self.scored,
+                weight_sum: self.weight_sum,
+                feasible: &self.feasible,
+                scores: &mut self.scores,
+                plugin_scores: &mut self.plugin_scores,
+                memo: &mut self.memo,
+            };
+            scoring.select_host(&state)
+        };
+        // Reserve: the pod is assumed onto the node for every later cycle, and its claims get
+        // the allocation Filter found for that node.
+        // Filter's verdict for the chosen node is remembered (or, without the memo, computed
+        // again: the allocator is deterministic).
+        let allocation: Option<NodeAllocation> = if has_claims {
+            match dra_filter(memo, chosen) {
+                DraFilter::Fits => None,
+                DraFilter::Memo(t) => {
+                    // A verdict that takes devices goes stale at this Reserve (the generations
+                    // move on) unless a gang rolls the Reserve back: only then is it kept.
+                    let takes = matches!(memo.last(t, chosen), Some(Ok(Ok(a))) if takes_devices(a));
+                    let verdict =
+                        if takes && undo.is_none() { memo.take(t, chosen) } else { memo.last(t, chosen).cloned() };
+                    match verdict {
+                        Some(Ok(Ok(a))) => Some(std::sync::Arc::try_unwrap(a).unwrap_or_else(|a| (*a).clone())),
+                        _ => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),
+                    }
+                }
+                DraFilter::Rejected(_) => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),
+            }
+        } else {
+            None
+        };
+        let generations = (
+            self.cluster.nodes[chosen.0 as usize].generation,
+            self.dra_node_generation.get(chosen.0 as usize).copied().unwrap_or(0),
+            self.dra_shared_generation,
+        );
+        let fresh = self.fresh_generation();
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        debug_assert_eq!(pods[pod_id.0 as usize].state, PodState::Pending, "Reserve of a pod that is not pending");
+        nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
+        nodes[chosen.0 as usize].generation = fresh;
+        pods[pod_id.0 as usize].state = PodState::Assumed(chosen);
+        let mut claim_undo = undo.is_some().then(dynamic_resources::ClaimUndo::default);
+        if has_claims && let Some((ctx, alloc_state)) = self.dra.as_mut() {
+            let allocation: NodeAllocation = allocation.unwrap_or_default();
+            // Devices taken change what the allocator would answer: for this node only when they
+            // come from its own pools, for every node otherwise.
+            if takes_devices(&allocation) {
+                let node_name = self.cluster.nodes[chosen.0 as usize].name().to_string();
+                let fresh = self.cluster.fresh_generation();
+                if dynamic_resources::node_local(&allocation, &node_name, ctx) {
+                    self.dra_node_generation[chosen.0 as usize] = fresh;
+                } else {
+                    self.dra_shared_generation = fresh;
+                }
+            }
+            let features = ctx.features;
+            let mut allocation = allocation;
+            let mask = dynamic_resources::extended_mask(
+                &self.cluster.pods[pod_id.0 as usize],
+                &self.cluster.nodes[chosen.0 as usize],
+            );
+            // The special claim was allocated last, after the pod's own claims.
+            let extended = match extended_claims.into_iter().find(|e| mask != 0 && e.mask == mask) {
+                Some(claim) => allocation.pop().map(|result| (claim, result)),
+                None => None,
+            };
+            dynamic_resources::reserve(
+                pod_id.0 as usize,
+                allocation,
+                &mut self.cluster,
+                alloc_state,
+                features,
+                claim_undo.as_mut(),
+            );
+            if let Some((claim, result)) = extended {
+                dynamic_resources::reserve_extended(
+                    pod_id.0 as usize,
+                    claim,
+                    result,
+                    &mut self.cluster,
+                    alloc_state,
+                    features,
+                    claim_undo.as_mut(),
+                );
+            }
+        }
+        if let Some(undo) = undo {
+            undo.push(Reserved { pod: pod_id, node: chosen, claims: claim_undo.unwrap_or_default(), generations });
+        }
+        Outcome::Placed(chosen)
+    }
+}
+
+/// PreFilter: what rules a pod out before any node is tried: DynamicResources' claim checks (a
+/// plan without DRA inputs cannot serve claims), and GangScheduling's PreEnqueue (a pod naming a
+/// missing PodGroup waits; a member is only scheduled inside its group's cycle).
+fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool, in_group_cycle: bool) -> Option<String> {
+    let spec = state.pod.pod.spec.as_ref()?;
+    let extended = !state.pod.dra_extended.is_empty();
+    if extended || !state.pod.claims.is_empty() || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+        if !dra {
+            return Some("pod uses DRA resource claims, but the plan has no DRA inputs".into());
+        }
+        if let Some(msg) = dynamic_resources::pre_filter(state.pod, cluster) {
+            return Some(msg);
+        }
+    }
+    match &state.pod.group {
+        // GangScheduling's PreEnqueue: the pod waits until its PodGroup exists.
+        Some(Err(msg)) => return Some(format!("{msg}: the pod waits until its PodGroup exists")),
+        Some(Ok(_)) if !in_group_cycle => {
+            return Some("pod belongs to a PodGroup: it is scheduled in its group's cycle".into());
+        }
+        _ => {}
+    }
+    None
+}
+
+/// The Filter plugins in kube-scheduler's order; the first rejection wins.
+pub fn run_filters(
+    state: &CycleState<'_>,
+    node: &crate::cluster::NodeInfo,
+    cluster: &Cluster,
+) -> Result<(), Rejection> {
+    node_unschedulable::filter(state, node)?;
+    taint_toleration::filter(state, node)?;
+    node_affinity::filter(state, node)?;
+    node_resources_fit::filter(state, node, &cluster.resources)?;
+    Ok(())
+}
+
+/// NodeResourcesFit's Filter for a pod whose requests are all inline, on a node with room: the
+/// same verdict as `node_resources_fit::filter` returning `Ok`.
+#[inline]
+fn fits_inline(state: &CycleState<'_>, node: &crate::cluster::NodeInfo) -> bool {
+    let r = &state.inline_requests;
+    (node.num_pods < node.allowed_pods)
+        & (r[0] <= node.allocatable[0] - node.requested[0])
+        & (r[1] <= node.allocatable[1] - node.requested[1])
+        & (r[2] <= node.allocatable[2] - node.requested[2])
+}
+
+/// Where DynamicResources' Filter left its verdict for a node.
+enum DraFilter {
+    /// Nothing to allocate.
+    Fits,
+    /// An allocated claim cannot be used on the node.
+    Rejected(Rejection),
+    /// The allocator's verdict, in this memo table.
+    Memo(usize),
+}
+
+/// True when the allocation takes at least one device.
+fn takes_devices(allocation: &NodeAllocation) -> bool {
+    allocation.iter().any(|a| a.devices.as_ref().and_then(|d| d.results.as_ref()).is_some_and(|r| !r.is_empty()))
+}

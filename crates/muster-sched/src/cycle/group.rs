@@ -1,0 +1,462 @@
+//! The pod-group cycle (`scheduleOnePodGroup`, default algorithm): a PodGroup's members one after
+//! another in the cycle's snapshot, topology-aware placement over the domains of its topology key
+//! (KEP 5732), the all-or-nothing rollback of a gang, and the reasons a failed group cycle
+//! reports. CompositePodGroup trees (`composite`) place each of their PodGroups through it.
+
+use super::*;
+use crate::framework::MAX_NODE_SCORE;
+
+/// The reason muster gives a PodGroup that waited `--gang-wait-timeout` for its pods.
+pub const GANG_WAIT_TIMEOUT_REASON: &str = "GangWaitTimeout";
+
+/// Members placed, members that failed, and the Reserves to undo if the group is not placed.
+pub(super) type MembersResult = (Vec<(PodId, NodeId)>, Vec<(PodId, FitError)>, Vec<Reserved>);
+
+/// One topology domain as a PodGroup's cycle tried it ([`Scheduler::domain_trials`]).
+#[derive(Clone, Debug)]
+pub struct DomainTrial {
+    /// The topology key and this domain's value of it.
+    pub key: String,
+    pub value: String,
+    pub nodes: Vec<NodeId>,
+    /// Members that fit (rolled back afterwards) and those that did not.
+    pub placed: Vec<(PodId, NodeId)>,
+    pub failed: Vec<(PodId, FitError)>,
+    /// The group would be placed here (minCount reached with at least one pod placed).
+    pub feasible: bool,
+}
+
+/// A PodGroup's members as one cycle sees them.
+pub(super) struct Members {
+    pub(super) members: Vec<PodId>,
+    pub(super) pending: Vec<PodId>,
+    pub(super) exist: usize,
+    pub(super) scheduled: usize,
+}
+
+/// One pod-group cycle's inputs.
+#[derive(Clone, Copy)]
+pub(super) struct GroupAttempt<'a> {
+    pub(super) members: &'a [PodId],
+    /// Pending members in the cycle's order.
+    pub(super) pending: &'a [PodId],
+    pub(super) topology_key: Option<&'a str>,
+    /// Members already running.
+    pub(super) scheduled: usize,
+    pub(super) min: usize,
+    pub(super) gang: bool,
+    /// The nodes of the parent CompositePodGroup's placement (`None`: every node).
+    pub(super) within: Option<&'a [bool]>,
+}
+
+/// Why a group could not be placed (everything already rolled back).
+pub(super) enum GroupFailure {
+    /// No topology domain holds the group: the reason.
+    Topology(String),
+    /// `placed` members fitted (then rolled back), `failed` did not.
+    Members { placed: usize, failed: Vec<(PodId, FitError)> },
+}
+
+impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
+    /// The pod-group cycle (`scheduleOnePodGroup`, default algorithm): members in priority and
+    /// age order, each through Filter, Score and Reserve in the cycle's snapshot so later members
+    /// see earlier members' resources and devices; the cycle stops early once `minCount` cannot be
+    /// reached. When fewer than `minCount` members (with those already running) fit, or none was
+    /// placed, every Reserve is undone in reverse order: no claim stays allocated.
+    pub fn schedule_group(&mut self, g: usize, plan: &mut Plan) {
+        let c = &*self.cluster;
+        let group = &c.groups[g];
+        let (min, gang, key) = (group.min_count, group.gang, group.key.clone());
+        let Members { members, pending, exist, scheduled } = self.members(g);
+        let num_nodes = c.node_order.len();
+        let fail_all = |plan: &mut Plan, pods: &[PodId], message: &str| {
+            for p in pods {
+                plan.unschedulable.push((*p, FitError::group(num_nodes, message.to_string())));
+            }
+        };
+        // A PodGroup whose parent CompositePodGroup is missing waits for it (PreEnqueue); a bad
+        // parent chain is the group's error.
+        if let Err(e) = c.root(crate::cluster::GroupNode::Group(g)) {
+            let (message, outcome) = match e {
+                crate::cluster::TreeError::MissingParent(m) => (
+                    format!("podgroup {m}; it is not attempted until the parent exists"),
+                    GroupOutcome::Waiting { exist },
+                ),
+                crate::cluster::TreeError::Invalid(m) => (format!("podgroup {key}: {m}"), GroupOutcome::SchedulerError),
+            };
+            fail_all(plan, &pending, &message);
+            plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
+            return;
+        }
+        // Alpha restriction: every member has the group's priority.
+        if let Some(message) = priority_mismatch(c, &c.groups[g].priority, &format!("podgroup {key}"), &pending) {
+            fail_all(plan, &pending, &message);
+            plan.groups.push(GroupResult {
+                group: g,
+                outcome: GroupOutcome::SchedulerError,
+                message,
+                preemption: None,
+            });
+            return;
+        }
+        if gang && exist < min {
+            let message = format!(
+                "podgroup {key} waits for its pods: {exist} of minCount {min} exist; the gang is not attempted until all are created \
+                 (muster marks the group PodGroupInitiallyScheduled=False, reason {GANG_WAIT_TIMEOUT_REASON}, after waiting {}s)",
+                self.config.gang_wait_timeout_seconds
+            );
+            fail_all(plan, &pending, &message);
+            plan.groups.push(GroupResult {
+                group: g,
+                outcome: GroupOutcome::Waiting { exist },
+                message,
+                preemption: None,
+            });
+            return;
+        }
+        let topology_key = self.cluster.groups[g].topology_key.clone();
+        let attempt = GroupAttempt {
+            members: &members,
+            pending: &pending,
+            topology_key: topology_key.as_deref(),
+            scheduled,
+            min,
+            gang,
+            within: None,
+        };
+        let (result, (victims, against)) = match self.place_group(&attempt) {
+            Ok(r) => (r, (Vec::new(), Vec::new())),
+            Err(failure) => match self.preempt(
+                Preemptor { members: &members, pending: &pending, never: self.never_preempts(g, &pending) },
+                |s| s.place_group(&attempt).ok(),
+                |r| std::mem::take(&mut r.2),
+            ) {
+                Ok(p) => (p.placement, (p.victims, p.against_budgets)),
+                Err(why_not) => {
+                    self.report_group_failure(g, plan, &pending, failure, scheduled);
+                    if let Some(last) = plan.groups.last_mut() {
+                        last.preemption = Some(format!("would not help: {why_not}"));
+                    }
+                    return;
+                }
+            },
+        };
+        let (placed, failed, _) = result;
+        let mut message =
+            format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
+        let preemption = self.victims_text(&victims, &against, &mut message);
+        let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
+        plan.groups.push(GroupResult { group: g, outcome, message, preemption });
+        plan.preempted.extend(victims.into_iter().map(|v| (v, crate::cluster::GroupNode::Group(g))));
+        plan.placements.extend(placed);
+        // Members that did not fit wait for the next cycle (basic policy, or beyond minCount).
+        plan.unschedulable.extend(failed);
+    }
+
+    /// True when PodGroup `g` (or one of its pending pods) has `preemptionPolicy: Never`.
+    pub(super) fn never_preempts(&self, g: usize, pending: &[PodId]) -> bool {
+        let c = &*self.cluster;
+        let spec = &c.groups[g].group.spec;
+        c.never_preempts(spec.preemption_policy.as_deref(), spec.priority_class_name.as_deref())
+            || pending.iter().any(|p| {
+                let s = c.pod(*p).pod.spec.as_ref();
+                c.never_preempts(
+                    s.and_then(|s| s.preemption_policy.as_deref()),
+                    s.and_then(|s| s.priority_class_name.as_deref()),
+                )
+            })
+    }
+
+    /// What each domain of PodGroup `g`'s topology key would give its cycle now, each trial
+    /// rolled back (for `muster why`); empty without a topology constraint. The error says why
+    /// there are no domains.
+    pub fn domain_trials(&mut self, g: usize) -> Result<Vec<DomainTrial>, String> {
+        let Members { members, pending, scheduled, .. } = self.members(g);
+        let group = &self.cluster.groups[g];
+        let min = group.min_count;
+        let Some(key) = group.topology_key.clone() else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        for (value, nodes) in self.domains(&key, None, &members)? {
+            self.node_filter = Some(self.mask(&nodes));
+            let (placed, failed, undo) = self.run_members(&pending, scheduled, min);
+            let feasible = !placed.is_empty() && scheduled + placed.len() >= min;
+            for r in undo.into_iter().rev() {
+                self.unreserve(r);
+            }
+            out.push(DomainTrial { key: key.clone(), value, nodes, placed, failed, feasible });
+        }
+        self.node_filter = None;
+        Ok(out)
+    }
+
+    /// A PodGroup's members now: all, the pending ones in the cycle's order (priority, then age),
+    /// how many exist (pending, gated or running) and how many run.
+    pub(super) fn members(&self, g: usize) -> Members {
+        let c = &*self.cluster;
+        let members = c.groups[g].members.clone();
+        let exist = members
+            .iter()
+            .filter(|m| {
+                let state = &c.pod(**m).state;
+                matches!(state, PodState::Pending | PodState::Gated(_)) || state.on_node().is_some()
+            })
+            .count();
+        let scheduled = members.iter().filter(|m| c.pod(**m).state.on_node().is_some()).count();
+        let pending = c.pending_members(g);
+        Members { members, pending, exist, scheduled }
+    }
+
+    /// Places the group (in the best topology domain when constrained). On success the members
+    /// stay reserved; on failure everything was rolled back.
+    pub(super) fn place_group(&mut self, a: &GroupAttempt<'_>) -> Result<MembersResult, GroupFailure> {
+        let GroupAttempt { members, pending, topology_key, scheduled, min, gang, within } = *a;
+        match topology_key {
+            Some(key) => match self.choose_domain(members, pending, key, scheduled, min, gang, within) {
+                Ok(nodes) => self.node_filter = Some(nodes),
+                Err(message) => return Err(GroupFailure::Topology(message)),
+            },
+            None => self.node_filter = within.map(<[bool]>::to_vec),
+        }
+        let (placed, failed, undo) = self.run_members(pending, scheduled, min);
+        self.node_filter = None;
+        if !placed.is_empty() && scheduled + placed.len() >= min {
+            return Ok((placed, failed, undo));
+        }
+        for r in undo.into_iter().rev() {
+            self.unreserve(r);
+        }
+        Err(GroupFailure::Members { placed: placed.len(), failed })
+    }
+
+    /// The reason a group cycle failed, as the PodGroup condition and its members say it.
+    fn report_group_failure(
+        &self,
+        g: usize,
+        plan: &mut Plan,
+        pending: &[PodId],
+        failure: GroupFailure,
+        scheduled: usize,
+    ) {
+        let (result, failed) = self.group_failure(g, pending, failure, scheduled);
+        plan.groups.push(result);
+        plan.unschedulable.extend(failed);
+    }
+
+    /// A failed group cycle's result and its pending members' reasons.
+    pub(super) fn group_failure(
+        &self,
+        g: usize,
+        pending: &[PodId],
+        failure: GroupFailure,
+        scheduled: usize,
+    ) -> (GroupResult, Vec<(PodId, FitError)>) {
+        let c = &*self.cluster;
+        let group = &c.groups[g];
+        let (key, min, gang) = (&group.key, group.min_count, group.gang);
+        let num_nodes = c.node_order.len();
+        let all =
+            |message: &str| pending.iter().map(|p| (*p, FitError::group(num_nodes, message.to_string()))).collect();
+        let (placed, failed) = match failure {
+            GroupFailure::Topology(message) => {
+                let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
+                let message = format!("podgroup {key}: {message}");
+                let failed = all(&message);
+                return (GroupResult { group: g, outcome, message, preemption: None }, failed);
+            }
+            GroupFailure::Members { placed, failed } => (placed, failed),
+        };
+        if !gang {
+            // The basic policy: each member stands alone, and none fitted.
+            let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: failed.len() };
+            let message = failed.first().map(|(_, e)| e.message()).unwrap_or_default();
+            return (GroupResult { group: g, outcome, message, preemption: None }, failed);
+        }
+        let first = failed
+            .first()
+            .map(|(p, e)| format!(" (first failure: {}: {})", c.pod(*p).key, e.message()))
+            .unwrap_or_default();
+        let message = format!(
+            "podgroup {key} cannot be placed together: {placed} of its {} pending pods fit, {} do not, {scheduled} already running, minCount {min}; nothing was placed{first}",
+            pending.len(),
+            failed.len(),
+        );
+        let outcome = GroupOutcome::Unschedulable { placed, scheduled, failed: failed.len() };
+        let failed = all(&message);
+        (GroupResult { group: g, outcome, message, preemption: None }, failed)
+    }
+
+    /// The default group algorithm over `pending` (Filter limited to `node_filter` when set):
+    /// each member in turn, Reserve recorded, stopping once `min` is out of reach.
+    fn run_members(&mut self, pending: &[PodId], scheduled: usize, min: usize) -> MembersResult {
+        let mut undo: Vec<Reserved> = Vec::new();
+        let mut placed: Vec<(PodId, NodeId)> = Vec::new();
+        let mut failed: Vec<(PodId, FitError)> = Vec::new();
+        for (i, &pod) in pending.iter().enumerate() {
+            match self.attempt(pod, Some(&mut undo)) {
+                Outcome::Placed(node) => placed.push((pod, node)),
+                Outcome::Unschedulable(e) => failed.push((pod, e)),
+            }
+            // PlacementFeasible: stop once minCount is out of reach.
+            let remaining = pending.len() - i - 1;
+            if scheduled + placed.len() + remaining < min {
+                break;
+            }
+        }
+        (placed, failed, undo)
+    }
+
+    /// Topology-aware placement (KEP 5732): the nodes carrying `key` (within the parent's
+    /// placement), partitioned by its value, are the candidate domains (only the domain of members
+    /// already running, if any). The group algorithm runs in each domain and is rolled back;
+    /// feasible domains are scored ([`Scheduler::best_domain`]) and the best domain's nodes are
+    /// returned.
+    #[allow(clippy::too_many_arguments)]
+    fn choose_domain(
+        &mut self,
+        members: &[PodId],
+        pending: &[PodId],
+        key: &str,
+        scheduled: usize,
+        min: usize,
+        gang: bool,
+        within: Option<&[bool]>,
+    ) -> Result<Vec<bool>, String> {
+        let domains = self.domains(key, within, members)?;
+        let mut feasible: Vec<(usize, i64, usize)> = Vec::new(); // (domain, fit score, pods count)
+        let mut summaries: Vec<String> = Vec::new();
+        for (di, (value, nodes)) in domains.iter().enumerate() {
+            self.node_filter = Some(self.mask(nodes));
+            let (placed, _, undo) = self.run_members(pending, scheduled, min);
+            let ok = !placed.is_empty() && scheduled + placed.len() >= min;
+            if ok {
+                feasible.push((di, self.most_allocated(nodes), scheduled + placed.len()));
+            } else if summaries.len() < 5 {
+                summaries.push(format!("{value}: {} of {} fit", placed.len(), pending.len()));
+            }
+            for r in undo.into_iter().rev() {
+                self.unreserve(r);
+            }
+        }
+        self.node_filter = None;
+        if feasible.is_empty() {
+            let policy = if gang { format!("minCount {min}") } else { "at least one pod".to_string() };
+            return Err(format!(
+                "no {key} domain holds the group ({policy}, {scheduled} already running): {}{}",
+                summaries.join("; "),
+                more(domains.len(), summaries.len())
+            ));
+        }
+        Ok(self.mask(&domains[best_domain(&feasible)].1))
+    }
+
+    /// The candidate domains of `key` in name order: nodes carrying the label (within the parent's
+    /// placement) by value — only the value of `members` already running, if any.
+    pub(super) fn domains(
+        &self,
+        key: &str,
+        within: Option<&[bool]>,
+        members: &[PodId],
+    ) -> Result<Vec<(String, Vec<NodeId>)>, String> {
+        let c = &*self.cluster;
+        let mut domains: std::collections::BTreeMap<&str, Vec<NodeId>> = std::collections::BTreeMap::new();
+        for (i, n) in c.nodes.iter().enumerate() {
+            if within.is_some_and(|w| !w[i]) {
+                continue;
+            }
+            if let Some(v) = n.detail.labels.get(key).filter(|_| !n.detail.removed) {
+                domains.entry(v.as_str()).or_default().push(NodeId(i as u32));
+            }
+        }
+        // Members already running (or placed by this plan) pin the domain.
+        let running: std::collections::BTreeSet<Option<&str>> = members
+            .iter()
+            .filter_map(|m| c.pod(*m).state.on_node().map(|n| c.node(n).detail.labels.get(key).map(String::as_str)))
+            .collect();
+        if running.contains(&None) {
+            return Err(format!("members already running on nodes without the topology label {key}"));
+        }
+        if running.len() > 1 {
+            let values: Vec<&str> = running.iter().flatten().copied().collect();
+            return Err(format!("members already running in several {key} domains ({})", values.join(", ")));
+        }
+        if let Some(Some(v)) = running.first() {
+            domains.retain(|d, _| d == v);
+        }
+        if domains.is_empty() {
+            let where_ = if within.is_some() { " inside the parent's placement" } else { "" };
+            return Err(format!("no node{where_} has the topology label {key}"));
+        }
+        Ok(domains.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    /// A node mask holding `nodes`.
+    pub(super) fn mask(&self, nodes: &[NodeId]) -> Vec<bool> {
+        let mut mask = vec![false; self.cluster.nodes.len()];
+        for n in nodes {
+            mask[n.0 as usize] = true;
+        }
+        mask
+    }
+
+    /// NodeResourcesFit's placement score: MostAllocated over the nodes' summed cpu and memory.
+    pub(super) fn most_allocated(&self, nodes: &[NodeId]) -> i64 {
+        let mut total = 0;
+        for r in [crate::cluster::ResourceId::CPU, crate::cluster::ResourceId::MEMORY] {
+            let (mut alloc, mut req) = (0i64, 0i64);
+            for n in nodes {
+                let node = self.cluster.node(*n);
+                alloc += node.allocatable(r);
+                req += node.requested(r);
+            }
+            if alloc > 0 {
+                total += MAX_NODE_SCORE * req.min(alloc) / alloc;
+            }
+        }
+        total / 2
+    }
+}
+
+/// The placement scorers over feasible domains `(domain, MostAllocated score, pods in the
+/// domain)`: bin packing plus the members the domain holds, normalized to the best; ties go to the
+/// first domain by value (upstream: random).
+pub(super) fn best_domain(feasible: &[(usize, i64, usize)]) -> usize {
+    let best_count = feasible.iter().map(|f| f.2).max().unwrap_or(1).max(1) as i64;
+    let score = |f: &(usize, i64, usize)| f.1 + MAX_NODE_SCORE * f.2 as i64 / best_count;
+    feasible
+        .iter()
+        .max_by(|a, b| score(a).cmp(&score(b)).then_with(|| b.0.cmp(&a.0)))
+        .expect("at least one feasible domain")
+        .0
+}
+
+/// "; N more" when a list shows `shown` of `total` entries.
+pub(super) fn more(total: usize, shown: usize) -> String {
+    let n = total.saturating_sub(shown);
+    if n > 0 { format!("; {n} more") } else { String::new() }
+}
+
+/// The alpha restriction on a group (or tree) and its pods: they all have the group's priority,
+/// resolved as admission resolves it. The SchedulerError message, or `None` when it holds.
+pub(super) fn priority_mismatch(
+    c: &Cluster,
+    priority: &Result<i32, String>,
+    what: &str,
+    pods: &[PodId],
+) -> Option<String> {
+    let priority = match priority {
+        Ok(p) => *p,
+        Err(e) => return Some(format!("{what}: spec.priorityClassName: {e}")),
+    };
+    let odd: Vec<String> = pods
+        .iter()
+        .map(|p| c.pod(*p))
+        .filter(|p| p.priority != priority)
+        .map(|p| format!("{} has {}", p.key, p.priority))
+        .collect();
+    (!odd.is_empty()).then(|| {
+        format!(
+            "{what} has priority {priority}, but {}; every member must have the group's priority (set the same priorityClassName on the group and its pods)",
+            odd.join(", ")
+        )
+    })
+}

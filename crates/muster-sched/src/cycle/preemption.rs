@@ -1,0 +1,288 @@
+//! Workload-aware preemption (KEP 5710) for PodGroups and CompositePodGroup trees: victim units
+//! (a pod alone, or a group with `disruptionMode: all`), PodDisruptionBudget violations, and the
+//! victims' eviction from the snapshot and their reprieve. Classic preemption for a pod outside
+//! any group is in `pod_preemption`; it shares the eviction and the budgets kept here.
+
+use std::collections::HashMap;
+
+use super::*;
+
+/// Who asks workload-aware preemption for room.
+pub(super) struct Preemptor<'a> {
+    /// Every pod of the group (or tree): never its own victims.
+    pub(super) members: &'a [PodId],
+    /// The pods to place, most important first.
+    pub(super) pending: &'a [PodId],
+    /// `preemptionPolicy: Never` on the group or one of its pods.
+    pub(super) never: bool,
+}
+
+/// What workload-aware preemption achieved: the preemptor's placement, the victims, and the
+/// PodDisruptionBudgets some victims were evicted against.
+pub(super) struct Preempted<R> {
+    pub(super) placement: R,
+    pub(super) victims: Vec<PodId>,
+    pub(super) against_budgets: Vec<String>,
+}
+
+/// A victim unit's importance, most important first: higher priority, groups before single pods,
+/// more pods, earlier start, then the name.
+pub(super) type UnitKey =
+    (std::cmp::Reverse<i32>, bool, i64, Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>, String);
+
+/// What evicting a preemption victim from the snapshot changed.
+pub(super) struct Evicted {
+    pod: PodId,
+    node: NodeId,
+    claims: Vec<(usize, Option<k8s_openapi::api::resource::v1::ResourceClaimStatus>, bool)>,
+}
+
+impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
+    /// Workload-aware preemption (KEP 5710) for a group that does not fit: every running pod of
+    /// lower priority is a potential victim — a pod alone, or all running pods of its PodGroup
+    /// when that group's `disruptionMode` is `all`. All of them are removed from the snapshot
+    /// (their node resources and their devices: claims reserved only by victims are deallocated,
+    /// which upstream cannot do yet, KEP 5690); if the group then fits, victims are reprieved one
+    /// unit at a time, most important first (higher priority, groups before single pods, more
+    /// pods, earlier start), keeping a unit only if the group still fits without it. Returns the
+    /// placement and the victims, or why preemption cannot help (the snapshot unchanged).
+    pub(super) fn preempt<R>(
+        &mut self,
+        preemptor: Preemptor<'_>,
+        mut place: impl FnMut(&mut Self) -> Option<R>,
+        undo: impl Fn(&mut R) -> Vec<Reserved>,
+    ) -> Result<Preempted<R>, String> {
+        let Preemptor { members, pending, never } = preemptor;
+        let c = &*self.cluster;
+        let priority = c.pod(*pending.first().ok_or("no pending member")?).priority;
+        if never {
+            return Err("the group's preemptionPolicy is Never".into());
+        }
+        // Victim units: (importance key, pods).
+        let mut units: Vec<(UnitKey, Vec<PodId>)> = Vec::new();
+        let mut group_units: HashMap<crate::cluster::GroupNode, usize> = HashMap::new();
+        for (i, p) in c.pods.iter().enumerate() {
+            let PodState::Bound(_) = p.state else { continue };
+            if p.priority >= priority || members.contains(&PodId(i as u32)) {
+                continue;
+            }
+            let start = p.pod.status.as_ref().and_then(|s| s.start_time.clone());
+            let all_mode = match &p.group {
+                Some(Ok(gi)) => disrupted_together(c, *gi),
+                _ => None,
+            };
+            match all_mode {
+                Some(node) => {
+                    let u = *group_units.entry(node).or_insert_with(|| {
+                        units.push((
+                            (std::cmp::Reverse(p.priority), false, 0, start.clone(), c.node_key(node).to_string()),
+                            Vec::new(),
+                        ));
+                        units.len() - 1
+                    });
+                    units[u].1.push(PodId(i as u32));
+                    let k = &mut units[u].0;
+                    k.2 -= 1; // more pods: more important
+                    if start.is_some() && (k.3.is_none() || start < k.3) {
+                        k.3 = start;
+                    }
+                }
+                None => {
+                    units.push(((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![PodId(i as u32)]))
+                }
+            }
+        }
+        if units.is_empty() {
+            return Err(format!("no running pod has a priority lower than {priority}"));
+        }
+        units.sort_by(|a, b| a.0.cmp(&b.0));
+        // PodDisruptionBudgets: going through the units most important first, each covered pod
+        // takes one allowed disruption; a unit that takes one a budget does not have violates it.
+        // Violating units are tried first for a reprieve (upstream's order).
+        let violates = self.budget_violations(&units);
+        let order: Vec<usize> = (0..units.len())
+            .filter(|u| violates[*u].is_some())
+            .chain((0..units.len()).filter(|u| violates[*u].is_none()))
+            .collect();
+        // Remove every potential victim, then try the group.
+        let mut removed: Vec<Vec<Evicted>> =
+            units.iter().map(|(_, pods)| pods.iter().map(|p| self.evict(*p)).collect()).collect();
+        let Some(mut current) = place(self) else {
+            let n: usize = removed.iter().map(Vec::len).sum();
+            for e in removed.into_iter().rev().flat_map(|u| u.into_iter().rev()) {
+                self.restore(e);
+            }
+            return Err(format!("even with all {n} lower-priority running pods removed, the group does not fit"));
+        };
+        let mut victims: Vec<PodId> = Vec::new();
+        let mut against: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        for u in order {
+            let pods = &units[u].1;
+            for r in undo(&mut current).into_iter().rev() {
+                self.unreserve(r);
+            }
+            let evicted = std::mem::take(&mut removed[u]);
+            for e in evicted.into_iter().rev() {
+                self.restore(e);
+            }
+            match place(self) {
+                Some(r) => current = r,
+                None => {
+                    removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
+                    victims.extend(pods.iter().copied());
+                    against.extend(violates[u].iter().cloned());
+                    current = place(self).expect("the group fitted with these victims removed before");
+                }
+            }
+        }
+        victims.sort();
+        self.use_disruptions(&victims);
+        Ok(Preempted { placement: current, victims, against_budgets: against.into_iter().collect() })
+    }
+
+    /// Adds the victims to a group's message; the short preemption summary (`None` without
+    /// victims).
+    pub(super) fn victims_text(&self, victims: &[PodId], against: &[String], message: &mut String) -> Option<String> {
+        if victims.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = victims.iter().map(|v| self.cluster.pod(*v).key.as_str()).collect();
+        let s = if victims.len() == 1 { "" } else { "s" };
+        message.push_str(&format!("; preempted {} lower-priority pod{s}: {}", victims.len(), names.join(", ")));
+        let mut summary = format!("preempted {} pod(s)", victims.len());
+        if !against.is_empty() {
+            let budgets = format!(
+                "against PodDisruptionBudget{} {}",
+                if against.len() == 1 { "" } else { "s" },
+                against.join(", ")
+            );
+            message.push_str(&format!(" ({budgets}: no other choice left room)"));
+            summary.push_str(&format!(", {budgets}"));
+        }
+        Some(summary)
+    }
+
+    /// The victims used up disruptions: later preemptions in this plan see what is left.
+    pub(super) fn use_disruptions(&mut self, victims: &[PodId]) {
+        let c = &mut *self.cluster;
+        for v in victims {
+            for bi in 0..c.budgets.len() {
+                if c.budget_selects(&c.budgets[bi].budget, &c.pods[v.0 as usize]) {
+                    c.budgets[bi].disruptions_allowed -= 1;
+                }
+            }
+        }
+    }
+
+    /// For each victim unit (most important first), the first PodDisruptionBudget its eviction
+    /// would violate, if any (upstream's `filterPodsWithPDBViolation`, per unit: pods listed in a
+    /// budget's `status.disruptedPods` are already counted).
+    pub(super) fn budget_violations(&self, units: &[(UnitKey, Vec<PodId>)]) -> Vec<Option<String>> {
+        let c = &*self.cluster;
+        let mut allowed: Vec<i32> = c.budgets.iter().map(|b| b.disruptions_allowed).collect();
+        let mut out = vec![None; units.len()];
+        for (u, (_, pods)) in units.iter().enumerate() {
+            for p in pods {
+                let info = c.pod(*p);
+                for (bi, b) in c.budgets.iter().enumerate() {
+                    if !c.budget_selects(&b.budget, info) {
+                        continue;
+                    }
+                    let disrupted = b.budget.status.as_ref().and_then(|s| s.disrupted_pods.as_ref());
+                    if disrupted.is_some_and(|d| d.contains_key(info.name())) {
+                        continue;
+                    }
+                    allowed[bi] -= 1;
+                    if allowed[bi] < 0 {
+                        out[u].get_or_insert_with(|| b.key.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Removes a running pod from the snapshot (a preemption victim): its node resources, its
+    /// reservation of every claim, and the allocation of claims nobody else reserves.
+    pub(super) fn evict(&mut self, pod: PodId) -> Evicted {
+        let Some(node) = self.cluster.pod(pod).state.on_node() else {
+            unreachable!("only pods on a node are evicted or forgotten")
+        };
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1);
+        pods[pod.0 as usize].state = PodState::Preempted(node);
+        let fresh = self.fresh_generation();
+        self.cluster.nodes[node.0 as usize].generation = fresh;
+        let mut claims = Vec::new();
+        if let Some((ctx, state)) = self.dra.as_mut() {
+            let uid = self.cluster.pods[pod.0 as usize].pod.metadata.uid.clone();
+            let name = self.cluster.pods[pod.0 as usize].name().to_string();
+            let ids: Vec<usize> = self.cluster.pods[pod.0 as usize].claims.iter().flatten().copied().collect();
+            for c in ids {
+                let info = &mut self.cluster.claims[c];
+                claims.push((c, info.claim.status.clone(), info.changed));
+                let Some(status) = info.claim.status.as_mut() else { continue };
+                if let Some(list) = status.reserved_for.as_mut() {
+                    list.retain(|r| {
+                        !(r.resource == "pods" && r.name == name && uid.as_ref().is_none_or(|u| *u == r.uid))
+                    });
+                }
+                if status.reserved_for.as_ref().is_none_or(Vec::is_empty) && status.allocation.is_some() {
+                    state.remove_claim(&info.claim, ctx.features);
+                    let status = info.claim.status.as_mut().expect("checked above");
+                    status.allocation = None;
+                    status.reserved_for = None;
+                }
+                info.changed = true;
+            }
+            self.dra_shared_generation = self.fresh_generation();
+            self.dra_node_generation[node.0 as usize] = self.fresh_generation();
+        }
+        Evicted { pod, node, claims }
+    }
+
+    /// Puts back what [`Scheduler::evict`] removed (a victim reprieved).
+    pub(super) fn restore(&mut self, e: Evicted) {
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1);
+        pods[e.pod.0 as usize].state = PodState::Bound(e.node);
+        let fresh = self.fresh_generation();
+        self.cluster.nodes[e.node.0 as usize].generation = fresh;
+        if let Some((ctx, state)) = self.dra.as_mut() {
+            for (c, status, changed) in e.claims.into_iter().rev() {
+                let info = &mut self.cluster.claims[c];
+                let had = status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
+                let has = info.claim.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
+                info.claim.status = status;
+                info.changed = changed;
+                if had && !has {
+                    state.add_claim(&info.claim, ctx.features);
+                }
+            }
+            self.dra_shared_generation = self.fresh_generation();
+            self.dra_node_generation[e.node.0 as usize] = self.fresh_generation();
+        }
+    }
+}
+
+/// The group whose running pods are preempted together with a pod of PodGroup `g`: the highest
+/// group of its tree with `disruptionMode: all` (the PodGroup itself or an ancestor
+/// CompositePodGroup); `None` when every level is `single`.
+fn disrupted_together(c: &Cluster, g: usize) -> Option<crate::cluster::GroupNode> {
+    use crate::cluster::GroupNode;
+    let mut unit =
+        c.groups[g].group.spec.disruption_mode.as_ref().is_some_and(|d| d.all.is_some()).then_some(GroupNode::Group(g));
+    let mut at = GroupNode::Group(g);
+    let mut seen = 0;
+    while let Some(Ok(p)) = c.parent(at) {
+        at = GroupNode::Composite(*p);
+        if c.composites[*p].composite.spec.disruption_mode.as_ref().is_some_and(|d| d.all.is_some()) {
+            unit = Some(at);
+        }
+        seen += 1;
+        if seen > crate::cluster::MAX_TREE_DEPTH {
+            break; // a cycle in the parent chain: reported when the tree is scheduled
+        }
+    }
+    unit
+}
