@@ -64,7 +64,8 @@ pub fn release<'p>(claim: &ResourceClaim, pod: impl Fn(&str) -> Option<&'p Pod>)
         pod(name).is_some_and(|p| !done(p) && p.metadata.uid.as_deref().is_none_or(|u| u.is_empty() || u == uid))
     };
     // A claim made for a pod (its controller owner) that is gone or done goes with it.
-    let owner = claim.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true) && o.kind == "Pod");
+    let owner =
+        claim.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true) && o.kind == "Pod");
     if let Some(o) = owner
         && !holds(&o.name, &o.uid)
     {
@@ -134,7 +135,9 @@ mod tests {
         assert!(status.allocation.is_some(), "a still holds it");
         assert_eq!(release(&pruned, both), None, "nothing more to do");
         let Some(Release::Update(free)) = release(&pruned, |_| None) else { panic!("a is gone") };
-        assert!(free.status.as_ref().unwrap().allocation.is_none() && free.status.as_ref().unwrap().reserved_for.is_none());
+        assert!(
+            free.status.as_ref().unwrap().allocation.is_none() && free.status.as_ref().unwrap().reserved_for.is_none()
+        );
     }
 
     #[test]

@@ -1366,7 +1366,13 @@ pub(crate) fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
 
 /// The claim kube-controller-manager creates for a pod's template claim. The name's suffix is
 /// derived from the pod and claim names (upstream's is random), so that plans are reproducible.
-pub fn generate_claim(pod: &Pod, pod_name: &str, ns: &str, claim_name: &str, t: &ResourceClaimTemplate) -> ResourceClaim {
+pub fn generate_claim(
+    pod: &Pod,
+    pod_name: &str,
+    ns: &str,
+    claim_name: &str,
+    t: &ResourceClaimTemplate,
+) -> ResourceClaim {
     let mut claim = generate_claim_for(ns, pod_name, claim_name, t);
     claim.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "v1".into(),

@@ -56,7 +56,7 @@ impl<'d> Engine<'d> {
         }
         for entry in applied.queue {
             if let Some(order) = self.scheduler.order_of(entry) {
-                self.queue.add(entry, order);
+                self.queue.activate(entry, order, now);
             }
         }
         if applied.wake != Wake::NONE {

@@ -51,7 +51,9 @@ impl Wake {
     pub const ASSIGNED_POD_DELETED: Wake = Wake(1 << 2);
     /// A pod was added or changed (a member for a waiting PodGroup, a claim's consumer).
     pub const POD_CHANGED: Wake = Wake(1 << 3);
-    /// A ResourceClaim was added, changed, deallocated or deleted.
+    /// A ResourceClaim was deallocated or deleted: its devices are free. (A claim that appears
+    /// or changes otherwise wakes only the pods that name it, not every pod DRA rejected:
+    /// upstream's `isSchedulableAfterClaimChange`.)
     pub const CLAIM_CHANGED: Wake = Wake(1 << 4);
     /// A ResourceSlice, DeviceClass or DeviceTaintRule was added, changed or removed.
     pub const DEVICES_CHANGED: Wake = Wake(1 << 5);
@@ -281,6 +283,16 @@ impl SchedulingQueue {
             .collect();
         for entry in woken {
             self.requeue(entry, now);
+        }
+    }
+
+    /// Moves one waiting entry back to the queue (an event that concerns it alone, such as the
+    /// arrival of a claim it names); a new entry is added.
+    pub fn activate(&mut self, entry: QueueEntry, order: OrderKey, now: Millis) {
+        if self.info.contains_key(&entry) {
+            self.requeue(entry, now);
+        } else {
+            self.add(entry, order);
         }
     }
 

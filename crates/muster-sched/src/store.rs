@@ -49,7 +49,8 @@ pub enum Change {
 pub struct Applied {
     /// The events it was, for entries waiting in the unschedulable pool.
     pub wake: Wake,
-    /// Entries that now have pending pods (new pods, pods no longer assumed).
+    /// Entries that now have pending pods (new pods, pods no longer assumed, pods whose missing
+    /// claim arrived): each joins the queue, or leaves the pool it waits in.
     pub queue: Vec<QueueEntry>,
     /// Pods that are no longer pending (bound elsewhere, deleted, finished): their entries leave
     /// the queue.
@@ -324,12 +325,17 @@ impl Cluster {
             claim.metadata.namespace.as_deref().unwrap_or("default"),
             claim.metadata.name.as_deref().unwrap_or_default()
         );
-        let mut applied = Applied { wake: Wake::CLAIM_CHANGED, ..Applied::default() };
+        let mut applied = Applied::default();
+        let allocated = |c: &ResourceClaim| c.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
         match self.index().claims.get(&key).copied() {
             Some(i) => {
                 let info = &mut self.claims[i];
                 info.spec_fingerprint = fingerprint(&claim);
                 let old = std::mem::replace(&mut info.claim, claim);
+                // Devices freed: pods DRA rejected may fit now.
+                if allocated(&old) && !allocated(&info.claim) {
+                    applied.wake = Wake::CLAIM_CHANGED;
+                }
                 applied.claims.push((i, Some(Box::new(old))));
             }
             None => {
@@ -361,7 +367,8 @@ impl Cluster {
             old.status = Some(status);
             Box::new(old)
         });
-        Applied { wake: Wake::CLAIM_CHANGED, claims: vec![(i, old)], ..Applied::default() }
+        let wake = if old.is_some() { Wake::CLAIM_CHANGED } else { Wake::NONE };
+        Applied { wake, claims: vec![(i, old)], ..Applied::default() }
     }
 
     fn delete_pod(&mut self, key: &str) -> Applied {
