@@ -1,5 +1,7 @@
-//! The scheduling cycle: queue order, PreFilter, Filter, Score, Reserve — one pod at a time, as
-//! kube-scheduler's `scheduleOne` does, over an in-memory snapshot.
+//! The scheduler: its configuration, the loop over the queue (`plan`, `schedule_ready`), and one
+//! queue entry's cycle (`schedule`), dispatched to the files under `cycle/` — a pod's
+//! PreFilter, Filter, Score and Reserve as kube-scheduler's `scheduleOne` does them, a PodGroup's
+//! or a tree's cycle, preemption, assumed pods.
 
 use crate::cluster::{Cluster, NodeId, PodId, PodState};
 use crate::dra_memo::DraMemo;

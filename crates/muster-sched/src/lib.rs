@@ -1,8 +1,12 @@
-//! The scheduling engine: the cluster snapshot, the queue, kube-scheduler's Filter and Score
-//! plugins under their upstream names, and the cycle that places pods one at a time. It takes a
-//! snapshot and returns decisions; it never does I/O (worlds read and write objects), never reads
-//! a clock or a random source (same snapshot and config, same plan), and never writes back into the
-//! Kubernetes objects it was given — callers apply a plan to objects themselves.
+//! The scheduling engine: the cluster store (a snapshot built at once, or changed one object at a
+//! time), the scheduling queue, kube-scheduler's Filter and Score plugins under their upstream
+//! names, and the cycles that place pods, PodGroups and group trees. It owns the scheduler's view
+//! of the cluster and its decisions. It never does I/O (worlds read and write objects), never
+//! reads a clock or a random source (time comes in as `now`; same changes and config, same
+//! decisions), and creates no Kubernetes object but those kube-scheduler itself creates (the
+//! special extended-resources claim) — controllers beside it make the rest, and worlds apply
+//! what it decided. One exception is left to move out: `Cluster::add_claims` still generates the
+//! claims of pending pods' templates when a plan's snapshot is built.
 
 pub mod cluster;
 pub mod cycle;
