@@ -90,6 +90,11 @@ impl<'d> Engine<'d> {
         plan
     }
 
+    /// What the world must do about `plan` (decisions of [`Engine::schedule`]), in order.
+    pub fn effects(&self, plan: &Plan) -> Vec<crate::effects::Effect> {
+        crate::effects::effects(self.cluster(), plan)
+    }
+
     /// When an entry in backoff becomes ready, if any: the world's next reason to call
     /// [`Engine::schedule`] besides a change.
     pub fn next_wakeup(&self) -> Option<Millis> {

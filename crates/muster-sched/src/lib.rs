@@ -11,6 +11,7 @@
 pub mod cluster;
 pub mod cycle;
 mod dra_memo;
+pub mod effects;
 pub mod engine;
 pub mod eviction;
 pub mod explain;
@@ -28,6 +29,7 @@ pub use cycle::{
     Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, Plan, PodPreemptionResult, QueueEntry,
     Scheduler, SchedulerConfig, ScoreWeights,
 };
+pub use effects::Effect;
 pub use engine::Engine;
 pub use framework::{FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;

@@ -2,7 +2,8 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
-use muster_sched::{Change, Cluster, DraContext, Engine, PodState, SchedulerConfig, SchedulerNames};
+use muster_sched::effects::EventType;
+use muster_sched::{Change, Cluster, DraContext, Effect, Engine, PodState, SchedulerConfig, SchedulerNames};
 use serde_json::json;
 
 mod common;
@@ -52,6 +53,21 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     assert!(first.placements.is_empty());
     assert_eq!(first.unschedulable[0].1.message(), "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found.");
     assert_eq!(engine.queue().counts(), (0, 0, 1, 0), "waiting in the unschedulable pool");
+    let pod = first.unschedulable[0].0;
+    let message = "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found.".to_string();
+    assert_eq!(
+        engine.effects(&first),
+        [
+            Effect::PodUnschedulable { pod, reason: "Unschedulable", message: message.clone() },
+            Effect::Event {
+                pod,
+                kind: EventType::Warning,
+                reason: "FailedScheduling",
+                action: "Scheduling",
+                note: message
+            },
+        ]
+    );
 
     engine.apply(Change::UpsertClaim(claim("trainer-gpu", None)), 500).unwrap();
     assert!(engine.schedule(500).placements.is_empty(), "still in its 1 s backoff");
@@ -61,6 +77,23 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     let placed: Vec<(&str, &str)> =
         second.placements.iter().map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name())).collect();
     assert_eq!(placed, [("ml/trainer", "n0")]);
+    let (pod, node) = second.placements[0];
+    let claim = c.claims.iter().position(|x| x.key() == "ml/trainer-gpu").unwrap();
+    assert_eq!(
+        engine.effects(&second),
+        [
+            Effect::WriteClaimStatus { claim },
+            Effect::Bind { pod, node },
+            Effect::Event {
+                pod,
+                kind: EventType::Normal,
+                reason: "Scheduled",
+                action: "Binding",
+                note: "Successfully assigned ml/trainer to n0".into()
+            },
+        ]
+    );
+    let c = engine.cluster();
     let status = c.claims.iter().find(|x| x.key() == "ml/trainer-gpu").unwrap().claim.status.as_ref().unwrap();
     assert_eq!(status.reserved_for.as_ref().unwrap()[0].name, "trainer");
 }

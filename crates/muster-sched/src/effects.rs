@@ -1,0 +1,173 @@
+//! What a world must do about the decisions of some cycles, as typed effects, in the order
+//! kube-scheduler 1.37 does them (live-and-sim.md §2): victims of preemption are deleted with a
+//! DisruptionTarget condition; for a placed pod, the special extended-resources claim is created
+//! and the pod's `extendedResourceClaimStatus` patched, each claim's `status.allocation` and
+//! `reservedFor` written (DynamicResources' PreBind), the pod bound, and a `Scheduled` event sent;
+//! a pod that fits nowhere gets `PodScheduled=False` (`Unschedulable`, or `SchedulerError` for a
+//! group the scheduler cannot handle) and a `FailedScheduling` event.
+//!
+//! Effects name objects by the store's ids; a world renders them (`run` sends them to the API
+//! server, `sim` applies them to its store). Not yet: PodGroup and CompositePodGroup conditions
+//! (a plan's `-o yaml` writes them from the results), and `nominatedNodeName` (a plan places a
+//! preemptor at once; it never waits for its victims to go).
+
+use crate::cluster::{Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
+use crate::cycle::{GroupOutcome, Plan};
+
+/// An event's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+/// What preempted a victim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preemptor {
+    Pod(PodId),
+    Group(GroupNode),
+}
+
+/// One thing the world must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Set `DisruptionTarget=True` (reason `PreemptionByScheduler`) on a running pod, then delete
+    /// it.
+    Evict { pod: PodId, by: Preemptor },
+    /// Create the special extended-resources claim (an index into `Cluster::claims`), then patch
+    /// the pod's `status.extendedResourceClaimStatus`.
+    CreateExtendedClaim { pod: PodId, claim: usize },
+    /// Write the claim's `status.allocation` and `status.reservedFor` (a PUT on
+    /// `resourceclaims/status` with its resourceVersion, after adding the finalizer).
+    WriteClaimStatus { claim: usize },
+    /// `POST pods/{name}/binding` to the node.
+    Bind { pod: PodId, node: NodeId },
+    /// `PodScheduled=False` with the reason (`Unschedulable` or `SchedulerError`) and message, by
+    /// a strategic-merge patch on `pods/status`.
+    PodUnschedulable { pod: PodId, reason: &'static str, message: String },
+    /// An `events.k8s.io/v1` event about a pod.
+    Event { pod: PodId, kind: EventType, reason: &'static str, action: &'static str, note: String },
+}
+
+/// The effects of `plan` (the decisions of some cycles over `cluster`, which holds their
+/// results), in the order a world must carry them out.
+pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
+    let mut out = Vec::new();
+    evictions(cluster, plan, &mut out);
+    let mut written = std::collections::HashSet::new();
+    for &(pod, node) in &plan.placements {
+        let info = cluster.pod(pod);
+        for claim in info.claims.iter().flatten().copied() {
+            let special = cluster.claims[claim]
+                .claim
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(EXTENDED_RESOURCE_CLAIM_ANNOTATION));
+            if special {
+                out.push(Effect::CreateExtendedClaim { pod, claim });
+            }
+            // A claim shared by several pods placed together is written once, with all of them.
+            if written.insert(claim) {
+                out.push(Effect::WriteClaimStatus { claim });
+            }
+        }
+        out.push(Effect::Bind { pod, node });
+        out.push(Effect::Event {
+            pod,
+            kind: EventType::Normal,
+            reason: "Scheduled",
+            action: "Binding",
+            note: format!("Successfully assigned {} to {}", info.key, cluster.node(node).name()),
+        });
+    }
+    let errors: std::collections::HashSet<usize> = plan
+        .groups
+        .iter()
+        .filter(|r| r.outcome == GroupOutcome::SchedulerError)
+        .flat_map(|r| cluster.groups[r.group].members.iter().map(|m| m.0 as usize))
+        .collect();
+    for (pod, err) in &plan.unschedulable {
+        let reason = if errors.contains(&(pod.0 as usize)) { "SchedulerError" } else { "Unschedulable" };
+        let message = err.message();
+        out.push(Effect::PodUnschedulable { pod: *pod, reason, message: message.clone() });
+        out.push(Effect::Event {
+            pod: *pod,
+            kind: EventType::Warning,
+            reason: "FailedScheduling",
+            action: "Scheduling",
+            note: message,
+        });
+    }
+    out
+}
+
+/// Preemption victims, each deleted once, with a `Preempted` event.
+fn evictions(cluster: &Cluster, plan: &Plan, out: &mut Vec<Effect>) {
+    let by_groups = plan.preempted.iter().map(|(v, g)| (*v, Preemptor::Group(*g)));
+    let by_pods = plan.pod_preemptions.iter().flat_map(|r| r.victims.iter().map(|v| (*v, Preemptor::Pod(r.pod))));
+    for (victim, by) in by_groups.chain(by_pods) {
+        let who = match by {
+            Preemptor::Pod(p) => format!("pod {}", cluster.pod(p).key),
+            Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
+        };
+        out.push(Effect::Evict { pod: victim, by });
+        out.push(Effect::Event {
+            pod: victim,
+            kind: EventType::Normal,
+            reason: "Preempted",
+            action: "Preempting",
+            note: format!("Preempted by {who}"),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Scheduler, SchedulerConfig, SchedulerNames};
+    use serde_json::json;
+
+    #[test]
+    fn a_preemption_deletes_the_victim_before_the_preemptor_is_bound() {
+        let node = serde_json::from_value(json!({"metadata": {"name": "n0"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}))
+        .unwrap();
+        let pod = |name: &str, priority: i32, node: Option<&str>| {
+            let mut p = json!({"metadata": {"name": name, "namespace": "p"},
+                "spec": {"priority": priority, "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}});
+            if let Some(n) = node {
+                p["spec"]["nodeName"] = json!(n);
+                p["status"] = json!({"phase": "Running"});
+            }
+            Box::new(serde_json::from_value(p).unwrap())
+        };
+        let pods = vec![pod("low", 0, Some("n0")), pod("high", 10, None)];
+        let mut cluster = Cluster::build(vec![node], pods, &[], &SchedulerNames::default()).unwrap();
+        let plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
+        let (low, high) = (PodId(1), PodId(0));
+        assert_eq!(cluster.pod(low).key, "p/low");
+        let scheduled = |note: &str| Effect::Event {
+            pod: high,
+            kind: EventType::Normal,
+            reason: "Scheduled",
+            action: "Binding",
+            note: note.into(),
+        };
+        assert_eq!(
+            effects(&cluster, &plan),
+            [
+                Effect::Evict { pod: low, by: Preemptor::Pod(high) },
+                Effect::Event {
+                    pod: low,
+                    kind: EventType::Normal,
+                    reason: "Preempted",
+                    action: "Preempting",
+                    note: "Preempted by pod p/high".into()
+                },
+                Effect::Bind { pod: high, node: NodeId(0) },
+                scheduled("Successfully assigned p/high to n0"),
+            ]
+        );
+    }
+}
