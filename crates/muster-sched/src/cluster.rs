@@ -926,34 +926,7 @@ impl Cluster {
         };
         groups.sort_by_key(key);
         let index: HashMap<String, usize> = groups.iter().enumerate().map(|(i, g)| (key(g), i)).collect();
-        self.groups = groups
-            .into_iter()
-            .map(|g| {
-                let policy = &g.spec.scheduling_policy;
-                let (gang, min_count) = match &policy.gang {
-                    Some(gang) => (true, gang.min_count.max(1) as usize),
-                    None => (false, 1),
-                };
-                let priority = self.resolve_priority(g.spec.priority, g.spec.priority_class_name.as_deref());
-                let topology_key = g
-                    .spec
-                    .scheduling_constraints
-                    .as_ref()
-                    .and_then(|c| c.topology.as_ref())
-                    .and_then(|t| t.first())
-                    .map(|t| t.key.clone());
-                GroupInfo {
-                    key: key(&g),
-                    group: g,
-                    min_count,
-                    gang,
-                    members: Vec::new(),
-                    parent: None,
-                    priority,
-                    topology_key,
-                }
-            })
-            .collect();
+        self.groups = groups.into_iter().map(|g| self.group_info(g)).collect();
         for (pi, pod) in self.pods.iter_mut().enumerate() {
             let Some(name) = pod
                 .pod
@@ -986,6 +959,30 @@ impl Cluster {
 
     /// A group's priority as admission resolves it: `priority`, else the class's value, else the
     /// global default (0 without one).
+    /// A PodGroup as the scheduler sees it: its policy, priority and topology key, with no
+    /// members and no parent linked yet.
+    pub(crate) fn group_info(&self, g: PodGroup) -> GroupInfo {
+        let policy = &g.spec.scheduling_policy;
+        let (gang, min_count) = match &policy.gang {
+            Some(gang) => (true, gang.min_count.max(1) as usize),
+            None => (false, 1),
+        };
+        let priority = self.resolve_priority(g.spec.priority, g.spec.priority_class_name.as_deref());
+        let topology_key = g
+            .spec
+            .scheduling_constraints
+            .as_ref()
+            .and_then(|c| c.topology.as_ref())
+            .and_then(|t| t.first())
+            .map(|t| t.key.clone());
+        let key = format!(
+            "{}/{}",
+            g.metadata.namespace.as_deref().unwrap_or("default"),
+            g.metadata.name.as_deref().unwrap_or_default()
+        );
+        GroupInfo { key, group: g, min_count, gang, members: Vec::new(), parent: None, priority, topology_key }
+    }
+
     fn resolve_priority(&self, priority: Option<i32>, class: Option<&str>) -> Result<i32, String> {
         match (priority, class.filter(|c| !c.is_empty())) {
             (Some(p), _) => Ok(p),

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
 use crate::cluster::{ClaimInfo, Cluster, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
 use crate::cycle::QueueEntry;
@@ -42,6 +43,10 @@ pub enum Change {
     UpsertClaim(Box<ResourceClaim>),
     /// A ResourceClaim deleted, by `namespace/name`.
     DeleteClaim(String),
+    /// A PodGroup added or changed (its pods join it whenever they come).
+    UpsertPodGroup(Box<PodGroup>),
+    /// A PodGroup deleted, by `namespace/name`: its pods are scheduled alone, waiting for it.
+    DeletePodGroup(String),
 }
 
 /// What a change means for the scheduling queue.
@@ -74,6 +79,8 @@ pub struct Index {
     claims: HashMap<String, usize>,
     /// Pods waiting for a claim the store does not have, by the claim's `namespace/name`.
     claim_waiters: HashMap<String, Vec<PodId>>,
+    /// Pods naming a PodGroup the store does not have, by the group's `namespace/name`.
+    group_waiters: HashMap<String, Vec<PodId>>,
 }
 
 impl Index {
@@ -93,6 +100,11 @@ impl Index {
             if let PodState::BoundElsewhere(node) = &p.state {
                 index.elsewhere.entry(node.clone()).or_default().push(id);
             }
+            if let Some(Err(_)) = p.group
+                && let Some(name) = group_name(&p.pod)
+            {
+                index.group_waiters.entry(format!("{}/{name}", p.namespace())).or_default().push(id);
+            }
         }
         for (i, n) in c.nodes.iter().enumerate().filter(|(_, n)| !n.detail.removed) {
             index.nodes.insert(n.name().to_string(), NodeId(i as u32));
@@ -101,6 +113,11 @@ impl Index {
         index.claims = c.claims.iter().enumerate().map(|(i, info)| (info.key(), i)).collect();
         index
     }
+}
+
+/// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`).
+fn group_name(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.scheduling_group.as_ref()?.pod_group_name.as_deref()
 }
 
 /// `namespace/name` of a pod object.
@@ -125,6 +142,8 @@ impl Cluster {
             Change::DeletePod(key) => Ok(self.delete_pod(&key)),
             Change::UpsertClaim(claim) => Ok(self.upsert_claim(*claim)),
             Change::DeleteClaim(key) => Ok(self.delete_claim(&key)),
+            Change::UpsertPodGroup(group) => self.upsert_pod_group(*group),
+            Change::DeletePodGroup(key) => Ok(self.delete_pod_group(&key)),
         }
     }
 
@@ -407,9 +426,7 @@ impl Cluster {
 
     /// Puts a pod into its slot and into every place that counts it.
     fn put_pod(&mut self, id: PodId, mut info: PodInfo, applied: &mut Applied) {
-        let group_name =
-            info.pod.spec.as_ref().and_then(|s| s.scheduling_group.as_ref()).and_then(|g| g.pod_group_name.clone());
-        if let Some(name) = group_name {
+        if let Some(name) = group_name(&info.pod).map(str::to_string) {
             let group_key = format!("{}/{name}", info.namespace());
             info.group = Some(match self.index().groups.get(&group_key).copied() {
                 Some(g) => {
@@ -419,7 +436,10 @@ impl Cluster {
                     members.insert(at, id);
                     Ok(g)
                 }
-                None => Err(format!("podgroup {group_key:?} not found")),
+                None => {
+                    self.index().group_waiters.entry(group_key.clone()).or_default().push(id);
+                    Err(format!("podgroup {group_key:?} not found"))
+                }
             });
             applied.wake = applied.wake.union(Wake::POD_CHANGED);
         }
@@ -435,6 +455,75 @@ impl Cluster {
         if pending {
             applied.queue.push(self.entry_of(id));
         }
+    }
+
+    fn upsert_pod_group(&mut self, group: PodGroup) -> Result<Applied, ModelError> {
+        let mut info = self.group_info(group);
+        let unsupported = |field: &str, what: &str| ModelError {
+            kind: "PodGroup",
+            object: info.key.clone(),
+            field: Some(field.into()),
+            message: format!("{what} of a PodGroup changed one at a time are not supported yet"),
+        };
+        if info.group.spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+            return Err(unsupported("spec.resourceClaims", "resourceClaims (KEP 5729)"));
+        }
+        if info.group.spec.parent_composite_pod_group_name.is_some() {
+            return Err(unsupported("spec.parentCompositePodGroupName", "CompositePodGroup parents"));
+        }
+        let mut applied = Applied { wake: Wake::WORKLOAD_CHANGED, ..Applied::default() };
+        let key = info.key.clone();
+        let g = match self.index().groups.get(&key).copied() {
+            Some(g) => {
+                info.members = std::mem::take(&mut self.groups[g].members);
+                self.groups[g] = info;
+                g
+            }
+            None => {
+                let g = self.groups.len();
+                self.groups.push(info);
+                self.index().groups.insert(key.clone(), g);
+                // Pods that named it before it came join it: their own entries give way to the
+                // group's.
+                for pod in self.index().group_waiters.remove(&key).unwrap_or_default() {
+                    let p = &mut self.pods[pod.0 as usize];
+                    // The slot may hold another pod by now.
+                    let names = group_name(&p.pod).is_some_and(|n| format!("{}/{n}", p.namespace()) == key);
+                    if p.state == PodState::Deleted || !names || matches!(p.group, Some(Ok(_))) {
+                        continue;
+                    }
+                    if p.state == PodState::Pending {
+                        applied.dequeue.push(QueueEntry::Pod(pod));
+                    }
+                    p.group = Some(Ok(g));
+                    let Cluster { groups, pods, .. } = self;
+                    let members = &mut groups[g].members;
+                    let at = members.partition_point(|m| pods[m.0 as usize].key < pods[pod.0 as usize].key);
+                    members.insert(at, pod);
+                }
+                g
+            }
+        };
+        if self.groups[g].members.iter().any(|m| self.pods[m.0 as usize].state == PodState::Pending) {
+            applied.queue.push(self.entry_of_group(g));
+        }
+        Ok(applied)
+    }
+
+    /// A deleted PodGroup's pods wait for it again, each an entry of its own (reported waiting
+    /// for the group); its slot stays, with no members.
+    fn delete_pod_group(&mut self, key: &str) -> Applied {
+        let Some(g) = self.index().groups.remove(key) else { return Applied::default() };
+        let mut applied = Applied { dequeue: vec![QueueEntry::Group(g)], ..Applied::default() };
+        for pod in std::mem::take(&mut self.groups[g].members) {
+            let p = &mut self.pods[pod.0 as usize];
+            p.group = Some(Err(format!("podgroup {key:?} not found")));
+            if p.state == PodState::Pending {
+                applied.queue.push(QueueEntry::Pod(pod));
+            }
+            self.index().group_waiters.entry(key.to_string()).or_default().push(pod);
+        }
+        applied
     }
 
     /// The queue entry that schedules a pod: its own, its PodGroup's or its tree's.

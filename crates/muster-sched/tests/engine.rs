@@ -132,3 +132,53 @@ fn a_deallocated_claim_gives_its_device_to_a_waiting_pod() {
     let device = &status.allocation.as_ref().unwrap().devices.as_ref().unwrap().results.as_ref().unwrap()[0].device;
     assert_eq!(device, "gpu-0");
 }
+
+/// A gang whose pods come one by one, the first before its PodGroup: nothing runs until
+/// `minCount` pods exist, then all of them are placed in one cycle.
+#[test]
+fn a_gang_arriving_pod_by_pod_is_placed_whole_once_min_count_pods_exist() {
+    let nodes = (0..2)
+        .map(|i| {
+            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}))
+            .unwrap()
+        })
+        .collect();
+    let cluster = Cluster::build(nodes, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
+    let member = |i: usize| -> Box<Pod> {
+        Box::new(
+            serde_json::from_value(json!({"metadata": {"name": format!("train-{i}"), "namespace": "ml"},
+                "spec": {"schedulingGroup": {"podGroupName": "train"},
+                         "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}))
+            .unwrap(),
+        )
+    };
+    engine.apply(Change::UpsertPod(member(0)), 0).unwrap();
+    let alone = engine.schedule(0);
+    assert_eq!(alone.unschedulable.len(), 1);
+    assert!(
+        alone.unschedulable[0].1.message().contains("podgroup \"ml/train\" not found"),
+        "{}",
+        alone.unschedulable[0].1.message()
+    );
+
+    let group = serde_json::from_value(json!({"metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}}))
+    .unwrap();
+    engine.apply(Change::UpsertPodGroup(Box::new(group)), 1_000).unwrap();
+    let mut now = 1_000;
+    for i in 1..3 {
+        let plan = engine.schedule(now);
+        assert!(plan.placements.is_empty(), "{i} of 3 pods: the gang waits");
+        assert!(matches!(
+            plan.groups[..],
+            [] | [muster_sched::GroupResult { outcome: muster_sched::GroupOutcome::Waiting { .. }, .. }]
+        ));
+        now += 20_000;
+        engine.apply(Change::UpsertPod(member(i)), now).unwrap();
+    }
+    let plan = engine.schedule(now);
+    assert_eq!(plan.placements.len(), 3, "{:?}", plan.groups);
+    assert!(matches!(plan.groups[0].outcome, muster_sched::GroupOutcome::Scheduled { placed: 3, .. }));
+}

@@ -4,6 +4,7 @@
 //! once.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use muster_sched::{Change, Cluster, PodState, Scheduler, SchedulerConfig, SchedulerNames};
 use proptest::prelude::*;
 use serde_json::json;
@@ -22,6 +23,8 @@ struct PodSpec {
     /// Bound to this node (an index into the nodes, which may not exist).
     node: Option<usize>,
     finished: bool,
+    /// Names PodGroup `grp-<i>` (which may not exist).
+    group: Option<usize>,
 }
 
 fn node(i: usize, s: &NodeSpec) -> Node {
@@ -38,6 +41,9 @@ fn pod(i: usize, s: &PodSpec) -> Box<Pod> {
     if let Some(n) = s.node {
         spec["nodeName"] = json!(format!("node-{n}"));
     }
+    if let Some(g) = s.group {
+        spec["schedulingGroup"] = json!({"podGroupName": format!("grp-{g}")});
+    }
     let phase = if s.finished {
         "Succeeded"
     } else if s.node.is_some() {
@@ -52,13 +58,27 @@ fn pod(i: usize, s: &PodSpec) -> Box<Pod> {
     )
 }
 
+/// PodGroup `grp-<i>`: a gang of `min_count`, or the basic policy when 0.
+fn group(i: usize, min_count: u8) -> PodGroup {
+    let policy = if min_count == 0 { json!({"basic": {}}) } else { json!({"gang": {"minCount": min_count}}) };
+    serde_json::from_value(json!({"metadata": {"name": format!("grp-{i}"), "namespace": "s"},
+        "spec": {"schedulingPolicy": policy}}))
+    .unwrap()
+}
+
 fn node_spec() -> impl Strategy<Value = NodeSpec> {
     (1u32..5, 0u8..3, prop::bool::weighted(0.2)).prop_map(|(cpu, zone, cordoned)| NodeSpec { cpu, zone, cordoned })
 }
 
 fn pod_spec() -> impl Strategy<Value = PodSpec> {
-    (100u32..3000, -1i32..2, prop::option::weighted(0.4, 0usize..5), prop::bool::weighted(0.1))
-        .prop_map(|(cpu_m, priority, node, finished)| PodSpec { cpu_m, priority, node, finished })
+    (
+        100u32..3000,
+        -1i32..2,
+        prop::option::weighted(0.4, 0usize..5),
+        prop::bool::weighted(0.1),
+        prop::option::weighted(0.3, 0usize..3),
+    )
+        .prop_map(|(cpu_m, priority, node, finished, group)| PodSpec { cpu_m, priority, node, finished, group })
 }
 
 /// One step of a history: which object (nodes first, then pods), and what happens to it.
@@ -102,6 +122,13 @@ fn observe(c: &Cluster) -> (Vec<String>, Vec<String>, Vec<String>) {
             format!("{} {state} prio {} req {:?}", p.key, p.priority, p.requests)
         })
         .collect();
+    // Each group's members, by name (a group gone from the store has none).
+    for g in &c.groups {
+        let members: Vec<&str> = g.members.iter().map(|m| c.pod(*m).key.as_str()).collect();
+        if !members.is_empty() {
+            pods.push(format!("{}: {members:?}", g.key));
+        }
+    }
     pods.sort();
     (nodes, order, pods)
 }
@@ -128,12 +155,16 @@ proptest! {
         pods in prop::collection::vec(pod_spec(), 0..10),
         drafts in prop::collection::vec((0usize..15, 0u8..4, any::<bool>()), 0..12),
         ghosts in prop::collection::vec(pod_spec(), 0..3),
+        // PodGroups grp-0..: minCount (0 = basic), and whether the history deletes it once first.
+        groups in prop::collection::vec((0u8..3, any::<bool>()), 0..3),
         order_seed in any::<u64>(),
     ) {
         let names = SchedulerNames::default();
         let final_nodes: Vec<Node> = nodes.iter().enumerate().map(|(i, s)| node(i, s)).collect();
         let final_pods: Vec<Box<Pod>> = pods.iter().enumerate().map(|(i, s)| pod(i, s)).collect();
+        let final_groups: Vec<PodGroup> = groups.iter().enumerate().map(|(i, (min, _))| group(i, *min)).collect();
         let mut at_once = Cluster::build(final_nodes.clone(), final_pods.clone(), &[], &names).unwrap();
+        at_once.add_pod_groups(final_groups.clone());
 
         // A history: drafts and deletions of the final objects, ghost pods that come and go, then
         // each final object, in an order mixed by the seed.
@@ -156,7 +187,7 @@ proptest! {
                 }
                 Step::Draft(i, v) => {
                     let p = &pods[i - nodes.len()];
-                    let s = PodSpec { cpu_m: p.cpu_m + 50 * u32::from(v), priority: i32::from(v), node: p.node.filter(|_| v % 2 == 0), finished: v == 3 };
+                    let s = PodSpec { cpu_m: p.cpu_m + 50 * u32::from(v), priority: i32::from(v), node: p.node.filter(|_| v % 2 == 0), finished: v == 3, group: p.group };
                     Change::UpsertPod(pod(i - nodes.len(), &s))
                 }
                 Step::Delete(i) if i < nodes.len() => Change::DeleteNode(format!("node-{i}")),
@@ -172,8 +203,15 @@ proptest! {
         for i in 0..ghosts.len() {
             history.push(Change::DeletePod(format!("s/ghost-{i}")));
         }
+        for (i, (min, delete)) in groups.iter().enumerate() {
+            if *delete {
+                history.push(Change::UpsertPodGroup(Box::new(group(i, (min + 1) % 3))));
+                history.push(Change::DeletePodGroup(format!("s/grp-{i}")));
+            }
+        }
         let mut finals: Vec<Change> = final_nodes.into_iter().map(|n| Change::UpsertNode(Box::new(n)))
-            .chain(final_pods.into_iter().map(Change::UpsertPod)).collect();
+            .chain(final_pods.into_iter().map(Change::UpsertPod))
+            .chain(final_groups.into_iter().map(|g| Change::UpsertPodGroup(Box::new(g)))).collect();
         for i in (1..finals.len()).rev() {
             x ^= x << 13; x ^= x >> 7; x ^= x << 17;
             finals.swap(i, (x % (i as u64 + 1)) as usize);
