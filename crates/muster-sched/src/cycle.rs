@@ -131,16 +131,21 @@ impl Plan {
     }
 
     /// After a retry: a group scheduled by an earlier attempt keeps its first result, with the
-    /// pods a later scheduled attempt placed added to it.
-    fn settle_groups(&mut self, groups: &[usize]) {
-        for &g in groups {
+    /// pods a later scheduled attempt placed added to it (and to its message, whose head
+    /// `podgroup <key>: <n> placed, ...` is written again; `min_count` per group).
+    fn settle_groups(&mut self, groups: &[(usize, &str, usize)]) {
+        for &(g, key, min) in groups {
             let mut at = self.groups.iter().enumerate().filter(|(_, r)| r.group == g).map(|(i, _)| i);
             let (Some(first), Some(second)) = (at.next(), at.next()) else { continue };
             let later = self.groups.remove(second);
-            if let (GroupOutcome::Scheduled { placed, .. }, GroupOutcome::Scheduled { placed: more, .. }) =
-                (&mut self.groups[first].outcome, later.outcome)
+            let result = &mut self.groups[first];
+            if let (GroupOutcome::Scheduled { placed, scheduled }, GroupOutcome::Scheduled { placed: more, .. }) =
+                (&mut result.outcome, later.outcome)
             {
                 *placed += more;
+                let head = format!("podgroup {key}: {placed} placed, {scheduled} already running, minCount {min}");
+                let tail = result.message.split_once(&format!("minCount {min}")).map_or("", |(_, t)| t);
+                result.message = head + tail;
             }
         }
     }
@@ -417,7 +422,10 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             }
             let attempted = self.schedule(entry, plan);
             if retry {
-                plan.settle_groups(&groups);
+                let c = &*self.cluster;
+                let settle: Vec<(usize, &str, usize)> =
+                    groups.iter().map(|g| (*g, c.groups[*g].key.as_str(), c.groups[*g].min_count)).collect();
+                plan.settle_groups(&settle);
             }
             if attempted.pending {
                 queue.failed(entry, attempted.wake, now);

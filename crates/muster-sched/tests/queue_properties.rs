@@ -101,3 +101,41 @@ fn a_pod_that_failed_before_a_preemption_is_tried_again() {
     assert!(plan.unschedulable.is_empty(), "{:?}", plan.unschedulable);
     assert_eq!(plan.pod_preemptions.len(), 1);
 }
+
+/// A basic PodGroup that placed one member, then got room for the other from a later preemption:
+/// tried again, it reports both, and its message adds up.
+#[test]
+fn a_group_tried_again_reports_every_member_it_placed() {
+    let node = serde_json::from_value(json!({"metadata": {"name": "node-0"},
+        "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}))
+    .unwrap();
+    let pod = |name: &str, priority: i32, cpu: &str, extra: serde_json::Value| -> Box<Pod> {
+        let mut spec = json!({"priority": priority,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]});
+        for (k, v) in extra.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        let phase = if spec["nodeName"].is_string() { "Running" } else { "Pending" };
+        let p = json!({"metadata": {"name": name, "namespace": "q"}, "spec": spec, "status": {"phase": phase}});
+        Box::new(serde_json::from_value(p).unwrap())
+    };
+    let member = json!({"schedulingGroup": {"podGroupName": "g"}, "preemptionPolicy": "Never"});
+    let pods = vec![
+        pod("running", 0, "3", json!({"nodeName": "node-0"})),
+        pod("m0", 5, "1", member.clone()),
+        pod("m1", 5, "1", member),
+        pod("later", 1, "1", json!({})),
+    ];
+    let group = serde_json::from_value(json!({"metadata": {"name": "g", "namespace": "q"},
+        "spec": {"schedulingPolicy": {"basic": {}}, "priority": 5, "preemptionPolicy": "Never"}}))
+    .unwrap();
+    let mut cluster = Cluster::build(vec![node], pods, &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(vec![group]);
+    let plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
+    let placed: Vec<&str> = plan.placements.iter().map(|(p, _)| cluster.pod(*p).key.as_str()).collect();
+    assert_eq!(placed, ["q/m0", "q/later", "q/m1"]);
+    assert!(plan.unschedulable.is_empty(), "{:?}", plan.unschedulable);
+    assert_eq!(plan.groups.len(), 1);
+    assert_eq!(plan.groups[0].outcome, muster_sched::GroupOutcome::Scheduled { placed: 2, scheduled: 0 });
+    assert_eq!(plan.groups[0].message, "podgroup q/g: 2 placed, 0 already running, minCount 1");
+}
