@@ -36,6 +36,10 @@ pub enum QuantityError {
     Suffix(String),
     #[error("quantity is too large")]
     TooLarge,
+    /// A resource quantity below zero (`ValidateResourceQuantityValue`; the quantity grammar
+    /// allows a sign, resource lists do not).
+    #[error("must be greater than or equal to 0")]
+    Negative,
 }
 
 impl Quantity {

@@ -37,18 +37,18 @@ pub struct QuantityFieldError {
     pub source: quantity::QuantityError,
 }
 
-/// Parses a `ResourceList` field; `field` is its path, used in errors.
+/// Parses a `ResourceList` field; `field` is its path, used in errors. A negative quantity is an
+/// error, as the API server's validation makes it for every resource list (requests, limits,
+/// overhead, pod-level resources, a node's capacity and allocatable).
 pub fn parse_list(
     list: Option<&BTreeMap<String, ApiQuantity>>,
     field: &str,
 ) -> Result<ResourceMap, QuantityFieldError> {
     let mut out = ResourceMap::new();
     for (name, q) in list.into_iter().flatten() {
-        let v = quantity::parse(&q.0).map_err(|source| QuantityFieldError {
-            field: format!("{field}.{name}"),
-            value: q.0.clone(),
-            source,
-        })?;
+        let v = quantity::parse(&q.0)
+            .and_then(|v| if v.signum() < 0 { Err(quantity::QuantityError::Negative) } else { Ok(v) })
+            .map_err(|source| QuantityFieldError { field: format!("{field}.{name}"), value: q.0.clone(), source })?;
         out.insert(name.clone(), v);
     }
     Ok(out)

@@ -1094,10 +1094,45 @@ pub fn check(sources: &[Source]) -> Vec<Finding> {
             });
         }
     }
+    model_findings(sources, &mut ck.findings);
     let mut findings = ck.findings;
     findings.sort_by_key(|f| (f.file, f.pos.map(|p| (p.line, p.col))));
     findings.dedup();
     findings
+}
+
+/// What building the cluster model finds (the layer `plan` shares: negative quantities, a
+/// missing PriorityClass, a pod without a spec, ...), when every file loads: each problem on an
+/// object of the input that no other finding is about.
+fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
+    let mut all = muster_manifest::Manifests::default();
+    for s in sources {
+        let Ok(m) = muster_manifest::load_str(&s.name, &s.text) else { return };
+        all.objects.extend(m.objects);
+    }
+    // Objects of the input (not those a workload controller would create: their problems are
+    // their template's, which the scan reports on the workload).
+    let input: HashSet<String> = all.objects.iter().map(|l| default_namespace(&l.object.display_name())).collect();
+    let Err(diags) = crate::memory::World::from_manifests(all, &muster_sched::SchedulerNames::default()) else {
+        return;
+    };
+    let named: HashSet<String> = findings.iter().filter_map(|f| f.object.clone()).collect();
+    for d in diags {
+        let object = d.object.map(|o| default_namespace(&o));
+        if object.as_ref().is_none_or(|o| named.contains(o) || !input.contains(o)) {
+            continue;
+        }
+        let file = sources.iter().position(|s| *s.name == *d.file).unwrap_or(0);
+        findings.push(Finding {
+            file,
+            pos: d.pos,
+            severity: Severity::Error,
+            object,
+            field: d.field.filter(|f| !f.is_empty()),
+            message: d.message,
+            fix: None,
+        });
+    }
 }
 
 /// The loader names objects as written (`Pod x`); namespaced kinds are named `Pod default/x`.

@@ -375,3 +375,19 @@ fn check_follows_references_in_workload_templates() {
         "{f:?}"
     );
 }
+
+/// `check` and `plan` judge a negative quantity alike: the same messages, file, line and field.
+#[test]
+fn check_and_plan_reject_negative_quantities_alike() {
+    let path = "tests/bad-input/15-negative-quantity.yaml";
+    let checked = stdout(&muster(&["check", path]));
+    let planned = stderr(&muster(&["plan", path]));
+    for (at, object, field, value) in [
+        ("3:1", "Node small", "status.allocatable.cpu", "-1"),
+        ("10:1", "Pod ml/greedy", "spec.containers[0].resources.requests.cpu", "-100"),
+    ] {
+        let message = format!("{object}: {field}: invalid quantity \"{value}\": must be greater than or equal to 0");
+        assert!(checked.contains(&format!("{path}:{at}: error: {message}")), "{checked}");
+        assert!(planned.contains(&format!("error: {path}:{at}: {message}")), "{planned}");
+    }
+}
