@@ -1070,12 +1070,16 @@ impl Cluster {
     /// running; `minAvailable` (a number, or a percentage of expected rounded up) or
     /// `maxUnavailable` (expected minus it) gives the desired healthy count. Call after the pods
     /// are built.
-    pub fn add_disruption_budgets(&mut self, mut budgets: Vec<k8s_openapi::api::policy::v1::PodDisruptionBudget>) {
+    pub fn add_disruption_budgets(&mut self, budgets: Vec<k8s_openapi::api::policy::v1::PodDisruptionBudget>) {
+        let mut infos: Vec<BudgetInfo> = budgets.into_iter().map(|b| self.budget_info(b)).collect();
+        infos.sort_by(|a, b| a.key.cmp(&b.key));
+        self.budgets = infos;
+    }
+
+    /// A PodDisruptionBudget with the disruptions it allows (see
+    /// [`Cluster::add_disruption_budgets`]).
+    pub(crate) fn budget_info(&self, b: k8s_openapi::api::policy::v1::PodDisruptionBudget) -> BudgetInfo {
         use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-        let key = |m: &ObjectMeta| {
-            format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
-        };
-        budgets.sort_by_key(|b| key(&b.metadata));
         let scaled = |v: &IntOrString, total: i32| -> i32 {
             match v {
                 IntOrString::Int(i) => *i,
@@ -1085,35 +1089,30 @@ impl Cluster {
                 }
             }
         };
-        self.budgets = budgets
-            .into_iter()
-            .map(|b| {
-                let computed = || {
-                    let ns = b.metadata.namespace.as_deref().unwrap_or("default");
-                    let matched: Vec<&PodInfo> = self
-                        .pods
-                        .iter()
-                        .filter(|p| p.pod.metadata.namespace.as_deref().unwrap_or("default") == ns)
-                        .filter(|p| !matches!(p.state, PodState::Terminated))
-                        .filter(|p| self.budget_selects(&b, p))
-                        .collect();
-                    let expected = matched.len() as i32;
-                    let healthy = matched.iter().filter(|p| matches!(p.state, PodState::Bound(_))).count() as i32;
-                    let spec = b.spec.as_ref();
-                    let desired = match (
-                        spec.and_then(|s| s.min_available.as_ref()),
-                        spec.and_then(|s| s.max_unavailable.as_ref()),
-                    ) {
-                        (Some(min), _) => scaled(min, expected),
-                        (None, Some(max)) => expected - scaled(max, expected),
-                        (None, None) => expected,
-                    };
-                    (healthy - desired).max(0)
+        let computed = || {
+            let ns = b.metadata.namespace.as_deref().unwrap_or("default");
+            let matched: Vec<&PodInfo> = self
+                .pods
+                .iter()
+                .filter(|p| p.pod.metadata.namespace.as_deref().unwrap_or("default") == ns)
+                .filter(|p| !matches!(p.state, PodState::Terminated | PodState::Deleted))
+                .filter(|p| self.budget_selects(&b, p))
+                .collect();
+            let expected = matched.len() as i32;
+            let healthy = matched.iter().filter(|p| matches!(p.state, PodState::Bound(_))).count() as i32;
+            let spec = b.spec.as_ref();
+            let desired =
+                match (spec.and_then(|s| s.min_available.as_ref()), spec.and_then(|s| s.max_unavailable.as_ref())) {
+                    (Some(min), _) => scaled(min, expected),
+                    (None, Some(max)) => expected - scaled(max, expected),
+                    (None, None) => expected,
                 };
-                let allowed = b.status.as_ref().and_then(|s| s.disruptions_allowed).unwrap_or_else(computed);
-                BudgetInfo { key: key(&b.metadata), budget: b, disruptions_allowed: allowed }
-            })
-            .collect();
+            (healthy - desired).max(0)
+        };
+        let allowed = b.status.as_ref().and_then(|s| s.disruptions_allowed).unwrap_or_else(computed);
+        let m = &b.metadata;
+        let key = format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default());
+        BudgetInfo { key, budget: b, disruptions_allowed: allowed }
     }
 
     /// Whether a PodDisruptionBudget covers a pod: same namespace and the selector matches its

@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
@@ -47,6 +48,12 @@ pub enum Change {
     UpsertPodGroup(Box<PodGroup>),
     /// A PodGroup deleted, by `namespace/name`: its pods are scheduled alone, waiting for it.
     DeletePodGroup(String),
+    /// A PodDisruptionBudget added or changed (its `status.disruptionsAllowed`, written by the
+    /// disruption controller, is what preemption reads; without a status it is computed from
+    /// the pods it covers now).
+    UpsertPodDisruptionBudget(Box<PodDisruptionBudget>),
+    /// A PodDisruptionBudget deleted, by `namespace/name`.
+    DeletePodDisruptionBudget(String),
 }
 
 /// What a change means for the scheduling queue.
@@ -144,6 +151,11 @@ impl Cluster {
             Change::DeleteClaim(key) => Ok(self.delete_claim(&key)),
             Change::UpsertPodGroup(group) => self.upsert_pod_group(*group),
             Change::DeletePodGroup(key) => Ok(self.delete_pod_group(&key)),
+            Change::UpsertPodDisruptionBudget(b) => Ok(self.upsert_budget(*b)),
+            Change::DeletePodDisruptionBudget(key) => {
+                self.budgets.retain(|b| b.key != key);
+                Ok(Applied::default())
+            }
         }
     }
 
@@ -524,6 +536,19 @@ impl Cluster {
             self.index().group_waiters.entry(key.to_string()).or_default().push(pod);
         }
         applied
+    }
+
+    /// Budgets are few: kept sorted by `namespace/name`, found by search. A budget changes which
+    /// victims preemption prefers, never whether a pod fits: it wakes nobody.
+    fn upsert_budget(&mut self, budget: PodDisruptionBudget) -> Applied {
+        let info = self.budget_info(budget);
+        let at = self.budgets.partition_point(|b| b.key < info.key);
+        if self.budgets.get(at).is_some_and(|b| b.key == info.key) {
+            self.budgets[at] = info;
+        } else {
+            self.budgets.insert(at, info);
+        }
+        Applied::default()
     }
 
     /// The queue entry that schedules a pod: its own, its PodGroup's or its tree's.

@@ -182,3 +182,31 @@ fn a_gang_arriving_pod_by_pod_is_placed_whole_once_min_count_pods_exist() {
     assert_eq!(plan.placements.len(), 3, "{:?}", plan.groups);
     assert!(matches!(plan.groups[0].outcome, muster_sched::GroupOutcome::Scheduled { placed: 3, .. }));
 }
+
+/// A PodDisruptionBudget added with no status counts the pods it covers now; a deleted one is
+/// gone.
+#[test]
+fn budgets_come_and_go() {
+    let node = serde_json::from_value(json!({"metadata": {"name": "n0"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}))
+    .unwrap();
+    let web = |i: usize| -> Box<Pod> {
+        Box::new(
+            serde_json::from_value(
+                json!({"metadata": {"name": format!("web-{i}"), "namespace": "ml", "labels": {"app": "web"}},
+                "spec": {"nodeName": "n0", "containers": [{"name": "c"}]}, "status": {"phase": "Running"}}),
+            )
+            .unwrap(),
+        )
+    };
+    let cluster = Cluster::build(vec![node], vec![web(0), web(1), web(2)], &[], &SchedulerNames::default()).unwrap();
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
+    let budget = serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "ml"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}}))
+    .unwrap();
+    engine.apply(Change::UpsertPodDisruptionBudget(Box::new(budget)), 0).unwrap();
+    let b = &engine.cluster().budgets;
+    assert_eq!((b.len(), b[0].key.as_str(), b[0].disruptions_allowed), (1, "ml/web", 1));
+    engine.apply(Change::DeletePodDisruptionBudget("ml/web".into()), 0).unwrap();
+    assert!(engine.cluster().budgets.is_empty());
+}
