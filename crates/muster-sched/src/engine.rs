@@ -111,4 +111,30 @@ impl<'d> Engine<'d> {
     pub fn into_cluster(self) -> Cluster {
         *self.scheduler.into_cluster()
     }
+
+    /// Takes the engine apart, keeping the cluster and the queue (with every entry's attempts,
+    /// backoff and wait) for [`Engine::from_parts`].
+    pub fn into_parts(self) -> (Cluster, SchedulingQueue) {
+        (*self.scheduler.into_cluster(), self.queue)
+    }
+
+    /// An engine over a cluster and queue taken from another: the way to give it new DRA inputs
+    /// (ResourceSlices, DeviceClasses, DeviceTaintRules changed; the store does not take them one
+    /// at a time yet). The devices in use are counted again from the claims, remembered verdicts
+    /// start empty, and the entries waiting for devices are woken at `now`.
+    pub fn from_parts(
+        cluster: Cluster,
+        queue: SchedulingQueue,
+        config: SchedulerConfig,
+        dra: Option<&'d DraContext<'d>>,
+        now: Millis,
+    ) -> Self {
+        let scheduler = match dra {
+            Some(ctx) => Scheduler::with_dra(Box::new(cluster), config, ctx),
+            None => Scheduler::new(Box::new(cluster), config),
+        };
+        let mut engine = Engine { scheduler, queue };
+        engine.queue.on_event(Wake::DEVICES_CHANGED, now);
+        engine
+    }
 }
