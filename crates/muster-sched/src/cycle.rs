@@ -395,12 +395,19 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// are preemptions (victims' resources and devices freed), after which the entries waiting
     /// for them are tried again. Each entry's last attempt is what the plan reports.
     pub fn plan(&mut self) -> Plan {
+        self.plan_observing(|_, _| {})
+    }
+
+    /// [`Scheduler::plan`], calling `observe` with each entry and the cluster as its cycle is
+    /// about to see it (for `muster why`: the snapshot of the target's last attempt, as the plan
+    /// really made it, retries included).
+    pub fn plan_observing(&mut self, mut observe: impl FnMut(QueueEntry, &Cluster)) -> Plan {
         let mut plan = Plan::default();
         let mut queue = SchedulingQueue::new();
         queue.add_all(self.queued());
         let mut now = 0;
         loop {
-            self.schedule_ready(&mut queue, now, &mut plan);
+            self.schedule_ready_observing(&mut queue, now, &mut plan, &mut observe);
             match queue.next_backoff_expiry() {
                 Some(t) => now = t,
                 None => break,
@@ -412,9 +419,20 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// Runs every entry that is ready at `now` through its cycle, decisions added to `plan`,
     /// until none is; returns how many cycles ran.
     pub fn schedule_ready(&mut self, queue: &mut SchedulingQueue, now: Millis, plan: &mut Plan) -> usize {
+        self.schedule_ready_observing(queue, now, plan, &mut |_, _| {})
+    }
+
+    fn schedule_ready_observing(
+        &mut self,
+        queue: &mut SchedulingQueue,
+        now: Millis,
+        plan: &mut Plan,
+        observe: &mut dyn FnMut(QueueEntry, &Cluster),
+    ) -> usize {
         let mut cycles = 0;
         while let Some(entry) = queue.pop(now) {
             cycles += 1;
+            observe(entry, &self.cluster);
             let retry = queue.attempts(entry) > 1;
             let groups = self.entry_groups(entry);
             if retry {

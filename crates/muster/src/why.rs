@@ -270,38 +270,39 @@ impl Why<'_> {
         (c, plan)
     }
 
-    /// The snapshot as `entry`'s attempt saw it: every entry before it scheduled. With `group`
-    /// (the target's group and the members its cycle tries first), those members are tried in
-    /// the group's cycle order and kept where they fit (the plan of that step is returned).
+    /// The snapshot as `entry`'s last attempt in the plan saw it, observed while the plan ran
+    /// (retries included). With `group` (the target's group and the members its cycle tries
+    /// first), those members are then tried in the group's cycle order and kept where they fit
+    /// (the plan of that step is returned).
     fn before(&self, entry: QueueEntry, group: Option<(usize, &[PodId])>) -> (Cluster, Plan) {
         let mut c = self.world.cluster.clone();
-        let group = group.filter(|(_, keep)| !keep.is_empty());
-        if let Some((g, keep)) = group {
-            // The cycle for the members before the target only: the same attempts in the same
-            // order, each kept where it fits (no minCount to reach).
-            for m in c.groups[g].members.clone() {
-                if c.pod(m).state == PodState::Pending && !keep.contains(&m) {
-                    c.pods[m.0 as usize].state = PodState::Terminated;
-                }
-            }
-            c.groups[g].gang = false;
-            c.groups[g].min_count = 0;
-        }
-        let mut step = Plan::default();
+        let mut seen: Option<Cluster> = None;
         {
             let dra = self.dra();
-            let mut s = Scheduler::with_dra(&mut c, self.config.clone(), &dra);
-            for e in s.entries() {
+            Scheduler::with_dra(&mut c, self.config.clone(), &dra).plan_observing(|e, snapshot| {
                 if e == entry {
-                    // A member of a CompositePodGroup tree: its own PodGroup's members are
-                    // replayed alone (the tree's domain is not applied to this replay).
-                    if let (Some((g, _)), QueueEntry::Group(_) | QueueEntry::Composite(_)) = (group, e) {
-                        s.schedule_group(g, &mut step);
-                    }
-                    break;
+                    seen = Some(snapshot.clone());
                 }
-                s.schedule(e, &mut Plan::default());
+            });
+        }
+        // Every pending entry is attempted; one that is not (nothing pending) is seen as the
+        // input has it.
+        let mut c = seen.unwrap_or_else(|| self.world.cluster.clone());
+        let mut step = Plan::default();
+        let Some((g, keep)) = group.filter(|(_, keep)| !keep.is_empty()) else { return (c, step) };
+        // The cycle for the members before the target only: the same attempts in the same
+        // order, each kept where it fits (no minCount to reach). A member of a CompositePodGroup
+        // tree: its own PodGroup's members are replayed alone (the tree's domain is not applied).
+        for m in c.groups[g].members.clone() {
+            if c.pod(m).state == PodState::Pending && !keep.contains(&m) {
+                c.pods[m.0 as usize].state = PodState::Terminated;
             }
+        }
+        c.groups[g].gang = false;
+        c.groups[g].min_count = 0;
+        {
+            let dra = self.dra();
+            Scheduler::with_dra(&mut c, self.config.clone(), &dra).schedule_group(g, &mut step);
         }
         (c, step)
     }
