@@ -181,7 +181,8 @@ impl Cluster {
         }
     }
 
-    fn upsert_node(&mut self, node: Node) -> Result<Applied, ModelError> {
+    fn upsert_node(&mut self, mut node: Node) -> Result<Applied, ModelError> {
+        node.metadata.managed_fields = None;
         let mut info = self.node_info(node)?;
         let name = info.name().to_string();
         info.generation = self.fresh_generation();
@@ -247,7 +248,10 @@ impl Cluster {
         applied
     }
 
-    fn upsert_pod(&mut self, pod: Box<Pod>) -> Result<Applied, ModelError> {
+    fn upsert_pod(&mut self, mut pod: Box<Pod>) -> Result<Applied, ModelError> {
+        // As kube-scheduler's informers do (`TransformStripManagedFields`): the engine never
+        // reads them, and they are often half of a live object.
+        pod.metadata.managed_fields = None;
         let known = self.pod_id(&pod_key(&pod));
         let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
         let node = node_name.and_then(|n| self.node_id(n));
