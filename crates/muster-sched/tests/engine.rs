@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use muster_sched::effects::EventType;
-use muster_sched::{Change, Cluster, DraContext, Effect, Engine, PodState, SchedulerConfig, SchedulerNames};
+use muster_sched::{Change, Cluster, Effect, Engine, PodState, SchedulerConfig, SchedulerNames};
 use serde_json::json;
 
 mod common;
@@ -41,12 +41,7 @@ fn one_node(gpus: u8) -> (Cluster, Vec<k8s_openapi::api::resource::v1::ResourceS
 fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     let (cluster, slices) = one_node(2);
     let classes = common::gpu_class();
-    let ctx = DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &classes,
-        env: muster_cel::Env::default(),
-        features: muster_alloc::Features::kubernetes_1_37(),
-    };
+    let ctx = common::dra(&slices, &classes);
     let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
     engine.apply(Change::UpsertPod(pod("trainer", "trainer-gpu", None)), 0).unwrap();
     let first = engine.schedule(0);
@@ -107,12 +102,7 @@ fn a_deallocated_claim_gives_its_device_to_a_waiting_pod() {
     let pods = vec![pod("first", "first-gpu", Some("n0")), pod("second", "second-gpu", None)];
     let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
     cluster.add_claims(vec![*claim("first-gpu", Some(("first", "gpu-0"))), *claim("second-gpu", None)], &[]);
-    let ctx = DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &classes,
-        env: muster_cel::Env::default(),
-        features: muster_alloc::Features::kubernetes_1_37(),
-    };
+    let ctx = common::dra(&slices, &classes);
     let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
     let first = engine.schedule(0);
     assert_eq!(first.unschedulable.len(), 1);
@@ -220,24 +210,13 @@ fn new_devices_reach_a_waiting_pod_when_the_engine_gets_new_slices() {
     let pods = vec![pod("first", "first-gpu", Some("n0")), pod("second", "second-gpu", None)];
     let mut cluster = Cluster::build(nodes.clone(), pods, &[], &SchedulerNames::default()).unwrap();
     cluster.add_claims(vec![*claim("first-gpu", Some(("first", "gpu-0"))), *claim("second-gpu", None)], &[]);
-    let features = muster_alloc::Features::kubernetes_1_37();
-    let ctx = DraContext {
-        index: muster_alloc::SliceIndex::new(&one),
-        classes: &classes,
-        env: muster_cel::Env::default(),
-        features,
-    };
+    let ctx = common::dra(&one, &classes);
     let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
     assert!(engine.schedule(0).placements.is_empty(), "one GPU, held");
     let (cluster, queue) = engine.into_parts();
 
     let (_, two) = common::gpu_nodes(&[2], "rack", "r");
-    let ctx = DraContext {
-        index: muster_alloc::SliceIndex::new(&two),
-        classes: &classes,
-        env: muster_cel::Env::default(),
-        features,
-    };
+    let ctx = common::dra(&two, &classes);
     let mut engine = Engine::from_parts(cluster, queue, SchedulerConfig::default(), Some(&ctx), 5_000);
     let plan = engine.schedule(5_000);
     let c = engine.cluster();

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
-use muster_sched::{Change, Cluster, DraContext, Engine, PodState, SchedulerConfig, SchedulerNames};
+use muster_sched::{Change, Cluster, Engine, PodState, SchedulerConfig, SchedulerNames};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -120,12 +120,7 @@ proptest! {
         let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
         cluster.add_pod_groups(groups);
         cluster.add_claims(Vec::new(), &templates);
-        let ctx = DraContext {
-            index: muster_alloc::SliceIndex::new(&slices),
-            classes: &classes,
-            env: muster_cel::Env::default(),
-            features: muster_alloc::Features::kubernetes_1_37(),
-        };
+        let ctx = common::dra(&slices, &classes);
         let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
         let mut cordoned = vec![false; node_gpus.len()];
         for (step, (fail_bits, finish, cordon_node)) in steps.iter().enumerate() {

@@ -54,14 +54,19 @@ pub fn gpu_templates() -> Vec<ResourceClaimTemplate> {
         .collect()
 }
 
-/// The plan over `cluster` with DRA inputs, with or without the allocator memo.
-pub fn plan_with_dra(cluster: &mut Cluster, slices: &[ResourceSlice], classes: &[DeviceClass], memo: bool) -> Plan {
-    let ctx = DraContext {
+/// The DRA inputs over `slices` and `classes`, with Kubernetes 1.37's features.
+pub fn dra<'a>(slices: &'a [ResourceSlice], classes: &'a [DeviceClass]) -> DraContext<'a> {
+    DraContext {
         index: muster_alloc::SliceIndex::new(slices),
         classes,
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
-    };
+    }
+}
+
+/// The plan over `cluster` with DRA inputs, with or without the allocator memo.
+pub fn plan_with_dra(cluster: &mut Cluster, slices: &[ResourceSlice], classes: &[DeviceClass], memo: bool) -> Plan {
+    let ctx = dra(slices, classes);
     let mut s = Scheduler::with_dra(cluster, SchedulerConfig::default(), &ctx);
     if !memo {
         s = s.without_dra_memo();
