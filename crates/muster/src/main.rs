@@ -9,6 +9,7 @@ mod config;
 mod conformance;
 mod convert;
 mod devices;
+mod effects;
 #[cfg(test)]
 mod fuzz;
 mod memory;
@@ -315,6 +316,9 @@ enum Format {
     Table,
     Json,
     Yaml,
+    /// What the live scheduler would send to the API server, in order (evictions, claim
+    /// statuses, bindings, PodScheduled=False, events).
+    Effects,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -398,6 +402,7 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let plan = Scheduler::with_dra(&mut world.cluster, config, &dra).plan();
     match args.output {
         Format::Table => print!("{}", output::table(&world, &plan)),
+        Format::Effects => print!("{}", effects::render(&world.cluster, &plan)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&output::json(&world, &plan))?),
         Format::Yaml => {
             let groups =

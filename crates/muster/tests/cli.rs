@@ -357,3 +357,17 @@ fn a_dump_with_every_replica_gets_no_new_pod() {
         v["unschedulable"].as_array().unwrap().iter().map(|u| u["pod"].as_str().unwrap()).collect();
     assert_eq!(pending, ["ml/kv-2", "ml/train-1-zp5wj"]);
 }
+
+/// `-o effects`: what the live scheduler would send, in order — a preemption's victim evicted
+/// before the preemptor is bound, claim statuses written before their pods are bound, a pod that
+/// fits nowhere marked PodScheduled=False with its event.
+#[test]
+fn plan_effects_are_what_run_would_send_in_order() {
+    let mut report = String::new();
+    for dir in ["tests/scenarios/pod-preemption", "examples/gpu-gang"] {
+        let o = muster(&["plan", dir, "-o", "effects"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        report.push_str(&format!("$ muster plan {dir} -o effects\n{}\n", stdout(&o)));
+    }
+    insta::assert_snapshot!("plan_effects", report);
+}

@@ -1,0 +1,67 @@
+//! `muster plan -o effects`: what the live scheduler would send to the API server for this plan,
+//! in order — one line per write or event ([`muster_sched::effects`]), rendered with names.
+
+use std::fmt::Write as _;
+
+use muster_sched::effects::{EventType, Preemptor};
+use muster_sched::{Cluster, Effect, Plan};
+
+use crate::text::one_line;
+
+/// One line per effect.
+pub fn render(cluster: &Cluster, plan: &Plan) -> String {
+    let mut out = String::new();
+    let pod = |p: muster_sched::PodId| cluster.pod(p).key.as_str();
+    for e in muster_sched::effects::effects(cluster, plan) {
+        let _ = match e {
+            Effect::Evict { pod: p, by } => {
+                let by = match by {
+                    Preemptor::Pod(q) => format!("pod {}", pod(q)),
+                    Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
+                };
+                writeln!(out, "evict   pod {} (DisruptionTarget=True, PreemptionByScheduler; for {by})", pod(p))
+            }
+            Effect::CreateExtendedClaim { pod: p, claim } => writeln!(
+                out,
+                "create  resourceclaim {} (extended resources of pod {}), then the pod's extendedResourceClaimStatus",
+                cluster.claims[claim].key(),
+                pod(p)
+            ),
+            Effect::WriteClaimStatus { claim } => {
+                let info = &cluster.claims[claim];
+                let status = info.claim.status.as_ref();
+                let devices = status
+                    .and_then(|s| s.allocation.as_ref())
+                    .and_then(|a| a.devices.as_ref())
+                    .and_then(|d| d.results.as_ref())
+                    .map_or(0, Vec::len);
+                let consumers: Vec<String> = status
+                    .and_then(|s| s.reserved_for.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .map(|r| format!("{} {}", r.resource.trim_end_matches('s'), r.name))
+                    .collect();
+                writeln!(
+                    out,
+                    "write   resourceclaim {} status: allocation of {devices} device(s), reservedFor {}",
+                    info.key(),
+                    consumers.join(", ")
+                )
+            }
+            Effect::Bind { pod: p, node } => {
+                writeln!(out, "bind    pod {} to node {}", pod(p), cluster.node(node).name())
+            }
+            Effect::PodUnschedulable { pod: p, reason, message } => {
+                writeln!(out, "status  pod {} PodScheduled=False {reason}: {}", pod(p), one_line(&message))
+            }
+            Effect::Event { pod: p, kind, reason, note, .. } => {
+                let kind = match kind {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                };
+                writeln!(out, "event   pod {} {kind} {reason}: {}", pod(p), one_line(&note))
+            }
+        };
+    }
+    out
+}
