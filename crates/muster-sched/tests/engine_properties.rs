@@ -13,13 +13,13 @@ use serde_json::json;
 
 mod common;
 
-fn pod(name: &str, group: Option<&str>, gpus: u8, cpu: u8) -> Box<Pod> {
+fn pod(name: &str, group: Option<&str>, gpus: u8, cpu: u8, priority: i32) -> Box<Pod> {
     let claims = if gpus > 0 {
         json!([{"name": "gpus", "resourceClaimTemplateName": format!("gpus-{gpus}")}])
     } else {
         json!([])
     };
-    let mut spec = json!({"resourceClaims": claims,
+    let mut spec = json!({"resourceClaims": claims, "priority": priority,
         "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]});
     if let Some(g) = group {
         spec["schedulingGroup"] = json!({"podGroupName": g});
@@ -38,8 +38,10 @@ fn cordon(i: usize, on: bool) -> Box<Node> {
     )
 }
 
-/// What must hold after every step.
-fn check(c: &Cluster) -> Result<(), String> {
+/// What must hold after every step. `broken`: gangs that lost a member to preemption (classic
+/// preemption does not look at its victims' groups, and the default `disruptionMode: single`
+/// lets a member go alone), which may be left partly on nodes.
+fn check(c: &Cluster, broken: &HashSet<String>) -> Result<(), String> {
     let mut seen = HashSet::new();
     for claim in &c.claims {
         let status = claim.claim.status.as_ref();
@@ -71,7 +73,7 @@ fn check(c: &Cluster) -> Result<(), String> {
     }
     for g in &c.groups {
         let on = g.members.iter().filter(|m| c.pod(**m).state.on_node().is_some()).count();
-        if g.gang && on > 0 && on < g.min_count {
+        if g.gang && on > 0 && on < g.min_count && !broken.contains(&g.key) {
             return Err(format!("{}: {on} members on nodes, minCount {}", g.key, g.min_count));
         }
     }
@@ -98,9 +100,14 @@ proptest! {
         node_gpus in prop::collection::vec(1u8..5, 1..4),
         // Gangs: members, minCount, GPUs per member.
         gangs in prop::collection::vec((1u8..4, 1u8..4, 0u8..3), 0..4),
-        singles in prop::collection::vec((0u8..3, 1u8..4), 0..6),
-        // Per step: fail bindings (bit 0 of each entry decides), finish a CPU pod, cordon a node.
-        steps in prop::collection::vec((any::<u16>(), any::<u8>(), prop::option::of(0usize..4)), 1..8),
+        // Single pods: GPUs, cpu, priority (higher ones preempt lower running ones).
+        singles in prop::collection::vec((0u8..3, 1u8..4, 0i32..3), 0..6),
+        // Per step: fail bindings (one bit per placement), finish a CPU pod, cordon a node, and a
+        // CPU pod (cpu, priority) that arrives — big ones preempt.
+        steps in prop::collection::vec(
+            (any::<u16>(), any::<u8>(), prop::option::of(0usize..4), prop::option::of((1u8..9, 0i32..3))),
+            1..8,
+        ),
     ) {
         let (nodes, slices) = common::gpu_nodes(&node_gpus, "rack", "r");
         let (classes, templates) = (common::gpu_class(), common::gpu_templates());
@@ -111,11 +118,11 @@ proptest! {
             groups.push(serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
                 "spec": {"schedulingPolicy": {"gang": {"minCount": (*min).min(*members)}}}})).unwrap());
             for m in 0..*members {
-                pods.push(pod(&format!("g{g}-{m}"), Some(&name), *gpus, 1));
+                pods.push(pod(&format!("g{g}-{m}"), Some(&name), *gpus, 1, 0));
             }
         }
-        for (i, (gpus, cpu)) in singles.iter().enumerate() {
-            pods.push(pod(&format!("s{i}"), None, *gpus, *cpu));
+        for (i, (gpus, cpu, priority)) in singles.iter().enumerate() {
+            pods.push(pod(&format!("s{i}"), None, *gpus, *cpu, *priority));
         }
         let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
         cluster.add_pod_groups(groups);
@@ -123,10 +130,27 @@ proptest! {
         let ctx = common::dra(&slices, &classes);
         let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
         let mut cordoned = vec![false; node_gpus.len()];
-        for (step, (fail_bits, finish, cordon_node)) in steps.iter().enumerate() {
+        let mut broken: HashSet<String> = HashSet::new();
+        for (step, (fail_bits, finish, cordon_node, arrival)) in steps.iter().enumerate() {
             let now = step as u64 * 20_000;
+            if let Some((cpu, priority)) = arrival {
+                engine.apply(Change::UpsertPod(pod(&format!("late-{step}"), None, 0, *cpu, *priority)), now).unwrap();
+            }
             let plan = engine.schedule(now);
-            prop_assert!(check(engine.cluster()).is_ok(), "after scheduling: {:?}", check(engine.cluster()));
+            // Preemption victims: their gangs may be left broken; the world deletes them.
+            let victims: Vec<String> = plan.pod_preemptions.iter().flat_map(|r| r.victims.iter())
+                .chain(plan.preempted.iter().map(|(v, _)| v))
+                .map(|v| engine.cluster().pod(*v).key.clone()).collect();
+            for key in &victims {
+                let id = engine.cluster().pod_id(key).unwrap();
+                if let Some(Ok(g)) = engine.cluster().pod(id).group {
+                    broken.insert(engine.cluster().groups[g].key.clone());
+                }
+            }
+            prop_assert!(check(engine.cluster(), &broken).is_ok(), "after scheduling: {:?}", check(engine.cluster(), &broken));
+            for key in victims {
+                engine.apply(Change::DeletePod(key), now).unwrap();
+            }
             // The world binds what was placed, or fails to: one bit per placement, one per gang
             // (a gang's members leave Permit together and are bound as one).
             let mut bit: HashMap<String, usize> = HashMap::new();
@@ -147,7 +171,7 @@ proptest! {
                     bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(*node).name().to_string());
                     engine.apply(Change::UpsertPod(bound), now).unwrap();
                 }
-                prop_assert!(check(engine.cluster()).is_ok(), "after binding: {:?}", check(engine.cluster()));
+                prop_assert!(check(engine.cluster(), &broken).is_ok(), "after binding: {:?}", check(engine.cluster(), &broken));
             }
             // A bound CPU-only pod outside gangs finishes.
             let done: Vec<String> = engine.cluster().pods.iter()
@@ -161,7 +185,7 @@ proptest! {
                 cordoned[n] = !cordoned[n];
                 engine.apply(Change::UpsertNode(cordon(n, cordoned[n])), now).unwrap();
             }
-            prop_assert!(check(engine.cluster()).is_ok(), "after churn: {:?}", check(engine.cluster()));
+            prop_assert!(check(engine.cluster(), &broken).is_ok(), "after churn: {:?}", check(engine.cluster(), &broken));
         }
         // Every pod is somewhere: on a node, or waiting in the queue.
         let (active, backoff, unschedulable, gated) = engine.queue().counts();
