@@ -514,6 +514,7 @@ impl Cluster {
     ) -> Result<Cluster, Vec<ModelError>> {
         let mut errors = Vec::new();
         let mut c = Cluster { scheduler_names: scheduler_names.clone(), ..Cluster::default() };
+        errors.extend(crate::validate::priority_classes(priority_classes));
         c.set_priority_classes(priority_classes);
 
         // Objects are large: sort them through an index rather than moving them around.
@@ -619,6 +620,9 @@ impl Cluster {
         }
         let spec = node.spec.as_ref();
         let taints = spec.and_then(|s| s.taints.clone()).unwrap_or_default();
+        if let Some(e) = crate::validate::on("Node", &name, crate::validate::node_taints(&taints)).into_iter().next() {
+            return Err(e);
+        }
         let has_prefer = taints.iter().any(|t| t.effect == PREFER_NO_SCHEDULE);
         self.any_prefer_no_schedule |= has_prefer;
         Ok(NodeInfo {
@@ -662,6 +666,9 @@ impl Cluster {
         let Some(spec) = pod.spec.as_ref() else {
             return Err(err(Some("spec".into()), "required value".into()));
         };
+        if let Some((field, message)) = crate::validate::pod_spec(spec).into_iter().next() {
+            return Err(err(Some(field), message));
+        }
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         let state = if matches!(phase, Some("Succeeded" | "Failed")) {
             PodState::Terminated

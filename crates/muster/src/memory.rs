@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, CompositePodGroupStatus};
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, PodGroupStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -131,6 +133,9 @@ impl World {
             }
         }
         unused.sort();
+        // What the API server refuses in the objects the model reads besides nodes, pods and
+        // PriorityClasses (those are checked as the cluster is built).
+        bad.extend(api_server_rules(&groups, &composites, &claims, &templates));
         // The workload controllers, before the snapshot: their pods are scheduled like any other.
         let expansion = {
             let existing: Vec<&Pod> = pods.iter().map(|p| &**p).collect();
@@ -180,6 +185,43 @@ impl World {
             controller_notes: expansion.notes,
         })
     }
+}
+
+/// The API server's rules for PodGroups, CompositePodGroups, ResourceClaims and
+/// ResourceClaimTemplates (see [`muster_sched::validate`]).
+fn api_server_rules(
+    groups: &[PodGroup],
+    composites: &[CompositePodGroup],
+    claims: &[ResourceClaim],
+    templates: &[ResourceClaimTemplate],
+) -> Vec<ModelError> {
+    use muster_sched::validate;
+    let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        object_key(m.namespace.as_deref().or(Some("default")), m.name.as_deref(), true)
+    };
+    let mut out = Vec::new();
+    for g in groups {
+        out.extend(validate::on("PodGroup", &key(&g.metadata), validate::pod_group(g)));
+    }
+    for c in composites {
+        out.extend(validate::on("CompositePodGroup", &key(&c.metadata), validate::composite_pod_group(c)));
+    }
+    for c in claims {
+        if let Some(devices) = c.spec.as_ref().and_then(|s| s.devices.as_ref()) {
+            out.extend(validate::on(
+                "ResourceClaim",
+                &key(&c.metadata),
+                validate::device_claim(devices, "spec.devices"),
+            ));
+        }
+    }
+    for t in templates {
+        if let Some(devices) = t.spec.as_ref().and_then(|s| s.spec.as_ref()).and_then(|s| s.devices.as_ref()) {
+            let errors = validate::device_claim(devices, "spec.spec.devices");
+            out.extend(validate::on("ResourceClaimTemplate", &key(&t.metadata), errors));
+        }
+    }
+    out
 }
 
 /// DeviceTaintRules, applied as the scheduler sees slices: each rule's taint is added to every
