@@ -567,7 +567,8 @@ impl Cluster {
             let value = pc.value.unwrap_or(0);
             classes.insert(name.to_string(), value);
             if pc.global_default == Some(true) {
-                // The API server allows one; with several, the lowest name wins deterministically.
+                // The API server allows one (`validate::priority_classes` refuses a second in
+                // the input); with several, the lowest name wins deterministically.
                 if global_default.is_none_or(|(n, _)| name < n) {
                     global_default = Some((name, value));
                 }
@@ -970,6 +971,8 @@ impl Cluster {
     /// members and no parent linked yet.
     pub(crate) fn group_info(&self, g: PodGroup) -> GroupInfo {
         let policy = &g.spec.scheduling_policy;
+        // A minCount below 1 is refused where the model is built from the input
+        // (`validate::pod_group`); the clamp only guards objects that arrive another way.
         let (gang, min_count) = match &policy.gang {
             Some(gang) => (true, gang.min_count.max(1) as usize),
             None => (false, 1),
@@ -1018,6 +1021,7 @@ impl Cluster {
             .into_iter()
             .map(|c| {
                 let policy = &c.spec.scheduling_policy;
+                // Below 1 is refused at input (`validate::composite_pod_group`); see `group_info`.
                 let (gang, min_group_count) = match &policy.gang {
                     Some(gang) => (true, gang.min_group_count.max(1) as usize),
                     None => (false, 1),

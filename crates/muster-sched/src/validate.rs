@@ -289,6 +289,33 @@ pub fn device_claim(devices: &DeviceClaim, path: &str) -> Vec<FieldError> {
     out
 }
 
+/// Allocated devices that no ResourceSlice publishes: each `status.allocation.devices.results[i]`
+/// of a claim whose (driver, pool, device) is not among `published`. NOT an API-server rule (the
+/// API server does not look at slices, and a driver may republish its slices after the claim was
+/// allocated), so the caller reports these as warnings, never as errors.
+pub fn unpublished_allocations(
+    claim: &k8s_openapi::api::resource::v1::ResourceClaim,
+    published: &std::collections::HashSet<(String, String, String)>,
+) -> Vec<FieldError> {
+    let results = claim.status.as_ref().and_then(|s| s.allocation.as_ref()).and_then(|a| a.devices.as_ref());
+    results
+        .and_then(|d| d.results.as_ref())
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, r)| !published.contains(&(r.driver.clone(), r.pool.clone(), r.device.clone())))
+        .map(|(i, r)| {
+            (
+                format!("status.allocation.devices.results[{i}]"),
+                format!(
+                    "allocated device {}/{}/{} (driver/pool/device) is not published by any ResourceSlice in the input",
+                    r.driver, r.pool, r.device
+                ),
+            )
+        })
+        .collect()
+}
+
 /// Field errors as model errors on one object.
 pub fn on(kind: &'static str, object: &str, errors: Vec<FieldError>) -> Vec<ModelError> {
     errors

@@ -56,6 +56,10 @@ pub struct World {
     pub created: Vec<Created>,
     /// The controllers' notes: workloads that created nothing or less than asked, and why.
     pub controller_notes: Vec<String>,
+    /// Warnings about objects of the input, located (also in `cluster.warnings`, as text): input
+    /// the API server accepts but that looks wrong, such as an allocation naming a device no
+    /// ResourceSlice publishes.
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl World {
@@ -163,6 +167,31 @@ impl World {
         cluster.add_disruption_budgets(budgets);
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
+        // Allocations naming devices no slice publishes: warnings (not an API-server rule).
+        let located_warnings: Vec<Diagnostic> = {
+            let published: std::collections::HashSet<(String, String, String)> = slices
+                .iter()
+                .flat_map(|s| {
+                    s.spec
+                        .devices
+                        .iter()
+                        .flatten()
+                        .map(|d| (s.spec.driver.clone(), s.spec.pool.name.clone(), d.name.clone()))
+                })
+                .collect();
+            let mut found = Vec::new();
+            for c in cluster.claims.iter().filter(|c| !c.generated) {
+                let object = object_key(
+                    c.claim.metadata.namespace.as_deref().or(Some("default")),
+                    c.claim.metadata.name.as_deref(),
+                    true,
+                );
+                let warnings = muster_sched::validate::unpublished_allocations(&c.claim, &published);
+                found.extend(muster_sched::validate::on("ResourceClaim", &object, warnings));
+            }
+            cluster.warnings.extend(found.iter().map(ToString::to_string));
+            found.into_iter().map(|w| model_diagnostic(w, &origins)).collect()
+        };
         // The taints as published, with their sources; then the slices as the scheduler sees them.
         let mut taints = DeviceTaints::new(&slices, &rules);
         apply_taint_rules(&mut slices, &rules);
@@ -183,6 +212,7 @@ impl World {
             evictions,
             created: expansion.created,
             controller_notes: expansion.notes,
+            warnings: located_warnings,
         })
     }
 }

@@ -415,3 +415,19 @@ fn check_and_plan_reject_api_server_rules_alike() {
         }
     }
 }
+
+/// An allocation naming a device no ResourceSlice publishes is not an API-server rule (drivers
+/// may lag): `check` warns (exit 0) and `plan` plans with a warning line, both naming the claim
+/// and the device.
+#[test]
+fn unpublished_allocated_device_is_a_warning_in_check_and_plan() {
+    let path = "tests/check/unpublished-allocation.yaml";
+    let message = "ResourceClaim ml/stale-gpu: status.allocation.devices.results[0]: allocated device \
+                   gpu.example.com/node-1/gpu-7 (driver/pool/device) is not published by any ResourceSlice in the input";
+    let c = muster(&["check", path]);
+    assert_eq!(c.status.code(), Some(0), "{}", stdout(&c));
+    assert!(stdout(&c).contains(&format!("{path}:27:1: warning: {message}")), "{}", stdout(&c));
+    let p = muster(&["plan", path]);
+    assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
+    assert!(stdout(&p).contains(&format!("warning: {message}")), "{}", stdout(&p));
+}
