@@ -514,6 +514,7 @@ impl Cluster {
     ) -> Result<Cluster, Vec<ModelError>> {
         let mut errors = Vec::new();
         let mut c = Cluster { scheduler_names: scheduler_names.clone(), ..Cluster::default() };
+        errors.extend(crate::validate::priority_classes(priority_classes));
         c.set_priority_classes(priority_classes);
 
         // Objects are large: sort them through an index rather than moving them around.
@@ -566,7 +567,8 @@ impl Cluster {
             let value = pc.value.unwrap_or(0);
             classes.insert(name.to_string(), value);
             if pc.global_default == Some(true) {
-                // The API server allows one; with several, the lowest name wins deterministically.
+                // The API server allows one (`validate::priority_classes` refuses a second in
+                // the input); with several, the lowest name wins deterministically.
                 if global_default.is_none_or(|(n, _)| name < n) {
                     global_default = Some((name, value));
                 }
@@ -619,6 +621,9 @@ impl Cluster {
         }
         let spec = node.spec.as_ref();
         let taints = spec.and_then(|s| s.taints.clone()).unwrap_or_default();
+        if let Some(e) = crate::validate::on("Node", &name, crate::validate::node_taints(&taints)).into_iter().next() {
+            return Err(e);
+        }
         let has_prefer = taints.iter().any(|t| t.effect == PREFER_NO_SCHEDULE);
         self.any_prefer_no_schedule |= has_prefer;
         Ok(NodeInfo {
@@ -662,6 +667,9 @@ impl Cluster {
         let Some(spec) = pod.spec.as_ref() else {
             return Err(err(Some("spec".into()), "required value".into()));
         };
+        if let Some((field, message)) = crate::validate::pod_spec(spec).into_iter().next() {
+            return Err(err(Some(field), message));
+        }
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         let state = if matches!(phase, Some("Succeeded" | "Failed")) {
             PodState::Terminated
@@ -963,6 +971,8 @@ impl Cluster {
     /// members and no parent linked yet.
     pub(crate) fn group_info(&self, g: PodGroup) -> GroupInfo {
         let policy = &g.spec.scheduling_policy;
+        // A minCount below 1 is refused where the model is built from the input
+        // (`validate::pod_group`); the clamp only guards objects that arrive another way.
         let (gang, min_count) = match &policy.gang {
             Some(gang) => (true, gang.min_count.max(1) as usize),
             None => (false, 1),
@@ -1011,6 +1021,7 @@ impl Cluster {
             .into_iter()
             .map(|c| {
                 let policy = &c.spec.scheduling_policy;
+                // Below 1 is refused at input (`validate::composite_pod_group`); see `group_info`.
                 let (gang, min_group_count) = match &policy.gang {
                     Some(gang) => (true, gang.min_group_count.max(1) as usize),
                     None => (false, 1),

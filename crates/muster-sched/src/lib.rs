@@ -20,6 +20,7 @@ pub mod framework;
 pub mod plugins;
 pub mod queue;
 pub mod store;
+pub mod validate;
 
 pub use cluster::{
     ClaimInfo, Cluster, CompositeInfo, GroupInfo, GroupNode, ModelError, NodeId, NodeInfo, PodId, PodInfo, PodState,

@@ -1103,7 +1103,8 @@ pub fn check(sources: &[Source]) -> Vec<Finding> {
 
 /// What building the cluster model finds (the layer `plan` shares: negative quantities, a
 /// missing PriorityClass, a pod without a spec, ...), when every file loads: each problem on an
-/// object of the input that no other finding is about.
+/// object of the input that no other finding is about. When the model builds, its located
+/// warnings (an allocation naming a device no slice publishes) are warnings here too.
 fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
     let mut all = muster_manifest::Manifests::default();
     for s in sources {
@@ -1113,8 +1114,9 @@ fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
     // Objects of the input (not those a workload controller would create: their problems are
     // their template's, which the scan reports on the workload).
     let input: HashSet<String> = all.objects.iter().map(|l| default_namespace(&l.object.display_name())).collect();
-    let Err(diags) = crate::memory::World::from_manifests(all, &muster_sched::SchedulerNames::default()) else {
-        return;
+    let (diags, severity) = match crate::memory::World::from_manifests(all, &muster_sched::SchedulerNames::default()) {
+        Err(diags) => (diags, Severity::Error),
+        Ok(world) => (world.warnings, Severity::Warning),
     };
     let named: HashSet<String> = findings.iter().filter_map(|f| f.object.clone()).collect();
     for d in diags {
@@ -1126,7 +1128,7 @@ fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
         findings.push(Finding {
             file,
             pos: d.pos,
-            severity: Severity::Error,
+            severity,
             object,
             field: d.field.filter(|f| !f.is_empty()),
             message: d.message,

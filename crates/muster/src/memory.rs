@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, CompositePodGroupStatus};
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, PodGroupStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -54,6 +56,10 @@ pub struct World {
     pub created: Vec<Created>,
     /// The controllers' notes: workloads that created nothing or less than asked, and why.
     pub controller_notes: Vec<String>,
+    /// Warnings about objects of the input, located (also in `cluster.warnings`, as text): input
+    /// the API server accepts but that looks wrong, such as an allocation naming a device no
+    /// ResourceSlice publishes.
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl World {
@@ -131,6 +137,9 @@ impl World {
             }
         }
         unused.sort();
+        // What the API server refuses in the objects the model reads besides nodes, pods and
+        // PriorityClasses (those are checked as the cluster is built).
+        bad.extend(api_server_rules(&groups, &composites, &claims, &templates));
         // The workload controllers, before the snapshot: their pods are scheduled like any other.
         let expansion = {
             let existing: Vec<&Pod> = pods.iter().map(|p| &**p).collect();
@@ -158,6 +167,31 @@ impl World {
         cluster.add_disruption_budgets(budgets);
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
+        // Allocations naming devices no slice publishes: warnings (not an API-server rule).
+        let located_warnings: Vec<Diagnostic> = {
+            let published: std::collections::HashSet<(String, String, String)> = slices
+                .iter()
+                .flat_map(|s| {
+                    s.spec
+                        .devices
+                        .iter()
+                        .flatten()
+                        .map(|d| (s.spec.driver.clone(), s.spec.pool.name.clone(), d.name.clone()))
+                })
+                .collect();
+            let mut found = Vec::new();
+            for c in cluster.claims.iter().filter(|c| !c.generated) {
+                let object = object_key(
+                    c.claim.metadata.namespace.as_deref().or(Some("default")),
+                    c.claim.metadata.name.as_deref(),
+                    true,
+                );
+                let warnings = muster_sched::validate::unpublished_allocations(&c.claim, &published);
+                found.extend(muster_sched::validate::on("ResourceClaim", &object, warnings));
+            }
+            cluster.warnings.extend(found.iter().map(ToString::to_string));
+            found.into_iter().map(|w| model_diagnostic(w, &origins)).collect()
+        };
         // The taints as published, with their sources; then the slices as the scheduler sees them.
         let mut taints = DeviceTaints::new(&slices, &rules);
         apply_taint_rules(&mut slices, &rules);
@@ -178,8 +212,46 @@ impl World {
             evictions,
             created: expansion.created,
             controller_notes: expansion.notes,
+            warnings: located_warnings,
         })
     }
+}
+
+/// The API server's rules for PodGroups, CompositePodGroups, ResourceClaims and
+/// ResourceClaimTemplates (see [`muster_sched::validate`]).
+fn api_server_rules(
+    groups: &[PodGroup],
+    composites: &[CompositePodGroup],
+    claims: &[ResourceClaim],
+    templates: &[ResourceClaimTemplate],
+) -> Vec<ModelError> {
+    use muster_sched::validate;
+    let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        object_key(m.namespace.as_deref().or(Some("default")), m.name.as_deref(), true)
+    };
+    let mut out = Vec::new();
+    for g in groups {
+        out.extend(validate::on("PodGroup", &key(&g.metadata), validate::pod_group(g)));
+    }
+    for c in composites {
+        out.extend(validate::on("CompositePodGroup", &key(&c.metadata), validate::composite_pod_group(c)));
+    }
+    for c in claims {
+        if let Some(devices) = c.spec.as_ref().and_then(|s| s.devices.as_ref()) {
+            out.extend(validate::on(
+                "ResourceClaim",
+                &key(&c.metadata),
+                validate::device_claim(devices, "spec.devices"),
+            ));
+        }
+    }
+    for t in templates {
+        if let Some(devices) = t.spec.as_ref().and_then(|s| s.spec.as_ref()).and_then(|s| s.devices.as_ref()) {
+            let errors = validate::device_claim(devices, "spec.spec.devices");
+            out.extend(validate::on("ResourceClaimTemplate", &key(&t.metadata), errors));
+        }
+    }
+    out
 }
 
 /// DeviceTaintRules, applied as the scheduler sees slices: each rule's taint is added to every

@@ -391,3 +391,43 @@ fn check_and_plan_reject_negative_quantities_alike() {
         assert!(planned.contains(&format!("error: {path}:{at}: {message}")), "{planned}");
     }
 }
+
+/// `check` and `plan` judge what the API server refuses alike (gang sizes, taint effects,
+/// toleration and node affinity operators, PriorityClasses, device requests): every error `plan`
+/// gives (exit 2) is one `check` gives (exit 1), with the same file, line, object and field.
+#[test]
+fn check_and_plan_reject_api_server_rules_alike() {
+    for (path, errors) in [
+        ("tests/bad-input/16-gang-min-count.yaml", 2),
+        ("tests/bad-input/17-unsupported-operators.yaml", 4),
+        ("tests/bad-input/18-priority-classes.yaml", 3),
+        ("tests/bad-input/19-device-count.yaml", 4),
+    ] {
+        let (c, p) = (muster(&["check", path]), muster(&["plan", path]));
+        assert_eq!(c.status.code(), Some(1), "{path}");
+        assert_eq!(p.status.code(), Some(2), "{path}");
+        let (checked, planned) = (stdout(&c), stderr(&p));
+        let lines: Vec<&str> = planned.lines().filter_map(|l| l.strip_prefix("error: ")).collect();
+        assert_eq!(lines.len(), errors, "{planned}");
+        for line in lines {
+            let (at, message) = line.strip_prefix(path).unwrap().trim_start_matches(':').split_once(": ").unwrap();
+            assert!(checked.contains(&format!("{path}:{at}: error: {message}")), "{line}\n{checked}");
+        }
+    }
+}
+
+/// An allocation naming a device no ResourceSlice publishes is not an API-server rule (drivers
+/// may lag): `check` warns (exit 0) and `plan` plans with a warning line, both naming the claim
+/// and the device.
+#[test]
+fn unpublished_allocated_device_is_a_warning_in_check_and_plan() {
+    let path = "tests/check/unpublished-allocation.yaml";
+    let message = "ResourceClaim ml/stale-gpu: status.allocation.devices.results[0]: allocated device \
+                   gpu.example.com/node-1/gpu-7 (driver/pool/device) is not published by any ResourceSlice in the input";
+    let c = muster(&["check", path]);
+    assert_eq!(c.status.code(), Some(0), "{}", stdout(&c));
+    assert!(stdout(&c).contains(&format!("{path}:27:1: warning: {message}")), "{}", stdout(&c));
+    let p = muster(&["plan", path]);
+    assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
+    assert!(stdout(&p).contains(&format!("warning: {message}")), "{}", stdout(&p));
+}

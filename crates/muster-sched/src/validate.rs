@@ -1,0 +1,408 @@
+//! What the 1.37 API server refuses on create, checked where the cluster model is built, so that
+//! `plan` and `check` (which both build it) reject the same input with the same words. Each rule
+//! lives here once; the model's builders call it for the objects they read. Messages follow
+//! apimachinery's `field.Error` wording (`Unsupported value: ...: supported values: ...`,
+//! `Invalid value: ...`, `Required value: ...`, `Forbidden: ...`); the field is the API server's
+//! path.
+//!
+//! Problems that are not API-server rules (the input is valid but suspicious) are warnings,
+//! reported elsewhere, never here.
+
+use k8s_openapi::api::core::v1::{Affinity, NodeSelectorRequirement, PodSpec, Taint, Toleration};
+use k8s_openapi::api::resource::v1::{CapacityRequirements, DeviceClaim};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::cluster::ModelError;
+
+/// A problem with one field: the API server's path and its message.
+pub type FieldError = (String, String);
+
+/// `field.NotSupported`: the value, then the supported values, quoted, in upstream's order.
+pub fn unsupported(value: &str, supported: &[&str]) -> String {
+    let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+    format!("Unsupported value: {value:?}: supported values: {}", list.join(", "))
+}
+
+/// `field.Invalid`: the value as Go's `%v`-ish rendering upstream prints (strings quoted).
+fn invalid(value: impl std::fmt::Display, detail: &str) -> String {
+    format!("Invalid value: {value}: {detail}")
+}
+
+/// The taint effects upstream knows (`validateTaintEffect`), in its order.
+const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// `validateTaintEffect` (pkg/apis/core/validation): required on a node's taint, optional (empty
+/// matches every effect) on a toleration, else one of NoSchedule, PreferNoSchedule, NoExecute.
+fn taint_effect(effect: &str, allow_empty: bool, path: String) -> Option<FieldError> {
+    if effect.is_empty() {
+        return (!allow_empty).then(|| (path, "Required value".to_string()));
+    }
+    (!TAINT_EFFECTS.contains(&effect)).then(|| (path, unsupported(effect, &TAINT_EFFECTS)))
+}
+
+/// A node's `spec.taints` (`validateNodeTaints`: each effect is required and known).
+pub fn node_taints(taints: &[Taint]) -> Vec<FieldError> {
+    taints
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| taint_effect(&t.effect, false, format!("spec.taints[{i}].effect")))
+        .collect()
+}
+
+/// `ValidateTolerations` (pkg/apis/core/validation): the operator is Equal (or empty, which
+/// defaults to it) or Exists — plus Lt and Gt, which muster implements (KEP 5471,
+/// `TaintTolerationComparisonOperators`, whose values must be integers); an empty key needs
+/// Exists; Exists takes no value; the effect is empty or a known one; `tolerationSeconds` needs
+/// NoExecute.
+pub fn tolerations(tolerations: &[Toleration], path: &str) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    for (i, t) in tolerations.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let key = t.key.as_deref().unwrap_or_default();
+        let op = t.operator.as_deref().unwrap_or_default();
+        let value = t.value.as_deref().unwrap_or_default();
+        let effect = t.effect.as_deref().unwrap_or_default();
+        if key.is_empty() && op != "Exists" {
+            out.push((
+                format!("{at}.operator"),
+                invalid(
+                    format!("{op:?}"),
+                    "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+                ),
+            ));
+        }
+        if t.toleration_seconds.is_some() && effect != "NoExecute" {
+            out.push((
+                format!("{at}.effect"),
+                invalid(format!("{effect:?}"), "effect must be 'NoExecute' when `tolerationSeconds` is set"),
+            ));
+        }
+        match op {
+            "" | "Equal" => {}
+            "Exists" => {
+                if !value.is_empty() {
+                    out.push((
+                        format!("{at}.operator"),
+                        invalid(format!("{value:?}"), "value must be empty when `operator` is 'Exists'"),
+                    ));
+                }
+            }
+            "Lt" | "Gt" => {
+                if value.parse::<i64>().is_err() {
+                    out.push((format!("{at}.value"), invalid(format!("{value:?}"), "value must be a valid integer")));
+                }
+            }
+            other => out.push((format!("{at}.operator"), unsupported(other, &["Equal", "Exists", "Lt", "Gt"]))),
+        }
+        if let Some(e) = taint_effect(effect, true, format!("{at}.effect")) {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// `ValidateNodeSelectorRequirement` (pkg/apis/core/validation): In and NotIn need values,
+/// Exists and DoesNotExist take none, Gt and Lt take exactly one; any other operator is invalid.
+pub fn node_selector_requirement(r: &NodeSelectorRequirement, path: &str) -> Option<FieldError> {
+    let n = r.values.as_ref().map_or(0, Vec::len);
+    let values = format!("{path}.values");
+    match r.operator.as_str() {
+        "In" | "NotIn" if n == 0 => {
+            Some((values, "Required value: must be specified when `operator` is 'In' or 'NotIn'".into()))
+        }
+        "Exists" | "DoesNotExist" if n > 0 => {
+            Some((values, "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'".into()))
+        }
+        "Gt" | "Lt" if n != 1 => {
+            Some((values, "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'".into()))
+        }
+        "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => None,
+        other => Some((format!("{path}.operator"), invalid(format!("{other:?}"), "not a valid selector operator"))),
+    }
+}
+
+/// A pod's tolerations and node affinity (required and preferred terms, expressions and fields).
+pub fn pod_spec(spec: &PodSpec) -> Vec<FieldError> {
+    let mut out = tolerations(spec.tolerations.as_deref().unwrap_or_default(), "spec.tolerations");
+    let Some(node) = spec.affinity.as_ref().and_then(|a: &Affinity| a.node_affinity.as_ref()) else {
+        return out;
+    };
+    let base = "spec.affinity.nodeAffinity";
+    let mut term = |term: &k8s_openapi::api::core::v1::NodeSelectorTerm, path: String| {
+        for (list, name) in [(&term.match_expressions, "matchExpressions"), (&term.match_fields, "matchFields")] {
+            for (k, r) in list.iter().flatten().enumerate() {
+                out.extend(node_selector_requirement(r, &format!("{path}.{name}[{k}]")));
+            }
+        }
+    };
+    if let Some(required) = node.required_during_scheduling_ignored_during_execution.as_ref() {
+        for (j, t) in required.node_selector_terms.iter().enumerate() {
+            term(t, format!("{base}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{j}]"));
+        }
+    }
+    for (j, p) in node.preferred_during_scheduling_ignored_during_execution.iter().flatten().enumerate() {
+        term(&p.preference, format!("{base}.preferredDuringSchedulingIgnoredDuringExecution[{j}].preference"));
+    }
+    out
+}
+
+/// The `+k8s:minimum=1` declarative rule: "must be greater than or equal to 1".
+fn at_least_one(value: i32, path: &str) -> Option<FieldError> {
+    (value < 1).then(|| (path.to_string(), invalid(value, "must be greater than or equal to 1")))
+}
+
+/// A PodGroup's gang size: `spec.schedulingPolicy.gang.minCount` is `+k8s:minimum=1`
+/// (k8s.io/api scheduling/v1beta1 types, declarative validation).
+pub fn pod_group(g: &PodGroup) -> Vec<FieldError> {
+    g.spec
+        .scheduling_policy
+        .gang
+        .as_ref()
+        .and_then(|gang| at_least_one(gang.min_count, "spec.schedulingPolicy.gang.minCount"))
+        .into_iter()
+        .collect()
+}
+
+/// A CompositePodGroup's `spec.schedulingPolicy.gang.minGroupCount` is `+k8s:minimum=1`
+/// (k8s.io/api scheduling/v1alpha3 `CompositeGangSchedulingPolicy`).
+pub fn composite_pod_group(c: &CompositePodGroup) -> Vec<FieldError> {
+    c.spec
+        .scheduling_policy
+        .gang
+        .as_ref()
+        .and_then(|gang| at_least_one(gang.min_group_count, "spec.schedulingPolicy.gang.minGroupCount"))
+        .into_iter()
+        .collect()
+}
+
+/// `HighestUserDefinablePriority`: the largest value a class outside `system-` may have.
+pub const HIGHEST_USER_DEFINABLE_PRIORITY: i32 = 1_000_000_000;
+
+/// `ValidatePriorityClass` (pkg/apis/scheduling/validation) and the priority admission plugin:
+/// a user class's `value` is at most 1,000,000,000; `preemptionPolicy` is PreemptLowerPriority
+/// or Never; only one class may be the global default (admission refuses a second one). System
+/// classes (`system-` prefix) are muster's built-ins and are not checked here.
+pub fn priority_classes(classes: &[PriorityClass]) -> Vec<ModelError> {
+    let mut out = Vec::new();
+    let mut default: Option<&str> = None;
+    let mut sorted: Vec<&PriorityClass> = classes.iter().collect();
+    sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    for pc in sorted {
+        let name = pc.metadata.name.as_deref().unwrap_or_default();
+        let mut err = |field: &str, message: String| {
+            out.push(ModelError {
+                kind: "PriorityClass",
+                object: name.to_string(),
+                field: Some(field.to_string()),
+                message,
+            })
+        };
+        if !name.starts_with("system-") && pc.value.unwrap_or(0) > HIGHEST_USER_DEFINABLE_PRIORITY {
+            err(
+                "value",
+                format!(
+                    "Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"
+                ),
+            );
+        }
+        if let Some(p) = pc.preemption_policy.as_deref()
+            && !matches!(p, "PreemptLowerPriority" | "Never")
+        {
+            err("preemptionPolicy", unsupported(p, &["PreemptLowerPriority", "Never"]));
+        }
+        if pc.global_default == Some(true) {
+            match default {
+                None => default = Some(name),
+                Some(first) => err(
+                    "globalDefault",
+                    format!(
+                        "Forbidden: PriorityClass {first} is already marked as default. Only one default can exist"
+                    ),
+                ),
+            }
+        }
+    }
+    out
+}
+
+/// `validateDeviceAllocationMode` (pkg/apis/resource/validation), after API defaulting: an empty
+/// mode is ExactCount and an ExactCount `count` of 0 (or none) becomes 1, so a negative count is
+/// what ExactCount refuses ("must be greater than zero"); All takes no count; other modes are
+/// unsupported.
+fn allocation_mode(mode: Option<&str>, count: Option<i64>, path: &str, out: &mut Vec<FieldError>) {
+    let count = count.unwrap_or(0);
+    match mode.unwrap_or_default() {
+        "" | "ExactCount" => {
+            if count < 0 {
+                out.push((format!("{path}.count"), invalid(count, "must be greater than zero")));
+            }
+        }
+        "All" => {
+            if count != 0 {
+                out.push((
+                    format!("{path}.count"),
+                    invalid(count, "must not be specified when allocationMode is 'All'"),
+                ));
+            }
+        }
+        other => out.push((format!("{path}.allocationMode"), unsupported(other, &["All", "ExactCount"]))),
+    }
+}
+
+/// Consumable-capacity requests (`capacity.requests`): quantities, which the API server refuses
+/// below zero as it refuses every resource quantity ("must be greater than or equal to 0").
+fn capacity(c: Option<&CapacityRequirements>, path: &str, out: &mut Vec<FieldError>) {
+    for (name, q) in c.and_then(|c| c.requests.as_ref()).into_iter().flatten() {
+        let Quantity(text) = q;
+        let field = format!("{path}.capacity.requests[{name}]");
+        match muster_api::quantity::parse(text) {
+            Ok(v) if v.signum() < 0 => {
+                out.push((field, invalid(format!("{text:?}"), "must be greater than or equal to 0")));
+            }
+            Ok(_) => {}
+            Err(e) => out.push((field, invalid(format!("{text:?}"), &e.to_string()))),
+        }
+    }
+}
+
+/// A claim's (or a template's) `devices`: each request's, and each `firstAvailable`
+/// subrequest's, allocation mode with its count, and its capacity requests. `path` is the
+/// path of the `devices` field (`spec.devices`, `spec.spec.devices`).
+pub fn device_claim(devices: &DeviceClaim, path: &str) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    for (i, r) in devices.requests.iter().flatten().enumerate() {
+        let at = format!("{path}.requests[{i}]");
+        if let Some(e) = r.exactly.as_ref() {
+            let p = format!("{at}.exactly");
+            allocation_mode(e.allocation_mode.as_deref(), e.count, &p, &mut out);
+            capacity(e.capacity.as_ref(), &p, &mut out);
+        }
+        for (j, s) in r.first_available.iter().flatten().enumerate() {
+            let p = format!("{at}.firstAvailable[{j}]");
+            allocation_mode(s.allocation_mode.as_deref(), s.count, &p, &mut out);
+            capacity(s.capacity.as_ref(), &p, &mut out);
+        }
+    }
+    out
+}
+
+/// Allocated devices that no ResourceSlice publishes: each `status.allocation.devices.results[i]`
+/// of a claim whose (driver, pool, device) is not among `published`. NOT an API-server rule (the
+/// API server does not look at slices, and a driver may republish its slices after the claim was
+/// allocated), so the caller reports these as warnings, never as errors.
+pub fn unpublished_allocations(
+    claim: &k8s_openapi::api::resource::v1::ResourceClaim,
+    published: &std::collections::HashSet<(String, String, String)>,
+) -> Vec<FieldError> {
+    let results = claim.status.as_ref().and_then(|s| s.allocation.as_ref()).and_then(|a| a.devices.as_ref());
+    results
+        .and_then(|d| d.results.as_ref())
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, r)| !published.contains(&(r.driver.clone(), r.pool.clone(), r.device.clone())))
+        .map(|(i, r)| {
+            (
+                format!("status.allocation.devices.results[{i}]"),
+                format!(
+                    "allocated device {}/{}/{} (driver/pool/device) is not published by any ResourceSlice in the input",
+                    r.driver, r.pool, r.device
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Field errors as model errors on one object.
+pub fn on(kind: &'static str, object: &str, errors: Vec<FieldError>) -> Vec<ModelError> {
+    errors
+        .into_iter()
+        .map(|(field, message)| ModelError { kind, object: object.to_string(), field: Some(field), message })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_lists_values_in_order() {
+        assert_eq!(
+            unsupported("Bogus", &TAINT_EFFECTS),
+            "Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""
+        );
+    }
+
+    #[test]
+    fn selector_operators_and_value_counts() {
+        let req = |op: &str, n: usize| NodeSelectorRequirement {
+            key: "k".into(),
+            operator: op.into(),
+            values: Some(vec!["1".into(); n]),
+        };
+        assert!(node_selector_requirement(&req("In", 1), "p").is_none());
+        assert!(node_selector_requirement(&req("In", 0), "p").unwrap().1.contains("'In' or 'NotIn'"));
+        assert!(node_selector_requirement(&req("Exists", 1), "p").unwrap().0.ends_with(".values"));
+        assert!(node_selector_requirement(&req("Gt", 2), "p").is_some());
+        assert_eq!(node_selector_requirement(&req("Like", 1), "p").unwrap().0, "p.operator");
+    }
+
+    #[test]
+    fn device_counts_after_defaulting() {
+        use k8s_openapi::api::resource::v1::{DeviceRequest, ExactDeviceRequest};
+        let claim = |mode: Option<&str>, count: Option<i64>| DeviceClaim {
+            requests: Some(vec![DeviceRequest {
+                name: "r".into(),
+                exactly: Some(ExactDeviceRequest {
+                    device_class_name: "c".into(),
+                    allocation_mode: mode.map(str::to_string),
+                    count,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        // API defaulting turns an ExactCount count of 0 (or none) into 1; All without a count is fine.
+        assert!(device_claim(&claim(None, Some(0)), "d").is_empty());
+        assert!(device_claim(&claim(Some("All"), None), "d").is_empty());
+        assert_eq!(device_claim(&claim(Some("ExactCount"), Some(-3)), "d")[0].0, "d.requests[0].exactly.count");
+        assert_eq!(device_claim(&claim(Some("All"), Some(1)), "d").len(), 1);
+    }
+
+    #[test]
+    fn one_global_default_and_user_values() {
+        let pc = |name: &str, value: i32, default: bool| PriorityClass {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            value: Some(value),
+            global_default: Some(default),
+            ..Default::default()
+        };
+        assert!(priority_classes(&[pc("a", 1_000_000_000, true), pc("b", 5, false)]).is_empty());
+        let errs = priority_classes(&[pc("b", 1, true), pc("a", 1_000_000_001, true)]);
+        let fields: Vec<_> = errs.iter().map(|e| (e.object.as_str(), e.field.as_deref().unwrap())).collect();
+        assert_eq!(fields, [("a", "value"), ("b", "globalDefault")]);
+    }
+
+    #[test]
+    fn tolerations_operators_and_effects() {
+        let tol = |op: &str, effect: &str| Toleration {
+            key: Some("k".into()),
+            operator: Some(op.into()),
+            value: Some("1".into()),
+            effect: Some(effect.into()),
+            ..Default::default()
+        };
+        assert!(tolerations(&[tol("Equal", "NoSchedule"), tol("Gt", "")], "t").is_empty());
+        let errs = tolerations(&[tol("Matches", "Sometimes")], "t");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert_eq!(errs[0].0, "t[0].operator");
+        assert_eq!(errs[1].0, "t[0].effect");
+    }
+}
