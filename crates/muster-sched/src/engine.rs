@@ -90,6 +90,19 @@ impl<'d> Engine<'d> {
         plan
     }
 
+    /// Runs the queue from `now` until nothing is left to try: every ready entry, then the clock
+    /// jumps to the next backoff's end (no world acts in between). What `plan` does.
+    pub fn run_until_idle(&mut self, mut now: Millis) -> Plan {
+        let mut plan = Plan::default();
+        loop {
+            self.scheduler.schedule_ready(&mut self.queue, now, &mut plan);
+            match self.queue.next_backoff_expiry() {
+                Some(t) => now = t,
+                None => return plan,
+            }
+        }
+    }
+
     /// What the world must do about `plan` (decisions of [`Engine::schedule`]), in order.
     pub fn effects(&self, plan: &Plan) -> Vec<crate::effects::Effect> {
         crate::effects::effects(self.cluster(), plan)

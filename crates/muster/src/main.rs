@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use muster_sched::{Scheduler, SchedulerConfig, SchedulerNames, ScoringStrategy};
+use muster_sched::{SchedulerConfig, SchedulerNames, ScoringStrategy};
 
 /// mimalloc: the plan cycle allocates and frees many small objects (claim statuses at Reserve,
 /// allocator scratch); glibc malloc's consolidation showed up at 10-15 % of `bench plan-dra`.
@@ -399,7 +399,11 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };
-    let plan = Scheduler::with_dra(&mut world.cluster, config, &dra).plan();
+    // The engine, fed every object at once: the queue runs until nothing is left to try.
+    let cluster = std::mem::take(&mut world.cluster);
+    let mut engine = muster_sched::Engine::new(cluster, config, Some(&dra));
+    let plan = engine.run_until_idle(0);
+    world.cluster = engine.into_cluster();
     match args.output {
         Format::Table => print!("{}", output::table(&world, &plan)),
         Format::Effects => print!("{}", effects::render(&world.cluster, &plan)),
