@@ -44,6 +44,18 @@ impl<'d> Engine<'d> {
     /// no longer pending leave it, and entries waiting for what the change was are woken.
     pub fn apply(&mut self, change: Change, now: Millis) -> Result<(), ModelError> {
         let nodes_changed = matches!(change, Change::UpsertNode(_) | Change::DeleteNode(_));
+        // Pods assumed onto a node that goes away will never be bound there: forgotten first,
+        // so that their devices come back too.
+        if let Change::DeleteNode(name) = &change
+            && let Some(node) = self.scheduler.cluster().node_id(name)
+        {
+            let assumed: Vec<PodId> = self.scheduler.cluster().node(node).detail.pods.clone();
+            for pod in assumed {
+                if matches!(self.scheduler.cluster().pod(pod).state, crate::cluster::PodState::Assumed(_)) {
+                    self.forget(pod, now);
+                }
+            }
+        }
         let applied = self.scheduler.cluster_mut().apply(change)?;
         if nodes_changed {
             self.scheduler.sync_nodes();

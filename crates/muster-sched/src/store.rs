@@ -88,6 +88,9 @@ pub struct Index {
     claim_waiters: HashMap<String, Vec<PodId>>,
     /// Pods naming a PodGroup the store does not have, by the group's `namespace/name`.
     group_waiters: HashMap<String, Vec<PodId>>,
+    /// Nodes (not removed) with a PreferNoSchedule taint: TaintToleration scores only when some
+    /// node has one.
+    prefer_no_schedule: usize,
 }
 
 impl Index {
@@ -115,6 +118,7 @@ impl Index {
         }
         for (i, n) in c.nodes.iter().enumerate().filter(|(_, n)| !n.detail.removed) {
             index.nodes.insert(n.name().to_string(), NodeId(i as u32));
+            index.prefer_no_schedule += usize::from(n.has_prefer_no_schedule_taint);
         }
         index.groups = c.groups.iter().enumerate().map(|(i, g)| (g.key.clone(), i)).collect();
         index.claims = c.claims.iter().enumerate().map(|(i, info)| (info.key(), i)).collect();
@@ -187,8 +191,12 @@ impl Cluster {
         let name = info.name().to_string();
         info.generation = self.fresh_generation();
         let mut applied = Applied::default();
+        let prefers = usize::from(info.has_prefer_no_schedule_taint);
         match self.index().nodes.get(&name).copied() {
             Some(id) => {
+                let had = usize::from(self.nodes[id.0 as usize].has_prefer_no_schedule_taint);
+                let index = self.index();
+                index.prefer_no_schedule = index.prefer_no_schedule + prefers - had;
                 let old = &mut self.nodes[id.0 as usize];
                 let zone_moved =
                     crate::cluster::zone_key(&old.detail.labels) != crate::cluster::zone_key(&info.detail.labels);
@@ -207,6 +215,7 @@ impl Cluster {
                 let id = NodeId(self.nodes.len() as u32);
                 self.nodes.push(info);
                 self.index().nodes.insert(name.clone(), id);
+                self.index().prefer_no_schedule += prefers;
                 // Pods bound to this node before it was seen now count on it.
                 for pod in self.index().elsewhere.remove(&name).unwrap_or_default() {
                     let Cluster { nodes, pods, .. } = self;
@@ -217,7 +226,7 @@ impl Cluster {
                 applied.wake = Wake::NODE_ADDED;
             }
         }
-        self.any_prefer_no_schedule = self.nodes.iter().any(|n| n.has_prefer_no_schedule_taint && !n.detail.removed);
+        self.any_prefer_no_schedule = self.index().prefer_no_schedule > 0;
         Ok(applied)
     }
 
@@ -240,6 +249,10 @@ impl Cluster {
             }
         }
         let generation = self.fresh_generation();
+        let had = usize::from(self.nodes[id.0 as usize].has_prefer_no_schedule_taint);
+        let index = self.index();
+        index.prefer_no_schedule -= had;
+        self.any_prefer_no_schedule = index.prefer_no_schedule > 0;
         let node = &mut self.nodes[id.0 as usize];
         node.detail.removed = true;
         node.unschedulable = true;

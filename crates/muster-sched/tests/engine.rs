@@ -228,3 +228,30 @@ fn new_devices_reach_a_waiting_pod_when_the_engine_gets_new_slices() {
         "gpu-1"
     );
 }
+
+/// A node goes away while a pod is assumed onto it: the pod is forgotten (its device given back)
+/// and placed on another node after its backoff.
+#[test]
+fn a_pod_assumed_onto_a_deleted_node_is_placed_elsewhere() {
+    let (nodes, slices) = common::gpu_nodes(&[1, 1], "rack", "r");
+    let classes = common::gpu_class();
+    let mut cluster =
+        Cluster::build(nodes, vec![pod("trainer", "trainer-gpu", None)], &[], &SchedulerNames::default()).unwrap();
+    cluster.add_claims(vec![*claim("trainer-gpu", None)], &[]);
+    let ctx = common::dra(&slices, &classes);
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+    let first = engine.schedule(0);
+    let (p, n) = first.placements[0];
+    let gone = engine.cluster().node(n).name().to_string();
+    engine.apply(Change::DeleteNode(gone.clone()), 100).unwrap();
+    let c = engine.cluster();
+    assert_eq!(c.pod(p).state, PodState::Pending);
+    let status = c.claims.iter().find(|x| x.key() == "ml/trainer-gpu").unwrap().claim.status.as_ref();
+    assert!(status.is_none_or(|s| s.allocation.is_none()), "the device was given back");
+    assert_eq!(engine.next_wakeup(), Some(1_100));
+    let second = engine.schedule(1_100);
+    let c = engine.cluster();
+    let placed: Vec<&str> = second.placements.iter().map(|(_, n)| c.node(*n).name()).collect();
+    assert_eq!(placed.len(), 1);
+    assert_ne!(placed[0], gone);
+}

@@ -62,7 +62,9 @@ fn check(c: &Cluster, broken: &HashSet<String>) -> Result<(), String> {
         }
     }
     for p in &c.pods {
-        if p.state.on_node().is_none() && p.state != PodState::Deleted {
+        // A pod bound to a node that was deleted still holds its claims (until the pod is gone).
+        let holds = p.state.on_node().is_some() || matches!(p.state, PodState::BoundElsewhere(_));
+        if !holds && p.state != PodState::Deleted {
             for i in p.claims.iter().flatten() {
                 let reserved = c.claims[*i].claim.status.as_ref().and_then(|s| s.reserved_for.as_ref());
                 if reserved.is_some_and(|r| r.iter().any(|r| Some(&r.name) == p.pod.metadata.name.as_ref())) {
@@ -72,7 +74,14 @@ fn check(c: &Cluster, broken: &HashSet<String>) -> Result<(), String> {
         }
     }
     for g in &c.groups {
-        let on = g.members.iter().filter(|m| c.pod(**m).state.on_node().is_some()).count();
+        let on = g
+            .members
+            .iter()
+            .filter(|m| {
+                let state = &c.pod(**m).state;
+                state.on_node().is_some() || matches!(state, PodState::BoundElsewhere(_))
+            })
+            .count();
         if g.gang && on > 0 && on < g.min_count && !broken.contains(&g.key) {
             return Err(format!("{}: {on} members on nodes, minCount {}", g.key, g.min_count));
         }
@@ -105,7 +114,7 @@ proptest! {
         // Per step: fail bindings (one bit per placement), finish a CPU pod, cordon a node, and a
         // CPU pod (cpu, priority) that arrives — big ones preempt.
         steps in prop::collection::vec(
-            (any::<u16>(), any::<u8>(), prop::option::of(0usize..4), prop::option::of((1u8..9, 0i32..3))),
+            (any::<u16>(), any::<u8>(), prop::option::of(0usize..8), prop::option::of((1u8..9, 0i32..3))),
             1..8,
         ),
     ) {
@@ -181,9 +190,21 @@ proptest! {
                 let key = done[*finish as usize % done.len()].clone();
                 engine.apply(Change::DeletePod(key), now).unwrap();
             }
-            if let Some(n) = cordon_node.filter(|n| *n < node_gpus.len()) {
-                cordoned[n] = !cordoned[n];
-                engine.apply(Change::UpsertNode(cordon(n, cordoned[n])), now).unwrap();
+            // 0..4: node n cordoned or back; 4..8: node n-4 deleted, or added again.
+            match cordon_node {
+                Some(n) if *n < node_gpus.len() => {
+                    cordoned[*n] = !cordoned[*n];
+                    engine.apply(Change::UpsertNode(cordon(*n, cordoned[*n])), now).unwrap();
+                }
+                Some(n) if (4..4 + node_gpus.len()).contains(n) => {
+                    let n = n - 4;
+                    if engine.cluster().node_id(&format!("n{n}")).is_some() {
+                        engine.apply(Change::DeleteNode(format!("n{n}")), now).unwrap();
+                    } else {
+                        engine.apply(Change::UpsertNode(cordon(n, cordoned[n])), now).unwrap();
+                    }
+                }
+                _ => {}
             }
             prop_assert!(check(engine.cluster(), &broken).is_ok(), "after churn: {:?}", check(engine.cluster(), &broken));
         }
