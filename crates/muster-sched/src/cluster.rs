@@ -174,6 +174,52 @@ impl NodeInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PodId(pub u32);
 
+/// A PodGroup in the store: a slot of [`Cluster::groups`] (stable; `groups[id]` indexes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GroupId(pub u32);
+
+/// A CompositePodGroup in the store: a slot of [`Cluster::composites`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CompositeId(pub u32);
+
+impl GroupId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl CompositeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::ops::Index<GroupId> for Vec<GroupInfo> {
+    type Output = GroupInfo;
+    fn index(&self, id: GroupId) -> &GroupInfo {
+        &self[id.0 as usize]
+    }
+}
+
+impl std::ops::IndexMut<GroupId> for Vec<GroupInfo> {
+    fn index_mut(&mut self, id: GroupId) -> &mut GroupInfo {
+        &mut self[id.0 as usize]
+    }
+}
+
+impl std::ops::Index<CompositeId> for Vec<CompositeInfo> {
+    type Output = CompositeInfo;
+    fn index(&self, id: CompositeId) -> &CompositeInfo {
+        &self[id.0 as usize]
+    }
+}
+
+impl std::ops::IndexMut<CompositeId> for Vec<CompositeInfo> {
+    fn index_mut(&mut self, id: CompositeId) -> &mut CompositeInfo {
+        &mut self[id.0 as usize]
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeId(pub u32);
 
@@ -236,7 +282,7 @@ pub struct PodInfo {
     pub stale_extended_claim: Option<String>,
     /// The PodGroup the pod joins (`spec.schedulingGroup.podGroupName`): an index into
     /// [`Cluster::groups`], or why it is not there.
-    pub group: Option<Result<usize, String>>,
+    pub group: Option<Result<GroupId, String>>,
 }
 
 impl PodInfo {
@@ -364,8 +410,8 @@ pub struct BudgetInfo {
 /// CompositePodGroup (index into [`Cluster::composites`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum GroupNode {
-    Group(usize),
-    Composite(usize),
+    Group(GroupId),
+    Composite(CompositeId),
 }
 
 impl GroupNode {
@@ -412,7 +458,7 @@ pub struct CompositeInfo {
     pub min_group_count: usize,
     pub gang: bool,
     /// `spec.parentCompositePodGroupName`, resolved; `Err` names a parent missing from the input.
-    pub parent: Option<Result<usize, String>>,
+    pub parent: Option<Result<CompositeId, String>>,
     /// The groups naming this one as parent, in `namespace/name` order.
     pub children: Vec<GroupNode>,
     /// As [`GroupInfo::priority`].
@@ -434,7 +480,7 @@ pub struct GroupInfo {
     /// Every pod naming the group, in `namespace/name` order, whatever its state.
     pub members: Vec<PodId>,
     /// `spec.parentCompositePodGroupName`, resolved; `Err` names a parent missing from the input.
-    pub parent: Option<Result<usize, String>>,
+    pub parent: Option<Result<CompositeId, String>>,
     /// The group's priority as the Priority admission plugin resolves it (`spec.priority`, else
     /// `spec.priorityClassName`, else the global default); `Err` names a missing class.
     pub priority: Result<i32, String>,
@@ -459,7 +505,7 @@ pub struct ClaimInfo {
     pub spec_fingerprint: u64,
     /// A PodGroup claim (KEP 5729): the group (index into `Cluster::groups`) whose members use it
     /// through an identical `spec.resourceClaims` entry; it is reserved for the PodGroup.
-    pub group: Option<usize>,
+    pub group: Option<GroupId>,
 }
 
 /// FNV-1a over `parts` (with a separator): stable across Rust versions and platforms, so that
@@ -949,7 +995,7 @@ impl Cluster {
             pod.group = Some(match index.get(&group_key) {
                 Some(&gi) => {
                     self.groups[gi].members.push(PodId(pi as u32));
-                    Ok(gi)
+                    Ok(GroupId(gi as u32))
                 }
                 None => Err(format!("podgroup {group_key:?} not found")),
             });
@@ -1015,7 +1061,7 @@ impl Cluster {
         let resolve = |meta: &ObjectMeta, parent: Option<&str>| {
             let parent = parent?;
             let k = format!("{}/{parent}", meta.namespace.as_deref().unwrap_or("default"));
-            Some(index.get(&k).copied().ok_or(k))
+            Some(index.get(&k).map(|i| CompositeId(*i as u32)).ok_or(k))
         };
         self.composites = composites
             .into_iter()
@@ -1047,7 +1093,7 @@ impl Cluster {
                 }
             })
             .collect();
-        for gi in 0..self.groups.len() {
+        for gi in (0..self.groups.len() as u32).map(GroupId) {
             let g = &self.groups[gi].group;
             let parent = resolve(&g.metadata, g.spec.parent_composite_pod_group_name.as_deref());
             if let Some(Ok(p)) = parent {
@@ -1055,7 +1101,7 @@ impl Cluster {
             }
             self.groups[gi].parent = parent;
         }
-        for ci in 0..self.composites.len() {
+        for ci in (0..self.composites.len() as u32).map(CompositeId) {
             if let Some(Ok(p)) = self.composites[ci].parent {
                 self.composites[p].children.push(GroupNode::Composite(ci));
             }
@@ -1137,7 +1183,7 @@ impl Cluster {
     }
 
     /// The pending members of PodGroup `g` in its cycle's order: priority, then age, then name.
-    pub fn pending_members(&self, g: usize) -> Vec<PodId> {
+    pub fn pending_members(&self, g: GroupId) -> Vec<PodId> {
         let mut pending: Vec<PodId> =
             self.groups[g].members.iter().copied().filter(|m| self.pod(*m).state == PodState::Pending).collect();
         pending.sort_by(|a, b| {
@@ -1151,7 +1197,7 @@ impl Cluster {
     }
 
     /// The parent of a group tree node, if it names one.
-    pub fn parent(&self, node: GroupNode) -> Option<&Result<usize, String>> {
+    pub fn parent(&self, node: GroupNode) -> Option<&Result<CompositeId, String>> {
         match node {
             GroupNode::Group(g) => self.groups[g].parent.as_ref(),
             GroupNode::Composite(c) => self.composites[c].parent.as_ref(),
@@ -1203,7 +1249,7 @@ impl Cluster {
     }
 
     /// The PodGroups of the tree under a CompositePodGroup, depth first in name order.
-    pub fn leaves(&self, composite: usize) -> Vec<usize> {
+    pub fn leaves(&self, composite: CompositeId) -> Vec<GroupId> {
         let mut out = Vec::new();
         let mut stack: Vec<GroupNode> = vec![GroupNode::Composite(composite)];
         let mut seen: std::collections::HashSet<GroupNode> = std::collections::HashSet::new();
@@ -1221,7 +1267,7 @@ impl Cluster {
 
     /// The Workloads a tree's groups name (`spec.workloadRef.workloadName`); a valid tree names
     /// one.
-    pub fn tree_workloads(&self, composite: usize) -> std::collections::BTreeSet<String> {
+    pub fn tree_workloads(&self, composite: CompositeId) -> std::collections::BTreeSet<String> {
         let mut out = std::collections::BTreeSet::new();
         let mut stack = vec![composite];
         while let Some(c) = stack.pop() {
@@ -1247,7 +1293,7 @@ impl Cluster {
     /// the entry, recorded in the PodGroup's `status.resourceClaimStatuses`).
     fn group_claim(
         &mut self,
-        g: usize,
+        g: GroupId,
         entry: &k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim,
         index: &HashMap<(String, String), usize>,
         templates: &[ResourceClaimTemplate],

@@ -3,7 +3,7 @@
 //! PreFilter, Filter, Score and Reserve as kube-scheduler's `scheduleOne` does them, a PodGroup's
 //! or a tree's cycle, preemption, assumed pods.
 
-use crate::cluster::{Cluster, NodeId, PodId, PodState};
+use crate::cluster::{Cluster, CompositeId, GroupId, NodeId, PodId, PodState};
 use crate::dra_memo::DraMemo;
 use crate::fastdiv::Divisor;
 use crate::framework::FitError;
@@ -120,7 +120,7 @@ impl Plan {
     /// Forgets what an earlier attempt of `entry` reported as unschedulable, before the entry
     /// is tried again: its pods' reasons, and its groups' results unless they were scheduled
     /// (a scheduled group stays scheduled; a new result adds what it placed).
-    fn forget(&mut self, pods: &[PodId], groups: &[usize], entry: QueueEntry) {
+    fn forget(&mut self, pods: &[PodId], groups: &[GroupId], entry: QueueEntry) {
         let pods: std::collections::HashSet<PodId> = pods.iter().copied().collect();
         self.unschedulable.retain(|(p, _)| !pods.contains(p));
         let scheduled = |o: &GroupOutcome| matches!(o, GroupOutcome::Scheduled { .. });
@@ -133,7 +133,7 @@ impl Plan {
     /// After a retry: a group scheduled by an earlier attempt keeps its first result, with the
     /// pods a later scheduled attempt placed added to it (and to its message, whose head
     /// `podgroup <key>: <n> placed, ...` is written again; `min_count` per group).
-    fn settle_groups(&mut self, groups: &[(usize, &str, usize)]) {
+    fn settle_groups(&mut self, groups: &[(GroupId, &str, usize)]) {
         for &(g, key, min) in groups {
             let mut at = self.groups.iter().enumerate().filter(|(_, r)| r.group == g).map(|(i, _)| i);
             let (Some(first), Some(second)) = (at.next(), at.next()) else { continue };
@@ -165,9 +165,9 @@ fn wake_for(e: &FitError) -> Wake {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum QueueEntry {
     Pod(PodId),
-    Group(usize),
+    Group(GroupId),
     /// A root CompositePodGroup: its whole tree of groups in one cycle.
-    Composite(usize),
+    Composite(CompositeId),
 }
 
 /// What a pod-group cycle decided (the PodGroup's `PodGroupInitiallyScheduled` condition).
@@ -198,7 +198,7 @@ impl GroupOutcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupResult {
     /// Index into `Cluster::groups`.
-    pub group: usize,
+    pub group: GroupId,
     pub outcome: GroupOutcome,
     /// The reason, as the condition's message and the members' unschedulable reason say it.
     pub message: String,
@@ -330,7 +330,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         // One entry per root group: a PodGroup without parent (or whose parent is missing: it
         // is reported waiting), or the root CompositePodGroup of a tree.
         let mut trees = std::collections::BTreeSet::new();
-        for (gi, g) in c.groups.iter().enumerate() {
+        for (gi, g) in c.groups.iter().enumerate().map(|(i, g)| (GroupId(i as u32), g)) {
             if !g.members.iter().any(|m| c.pod(*m).state == PodState::Pending) {
                 continue;
             }
@@ -357,7 +357,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 created: meta.creation_timestamp.clone(),
                 key: key.into(),
             };
-        let pending_priority = |groups: &[usize]| {
+        let pending_priority = |groups: &[GroupId]| {
             groups
                 .iter()
                 .flat_map(|g| c.groups[*g].members.iter().map(|m| c.pod(*m)))
@@ -441,7 +441,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             let attempted = self.schedule(entry, plan);
             if retry {
                 let c = &*self.cluster;
-                let settle: Vec<(usize, &str, usize)> =
+                let settle: Vec<(GroupId, &str, usize)> =
                     groups.iter().map(|g| (*g, c.groups[*g].key.as_str(), c.groups[*g].min_count)).collect();
                 plan.settle_groups(&settle);
             }
@@ -474,7 +474,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     }
 
     /// The PodGroups a queue entry schedules.
-    fn entry_groups(&self, entry: QueueEntry) -> Vec<usize> {
+    fn entry_groups(&self, entry: QueueEntry) -> Vec<GroupId> {
         match entry {
             QueueEntry::Pod(_) => Vec::new(),
             QueueEntry::Group(g) => vec![g],

@@ -464,12 +464,12 @@ mod tests {
     #[test]
     fn gated_entries_wait_for_their_event_and_removed_entries_are_never_popped() {
         let mut q = SchedulingQueue::new();
-        q.add_gated(QueueEntry::Group(0), key(0, "g"), Wake::POD_CHANGED);
+        q.add_gated(QueueEntry::Group(crate::cluster::GroupId(0)), key(0, "g"), Wake::POD_CHANGED);
         q.add(pod(1), key(0, "p"));
         q.remove(pod(1));
         assert_eq!(q.pop(0), None);
         q.on_event(Wake::POD_CHANGED, 0);
-        assert_eq!(q.pop(0), Some(QueueEntry::Group(0)), "never attempted: no backoff");
+        assert_eq!(q.pop(0), Some(QueueEntry::Group(crate::cluster::GroupId(0))), "never attempted: no backoff");
         assert_eq!(q.counts(), (0, 0, 0, 0));
     }
 }

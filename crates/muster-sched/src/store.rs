@@ -24,7 +24,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
-use crate::cluster::{ClaimInfo, Cluster, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
+use crate::cluster::{ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
 use crate::cycle::QueueEntry;
 use crate::queue::Wake;
 
@@ -77,7 +77,7 @@ pub struct Applied {
 pub struct Index {
     pods: HashMap<String, PodId>,
     nodes: HashMap<String, NodeId>,
-    groups: HashMap<String, usize>,
+    groups: HashMap<String, GroupId>,
     /// Slots of deleted pods, reused by new ones.
     free_pods: Vec<PodId>,
     /// Pods bound to nodes the store does not have (yet), by node name.
@@ -120,7 +120,7 @@ impl Index {
             index.nodes.insert(n.name().to_string(), NodeId(i as u32));
             index.prefer_no_schedule += usize::from(n.has_prefer_no_schedule_taint);
         }
-        index.groups = c.groups.iter().enumerate().map(|(i, g)| (g.key.clone(), i)).collect();
+        index.groups = c.groups.iter().enumerate().map(|(i, g)| (g.key.clone(), GroupId(i as u32))).collect();
         index.claims = c.claims.iter().enumerate().map(|(i, info)| (info.key(), i)).collect();
         index
     }
@@ -509,7 +509,7 @@ impl Cluster {
                 g
             }
             None => {
-                let g = self.groups.len();
+                let g = GroupId(self.groups.len() as u32);
                 self.groups.push(info);
                 self.index().groups.insert(key.clone(), g);
                 // Pods that named it before it came join it: their own entries give way to the
@@ -577,7 +577,7 @@ impl Cluster {
     }
 
     /// The queue entry a PodGroup is scheduled in: its own, or its tree's root.
-    pub fn entry_of_group(&self, g: usize) -> QueueEntry {
+    pub fn entry_of_group(&self, g: GroupId) -> QueueEntry {
         match self.root(crate::cluster::GroupNode::Group(g)) {
             Ok(crate::cluster::GroupNode::Composite(r)) => QueueEntry::Composite(r),
             _ => QueueEntry::Group(g),

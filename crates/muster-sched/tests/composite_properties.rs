@@ -186,7 +186,9 @@ fn parent_chains_with_a_cycle_or_a_missing_parent_are_reported() {
     let mut cluster = Cluster::build(Vec::new(), Vec::new(), &[], &SchedulerNames::default()).unwrap();
     cluster.add_pod_groups(vec![pg("in-cycle", "a"), pg("orphan", "gone")]);
     cluster.add_composite_pod_groups(vec![cpg("a", "b"), cpg("b", "a")]);
-    let g = |name: &str| cluster.groups.iter().position(|g| g.key == format!("ml/{name}")).unwrap();
+    let g = |name: &str| {
+        muster_sched::GroupId(cluster.groups.iter().position(|g| g.key == format!("ml/{name}")).unwrap() as u32)
+    };
     match cluster.root(GroupNode::Group(g("in-cycle"))) {
         Err(TreeError::Invalid(m)) => assert!(m.contains("cycle: ml/in-cycle, ml/a, ml/b, ml/a"), "{m}"),
         other => panic!("want a cycle, got {other:?}"),

@@ -85,7 +85,7 @@ proptest! {
                 let g = &cluster.groups[r.group];
                 let n = g.members.iter().filter(|m| placed.contains(&m.0)).count();
                 let racks: HashSet<u32> = plan.placements.iter().filter(|(p, _)| g.members.contains(p)).map(|(_, n)| n.0 % 2).collect();
-                if groups[r.group].4 && racks.len() > 1 {
+                if groups[r.group.index()].4 && racks.len() > 1 {
                     problems.push(format!("{}: placed across racks", g.key));
                 }
                 match r.outcome {

@@ -536,7 +536,7 @@ pub fn gang(nodes: usize, gangs: usize, per_gang: usize, iterations: usize) -> a
             match entry {
                 QueueEntry::Group(g) => scheduler.schedule_group(g, &mut plan),
                 QueueEntry::Pod(p) => anyhow::bail!("pod {p:?} is queued outside its gang"),
-                QueueEntry::Composite(r) => anyhow::bail!("compositepodgroup {r} in a benchmark without trees"),
+                QueueEntry::Composite(r) => anyhow::bail!("compositepodgroup {} in a benchmark without trees", r.0),
             }
             attempts.push(t.elapsed());
         }
@@ -773,7 +773,7 @@ pub fn gpu(
             let size = cluster.groups[r.group].members.len();
             match r.outcome {
                 GroupOutcome::Scheduled { placed, .. } => {
-                    anyhow::ensure!(placed == size, "gang {} scheduled with {placed} of {size} pods", r.group);
+                    anyhow::ensure!(placed == size, "gang {} scheduled with {placed} of {size} pods", r.group.0);
                     scheduled += 1;
                 }
                 GroupOutcome::Unschedulable { .. } => unschedulable += 1,

@@ -472,7 +472,7 @@ fn preempted_as_a_whole(cluster: &Cluster, plan: &Plan) -> (Vec<Option<GroupNode
     for (p, by) in &plan.preempted {
         let Some(Ok(g)) = cluster.pod(*p).group else { continue };
         if disruption_all(cluster, GroupNode::Group(g)) {
-            groups[g].get_or_insert(*by);
+            groups[g.index()].get_or_insert(*by);
         }
         let mut at = GroupNode::Group(g);
         // Bounded: a cycle in the parent chain (a tree muster reports Invalid) ends the walk.
@@ -480,7 +480,7 @@ fn preempted_as_a_whole(cluster: &Cluster, plan: &Plan) -> (Vec<Option<GroupNode
             let Some(Ok(parent)) = cluster.parent(at) else { break };
             at = GroupNode::Composite(*parent);
             if disruption_all(cluster, at) {
-                composites[*parent].get_or_insert(*by);
+                composites[parent.index()].get_or_insert(*by);
             }
         }
     }
@@ -575,11 +575,11 @@ pub fn changed_pod_groups(cluster: &Cluster, plan: &Plan, options: &GroupStatusO
     let n = cluster.groups.len();
     let mut results: Vec<Vec<&muster_sched::GroupResult>> = vec![Vec::new(); n];
     for r in &plan.groups {
-        results[r.group].push(r);
+        results[r.group.index()].push(r);
     }
     let mut generated_claims = vec![false; n];
     for g in cluster.claims.iter().filter(|c| c.generated).filter_map(|c| c.group) {
-        generated_claims[g] = true;
+        generated_claims[g.index()] = true;
     }
     let (preempted_by, _) = preempted_as_a_whole(cluster, plan);
     let mut out = Vec::new();
@@ -669,7 +669,7 @@ pub fn changed_composite_pod_groups(
 ) -> Vec<ChangedComposite> {
     let mut results: Vec<Vec<&muster_sched::CompositeResult>> = vec![Vec::new(); cluster.composites.len()];
     for r in &plan.composites {
-        results[r.composite].push(r);
+        results[r.composite.index()].push(r);
     }
     let (_, preempted_by) = preempted_as_a_whole(cluster, plan);
     let mut out = Vec::new();

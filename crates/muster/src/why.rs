@@ -14,8 +14,8 @@ use muster_alloc::explain::{ClaimExplanation, ConstraintExplanation, DeviceStatu
 use muster_sched::eviction::{DeviceKey, taint_text};
 use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod};
 use muster_sched::{
-    Cluster, DraContext, FitError, GroupNode, GroupOutcome, NodeId, Plan, PodId, PodState, QueueEntry, Scheduler,
-    SchedulerConfig, SchedulerNames,
+    Cluster, CompositeId, DraContext, FitError, GroupId, GroupNode, GroupOutcome, NodeId, Plan, PodId, PodState,
+    QueueEntry, Scheduler, SchedulerConfig, SchedulerNames,
 };
 use serde_json::{Value, json};
 
@@ -52,7 +52,7 @@ fn pod_preemption(plan: &Plan, c: &Cluster, pod: PodId) -> String {
 }
 
 /// What workload-aware preemption did for a group's cycle.
-fn group_preemption(plan: &Plan, g: usize) -> String {
+fn group_preemption(plan: &Plan, g: GroupId) -> String {
     match plan.groups.iter().find(|r| r.group == g).and_then(|r| r.preemption.as_deref()) {
         Some(p) => p.to_string(),
         None => "not needed".to_string(),
@@ -139,8 +139,10 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
     let c = &world.cluster;
     let found = match &target {
         Target::Pod(key) => c.pods.iter().position(|p| p.key == *key).map(|i| Found::Pod(PodId(i as u32))),
-        Target::Group(key) => c.groups.iter().position(|g| g.key == *key).map(Found::Group),
-        Target::Composite(key) => c.composites.iter().position(|g| g.key == *key).map(Found::Composite),
+        Target::Group(key) => c.groups.iter().position(|g| g.key == *key).map(|i| Found::Group(GroupId(i as u32))),
+        Target::Composite(key) => {
+            c.composites.iter().position(|g| g.key == *key).map(|i| Found::Composite(CompositeId(i as u32)))
+        }
     };
     let Some(found) = found else {
         let (kind, key, candidates): (&str, &str, Vec<&str>) = match &target {
@@ -177,8 +179,8 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
 
 enum Found {
     Pod(PodId),
-    Group(usize),
-    Composite(usize),
+    Group(GroupId),
+    Composite(CompositeId),
 }
 
 struct Report {
@@ -274,7 +276,7 @@ impl Why<'_> {
     /// (retries included). With `group` (the target's group and the members its cycle tries
     /// first), those members are then tried in the group's cycle order and kept where they fit
     /// (the plan of that step is returned).
-    fn before(&self, entry: QueueEntry, group: Option<(usize, &[PodId])>) -> (Cluster, Plan) {
+    fn before(&self, entry: QueueEntry, group: Option<(GroupId, &[PodId])>) -> (Cluster, Plan) {
         let mut c = self.world.cluster.clone();
         let mut seen: Option<Cluster> = None;
         {
@@ -439,7 +441,7 @@ impl Why<'_> {
 
     /// A CompositePodGroup: its tree's verdict (the tree is scheduled from its root), then each
     /// child group's outcome in the cycle.
-    fn composite(&self, t: usize) -> Report {
+    fn composite(&self, t: CompositeId) -> Report {
         let c = &self.world.cluster;
         let info = &c.composites[t];
         let mut text = String::new();
@@ -503,7 +505,7 @@ impl Why<'_> {
         Report { text, json: j }
     }
 
-    fn group(&self, g: usize) -> Report {
+    fn group(&self, g: GroupId) -> Report {
         let c = &self.world.cluster;
         let group = &c.groups[g];
         let mut text = String::new();
@@ -596,7 +598,7 @@ impl Why<'_> {
     /// The domains of a topology-constrained PodGroup, each tried from the snapshot its cycle
     /// started from and rolled back: how many members fit, the first that did not and why, and
     /// which domain the plan chose. Returns the topology key (`None`: no constraint).
-    fn domains(&self, g: usize, plan: &Plan, text: &mut String, j: &mut Value) -> Option<String> {
+    fn domains(&self, g: GroupId, plan: &Plan, text: &mut String, j: &mut Value) -> Option<String> {
         let c = &self.world.cluster;
         let (mut snap, _) = self.before(c.entry_of_group(g), None);
         let dra = self.dra();

@@ -16,7 +16,7 @@ use crate::cluster::{GroupNode, TreeError};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompositeResult {
     /// Index into `Cluster::composites` (the tree's root).
-    pub composite: usize,
+    pub composite: CompositeId,
     /// Pods placed / already running in the whole tree; `Waiting` counts the child groups that
     /// have their pods.
     pub outcome: GroupOutcome,
@@ -50,7 +50,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// One cycle for the tree under the root CompositePodGroup `root`: validate it, wait until
     /// enough child groups have their pods (GangScheduling's PreEnqueue), then place it. Every
     /// pending pod of the tree ends up placed or unschedulable with a reason.
-    pub fn schedule_composite(&mut self, root: usize, plan: &mut Plan) {
+    pub fn schedule_composite(&mut self, root: CompositeId, plan: &mut Plan) {
         let c = &*self.cluster;
         let info = &c.composites[root];
         let (key, min) = (info.key.clone(), info.min_group_count);
@@ -169,7 +169,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// The whole tree fails: every pending pod and every PodGroup with pending pods carries
     /// `message`.
-    fn fail_tree(&self, root: usize, plan: &mut Plan, outcome: GroupOutcome, invalid: bool, message: String) {
+    fn fail_tree(&self, root: CompositeId, plan: &mut Plan, outcome: GroupOutcome, invalid: bool, message: String) {
         let num_nodes = self.cluster.node_order.len();
         for g in self.cluster.leaves(root) {
             let m = self.members(g);
@@ -190,7 +190,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// True when any group of the tree, or a pending pod, has `preemptionPolicy: Never`.
-    fn tree_never_preempts(&self, root: usize, leaves: &[usize], pending: &[PodId]) -> bool {
+    fn tree_never_preempts(&self, root: CompositeId, leaves: &[GroupId], pending: &[PodId]) -> bool {
         let c = &*self.cluster;
         let mut stack = vec![root];
         while let Some(k) = stack.pop() {
@@ -208,7 +208,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// Child groups of `composite` that have their pods: a gang PodGroup with at least minCount
     /// pods, a basic one with a pod, a CompositePodGroup with enough such children.
-    fn ready_children(&self, composite: usize) -> usize {
+    fn ready_children(&self, composite: CompositeId) -> usize {
         let c = &*self.cluster;
         c.composites[composite]
             .children
@@ -226,7 +226,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Places the subtree under `ci` inside `within`, in the best domain of its topology key when
     /// it has one. On failure everything it reserved is rolled back and its pending pods carry
     /// the reason.
-    fn place_composite(&mut self, ci: usize, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
+    fn place_composite(
+        &mut self,
+        ci: CompositeId,
+        within: Option<&[bool]>,
+        out: &mut TreePlacement,
+    ) -> Result<(), String> {
         let info = &self.cluster.composites[ci];
         let topology = info.topology_key.clone();
         let key = info.key.clone();
@@ -246,7 +251,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// and rolled back, feasible ones scored as PodGroup domains are, and the winner kept.
     fn place_composite_in_domain(
         &mut self,
-        ci: usize,
+        ci: CompositeId,
         tkey: &str,
         within: Option<&[bool]>,
         out: &mut TreePlacement,
@@ -288,7 +293,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// The children of `ci`, one after another inside `within`; enough of them must be
     /// scheduled (placed now, or already running). The error says how many were and why the
     /// others were not.
-    fn run_children(&mut self, ci: usize, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
+    fn run_children(
+        &mut self,
+        ci: CompositeId,
+        within: Option<&[bool]>,
+        out: &mut TreePlacement,
+    ) -> Result<(), String> {
         let info = &self.cluster.composites[ci];
         let (min, gang, children) = (info.min_group_count, info.gang, info.children.clone());
         let mut ok = 0;
@@ -316,7 +326,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// One PodGroup of a tree, inside `within`. It counts as scheduled when placed now or when
     /// minCount of its pods already run.
-    fn place_leaf(&mut self, g: usize, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
+    fn place_leaf(&mut self, g: GroupId, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
         let Members { members, pending, exist, scheduled } = self.members(g);
         let info = &self.cluster.groups[g];
         let (min, gang, key) = (info.min_count, info.gang, info.key.clone());
@@ -367,7 +377,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// Every pending pod of the subtree under `ci` fails with `message`.
-    fn fail_subtree(&self, ci: usize, message: &str, out: &mut TreePlacement) {
+    fn fail_subtree(&self, ci: CompositeId, message: &str, out: &mut TreePlacement) {
         let num_nodes = self.cluster.node_order.len();
         for g in self.cluster.leaves(ci) {
             let m = self.members(g);

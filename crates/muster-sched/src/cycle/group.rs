@@ -63,7 +63,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// see earlier members' resources and devices; the cycle stops early once `minCount` cannot be
     /// reached. When fewer than `minCount` members (with those already running) fit, or none was
     /// placed, every Reserve is undone in reverse order: no claim stays allocated.
-    pub fn schedule_group(&mut self, g: usize, plan: &mut Plan) {
+    pub fn schedule_group(&mut self, g: GroupId, plan: &mut Plan) {
         let c = &*self.cluster;
         let group = &c.groups[g];
         let (min, gang, key) = (group.min_count, group.gang, group.key.clone());
@@ -154,7 +154,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// True when PodGroup `g` (or one of its pending pods) has `preemptionPolicy: Never`.
-    pub(super) fn never_preempts(&self, g: usize, pending: &[PodId]) -> bool {
+    pub(super) fn never_preempts(&self, g: GroupId, pending: &[PodId]) -> bool {
         let c = &*self.cluster;
         let spec = &c.groups[g].group.spec;
         c.never_preempts(spec.preemption_policy.as_deref(), spec.priority_class_name.as_deref())
@@ -170,7 +170,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// What each domain of PodGroup `g`'s topology key would give its cycle now, each trial
     /// rolled back (for `muster why`); empty without a topology constraint. The error says why
     /// there are no domains.
-    pub fn domain_trials(&mut self, g: usize) -> Result<Vec<DomainTrial>, String> {
+    pub fn domain_trials(&mut self, g: GroupId) -> Result<Vec<DomainTrial>, String> {
         let Members { members, pending, scheduled, .. } = self.members(g);
         let group = &self.cluster.groups[g];
         let min = group.min_count;
@@ -191,7 +191,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// A PodGroup's members now: all, the pending ones in the cycle's order (priority, then age),
     /// how many exist (pending, gated or running) and how many run.
-    pub(super) fn members(&self, g: usize) -> Members {
+    pub(super) fn members(&self, g: GroupId) -> Members {
         let c = &*self.cluster;
         let members = c.groups[g].members.clone();
         let exist = members
@@ -231,7 +231,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// The reason a group cycle failed, as the PodGroup condition and its members say it.
     fn report_group_failure(
         &self,
-        g: usize,
+        g: GroupId,
         plan: &mut Plan,
         pending: &[PodId],
         failure: GroupFailure,
@@ -245,7 +245,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// A failed group cycle's result and its pending members' reasons.
     pub(super) fn group_failure(
         &self,
-        g: usize,
+        g: GroupId,
         pending: &[PodId],
         failure: GroupFailure,
         scheduled: usize,

@@ -274,7 +274,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 /// The group whose running pods are preempted together with a pod of PodGroup `g`: the highest
 /// group of its tree with `disruptionMode: all` (the PodGroup itself or an ancestor
 /// CompositePodGroup); `None` when every level is `single`.
-fn disrupted_together(c: &Cluster, g: usize) -> Option<crate::cluster::GroupNode> {
+fn disrupted_together(c: &Cluster, g: GroupId) -> Option<crate::cluster::GroupNode> {
     use crate::cluster::GroupNode;
     let mut unit =
         c.groups[g].group.spec.disruption_mode.as_ref().is_some_and(|d| d.all.is_some()).then_some(GroupNode::Group(g));
