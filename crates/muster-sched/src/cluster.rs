@@ -174,6 +174,29 @@ impl NodeInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PodId(pub u32);
 
+/// A ResourceClaim in the store: a slot of [`Cluster::claims`] (stable; `claims[id]` indexes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClaimId(pub u32);
+
+impl ClaimId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::ops::Index<ClaimId> for Vec<ClaimInfo> {
+    type Output = ClaimInfo;
+    fn index(&self, id: ClaimId) -> &ClaimInfo {
+        &self[id.0 as usize]
+    }
+}
+
+impl std::ops::IndexMut<ClaimId> for Vec<ClaimInfo> {
+    fn index_mut(&mut self, id: ClaimId) -> &mut ClaimInfo {
+        &mut self[id.0 as usize]
+    }
+}
+
 /// A PodGroup in the store: a slot of [`Cluster::groups`] (stable; `groups[id]` indexes it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupId(pub u32);
@@ -274,7 +297,7 @@ pub struct PodInfo {
     /// The pod's resource claims (`spec.resourceClaims`), resolved: an index into
     /// [`Cluster::claims`], or why the claim is not there. Once the pod is placed with devices
     /// for extended resources, the special extended-resources claim follows them.
-    pub claims: Vec<Result<usize, String>>,
+    pub claims: Vec<Result<ClaimId, String>>,
     /// The pod's extended resources that a DeviceClass backs (KEP 5004), sorted by resource
     /// name, with the class: served through DRA on nodes that do not advertise the resource.
     pub dra_extended: Vec<(ResourceId, String)>,
@@ -792,13 +815,13 @@ impl Cluster {
     /// owned by the pod, annotated with the pod's claim name, recorded in
     /// `status.resourceClaimStatuses`).
     pub fn add_claims(&mut self, claims: Vec<ResourceClaim>, templates: &[ResourceClaimTemplate]) {
-        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        let mut index: HashMap<(String, String), ClaimId> = HashMap::new();
         for c in claims {
             let key = (
                 c.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
                 c.metadata.name.clone().unwrap_or_default(),
             );
-            index.insert(key, self.claims.len());
+            index.insert(key, ClaimId(self.claims.len() as u32));
             let spec_fingerprint = fingerprint(&c);
             self.claims.push(ClaimInfo { claim: c, generated: false, changed: false, spec_fingerprint, group: None });
         }
@@ -867,7 +890,7 @@ impl Cluster {
                             Some(t) => {
                                 let claim = generate_claim(&self.pods[pi].pod, &pod_name, &ns, &pc.name, t);
                                 let name = claim.metadata.name.clone().unwrap_or_default();
-                                let at = self.claims.len();
+                                let at = ClaimId(self.claims.len() as u32);
                                 index.insert((ns.clone(), name.clone()), at);
                                 let spec_fingerprint = fingerprint(&claim);
                                 self.claims.push(ClaimInfo {
@@ -1295,9 +1318,9 @@ impl Cluster {
         &mut self,
         g: GroupId,
         entry: &k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim,
-        index: &HashMap<(String, String), usize>,
+        index: &HashMap<(String, String), ClaimId>,
         templates: &[ResourceClaimTemplate],
-    ) -> Result<usize, String> {
+    ) -> Result<ClaimId, String> {
         let group = &self.groups[g].group;
         let ns = group.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let pg = group.metadata.name.clone().unwrap_or_default();
@@ -1324,11 +1347,20 @@ impl Cluster {
             return Ok(at);
         }
         let template = entry.resource_claim_template_name.as_deref().unwrap_or_default();
-        if let Some(at) = self.claims.iter().position(|c| {
-            c.group == Some(g)
-                && c.claim.metadata.annotations.as_ref().and_then(|a| a.get("resource.kubernetes.io/pod-claim-name"))
-                    == Some(&entry.name)
-        }) {
+        if let Some(at) = self
+            .claims
+            .iter()
+            .position(|c| {
+                c.group == Some(g)
+                    && c.claim
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get("resource.kubernetes.io/pod-claim-name"))
+                        == Some(&entry.name)
+            })
+            .map(|i| ClaimId(i as u32))
+        {
             return Ok(at);
         }
         let t = templates
@@ -1349,7 +1381,7 @@ impl Cluster {
         }]);
         let name = claim.metadata.name.clone();
         let spec_fingerprint = fingerprint(&claim);
-        let at = self.claims.len();
+        let at = ClaimId(self.claims.len() as u32);
         self.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint, group: Some(g) });
         let status = self.groups[g].group.status.get_or_insert_with(Default::default);
         status.resource_claim_statuses.get_or_insert_with(Vec::new).push(

@@ -11,7 +11,7 @@
 //! (a plan's `-o yaml` writes them from the results), and `nominatedNodeName` (a plan places a
 //! preemptor at once; it never waits for its victims to go).
 
-use crate::cluster::{Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
+use crate::cluster::{ClaimId, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
 use crate::cycle::{GroupOutcome, Plan};
 
 /// An event's type.
@@ -36,10 +36,10 @@ pub enum Effect {
     Evict { pod: PodId, by: Preemptor },
     /// Create the special extended-resources claim (an index into `Cluster::claims`), then patch
     /// the pod's `status.extendedResourceClaimStatus`.
-    CreateExtendedClaim { pod: PodId, claim: usize },
+    CreateExtendedClaim { pod: PodId, claim: ClaimId },
     /// Write the claim's `status.allocation` and `status.reservedFor` (a PUT on
     /// `resourceclaims/status` with its resourceVersion, after adding the finalizer).
-    WriteClaimStatus { claim: usize },
+    WriteClaimStatus { claim: ClaimId },
     /// `POST pods/{name}/binding` to the node.
     Bind { pod: PodId, node: NodeId },
     /// `PodScheduled=False` with the reason (`Unschedulable` or `SchedulerError`) and message, by

@@ -23,8 +23,8 @@ pub mod store;
 pub mod validate;
 
 pub use cluster::{
-    ClaimInfo, Cluster, CompositeId, CompositeInfo, GroupId, GroupInfo, GroupNode, ModelError, NodeId, NodeInfo, PodId,
-    PodInfo, PodState, SchedulerNames, TreeError,
+    ClaimId, ClaimInfo, Cluster, CompositeId, CompositeInfo, GroupId, GroupInfo, GroupNode, ModelError, NodeId,
+    NodeInfo, PodId, PodInfo, PodState, SchedulerNames, TreeError,
 };
 pub use cycle::{
     Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, Plan, PodPreemptionResult, QueueEntry,

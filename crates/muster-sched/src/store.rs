@@ -24,7 +24,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
-use crate::cluster::{ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
+use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
 use crate::cycle::QueueEntry;
 use crate::queue::Wake;
 
@@ -69,7 +69,7 @@ pub struct Applied {
     pub dequeue: Vec<QueueEntry>,
     /// Claims whose object changed (an index into [`Cluster::claims`]), with the object they
     /// had: the devices in use follow ([`crate::Scheduler::claim_replaced`]).
-    pub claims: Vec<(usize, Option<Box<ResourceClaim>>)>,
+    pub claims: Vec<(ClaimId, Option<Box<ResourceClaim>>)>,
 }
 
 /// The store's indexes by name, built on the first change.
@@ -83,7 +83,7 @@ pub struct Index {
     /// Pods bound to nodes the store does not have (yet), by node name.
     elsewhere: HashMap<String, Vec<PodId>>,
     /// Claims by `namespace/name`.
-    claims: HashMap<String, usize>,
+    claims: HashMap<String, ClaimId>,
     /// Pods waiting for a claim the store does not have, by the claim's `namespace/name`.
     claim_waiters: HashMap<String, Vec<PodId>>,
     /// Pods naming a PodGroup the store does not have, by the group's `namespace/name`.
@@ -121,7 +121,7 @@ impl Index {
             index.prefer_no_schedule += usize::from(n.has_prefer_no_schedule_taint);
         }
         index.groups = c.groups.iter().enumerate().map(|(i, g)| (g.key.clone(), GroupId(i as u32))).collect();
-        index.claims = c.claims.iter().enumerate().map(|(i, info)| (info.key(), i)).collect();
+        index.claims = c.claims.iter().enumerate().map(|(i, info)| (info.key(), ClaimId(i as u32))).collect();
         index
     }
 }
@@ -387,7 +387,7 @@ impl Cluster {
                 applied.claims.push((i, Some(Box::new(old))));
             }
             None => {
-                let i = self.claims.len();
+                let i = ClaimId(self.claims.len() as u32);
                 let spec_fingerprint = fingerprint(&claim);
                 self.claims.push(ClaimInfo { claim, generated: false, changed: false, spec_fingerprint, group: None });
                 self.index().claims.insert(key.clone(), i);

@@ -73,7 +73,7 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
         second.placements.iter().map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name())).collect();
     assert_eq!(placed, [("ml/trainer", "n0")]);
     let (pod, node) = second.placements[0];
-    let claim = c.claims.iter().position(|x| x.key() == "ml/trainer-gpu").unwrap();
+    let claim = muster_sched::ClaimId(c.claims.iter().position(|x| x.key() == "ml/trainer-gpu").unwrap() as u32);
     assert_eq!(
         engine.effects(&second),
         [

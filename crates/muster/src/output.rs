@@ -181,7 +181,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
     let mut claim_node: HashMap<usize, &str> = HashMap::new();
     for (p, n) in &plan.placements {
         for i in c.pod(*p).claims.iter().flatten() {
-            claim_node.entry(*i).or_insert_with(|| c.node(*n).name());
+            claim_node.entry(i.index()).or_insert_with(|| c.node(*n).name());
         }
     }
     json!({

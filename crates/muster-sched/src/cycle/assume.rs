@@ -29,7 +29,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let Cluster { pods, claims, .. } = &mut *self.cluster;
             let info = &mut pods[p.0 as usize];
             info.state = PodState::Pending;
-            let special = |c: &Result<usize, String>| {
+            let special = |c: &Result<crate::cluster::ClaimId, String>| {
                 let annotations = c.as_ref().ok().and_then(|i| claims[*i].claim.metadata.annotations.as_ref());
                 annotations.is_some_and(|a| a.contains_key(crate::cluster::EXTENDED_RESOURCE_CLAIM_ANNOTATION))
             };
@@ -44,7 +44,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// The store replaced claim `index` (it had `old`, or is new): the devices it held are given
     /// back and the ones it holds now taken, and every remembered allocator verdict is dropped
     /// (devices changed somewhere; the shared generation moves).
-    pub fn claim_replaced(&mut self, index: usize, old: Option<&k8s_openapi::api::resource::v1::ResourceClaim>) {
+    pub fn claim_replaced(
+        &mut self,
+        index: crate::cluster::ClaimId,
+        old: Option<&k8s_openapi::api::resource::v1::ResourceClaim>,
+    ) {
         let shared = self.fresh_generation();
         let Some((ctx, state)) = self.dra.as_mut() else { return };
         let allocated = |c: &k8s_openapi::api::resource::v1::ResourceClaim| {

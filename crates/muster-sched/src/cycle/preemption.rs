@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use super::*;
+use crate::cluster::ClaimId;
 
 /// Who asks workload-aware preemption for room.
 pub(super) struct Preemptor<'a> {
@@ -34,7 +35,7 @@ pub(super) type UnitKey =
 pub(super) struct Evicted {
     pod: PodId,
     node: NodeId,
-    claims: Vec<(usize, Option<k8s_openapi::api::resource::v1::ResourceClaimStatus>, bool)>,
+    claims: Vec<(crate::cluster::ClaimId, Option<k8s_openapi::api::resource::v1::ResourceClaimStatus>, bool)>,
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
@@ -218,7 +219,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if let Some((ctx, state)) = self.dra.as_mut() {
             let uid = self.cluster.pods[pod.0 as usize].pod.metadata.uid.clone();
             let name = self.cluster.pods[pod.0 as usize].name().to_string();
-            let ids: Vec<usize> = self.cluster.pods[pod.0 as usize].claims.iter().flatten().copied().collect();
+            let ids: Vec<ClaimId> = self.cluster.pods[pod.0 as usize].claims.iter().flatten().copied().collect();
             for c in ids {
                 let info = &mut self.cluster.claims[c];
                 claims.push((c, info.claim.status.clone(), info.changed));

@@ -148,7 +148,7 @@ pub fn node_local(allocation: &NodeAllocation, node: &str, ctx: &DraContext<'_>)
 #[derive(Clone, Debug, Default)]
 pub struct ClaimUndo {
     /// (claim index, its status and `changed` flag before Reserve), in the order changed.
-    pub claims: Vec<(usize, Option<ResourceClaimStatus>, bool)>,
+    pub claims: Vec<(crate::cluster::ClaimId, Option<ResourceClaimStatus>, bool)>,
     /// Reserve created the special extended-resources claim (the last of `Cluster::claims`).
     pub extended: bool,
 }
@@ -180,7 +180,7 @@ pub fn reserve(
         }
         _ => None,
     };
-    let claims: Vec<usize> = cluster.pods[pod_index].claims.iter().flatten().copied().collect();
+    let claims: Vec<crate::cluster::ClaimId> = cluster.pods[pod_index].claims.iter().flatten().copied().collect();
     let mut results = allocation.into_iter();
     for c in claims {
         let info = &mut cluster.claims[c];
@@ -443,7 +443,7 @@ pub fn reserve_extended(
     });
     state.add_claim(&claim, features);
     let spec_fingerprint = extended.fingerprint;
-    let at = cluster.claims.len();
+    let at = crate::cluster::ClaimId(cluster.claims.len() as u32);
     cluster.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint, group: None });
     let pod = &mut cluster.pods[pod_index];
     pod.claims.push(Ok(at));
