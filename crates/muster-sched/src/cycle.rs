@@ -292,20 +292,12 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// The pending pods in kube-scheduler's PrioritySort order: priority (highest first), then
     /// creation time (oldest first), then namespace/name.
     pub fn queue(&self) -> Vec<PodId> {
-        let mut q: Vec<PodId> = (0..self.cluster.pods.len() as u32)
-            .map(PodId)
-            .filter(|p| {
-                self.cluster.pod(*p).state == PodState::Pending && !matches!(self.cluster.pod(*p).group, Some(Ok(_)))
-            })
-            .collect();
-        q.sort_by(|a, b| {
-            let (a, b) = (self.cluster.pod(*a), self.cluster.pod(*b));
-            b.priority
-                .cmp(&a.priority)
-                .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
-                .then_with(|| a.key.cmp(&b.key))
-        });
-        q
+        let pods = self.entries().into_iter();
+        pods.filter_map(|e| match e {
+            QueueEntry::Pod(p) => Some(p),
+            _ => None,
+        })
+        .collect()
     }
 
     /// The queue with PodGroups: pods outside groups and one entry per PodGroup with pending
