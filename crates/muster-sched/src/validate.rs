@@ -9,7 +9,7 @@
 //! reported elsewhere, never here.
 
 use k8s_openapi::api::core::v1::{Affinity, NodeSelectorRequirement, PodSpec, Taint, Toleration};
-use k8s_openapi::api::resource::v1::{CapacityRequirements, DeviceClaim};
+use k8s_openapi::api::resource::v1::{CapacityRequirements, DeviceClaim, DeviceClass, DeviceSelector};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
@@ -279,14 +279,44 @@ pub fn device_claim(devices: &DeviceClaim, path: &str) -> Vec<FieldError> {
             let p = format!("{at}.exactly");
             allocation_mode(e.allocation_mode.as_deref(), e.count, &p, &mut out);
             capacity(e.capacity.as_ref(), &p, &mut out);
+            selector_costs(e.selectors.as_deref(), &p, &mut out);
         }
         for (j, s) in r.first_available.iter().flatten().enumerate() {
             let p = format!("{at}.firstAvailable[{j}]");
             allocation_mode(s.allocation_mode.as_deref(), s.count, &p, &mut out);
             capacity(s.capacity.as_ref(), &p, &mut out);
+            selector_costs(s.selectors.as_deref(), &p, &mut out);
         }
     }
     out
+}
+
+/// A DeviceClass's selectors (`spec.selectors[i]`).
+pub fn device_class(class: &DeviceClass) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    selector_costs(class.spec.as_ref().and_then(|s| s.selectors.as_deref()), "spec", &mut out);
+    out
+}
+
+/// `validateCELSelector`: a selector whose worst-case cost, estimated as cel-go estimates it with
+/// the DRA size limits, is above `CELSelectorExpressionMaxCost` (1,000,000) is refused ("too
+/// complex, exceeds cost limit"), however cheap it would be on the devices at hand. A selector that
+/// does not compile is not judged here: `check` reports compile errors with the expression, and
+/// the allocator reports them for the claims that use it.
+fn selector_costs(selectors: Option<&[DeviceSelector]>, path: &str, out: &mut Vec<FieldError>) {
+    static ENV: std::sync::OnceLock<muster_cel::Env> = std::sync::OnceLock::new();
+    let env = ENV.get_or_init(muster_cel::Env::default);
+    for (k, s) in selectors.into_iter().flatten().enumerate() {
+        let Some(cel) = s.cel.as_ref() else { continue };
+        if let Ok(p) = env.compile(&cel.expression)
+            && p.estimated_cost > muster_cel::SELECTOR_COST_LIMIT
+        {
+            out.push((
+                format!("{path}.selectors[{k}].cel.expression"),
+                "Forbidden: too complex, exceeds cost limit".into(),
+            ));
+        }
+    }
 }
 
 /// Allocated devices that no ResourceSlice publishes: each `status.allocation.devices.results[i]`

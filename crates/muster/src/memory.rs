@@ -139,7 +139,7 @@ impl World {
         unused.sort();
         // What the API server refuses in the objects the model reads besides nodes, pods and
         // PriorityClasses (those are checked as the cluster is built).
-        bad.extend(api_server_rules(&groups, &composites, &claims, &templates));
+        bad.extend(api_server_rules(&groups, &composites, &claims, &templates, &device_classes));
         // The workload controllers, before the snapshot: their pods are scheduled like any other.
         let expansion = {
             let existing: Vec<&Pod> = pods.iter().map(|p| &**p).collect();
@@ -224,6 +224,7 @@ fn api_server_rules(
     composites: &[CompositePodGroup],
     claims: &[ResourceClaim],
     templates: &[ResourceClaimTemplate],
+    classes: &[DeviceClass],
 ) -> Vec<ModelError> {
     use muster_sched::validate;
     let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
@@ -250,6 +251,10 @@ fn api_server_rules(
             let errors = validate::device_claim(devices, "spec.spec.devices");
             out.extend(validate::on("ResourceClaimTemplate", &key(&t.metadata), errors));
         }
+    }
+    for c in classes {
+        let name = c.metadata.name.clone().unwrap_or_default();
+        out.extend(validate::on("DeviceClass", &name, validate::device_class(c)));
     }
     out
 }

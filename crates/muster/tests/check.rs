@@ -431,3 +431,20 @@ fn unpublished_allocated_device_is_a_warning_in_check_and_plan() {
     assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
     assert!(stdout(&p).contains(&format!("warning: {message}")), "{}", stdout(&p));
 }
+
+/// A selector too costly for the API server (estimated worst case above 1,000,000) is refused
+/// alike by `check` and `plan`, in a DeviceClass and in a claim.
+#[test]
+fn check_and_plan_refuse_selectors_too_complex_alike() {
+    let path = "tests/bad-input/20-selector-too-complex.yaml";
+    let checked = stdout(&muster(&["check", path]));
+    let planned = stderr(&muster(&["plan", path]));
+    for (at, object, field) in [
+        ("3:1", "DeviceClass every-pair", "spec.selectors[0].cel.expression"),
+        ("14:1", "ResourceClaim ml/picky", "spec.devices.requests[0].exactly.selectors[0].cel.expression"),
+    ] {
+        let message = format!("{object}: {field}: Forbidden: too complex, exceeds cost limit");
+        assert!(checked.contains(&format!("{path}:{at}: error: {message}")), "{checked}");
+        assert!(planned.contains(&format!("error: {path}:{at}: {message}")), "{planned}");
+    }
+}
