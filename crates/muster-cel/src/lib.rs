@@ -249,6 +249,28 @@ impl Env {
 
     /// [`Env::eval`], also returning the runtime cost spent.
     pub fn eval_with_cost(&self, program: &Program, device: &DeviceView) -> Result<(bool, u64), RuntimeError> {
+        let (r, cost) = self.eval_metered(program, device);
+        r.map(|v| (v, cost))
+    }
+
+    /// [`Env::eval`] charged to a [`Budget`] shared by many evaluations: `None`, without
+    /// evaluating, once the budget is spent. An evaluation that fails is charged what it spent.
+    pub fn eval_charged(
+        &self,
+        program: &Program,
+        device: &DeviceView,
+        budget: &Budget,
+    ) -> Option<Result<bool, RuntimeError>> {
+        if budget.is_spent() {
+            return None;
+        }
+        let (r, cost) = self.eval_metered(program, device);
+        budget.charge(cost);
+        Some(r)
+    }
+
+    /// An evaluation and the runtime cost it spent, whatever its outcome.
+    fn eval_metered(&self, program: &Program, device: &DeviceView) -> (Result<bool, RuntimeError>, u64) {
         let mut ctx = eval::Ctx::new(device, &self.regexes, self.cost_limit);
         let r = ctx.eval(&program.expr);
         let cost = ctx.cost;
@@ -256,14 +278,47 @@ impl Env {
             let (line, column) = line_col(&program.source, pos as usize);
             RuntimeError { message, line, column }
         };
-        match r {
-            Ok(Value::Bool(b)) => Ok((b, cost)),
+        let r = match r {
+            Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => Err(runtime(
                 program.expr.pos,
                 format!("CEL result of type {} could not be converted to bool", other.type_name()),
             )),
             Err(e) => Err(runtime(e.pos, e.msg)),
-        }
+        };
+        (r, cost)
+    }
+}
+
+/// A total runtime cost for many evaluations (one command's), on top of the per-evaluation limit:
+/// a selector just under Kubernetes' limit can take tens of milliseconds per device, so without it
+/// a command over many devices has no bound on its time. Kubernetes has no such total; commands
+/// that stop for it say so.
+#[derive(Debug)]
+pub struct Budget {
+    total: u64,
+    left: std::cell::Cell<u64>,
+}
+
+impl Budget {
+    /// The budget `muster devices`, `check` and `why` use: a hundred evaluations at the
+    /// per-evaluation limit (a few seconds on the development machine).
+    pub const COMMAND: u64 = 100 * SELECTOR_COST_LIMIT;
+
+    pub fn new(total: u64) -> Self {
+        Budget { total, left: std::cell::Cell::new(total) }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    pub fn is_spent(&self) -> bool {
+        self.left.get() == 0
+    }
+
+    fn charge(&self, cost: u64) {
+        self.left.set(self.left.get().saturating_sub(cost));
     }
 }
 

@@ -414,6 +414,8 @@ struct Checker<'s> {
     /// domain → attribute names, domain → capacity names, over every device of the input.
     attributes: BTreeMap<String, BTreeSet<String>>,
     capacities: BTreeMap<String, BTreeSet<String>>,
+    /// The command's total CEL cost for evaluating classes over the devices.
+    budget: muster_cel::Budget,
 }
 
 /// `path: value`, a field in its 1.37 form.
@@ -454,6 +456,7 @@ impl<'s> Checker<'s> {
             devices,
             attributes,
             capacities,
+            budget: muster_cel::Budget::new(crate::devices::command_budget()),
         }
     }
 
@@ -623,11 +626,13 @@ impl<'s> Checker<'s> {
         }
         // Which devices does the class select? As `muster devices --class` evaluates it.
         let (mut matched, mut errors) = (0usize, Vec::new());
-        for (id, view) in &self.devices {
+        let mut evaluated = 0usize;
+        'devices: for (id, view) in &self.devices {
             let Ok(view) = view else { continue };
             let mut ok = true;
             for (i, p) in &programs {
-                match self.env.eval(p, view) {
+                let Some(verdict) = self.env.eval_charged(p, view, &self.budget) else { break 'devices };
+                match verdict {
                     Ok(true) => {}
                     Ok(false) => {
                         ok = false;
@@ -641,9 +646,18 @@ impl<'s> Checker<'s> {
                 }
             }
             matched += usize::from(ok);
+            evaluated += 1;
         }
         let pos = entry(o.node, "spec").and_then(|(_, s)| entry(s, "selectors")).map_or(o.node.pos, |(k, _)| k.pos);
         let n = self.devices.len();
+        if self.budget.is_spent() && evaluated < self.devices.iter().filter(|(_, v)| v.is_ok()).count() {
+            let m = format!(
+                "checked against {evaluated} of the {n} devices of the input's ResourceSlices only: this command's CEL cost budget ({}) is spent",
+                self.budget.total()
+            );
+            self.push(o, pos, Severity::Warning, "spec.selectors", m, None, false);
+            return;
+        }
         let failing = |errors: &[String]| {
             format!(
                 "the selectors fail on {} of them, first: {}",

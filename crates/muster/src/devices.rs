@@ -84,6 +84,8 @@ pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> a
         ))
     });
     let mut rows = Vec::new();
+    // A bound on the whole command's evaluation (a costly selector over many devices).
+    let budget = muster_cel::Budget::new(command_budget());
     for slice in slices {
         for d in slice.spec.devices.iter().flatten() {
             let id = format!("{}/{}/{}", slice.spec.driver, slice.spec.pool.name, d.name);
@@ -112,7 +114,15 @@ pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> a
                 Ok(view) => {
                     // Selectors stop at the first false, as the allocator evaluates them.
                     for (what, p) in &programs {
-                        match env.eval(p, &view) {
+                        let Some(verdict) = env.eval_charged(p, &view, &budget) else {
+                            row.matched = false;
+                            row.error = Some(format!(
+                                "device {id}: not evaluated: this command's CEL cost budget ({}) is spent",
+                                budget.total()
+                            ));
+                            break;
+                        };
+                        match verdict {
                             Ok(true) => {}
                             Ok(false) => {
                                 row.matched = false;
@@ -201,4 +211,10 @@ pub fn table(rows: &[Row], filtered: bool) -> String {
         let _ = writeln!(out, "{} devices", rows.len());
     }
     out
+}
+
+/// The CEL cost budget of one command: [`muster_cel::Budget::COMMAND`], or `MUSTER_CEL_BUDGET`
+/// when set to a number.
+pub fn command_budget() -> u64 {
+    std::env::var("MUSTER_CEL_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(muster_cel::Budget::COMMAND)
 }

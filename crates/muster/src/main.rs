@@ -46,7 +46,9 @@ enum Command {
     Plan(PlanArgs),
     /// List the devices of the manifests' ResourceSlices and which of them a DeviceClass and/or a
     /// CEL selector selects, or why evaluating it fails. Exits 0 when it ran, 2 on bad input or a
-    /// selector that does not compile.
+    /// selector that does not compile. Selectors are evaluated within a total CEL cost of
+    /// 100,000,000 for the command (MUSTER_CEL_BUDGET overrides it); devices left when it is spent
+    /// are listed as not evaluated.
     Devices(DevicesArgs),
     /// Explain where a pod or a PodGroup goes in the plan `muster plan` makes, or why it goes
     /// nowhere: the verdict, then every node's first failing Filter (for DRA, each request's

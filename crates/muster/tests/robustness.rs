@@ -382,3 +382,48 @@ containers: [{name: c, resources: {claims: [{name: g}]}}]\n";
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["unschedulable"][0]["reason"], want);
 }
+
+/// A selector under the per-evaluation cost limit but costly on every device: the command stops
+/// evaluating when its total CEL budget is spent, and says so for each device left.
+#[test]
+fn devices_stop_at_the_command_cel_budget() {
+    let dir = std::env::temp_dir().join(format!("muster-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let devices: String = (0..20).map(|i| format!("  - name: d{i}\n")).collect();
+    let file = dir.join("slice.yaml");
+    std::fs::write(&file, format!("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: s}}\nspec:\n  driver: x.example.com\n  nodeName: n\n  pool: {{name: p, generation: 1, resourceSliceCount: 1}}\n  devices:\n{devices}")).unwrap();
+    let list = format!("[{}]", (0..30).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+    let selector = format!("{list}.all(x, {list}.exists(y, y == x))");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["devices", file.to_str().unwrap(), "--selector", &selector])
+        .env("MUSTER_CEL_BUDGET", "20000")
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("not evaluated: this command's CEL cost budget (20000) is spent"), "{out}");
+    let first = out.lines().find(|l| l.split_whitespace().nth(2) == Some("d0")).unwrap_or_default();
+    assert!(first.ends_with("yes"), "the first devices are evaluated: {out}");
+}
+
+/// `check` evaluates a DeviceClass over the input's devices within the same budget, and says when
+/// it stopped.
+#[test]
+fn check_stops_at_the_command_cel_budget() {
+    let dir = std::env::temp_dir().join(format!("muster-check-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let devices: String = (0..20).map(|i| format!("  - name: d{i}\n")).collect();
+    let list = format!("[{}]", (0..30).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+    let file = dir.join("cluster.yaml");
+    std::fs::write(&file, format!("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: s}}\nspec:\n  driver: x.example.com\n  nodeName: n\n  pool: {{name: p, generation: 1, resourceSliceCount: 1}}\n  devices:\n{devices}---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {{name: costly}}\nspec:\n  selectors:\n  - cel:\n      expression: \"{list}.all(x, {list}.exists(y, y == x))\"\n")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["check", file.to_str().unwrap()])
+        .env("MUSTER_CEL_BUDGET", "20000")
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "a warning, not an error: {out}");
+    assert!(out.contains("DeviceClass costly: spec.selectors: checked against 6 of the 20 devices of the input's ResourceSlices only: this command's CEL cost budget (20000) is spent"), "{out}");
+}
