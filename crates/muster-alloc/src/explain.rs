@@ -64,6 +64,9 @@ pub enum DeviceStatus {
         reason: String,
     },
     Available,
+    /// Not judged: the command's total CEL cost budget was spent before its selectors were
+    /// evaluated (`muster_cel::Budget`; Kubernetes has no such total).
+    NotEvaluated,
 }
 
 impl DeviceStatus {
@@ -75,6 +78,7 @@ impl DeviceStatus {
                 | DeviceStatus::SelectorError(_)
                 | DeviceStatus::OtherNode
                 | DeviceStatus::FeatureOff(_)
+                | DeviceStatus::NotEvaluated
         )
     }
 
@@ -91,6 +95,7 @@ impl DeviceStatus {
             DeviceStatus::Counters { .. } => "counters",
             DeviceStatus::Capacity { .. } => "capacity",
             DeviceStatus::Available => "available",
+            DeviceStatus::NotEvaluated => "not-evaluated",
         }
     }
 }
@@ -225,6 +230,8 @@ pub struct Explainer<'a, 's> {
     classes: &'a [DeviceClass],
     slices: &'a SliceIndex<'s>,
     env: &'a Env,
+    /// A total CEL cost shared with other explanations (a command's), if any.
+    budget: Option<&'a muster_cel::Budget>,
 }
 
 /// A request's fields, the same for a request and a subrequest.
@@ -250,7 +257,14 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
         slices: &'a SliceIndex<'s>,
         env: &'a Env,
     ) -> Self {
-        Explainer { features, allocated, classes, slices, env }
+        Explainer { features, allocated, classes, slices, env, budget: None }
+    }
+
+    /// Selectors are evaluated within `budget`; devices left when it is spent are
+    /// [`DeviceStatus::NotEvaluated`].
+    pub fn with_budget(mut self, budget: &'a muster_cel::Budget) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Explains `claim` on `node` (its allocation, if any, is ignored: the claim is judged as if it
@@ -437,7 +451,14 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
                 }
             };
             for (owner, i, program) in programs {
-                match self.env.eval(program, &view) {
+                let verdict = match self.budget {
+                    Some(b) => match self.env.eval_charged(program, &view, b) {
+                        Some(v) => v,
+                        None => return DeviceStatus::NotEvaluated,
+                    },
+                    None => self.env.eval(program, &view),
+                };
+                match verdict {
                     Ok(true) => {}
                     Ok(false) => return DeviceStatus::NoMatch,
                     Err(e) => {

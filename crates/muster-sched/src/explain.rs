@@ -64,6 +64,17 @@ impl PodExplanation {
 /// Explains `pod` against the snapshot `cluster` as it stands (devices in use are read from the
 /// claims' allocations). A pod of a PodGroup is explained as its group's cycle would try it.
 pub fn explain_pod(cluster: &Cluster, pod_id: PodId, dra: Option<&DraContext<'_>>) -> PodExplanation {
+    explain_pod_within(cluster, pod_id, dra, None)
+}
+
+/// [`explain_pod`], the devices' selectors evaluated within a total CEL cost `budget` (a
+/// command's): devices left when it is spent are not judged.
+pub fn explain_pod_within(
+    cluster: &Cluster,
+    pod_id: PodId,
+    dra: Option<&DraContext<'_>>,
+    budget: Option<&muster_cel::Budget>,
+) -> PodExplanation {
     let pod = cluster.pod(pod_id);
     let state = CycleState::new(pod);
     let mut out = PodExplanation { pre_filter: None, nodes: Vec::new() };
@@ -109,7 +120,10 @@ pub fn explain_pod(cluster: &Cluster, pod_id: PodId, dra: Option<&DraContext<'_>
                         let mut claims = pending.clone();
                         claims.extend(extended.as_ref().map(|e| &e.claim));
                         let explain = || {
-                            let e = Explainer::new(ctx.features, allocated, ctx.classes, &ctx.index, &ctx.env);
+                            let mut e = Explainer::new(ctx.features, allocated, ctx.classes, &ctx.index, &ctx.env);
+                            if let Some(b) = budget {
+                                e = e.with_budget(b);
+                            }
                             claims.iter().map(|c| e.claim(Some(&node.detail.node), c)).collect()
                         };
                         match dynamic_resources::allocate(&claims, node, ctx, allocated) {

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use muster_alloc::explain::{ClaimExplanation, ConstraintExplanation, DeviceStatus, RequestExplanation, Wanted};
 use muster_sched::eviction::{DeviceKey, taint_text};
-use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod};
+use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod_within};
 use muster_sched::{
     Cluster, CompositeId, DraContext, FitError, GroupId, GroupNode, GroupOutcome, NodeId, Plan, PodId, PodState,
     QueueEntry, Scheduler, SchedulerConfig, SchedulerNames,
@@ -161,7 +161,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::from(2));
     };
-    let why = Why { world: &world, config };
+    let why = Why { world: &world, config, budget: muster_cel::Budget::new(crate::devices::command_budget()) };
     let mut report = match found {
         Found::Pod(p) => why.pod(p),
         Found::Group(g) => why.group(g),
@@ -207,6 +207,8 @@ fn note_created(report: &mut Report, world: &World, key: &str) {
 struct Why<'w> {
     world: &'w World,
     config: SchedulerConfig,
+    /// The command's total CEL cost for judging devices.
+    budget: muster_cel::Budget,
 }
 
 /// A pod's verdict in a plan.
@@ -347,11 +349,11 @@ impl Why<'_> {
                 let earlier: &[PodId] = if priorities.len() > 1 { &[] } else { &order[..at] };
                 let (snap, step) = self.before(c.entry_of_group(g), Some((g, earlier)));
                 let reserved = step.placements.iter().map(|(p, _)| *p).collect();
-                (explain_pod(&snap, pod, Some(&self.dra())), reserved)
+                (explain_pod_within(&snap, pod, Some(&self.dra()), Some(&self.budget)), reserved)
             }
             _ => {
                 let (snap, _) = self.before(QueueEntry::Pod(pod), None);
-                (explain_pod(&snap, pod, Some(&self.dra())), Vec::new())
+                (explain_pod_within(&snap, pod, Some(&self.dra()), Some(&self.budget)), Vec::new())
             }
         }
     }
@@ -787,6 +789,14 @@ impl Why<'_> {
         } else {
             format!("{} of {} match {what}{}", matching.len(), r.devices.len(), paren(&names(&matching)))
         });
+        let unjudged = of(&|s| *s == DeviceStatus::NotEvaluated);
+        if !unjudged.is_empty() {
+            parts.push(format!(
+                "{} not evaluated: this command's CEL cost budget ({}) is spent",
+                unjudged.len(),
+                self.budget.total()
+            ));
+        }
         // The message itself is on the node's line (the allocator stops on the first one).
         let errors = of(&|s| matches!(s, DeviceStatus::SelectorError(_)));
         if !errors.is_empty() {

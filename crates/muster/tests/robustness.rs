@@ -427,3 +427,34 @@ fn check_stops_at_the_command_cel_budget() {
     assert_eq!(o.status.code(), Some(0), "a warning, not an error: {out}");
     assert!(out.contains("DeviceClass costly: spec.selectors: checked against 6 of the 20 devices of the input's ResourceSlices only: this command's CEL cost budget (20000) is spent"), "{out}");
 }
+
+/// `why` judges devices within the same budget, and says how many it left unjudged.
+#[test]
+fn why_stops_at_the_command_cel_budget() {
+    let dir = std::env::temp_dir().join(format!("muster-why-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let devices: String = (0..20).map(|i| format!("  - name: d{i}\n")).collect();
+    // Selects no device (x == -1 never holds), at a cost that spends a small budget quickly.
+    let list = format!("[{}]", (0..30).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+    let text = format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: n}}\nstatus: {{allocatable: {{cpu: '4', memory: 4Gi, pods: '10'}}}}\n---\n\
+         apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: s}}\nspec:\n  driver: x.example.com\n  nodeName: n\n  pool: {{name: p, generation: 1, resourceSliceCount: 1}}\n  devices:\n{devices}---\n\
+         apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {{name: costly}}\nspec:\n  selectors:\n  - cel:\n      expression: \"{list}.exists(x, {list}.exists(y, x == -1))\"\n---\n\
+         apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c, namespace: ml}}\nspec:\n  devices:\n    requests:\n    - name: r\n      exactly: {{deviceClassName: costly}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: ml}}\nspec:\n  resourceClaims: [{{name: r, resourceClaimName: c}}]\n  containers: [{{name: c}}]\n"
+    );
+    let file = dir.join("cluster.yaml");
+    std::fs::write(&file, text).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["why", "pod/ml/p", file.to_str().unwrap()])
+        .env("MUSTER_CEL_BUDGET", "20000")
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("not evaluated: this command's CEL cost budget (20000) is spent"),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
