@@ -6,9 +6,12 @@
 //! a pod that fits nowhere gets `PodScheduled=False` (`Unschedulable`, or `SchedulerError` for a
 //! group the scheduler cannot handle) and a `FailedScheduling` event.
 //!
+//! A PodGroup's or CompositePodGroup's cycle sets its `...InitiallyScheduled` condition
+//! ([`initially_scheduled`]; a gang still waiting for its pods gets none here: how long it has
+//! waited is the gang-wait verdict's, which needs the time).
+//!
 //! Effects name objects by the store's ids; a world renders them (`run` sends them to the API
-//! server, `sim` applies them to its store). Not yet: PodGroup and CompositePodGroup conditions
-//! (a plan's `-o yaml` writes them from the results), and `nominatedNodeName` (a plan places a
+//! server, `sim` applies them to its store). Not yet: `nominatedNodeName` (a plan places a
 //! preemptor at once; it never waits for its victims to go).
 
 use crate::cluster::{ClaimId, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
@@ -45,6 +48,15 @@ pub enum Effect {
     /// `PodScheduled=False` with the reason (`Unschedulable` or `SchedulerError`) and message, by
     /// a strategic-merge patch on `pods/status`.
     PodUnschedulable { pod: PodId, reason: &'static str, message: String },
+    /// A group's condition (`PodGroupInitiallyScheduled` or `CompositePodGroupInitiallyScheduled`),
+    /// by a patch on its `status` subresource.
+    GroupCondition {
+        group: GroupNode,
+        type_: &'static str,
+        status: &'static str,
+        reason: &'static str,
+        message: String,
+    },
     /// An `events.k8s.io/v1` event about a pod.
     Event { pod: PodId, kind: EventType, reason: &'static str, action: &'static str, note: String },
 }
@@ -81,6 +93,7 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
             note: format!("Successfully assigned {} to {}", info.key, cluster.node(node).name()),
         });
     }
+    group_conditions(plan, &mut out);
     let errors: std::collections::HashSet<usize> = plan
         .groups
         .iter()
@@ -100,6 +113,43 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         });
     }
     out
+}
+
+/// The condition type a PodGroup's cycle sets.
+pub const POD_GROUP_INITIALLY_SCHEDULED: &str = "PodGroupInitiallyScheduled";
+/// The condition type a CompositePodGroup tree's cycle sets.
+pub const COMPOSITE_INITIALLY_SCHEDULED: &str = "CompositePodGroupInitiallyScheduled";
+
+/// The `...InitiallyScheduled` condition's status and reason for a group cycle's outcome (`invalid`:
+/// a tree whose layout is bad); `None` while the group waits (for its pods, or its tree's other
+/// groups): no cycle ran. For `Invalid` the API lists the reason but the status that goes with it
+/// is unverified (the field doc says "Set to True", which reads like a slip): muster writes False,
+/// as for every outcome in which nothing was scheduled.
+pub fn initially_scheduled(outcome: &GroupOutcome, invalid: bool) -> Option<(&'static str, &'static str)> {
+    match outcome {
+        _ if invalid => Some(("False", "Invalid")),
+        GroupOutcome::Scheduled { .. } => Some(("True", "Scheduled")),
+        GroupOutcome::Unschedulable { .. } => Some(("False", "Unschedulable")),
+        GroupOutcome::SchedulerError => Some(("False", "SchedulerError")),
+        GroupOutcome::Waiting { .. } => None,
+    }
+}
+
+/// The group conditions of a plan's group and tree results.
+fn group_conditions(plan: &Plan, out: &mut Vec<Effect>) {
+    let groups = plan
+        .groups
+        .iter()
+        .map(|r| (GroupNode::Group(r.group), POD_GROUP_INITIALLY_SCHEDULED, &r.outcome, false, &r.message));
+    let trees = plan
+        .composites
+        .iter()
+        .map(|r| (GroupNode::Composite(r.composite), COMPOSITE_INITIALLY_SCHEDULED, &r.outcome, r.invalid, &r.message));
+    for (group, type_, outcome, invalid, message) in groups.chain(trees) {
+        if let Some((status, reason)) = initially_scheduled(outcome, invalid) {
+            out.push(Effect::GroupCondition { group, type_, status, reason, message: message.clone() });
+        }
+    }
 }
 
 /// Preemption victims, each deleted once, with a `Preempted` event.

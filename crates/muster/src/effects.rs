@@ -54,6 +54,13 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
             Effect::PodUnschedulable { pod: p, reason, message } => {
                 writeln!(out, "status  pod {} PodScheduled=False {reason}: {}", pod(p), one_line(&message))
             }
+            Effect::GroupCondition { group, type_, status, reason, message } => writeln!(
+                out,
+                "status  {} {} {type_}={status} {reason}: {}",
+                group.kind(),
+                cluster.node_key(group),
+                one_line(&message)
+            ),
             Effect::Event { pod: p, kind, reason, note, .. } => {
                 let kind = match kind {
                     EventType::Normal => "Normal",

@@ -422,13 +422,13 @@ pub struct ChangedGroup {
 }
 
 /// `PodGroupInitiallyScheduled`: whether the group's first successful cycle happened.
-pub const INITIALLY_SCHEDULED: &str = "PodGroupInitiallyScheduled";
+pub use muster_sched::effects::POD_GROUP_INITIALLY_SCHEDULED as INITIALLY_SCHEDULED;
 /// `DisruptionTarget`: the group is about to be terminated (preempted as a whole).
 pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
 
 /// `CompositePodGroupInitiallyScheduled`: whether a group tree's first successful cycle happened
 /// (written on the tree's root CompositePodGroup).
-pub const COMPOSITE_INITIALLY_SCHEDULED: &str = "CompositePodGroupInitiallyScheduled";
+pub use muster_sched::effects::COMPOSITE_INITIALLY_SCHEDULED;
 
 /// A CompositePodGroup as the API server would hold it after the plan, and what the plan would
 /// write into it but cannot (see [`ChangedGroup`]).
@@ -593,14 +593,13 @@ pub fn changed_pod_groups(cluster: &Cluster, plan: &Plan, options: &GroupStatusO
         let mut undecided: Vec<String> = Vec::new();
         let mut touched = generated_claims[g];
         for r in &results[g] {
-            let (status, reason) = match r.outcome {
-                GroupOutcome::Scheduled { .. } => ("True", "Scheduled"),
-                GroupOutcome::Unschedulable { .. } => ("False", "Unschedulable"),
-                GroupOutcome::SchedulerError => ("False", "SchedulerError"),
+            let (status, reason) = match (&r.outcome, muster_sched::effects::initially_scheduled(&r.outcome, false)) {
+                (_, Some(condition)) => condition,
                 // A group that has its pods and waits for something else (its tree's other
                 // groups, a missing parent CompositePodGroup): no timeout of muster's applies.
-                GroupOutcome::Waiting { exist } if !info.gang || exist >= info.min_count => continue,
-                GroupOutcome::Waiting { exist } => {
+                (GroupOutcome::Waiting { exist }, None) if !info.gang || *exist >= info.min_count => continue,
+                (GroupOutcome::Waiting { exist }, None) => {
+                    let exist = *exist;
                     let timeout = options.gang_wait_timeout_seconds;
                     let (key, min) = (&info.key, info.min_count);
                     let short = format!("{INITIALLY_SCHEDULED}=False ({GANG_WAIT_TIMEOUT_REASON})");
@@ -634,6 +633,7 @@ pub fn changed_pod_groups(cluster: &Cluster, plan: &Plan, options: &GroupStatusO
                     }
                     continue;
                 }
+                (_, None) => continue,
             };
             touched = true;
             wanted.push(Wanted { type_: INITIALLY_SCHEDULED, status, reason, message: r.message.clone() });
@@ -681,17 +681,9 @@ pub fn changed_composite_pod_groups(
     for (ci, info) in cluster.composites.iter().enumerate() {
         let mut wanted: Vec<Wanted> = Vec::new();
         for r in &results[ci] {
-            let (status, reason) = match r.outcome {
-                // A bad layout (a cycle in the parent chain, too deep, several Workloads). The API
-                // lists the reason Invalid but the status that goes with it is unverified (the
-                // field doc says "Set to True", which reads like a slip): muster writes False, as
-                // for every outcome in which nothing was scheduled.
-                _ if r.invalid => ("False", "Invalid"),
-                GroupOutcome::Scheduled { .. } => ("True", "Scheduled"),
-                GroupOutcome::Unschedulable { .. } => ("False", "Unschedulable"),
-                GroupOutcome::SchedulerError => ("False", "SchedulerError"),
-                // Waiting for enough child groups: PreEnqueue holds the tree, no cycle runs.
-                GroupOutcome::Waiting { .. } => continue,
+            // Waiting for enough child groups: PreEnqueue holds the tree, no cycle runs.
+            let Some((status, reason)) = muster_sched::effects::initially_scheduled(&r.outcome, r.invalid) else {
+                continue;
             };
             wanted.push(Wanted { type_: COMPOSITE_INITIALLY_SCHEDULED, status, reason, message: r.message.clone() });
         }
