@@ -174,73 +174,45 @@ impl NodeInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PodId(pub u32);
 
-/// A ResourceClaim in the store: a slot of [`Cluster::claims`] (stable; `claims[id]` indexes it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ClaimId(pub u32);
+/// A stable id: a slot of one of the store's vectors, which it indexes directly (`v[id]`).
+macro_rules! slot_id {
+    ($(#[$doc:meta])* $id:ident => $info:ty) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $id(pub u32);
 
-impl ClaimId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
+        impl $id {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl std::ops::Index<$id> for Vec<$info> {
+            type Output = $info;
+            fn index(&self, id: $id) -> &$info {
+                &self[id.0 as usize]
+            }
+        }
+
+        impl std::ops::IndexMut<$id> for Vec<$info> {
+            fn index_mut(&mut self, id: $id) -> &mut $info {
+                &mut self[id.0 as usize]
+            }
+        }
+    };
 }
 
-impl std::ops::Index<ClaimId> for Vec<ClaimInfo> {
-    type Output = ClaimInfo;
-    fn index(&self, id: ClaimId) -> &ClaimInfo {
-        &self[id.0 as usize]
-    }
+slot_id! {
+    /// A ResourceClaim in the store: a slot of [`Cluster::claims`].
+    ClaimId => ClaimInfo
 }
-
-impl std::ops::IndexMut<ClaimId> for Vec<ClaimInfo> {
-    fn index_mut(&mut self, id: ClaimId) -> &mut ClaimInfo {
-        &mut self[id.0 as usize]
-    }
+slot_id! {
+    /// A PodGroup in the store: a slot of [`Cluster::groups`].
+    GroupId => GroupInfo
 }
-
-/// A PodGroup in the store: a slot of [`Cluster::groups`] (stable; `groups[id]` indexes it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct GroupId(pub u32);
-
-/// A CompositePodGroup in the store: a slot of [`Cluster::composites`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CompositeId(pub u32);
-
-impl GroupId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl CompositeId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl std::ops::Index<GroupId> for Vec<GroupInfo> {
-    type Output = GroupInfo;
-    fn index(&self, id: GroupId) -> &GroupInfo {
-        &self[id.0 as usize]
-    }
-}
-
-impl std::ops::IndexMut<GroupId> for Vec<GroupInfo> {
-    fn index_mut(&mut self, id: GroupId) -> &mut GroupInfo {
-        &mut self[id.0 as usize]
-    }
-}
-
-impl std::ops::Index<CompositeId> for Vec<CompositeInfo> {
-    type Output = CompositeInfo;
-    fn index(&self, id: CompositeId) -> &CompositeInfo {
-        &self[id.0 as usize]
-    }
-}
-
-impl std::ops::IndexMut<CompositeId> for Vec<CompositeInfo> {
-    fn index_mut(&mut self, id: CompositeId) -> &mut CompositeInfo {
-        &mut self[id.0 as usize]
-    }
+slot_id! {
+    /// A CompositePodGroup in the store: a slot of [`Cluster::composites`].
+    CompositeId => CompositeInfo
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
