@@ -380,6 +380,8 @@ pub struct Cluster {
     pub default_priority: i32,
     /// PriorityClasses with `preemptionPolicy: Never` (admission copies it into pods and groups).
     pub never_preempting_classes: std::collections::BTreeSet<String>,
+    /// The global default PriorityClass, if any.
+    pub default_priority_class: Option<String>,
     /// Which pods this scheduler serves (`schedulerName`).
     pub scheduler_names: SchedulerNames,
     /// Pod shapes seen so far, with their ids.
@@ -622,6 +624,7 @@ impl Cluster {
             .filter_map(|pc| pc.metadata.name.clone())
             .collect();
         self.default_priority = global_default.map_or(0, |(_, v)| v);
+        self.default_priority_class = global_default.map(|(n, _)| n.to_string());
     }
 
     /// A node as the scheduler sees it, holding no pods yet.

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
 use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
@@ -54,6 +55,11 @@ pub enum Change {
     UpsertPodDisruptionBudget(Box<PodDisruptionBudget>),
     /// A PodDisruptionBudget deleted, by `namespace/name`.
     DeletePodDisruptionBudget(String),
+    /// A PriorityClass added or changed. As admission resolves priorities when a pod (or group) is
+    /// created, it changes the priority of those that come later, never of those the store has.
+    UpsertPriorityClass(Box<PriorityClass>),
+    /// A PriorityClass deleted, by name (the same goes).
+    DeletePriorityClass(String),
 }
 
 /// What a change means for the scheduling queue.
@@ -160,6 +166,8 @@ impl Cluster {
                 self.budgets.retain(|b| b.key != key);
                 Ok(Applied::default())
             }
+            Change::UpsertPriorityClass(class) => Ok(self.upsert_priority_class(*class)),
+            Change::DeletePriorityClass(name) => Ok(self.delete_priority_class(&name)),
         }
     }
 
@@ -553,6 +561,35 @@ impl Cluster {
             self.index().group_waiters.entry(key.to_string()).or_default().push(pod);
         }
         applied
+    }
+
+    fn upsert_priority_class(&mut self, class: PriorityClass) -> Applied {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        self.delete_priority_class(&name);
+        let value = class.value.unwrap_or(0);
+        self.priority_classes.insert(name.clone(), value);
+        if class.preemption_policy.as_deref() == Some("Never") {
+            self.never_preempting_classes.insert(name.clone());
+        }
+        // One global default (the API server refuses a second); a later one replaces it.
+        if class.global_default == Some(true) {
+            self.default_priority = value;
+            self.default_priority_class = Some(name);
+        }
+        Applied::default()
+    }
+
+    /// The built-in system classes stay (the API server does not delete them).
+    fn delete_priority_class(&mut self, name: &str) -> Applied {
+        if !name.starts_with("system-") {
+            self.priority_classes.remove(name);
+        }
+        self.never_preempting_classes.remove(name);
+        if self.default_priority_class.as_deref() == Some(name) {
+            self.default_priority_class = None;
+            self.default_priority = 0;
+        }
+        Applied::default()
     }
 
     /// Budgets are few: kept sorted by `namespace/name`, found by search. A budget changes which

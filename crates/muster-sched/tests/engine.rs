@@ -255,3 +255,29 @@ fn a_pod_assumed_onto_a_deleted_node_is_placed_elsewhere() {
     assert_eq!(placed.len(), 1);
     assert_ne!(placed[0], gone);
 }
+
+/// PriorityClasses are resolved when a pod comes, as admission does: a new global default gives
+/// later pods its value; deleting it leaves the pods the store has as they are.
+#[test]
+fn priority_classes_apply_to_pods_that_come_later() {
+    let cluster = Cluster::build(Vec::new(), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
+    let plain = |name: &str, class: Option<&str>| -> Box<Pod> {
+        let mut spec = json!({"containers": [{"name": "c"}]});
+        if let Some(c) = class {
+            spec["priorityClassName"] = json!(c);
+        }
+        Box::new(serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"}, "spec": spec})).unwrap())
+    };
+    let class =
+        serde_json::from_value(json!({"metadata": {"name": "high"}, "value": 1000, "globalDefault": true})).unwrap();
+    engine.apply(Change::UpsertPriorityClass(Box::new(class)), 0).unwrap();
+    engine.apply(Change::UpsertPod(plain("a", None)), 0).unwrap();
+    engine.apply(Change::DeletePriorityClass("high".into()), 0).unwrap();
+    engine.apply(Change::UpsertPod(plain("b", None)), 0).unwrap();
+    let c = engine.cluster();
+    let priority = |key: &str| c.pod(c.pod_id(key).unwrap()).priority;
+    assert_eq!((priority("ml/a"), priority("ml/b")), (1000, 0));
+    let refused = engine.apply(Change::UpsertPod(plain("c", Some("high"))), 0).unwrap_err();
+    assert_eq!(refused.message, "PriorityClass \"high\" not found");
+}
