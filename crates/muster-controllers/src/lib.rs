@@ -29,6 +29,7 @@
 pub mod deployment;
 pub mod job;
 pub mod naming;
+pub mod podgroup;
 mod pods;
 pub mod replicaset;
 pub mod resourceclaim;

@@ -11,6 +11,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, CompositePodGroupStatus};
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, PodGroupStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use muster_controllers::podgroup::GangWait;
 use muster_controllers::{Created, Workloads};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
 use muster_sched::cycle::GANG_WAIT_TIMEOUT_REASON;
@@ -603,28 +604,27 @@ pub fn changed_pod_groups(cluster: &Cluster, plan: &Plan, options: &GroupStatusO
                     let timeout = options.gang_wait_timeout_seconds;
                     let (key, min) = (&info.key, info.min_count);
                     let short = format!("{INITIALLY_SCHEDULED}=False ({GANG_WAIT_TIMEOUT_REASON})");
-                    match (&options.now, info.group.metadata.creation_timestamp.as_ref()) {
-                        (Some(now), Some(created)) => {
-                            let waited = now.0.as_second() - created.0.as_second();
-                            if waited > i64::try_from(timeout).unwrap_or(i64::MAX) {
-                                touched = true;
-                                wanted.push(Wanted {
-                                    type_: INITIALLY_SCHEDULED,
-                                    status: "False",
-                                    reason: GANG_WAIT_TIMEOUT_REASON,
-                                    message: format!(
-                                        "podgroup {key} has waited {waited}s for its pods, more than the gang wait timeout of {timeout}s: {exist} of minCount {min} exist; the gang is not attempted until all are created"
-                                    ),
-                                });
-                            }
+                    let created = info.group.metadata.creation_timestamp.as_ref();
+                    match muster_controllers::podgroup::gang_wait(created, options.now.as_ref(), timeout) {
+                        GangWait::Waiting => {}
+                        GangWait::TimedOut { waited_seconds: waited } => {
+                            touched = true;
+                            wanted.push(Wanted {
+                                type_: INITIALLY_SCHEDULED,
+                                status: "False",
+                                reason: GANG_WAIT_TIMEOUT_REASON,
+                                message: format!(
+                                    "podgroup {key} has waited {waited}s for its pods, more than the gang wait timeout of {timeout}s: {exist} of minCount {min} exist; the gang is not attempted until all are created"
+                                ),
+                            });
                         }
-                        (None, _) => {
+                        GangWait::NeedsNow => {
                             touched = true;
                             undecided.push(format!(
                                 "{short} is not written: whether the gang has waited more than {timeout}s since its creationTimestamp ({exist} of minCount {min} pods exist) needs --now"
                             ));
                         }
-                        (Some(_), None) => {
+                        GangWait::NoCreationTime => {
                             touched = true;
                             undecided.push(format!(
                                 "{short} is not written: the PodGroup has no creationTimestamp, so how long the gang has waited ({exist} of minCount {min} pods exist) is unknown"
