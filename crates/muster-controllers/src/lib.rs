@@ -27,6 +27,7 @@
 //! the default scheduler, which muster serves).
 
 pub mod deployment;
+pub mod eviction;
 pub mod job;
 pub mod naming;
 pub mod podgroup;

@@ -13,7 +13,6 @@ pub mod cycle;
 mod dra_memo;
 pub mod effects;
 pub mod engine;
-pub mod eviction;
 pub mod explain;
 pub mod fastdiv;
 pub mod framework;

@@ -11,11 +11,11 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, CompositePodGroupStatus};
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, PodGroupStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use muster_controllers::eviction::{DeviceKey, DeviceTaints, Eviction, evictions, rule_selects};
 use muster_controllers::podgroup::GangWait;
 use muster_controllers::{Created, Workloads};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
 use muster_sched::cycle::GANG_WAIT_TIMEOUT_REASON;
-use muster_sched::eviction::{DeviceKey, DeviceTaints, Eviction, evictions, rule_selects};
 use muster_sched::{Cluster, GroupNode, GroupOutcome, ModelError, Plan, SchedulerNames};
 
 /// How a world is built from manifests.

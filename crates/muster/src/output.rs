@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use muster_sched::eviction::{Eviction, TaintSource, rule_condition, taint_text};
+use muster_controllers::eviction::{Eviction, TaintSource, rule_condition, taint_text};
 use muster_sched::{Cluster, Plan, PodState};
 use serde_json::{Value, json};
 

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use muster_alloc::explain::{ClaimExplanation, ConstraintExplanation, DeviceStatus, RequestExplanation, Wanted};
-use muster_sched::eviction::{DeviceKey, taint_text};
+use muster_controllers::eviction::{DeviceKey, taint_text};
 use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod_within};
 use muster_sched::{
     Cluster, CompositeId, DraContext, FitError, GroupId, GroupNode, GroupOutcome, NodeId, Plan, PodId, PodState,
