@@ -1,7 +1,10 @@
-//! Workload controllers: the part of kube-controller-manager that turns workload objects into
-//! pods. A Deployment becomes a ReplicaSet, a ReplicaSet and a StatefulSet become their pods, a
+//! Controllers beside the scheduler: the parts of kube-controller-manager (and muster's own
+//! verdicts) that a world without them needs. The workload controllers turn workload objects into
+//! pods — a Deployment becomes a ReplicaSet, a ReplicaSet and a StatefulSet become their pods, a
 //! Job becomes its active pods — named, labelled and owned as the Kubernetes 1.37 controllers do
-//! it, so that a plan schedules what a cluster would actually be asked to schedule.
+//! it, so that a plan schedules what a cluster would actually be asked to schedule. Beside them:
+//! [`resourceclaim`] (claims from templates and their release), [`eviction`] (device taints and
+//! the pods NoExecute taints evict) and [`podgroup`] (the gang-wait verdict).
 //!
 //! This is not the scheduler's job, and it is not always on: a plan (`muster plan`, `why`, and
 //! `sim` when it exists) runs these controllers over its input before scheduling, because nothing
