@@ -6,22 +6,16 @@
 //! and every CompositePodGroup preempted as a whole. `--now` is every new condition's
 //! `lastTransitionTime`; without it a comment line names what is left out.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
+mod common;
+use common::{muster, root};
+
 const NOW: &str = "2026-01-01T00:00:00Z";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn muster(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_muster")).args(args).current_dir(root()).output().unwrap()
-}
 
 /// `muster plan PATHS -o yaml EXTRA...`, which must succeed.
 fn plan_yaml(paths: &[&str], extra: &[&str]) -> String {

@@ -1,43 +1,11 @@
 //! Hostile input at the edges: huge names, empty mappings, control characters, special files.
 //! Every input is generated here; nothing large is committed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn muster(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_muster")).args(args).current_dir(root()).output().unwrap()
-}
-
-fn muster_stdin(args: &[&str], text: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_muster"))
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let text = text.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{muster, muster_stdin, root, stderr, stdout};
 
 /// A fresh directory for one test.
 fn temp_dir(name: &str) -> PathBuf {

@@ -1,16 +1,8 @@
 //! `muster why`: the verdict, then each node's first failing Filter and the device accounting,
 //! for one cause per snapshot (tests/why/ and the scenarios that already show a cause).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn muster(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_muster")).args(args).current_dir(root()).output().unwrap()
-}
+mod common;
+use common::muster;
 
 /// `muster why TARGET PATHS...`: exit 0, and the command line with its output (for a snapshot).
 fn why(target: &str, paths: &[&str]) -> String {
