@@ -143,7 +143,7 @@ impl Plan {
                 (&mut result.outcome, later.outcome)
             {
                 *placed += more;
-                let head = format!("podgroup {key}: {placed} placed, {scheduled} already running, minCount {min}");
+                let head = group::scheduled_message(key, *placed, *scheduled, min);
                 let tail = result.message.split_once(&format!("minCount {min}")).map_or("", |(_, t)| t);
                 result.message = head + tail;
             }

@@ -1,7 +1,9 @@
 //! The scheduling queue, as kube-scheduler's `PriorityQueue` keeps it: an active queue in
 //! PrioritySort order, a backoff queue (1 s doubling to 10 s per entry), a pool of unschedulable
-//! entries that wait for a cluster event that could help them (queueing hints), and a pool of
-//! entries held back before any attempt (PreEnqueue: scheduling gates, a gang below `minCount`).
+//! entries that wait for a cluster event that could help them (queueing hints). Pods held back by
+//! scheduling gates never enter it (the store keeps them gated and queues them when the gates are
+//! gone); a gang below `minCount` is attempted, reported waiting and waits in the unschedulable
+//! pool for its pods (upstream's PreEnqueue keeps it out; the outcome is the same).
 //!
 //! Time is an input (`now`, in milliseconds of the world's clock); the queue never reads a clock.
 //! Entries are [`QueueEntry`] values: a pod, a PodGroup or a CompositePodGroup tree, each scheduled
@@ -90,7 +92,6 @@ enum Place {
     Active,
     Backoff,
     Unschedulable,
-    Gated,
     /// Popped and not yet reported back.
     InFlight,
 }
@@ -103,7 +104,7 @@ struct Info {
     attempts: u32,
     /// When the last attempt failed.
     failed_at: Millis,
-    /// What the entry waits for, in the unschedulable or gated pool.
+    /// What the entry waits for, in the unschedulable pool.
     wake: Wake,
     /// The move-request cycle when the entry was popped.
     popped_at_cycle: u64,
@@ -123,7 +124,6 @@ pub struct SchedulingQueue {
     backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
     /// In the unschedulable pool since, by entry.
     unschedulable: BTreeMap<QueueEntry, Millis>,
-    gated: BTreeSet<QueueEntry>,
     /// Counts pops; an event records the count (`moveRequestCycle`): an entry whose attempt was
     /// in flight during an event goes to backoff rather than waiting for another event.
     cycle: u64,
@@ -187,16 +187,6 @@ impl SchedulingQueue {
         self.info.insert(entry, info);
     }
 
-    /// Adds a new entry that PreEnqueue holds back until an event it waits for.
-    pub fn add_gated(&mut self, entry: QueueEntry, order: OrderKey, wake: Wake) {
-        if self.info.contains_key(&entry) {
-            return;
-        }
-        let info = Info { order, place: Place::Gated, attempts: 0, failed_at: 0, wake, popped_at_cycle: 0 };
-        self.info.insert(entry, info);
-        self.gated.insert(entry);
-    }
-
     /// Removes an entry wherever it is (deleted, or scheduled by other means).
     pub fn remove(&mut self, entry: QueueEntry) {
         let Some(info) = self.info.remove(&entry) else { return };
@@ -206,9 +196,6 @@ impl SchedulingQueue {
             }
             Place::Unschedulable => {
                 self.unschedulable.remove(&entry);
-            }
-            Place::Gated => {
-                self.gated.remove(&entry);
             }
             // Popped lazily: `pop` skips entries it no longer knows.
             Place::Active | Place::InFlight => {}
@@ -270,17 +257,12 @@ impl SchedulingQueue {
         }
     }
 
-    /// A cluster event of kind `event` happened at `now`: every unschedulable or gated entry
+    /// A cluster event of kind `event` happened at `now`: every unschedulable entry
     /// waiting for it moves to the active queue (or to backoff, while its backoff lasts).
     pub fn on_event(&mut self, event: Wake, now: Millis) {
         self.move_request_cycle = self.cycle;
-        let woken: Vec<QueueEntry> = self
-            .unschedulable
-            .keys()
-            .chain(self.gated.iter())
-            .copied()
-            .filter(|e| self.info[e].wake.intersects(event))
-            .collect();
+        let woken: Vec<QueueEntry> =
+            self.unschedulable.keys().copied().filter(|e| self.info[e].wake.intersects(event)).collect();
         for entry in woken {
             self.requeue(entry, now);
         }
@@ -320,20 +302,15 @@ impl SchedulingQueue {
         self.backoff.is_empty() && !self.info.values().any(|i| i.place == Place::Active)
     }
 
-    /// Entries waiting for an event (unschedulable or gated), in no particular order.
-    pub fn waiting(&self) -> impl Iterator<Item = QueueEntry> + '_ {
-        self.unschedulable.keys().chain(self.gated.iter()).copied()
-    }
-
     /// How many attempts an entry has had.
     pub fn attempts(&self, entry: QueueEntry) -> u32 {
         self.info.get(&entry).map_or(0, |i| i.attempts)
     }
 
-    /// Counts per place: (active, backoff, unschedulable, gated) — `scheduler_pending_pods`.
-    pub fn counts(&self) -> (usize, usize, usize, usize) {
+    /// Counts per place: (active, backoff, unschedulable) — `scheduler_pending_pods`.
+    pub fn counts(&self) -> (usize, usize, usize) {
         let active = self.info.values().filter(|i| i.place == Place::Active).count();
-        (active, self.backoff.len(), self.unschedulable.len(), self.gated.len())
+        (active, self.backoff.len(), self.unschedulable.len())
     }
 
     fn requeue(&mut self, entry: QueueEntry, now: Millis) {
@@ -341,9 +318,6 @@ impl SchedulingQueue {
         match info.place {
             Place::Unschedulable => {
                 self.unschedulable.remove(&entry);
-            }
-            Place::Gated => {
-                self.gated.remove(&entry);
             }
             _ => return,
         }
@@ -462,14 +436,15 @@ mod tests {
     }
 
     #[test]
-    fn gated_entries_wait_for_their_event_and_removed_entries_are_never_popped() {
+    fn removed_entries_are_never_popped_and_leave_no_count() {
         let mut q = SchedulingQueue::new();
-        q.add_gated(QueueEntry::Group(crate::cluster::GroupId(0)), key(0, "g"), Wake::POD_CHANGED);
+        q.add(pod(0), key(0, "a"));
         q.add(pod(1), key(0, "p"));
         q.remove(pod(1));
-        assert_eq!(q.pop(0), None);
-        q.on_event(Wake::POD_CHANGED, 0);
-        assert_eq!(q.pop(0), Some(QueueEntry::Group(crate::cluster::GroupId(0))), "never attempted: no backoff");
-        assert_eq!(q.counts(), (0, 0, 0, 0));
+        assert_eq!(q.pop(0), Some(pod(0)));
+        q.failed(pod(0), Wake::POD_CHANGED, 0);
+        assert_eq!(q.counts(), (0, 0, 1));
+        q.remove(pod(0));
+        assert_eq!((q.pop(10_000), q.counts()), (None, (0, 0, 0)));
     }
 }

@@ -47,7 +47,7 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     let first = engine.schedule(0);
     assert!(first.placements.is_empty());
     assert_eq!(first.unschedulable[0].1.message(), "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found.");
-    assert_eq!(engine.queue().counts(), (0, 0, 1, 0), "waiting in the unschedulable pool");
+    assert_eq!(engine.queue().counts(), (0, 0, 1), "waiting in the unschedulable pool");
     let pod = first.unschedulable[0].0;
     let message = "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found.".to_string();
     assert_eq!(

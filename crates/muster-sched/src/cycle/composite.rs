@@ -357,8 +357,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         };
         match self.place_group(&attempt) {
             Ok((placed, failed, undo)) => {
-                let message =
-                    format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
+                let message = super::group::scheduled_message(&key, placed.len(), scheduled, min);
                 let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
                 out.leaves.push(GroupResult { group: g, outcome, message, preemption: None });
                 out.placed.extend(placed);

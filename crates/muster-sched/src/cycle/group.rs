@@ -142,8 +142,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             },
         };
         let (placed, failed, _) = result;
-        let mut message =
-            format!("podgroup {key}: {} placed, {scheduled} already running, minCount {min}", placed.len());
+        let mut message = scheduled_message(&key, placed.len(), scheduled, min);
         let preemption = self.victims_text(&victims, &against, &mut message);
         let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
         plan.groups.push(GroupResult { group: g, outcome, message, preemption });
@@ -459,4 +458,9 @@ pub(super) fn priority_mismatch(
             odd.join(", ")
         )
     })
+}
+
+/// A scheduled PodGroup's reason: what it placed, what already ran, its minCount.
+pub(super) fn scheduled_message(key: &str, placed: usize, running: usize, min: usize) -> String {
+    format!("podgroup {key}: {placed} placed, {running} already running, minCount {min}")
 }

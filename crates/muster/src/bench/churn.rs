@@ -111,9 +111,9 @@ pub fn churn(nodes: usize, running: usize, count: usize, seed: u64) -> anyhow::R
     let c = engine.cluster();
     let bound = c.pods.iter().filter(|p| matches!(p.state, PodState::Bound(_))).count();
     let pending = c.pods.iter().filter(|p| p.state == PodState::Pending).count();
-    let (active, backoff, unschedulable, gated) = engine.queue().counts();
+    let (active, backoff, unschedulable) = engine.queue().counts();
     Ok(format!(
-        "churn: {nodes} nodes, {running} running pods, {count} events (seed {seed})\n  total: {:.3} s ({:.0} events/s), of which confirming {confirms} bindings {:.3} s (making the events, not counted: {:.3} s)\n  apply: pod add median {:.2} µs (p99 {:.2} µs), pod delete median {:.2} µs (p99 {:.2} µs)\n  placed: {placed}; at the end {bound} bound, {pending} pending (queue: {active} active, {backoff} backoff, {unschedulable} unschedulable, {gated} gated)\n  peak RSS: {:.0} MiB\n",
+        "churn: {nodes} nodes, {running} running pods, {count} events (seed {seed})\n  total: {:.3} s ({:.0} events/s), of which confirming {confirms} bindings {:.3} s (making the events, not counted: {:.3} s)\n  apply: pod add median {:.2} µs (p99 {:.2} µs), pod delete median {:.2} µs (p99 {:.2} µs)\n  placed: {placed}; at the end {bound} bound, {pending} pending (queue: {active} active, {backoff} backoff, {unschedulable} unschedulable)\n  peak RSS: {:.0} MiB\n",
         secs(total),
         count as f64 / secs(total),
         secs(confirm_time),
