@@ -137,15 +137,6 @@ fn group_name(pod: &Pod) -> Option<&str> {
     pod.spec.as_ref()?.scheduling_group.as_ref()?.pod_group_name.as_deref()
 }
 
-/// `namespace/name` of a pod object.
-fn pod_key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
 impl Cluster {
     /// Applies one change. The cluster is unchanged when an error is returned.
     pub fn apply(&mut self, change: Change) -> Result<Applied, ModelError> {
@@ -273,10 +264,10 @@ impl Cluster {
         // As kube-scheduler's informers do (`TransformStripManagedFields`): the engine never
         // reads them, and they are often half of a live object.
         pod.metadata.managed_fields = None;
-        let known = self.pod_id(&pod_key(&pod));
         let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
         let node = node_name.and_then(|n| self.node_id(n));
         let mut info = self.pod_info(pod, |_| node)?;
+        let known = self.pod_id(&info.key);
         let mut applied = Applied::default();
         let id = match known {
             Some(id) => {
