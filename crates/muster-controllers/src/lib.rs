@@ -37,6 +37,7 @@ pub mod podgroup;
 mod pods;
 pub mod replicaset;
 pub mod resourceclaim;
+pub mod slice_view;
 pub mod statefulset;
 
 use std::fmt;

@@ -11,8 +11,9 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::api::scheduling::v1alpha3::{CompositePodGroup, CompositePodGroupStatus};
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, PodGroupStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use muster_controllers::eviction::{DeviceKey, DeviceTaints, Eviction, evictions, rule_selects};
+use muster_controllers::eviction::{DeviceTaints, Eviction, evictions};
 use muster_controllers::podgroup::GangWait;
+use muster_controllers::slice_view::scheduling_view;
 use muster_controllers::{Created, Workloads};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
 use muster_sched::cycle::GANG_WAIT_TIMEOUT_REASON;
@@ -194,12 +195,7 @@ impl World {
             found.into_iter().map(|w| model_diagnostic(w, &origins)).collect()
         };
         // The taints as published, with their sources; then the slices as the scheduler sees them.
-        let mut taints = DeviceTaints::new(&slices, &rules);
-        apply_taint_rules(&mut slices, &rules);
-        if options.health_propagation {
-            taints.propagate_health(&slices);
-            apply_propagated_taints(&mut slices, &taints);
-        }
+        let (slices, taints) = scheduling_view(&slices, &rules, options.health_propagation);
         let evictions =
             evictions(cluster.claims.iter().map(|c| &c.claim), cluster.pods.iter().map(|p| &*p.pod), &taints);
         Ok(World {
@@ -258,39 +254,6 @@ fn api_server_rules(
         out.extend(validate::on("DeviceClass", &name, validate::device_class(c)));
     }
     out
-}
-
-/// DeviceTaintRules, applied as the scheduler sees slices: each rule's taint is added to every
-/// device its selector names (driver, pool, device; a rule without a selector names every device,
-/// as upstream's code does).
-fn apply_taint_rules(slices: &mut [ResourceSlice], rules: &[DeviceTaintRule]) {
-    for rule in rules {
-        for s in slices.iter_mut() {
-            let (driver, pool) = (s.spec.driver.as_str(), s.spec.pool.name.as_str());
-            for d in s.spec.devices.iter_mut().flatten() {
-                if rule_selects(rule, driver, pool, &d.name) {
-                    d.taints.get_or_insert_with(Vec::new).push(rule.spec.taint.clone());
-                }
-            }
-        }
-    }
-}
-
-/// Health propagation, applied after the rules: each device gets the taints
-/// [`DeviceTaints::propagate_health`] copied to it from its full device.
-fn apply_propagated_taints(slices: &mut [ResourceSlice], taints: &DeviceTaints) {
-    let propagated = taints.propagated();
-    if propagated.is_empty() {
-        return;
-    }
-    for s in slices.iter_mut() {
-        let (driver, pool) = (s.spec.driver.clone(), s.spec.pool.name.clone());
-        for d in s.spec.devices.iter_mut().flatten() {
-            if let Some(extra) = propagated.get(&DeviceKey::new(&driver, &pool, &d.name)) {
-                d.taints.get_or_insert_with(Vec::new).extend(extra.iter().map(|t| t.taint.clone()));
-            }
-        }
-    }
 }
 
 fn object_key(ns: Option<&str>, name: Option<&str>, namespaced: bool) -> String {
