@@ -14,6 +14,7 @@ mod effects;
 mod fuzz;
 mod memory;
 mod output;
+mod run;
 mod text;
 mod why;
 
@@ -73,6 +74,11 @@ enum Command {
         #[command(subcommand)]
         suite: ConformanceSuite,
     },
+    /// Run as a live scheduler against a Kubernetes API server: watch, schedule with the same
+    /// engine as `plan`, and write as kube-scheduler 1.37 does (claims' status, bindings,
+    /// PodScheduled conditions, events). Serves pods whose schedulerName is muster, beside
+    /// kube-scheduler. Runs until SIGINT/SIGTERM (or, with --exit-when-idle, until idle).
+    Run(run::RunArgs),
     /// Measure muster on generated clusters in scheduler_perf's shapes.
     Bench {
         #[command(subcommand)]
@@ -352,6 +358,7 @@ fn main() -> ExitCode {
                 if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
             })
         }
+        Command::Run(args) => run::run(args),
         Command::Bench { bench } => run_bench(bench),
     };
     match result {

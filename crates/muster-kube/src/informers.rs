@@ -1,0 +1,143 @@
+//! Watches: one kube-runtime watcher per kind, each reporting to the scheduler's loop through one
+//! bounded channel (a slow loop slows the watches, nothing queues without bound). A watcher that
+//! lists again (after a 410 Gone or a dropped connection) reports the objects that went missing
+//! meanwhile as deletions, then that its kind is synced again.
+
+use std::collections::HashSet;
+
+use futures::StreamExt;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, ResourceExt};
+use tokio::sync::mpsc;
+
+use crate::Msg;
+use crate::observed::{Kind, Watched, key_of};
+
+/// Starts the watches of every kind the engine reads.
+pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::JoinHandle<()>> {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+    vec![
+        spawn::<PriorityClass>(Api::all(client.clone()), tx.clone()),
+        spawn::<Node>(Api::all(client.clone()), tx.clone()),
+        spawn::<DeviceClass>(Api::all(client.clone()), tx.clone()),
+        spawn::<ResourceSlice>(Api::all(client.clone()), tx.clone()),
+        spawn::<DeviceTaintRule>(Api::all(client.clone()), tx.clone()),
+        spawn::<PodDisruptionBudget>(Api::all(client.clone()), tx.clone()),
+        spawn::<PodGroup>(Api::all(client.clone()), tx.clone()),
+        spawn::<ResourceClaim>(Api::all(client.clone()), tx.clone()),
+        spawn::<Pod>(Api::all(client.clone()), tx.clone()),
+    ]
+}
+
+fn spawn<K: Watched>(api: Api<K>, tx: mpsc::Sender<Msg>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+        let mut relist = Relist::default();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(event) => {
+                    for msg in relist.on(event) {
+                        if tx.send(msg).await.is_err() {
+                            return; // the loop is gone
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(kind = ?K::KIND, error = %e, "watch failed; retrying with backoff"),
+            }
+        }
+    })
+}
+
+/// The objects of one kind a watch has reported, to turn a fresh listing into deletions.
+struct Relist<K> {
+    known: HashSet<String>,
+    listing: Option<HashSet<String>>,
+    _kind: std::marker::PhantomData<K>,
+}
+
+impl<K> Default for Relist<K> {
+    fn default() -> Self {
+        Relist { known: HashSet::new(), listing: None, _kind: std::marker::PhantomData }
+    }
+}
+
+impl<K: Watched> Relist<K> {
+    fn on(&mut self, event: Event<K>) -> Vec<Msg> {
+        match event {
+            Event::Init => {
+                self.listing = Some(HashSet::new());
+                Vec::new()
+            }
+            Event::InitApply(o) => {
+                self.listing.get_or_insert_with(HashSet::new).insert(key_of(o.meta()));
+                vec![Msg::Apply(o.wrap())]
+            }
+            Event::InitDone => {
+                let seen = self.listing.take().unwrap_or_default();
+                let mut gone: Vec<String> = self.known.difference(&seen).cloned().collect();
+                gone.sort();
+                self.known = seen;
+                let mut out: Vec<Msg> = gone.into_iter().map(|k| Msg::Delete(K::KIND, k)).collect();
+                out.push(Msg::Synced(K::KIND));
+                out
+            }
+            Event::Apply(o) => {
+                self.known.insert(key_of(o.meta()));
+                vec![Msg::Apply(o.wrap())]
+            }
+            Event::Delete(o) => {
+                let key = key_of(o.meta());
+                self.known.remove(&key);
+                tracing::trace!(kind = ?K::KIND, name = %o.name_any(), "deleted");
+                vec![Msg::Delete(K::KIND, key)]
+            }
+        }
+    }
+}
+
+/// Every kind the loop waits for before its first schedule.
+pub fn all_kinds() -> HashSet<Kind> {
+    Kind::ALL.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::ObjectMeta;
+
+    fn node(name: &str) -> Node {
+        Node { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() }
+    }
+
+    fn describe(msgs: &[Msg]) -> Vec<String> {
+        msgs.iter()
+            .map(|m| match m {
+                Msg::Apply(o) => format!("apply {:?}", o.kind()),
+                Msg::Delete(k, key) => format!("delete {k:?} {key}"),
+                Msg::Synced(k) => format!("synced {k:?}"),
+                Msg::Done(_) => "done".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_relisting_reports_what_went_missing_as_deleted() {
+        let mut r = Relist::<Node>::default();
+        let mut out = Vec::new();
+        for e in [Event::Init, Event::InitApply(node("a")), Event::InitApply(node("b")), Event::InitDone] {
+            out.extend(r.on(e));
+        }
+        assert_eq!(describe(&out), ["apply Node", "apply Node", "synced Node"]);
+        out.clear();
+        for e in [Event::Apply(node("c")), Event::Init, Event::InitApply(node("b")), Event::InitDone] {
+            out.extend(r.on(e));
+        }
+        assert_eq!(describe(&out), ["apply Node", "apply Node", "delete Node a", "delete Node c", "synced Node"]);
+    }
+}

@@ -1,0 +1,180 @@
+//! The engine's effects as jobs for the API server: owned copies of what each write needs,
+//! grouped the way kube-scheduler's binding cycle runs them (a pod's claims written, then the pod
+//! bound, then its `Scheduled` event). Pods that share a claim placed in one plan form one unit,
+//! run in order, so that none is bound before the claim it needs is written.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::{Pod, PodExtendedResourceClaimStatus};
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use muster_sched::effects::{EventType, Preemptor};
+use muster_sched::{ClaimId, Cluster, Effect};
+
+/// A pod, as the API server names it (its uid is every write's precondition).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodRef {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl PodRef {
+    pub fn of(pod: &Pod) -> PodRef {
+        PodRef {
+            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+        }
+    }
+
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A claim to write: as the engine assumed it (allocation and `reservedFor`), and whether it must
+/// be created first (the special extended-resources claim).
+#[derive(Clone, Debug)]
+pub struct ClaimWrite {
+    pub claim: ResourceClaim,
+    pub create: bool,
+}
+
+impl ClaimWrite {
+    pub fn key(&self) -> String {
+        crate::observed::key_of(&self.claim.metadata)
+    }
+}
+
+/// A pod to bind.
+#[derive(Clone, Debug)]
+pub struct Binding {
+    pub pod: PodRef,
+    pub node: String,
+    /// The pod's `status.extendedResourceClaimStatus`, patched before the binding.
+    pub extended: Option<PodExtendedResourceClaimStatus>,
+}
+
+/// Pods bound together after their claims are written.
+#[derive(Clone, Debug, Default)]
+pub struct BindUnit {
+    pub claims: Vec<ClaimWrite>,
+    pub pods: Vec<Binding>,
+}
+
+/// One job for the API server.
+#[derive(Clone, Debug)]
+pub enum Job {
+    /// `DisruptionTarget=True` on the victim, its deletion, and a `Preempted` event.
+    Evict {
+        victim: PodRef,
+        by: String,
+    },
+    Bind(BindUnit),
+    /// `PodScheduled=False` (sent only when it changes the pod's condition) and a
+    /// `FailedScheduling` event.
+    Unschedulable {
+        pod: PodRef,
+        reason: &'static str,
+        message: String,
+        patch: bool,
+    },
+    /// A PodGroup's condition.
+    GroupCondition {
+        namespace: String,
+        name: String,
+        type_: &'static str,
+        status: &'static str,
+        reason: &'static str,
+        message: String,
+    },
+    /// Any other event about a pod.
+    Event {
+        pod: PodRef,
+        kind: EventType,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    },
+}
+
+/// The jobs for `effects`, decided over `cluster` (which holds their results), in order.
+pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    let mut pending: Vec<ClaimWrite> = Vec::new();
+    let mut pending_ids: Vec<ClaimId> = Vec::new();
+    let mut unit_of_claim: HashMap<ClaimId, usize> = HashMap::new();
+    let pod_ref = |p: muster_sched::PodId| PodRef::of(&cluster.pod(p).pod);
+    for effect in effects {
+        match effect {
+            Effect::Evict { pod, by } => {
+                let by = match by {
+                    Preemptor::Pod(q) => format!("pod {}", cluster.pod(q).key),
+                    Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
+                };
+                jobs.push(Job::Evict { victim: pod_ref(pod), by });
+            }
+            Effect::CreateExtendedClaim { claim, .. } => {
+                pending.push(ClaimWrite { claim: cluster.claims[claim].claim.clone(), create: true });
+                pending_ids.push(claim);
+            }
+            Effect::WriteClaimStatus { claim } => {
+                if !pending_ids.contains(&claim) {
+                    pending.push(ClaimWrite { claim: cluster.claims[claim].claim.clone(), create: false });
+                    pending_ids.push(claim);
+                }
+            }
+            Effect::Bind { pod, node } => {
+                let info = cluster.pod(pod);
+                let shared = info.claims.iter().flatten().find_map(|c| unit_of_claim.get(c).copied());
+                let index = shared.unwrap_or_else(|| {
+                    jobs.push(Job::Bind(BindUnit::default()));
+                    jobs.len() - 1
+                });
+                for id in pending_ids.drain(..) {
+                    unit_of_claim.insert(id, index);
+                }
+                let Job::Bind(unit) = &mut jobs[index] else { unreachable!("unit_of_claim names bind jobs") };
+                unit.claims.append(&mut pending);
+                unit.pods.push(Binding {
+                    pod: pod_ref(pod),
+                    node: cluster.node(node).name().to_string(),
+                    extended: info.pod.status.as_ref().and_then(|s| s.extended_resource_claim_status.clone()),
+                });
+            }
+            Effect::PodUnschedulable { pod, reason, message } => {
+                let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
+                jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch });
+            }
+            Effect::GroupCondition { group, type_, status, reason, message } => {
+                let key = cluster.node_key(group);
+                let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
+                jobs.push(Job::GroupCondition {
+                    namespace: namespace.to_string(),
+                    name: name.to_string(),
+                    type_,
+                    status,
+                    reason,
+                    message,
+                });
+            }
+            // The writer sends these with the binding and the status they go with.
+            Effect::Event { reason: "Scheduled" | "FailedScheduling", .. } => {}
+            Effect::Event { pod, kind, reason, action, note } => {
+                jobs.push(Job::Event { pod: pod_ref(pod), kind, reason, action, note })
+            }
+        }
+    }
+    jobs
+}
+
+/// Whether the pod already has this condition (the patch would change nothing).
+fn has_condition(pod: &Pod, type_: &str, status: &str, reason: &str, message: &str) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.into_iter().flatten().any(|c| {
+        c.type_ == type_
+            && c.status == status
+            && c.reason.as_deref() == Some(reason)
+            && c.message.as_deref() == Some(message)
+    })
+}

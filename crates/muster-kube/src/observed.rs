@@ -1,0 +1,145 @@
+//! What the watches report, as one message type the scheduler's loop takes in order.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use muster_sched::store::Change;
+
+/// The kinds muster watches, in the order a first listing is applied (what others refer to
+/// first, pods last), so that the first schedule sees one consistent snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    PriorityClass,
+    Node,
+    DeviceClass,
+    ResourceSlice,
+    DeviceTaintRule,
+    PodDisruptionBudget,
+    PodGroup,
+    ResourceClaim,
+    Pod,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 9] = [
+        Kind::PriorityClass,
+        Kind::Node,
+        Kind::DeviceClass,
+        Kind::ResourceSlice,
+        Kind::DeviceTaintRule,
+        Kind::PodDisruptionBudget,
+        Kind::PodGroup,
+        Kind::ResourceClaim,
+        Kind::Pod,
+    ];
+
+    /// DeviceClasses, ResourceSlices and DeviceTaintRules: the allocator's inputs, which the
+    /// engine takes as a whole (a change rebuilds the slice index).
+    pub fn is_dra_input(self) -> bool {
+        matches!(self, Kind::DeviceClass | Kind::ResourceSlice | Kind::DeviceTaintRule)
+    }
+}
+
+/// One object as a watch reported it.
+#[derive(Clone, Debug)]
+pub enum Object {
+    PriorityClass(Box<PriorityClass>),
+    Node(Box<Node>),
+    DeviceClass(Box<DeviceClass>),
+    ResourceSlice(Box<ResourceSlice>),
+    DeviceTaintRule(Box<DeviceTaintRule>),
+    PodDisruptionBudget(Box<PodDisruptionBudget>),
+    PodGroup(Box<PodGroup>),
+    ResourceClaim(Box<ResourceClaim>),
+    Pod(Box<Pod>),
+}
+
+impl Object {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Object::PriorityClass(_) => Kind::PriorityClass,
+            Object::Node(_) => Kind::Node,
+            Object::DeviceClass(_) => Kind::DeviceClass,
+            Object::ResourceSlice(_) => Kind::ResourceSlice,
+            Object::DeviceTaintRule(_) => Kind::DeviceTaintRule,
+            Object::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
+            Object::PodGroup(_) => Kind::PodGroup,
+            Object::ResourceClaim(_) => Kind::ResourceClaim,
+            Object::Pod(_) => Kind::Pod,
+        }
+    }
+
+    /// The engine's change for this object, for the kinds the store takes one at a time.
+    pub fn upsert(self) -> Option<Change> {
+        Some(match self {
+            Object::PriorityClass(o) => Change::UpsertPriorityClass(o),
+            Object::Node(o) => Change::UpsertNode(o),
+            Object::PodDisruptionBudget(o) => Change::UpsertPodDisruptionBudget(o),
+            Object::PodGroup(o) => Change::UpsertPodGroup(o),
+            Object::ResourceClaim(o) => Change::UpsertClaim(o),
+            Object::Pod(o) => Change::UpsertPod(o),
+            Object::DeviceClass(_) | Object::ResourceSlice(_) | Object::DeviceTaintRule(_) => return None,
+        })
+    }
+}
+
+/// The engine's change for a deletion, for the kinds the store takes one at a time.
+pub fn delete(kind: Kind, key: String) -> Option<Change> {
+    Some(match kind {
+        Kind::PriorityClass => Change::DeletePriorityClass(key),
+        Kind::Node => Change::DeleteNode(key),
+        Kind::PodDisruptionBudget => Change::DeletePodDisruptionBudget(key),
+        Kind::PodGroup => Change::DeletePodGroup(key),
+        Kind::ResourceClaim => Change::DeleteClaim(key),
+        Kind::Pod => Change::DeletePod(key),
+        Kind::DeviceClass | Kind::ResourceSlice | Kind::DeviceTaintRule => return None,
+    })
+}
+
+/// A watched type: its kind and how it is wrapped.
+pub trait Watched:
+    kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
+{
+    const KIND: Kind;
+    fn wrap(self) -> Object;
+}
+
+macro_rules! watched {
+    ($($ty:ty => $kind:ident),* $(,)?) => {$(
+        impl Watched for $ty {
+            const KIND: Kind = Kind::$kind;
+            fn wrap(self) -> Object {
+                Object::$kind(Box::new(self))
+            }
+        }
+    )*};
+}
+
+watched! {
+    PriorityClass => PriorityClass,
+    Node => Node,
+    DeviceClass => DeviceClass,
+    ResourceSlice => ResourceSlice,
+    DeviceTaintRule => DeviceTaintRule,
+    PodDisruptionBudget => PodDisruptionBudget,
+    PodGroup => PodGroup,
+    ResourceClaim => ResourceClaim,
+    Pod => Pod,
+}
+
+/// `namespace/name`, or `name` for a cluster-scoped object: the store's keys.
+pub fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    let name = meta.name.as_deref().unwrap_or_default();
+    match meta.namespace.as_deref() {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// A resourceVersion as the number the API server issues (the assume cache compares them as
+/// numbers, as upstream's does); `None` for one that is not a number.
+pub fn resource_version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<u64> {
+    meta.resource_version.as_deref().and_then(|v| v.parse().ok())
+}

@@ -1,0 +1,326 @@
+//! Jobs carried out against the API server, as kube-scheduler 1.37 writes them
+//! (live-and-sim.md §2): a claim's finalizer by update, its allocation and `reservedFor` by an
+//! update of `resourceclaims/status` carrying the resourceVersion, retried on conflict after
+//! reading the claim again (and given up when it was allocated elsewhere meanwhile or is being
+//! deleted); `pods/binding`; `PodScheduled=False` by a strategic-merge patch of `pods/status`;
+//! events.k8s.io/v1 events; victims marked `DisruptionTarget` and deleted with their uid as
+//! precondition; Unreserve as a strategic-merge patch deleting the pod's `reservedFor` entry.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Api, Client};
+use muster_sched::effects::EventType;
+use serde_json::json;
+
+use crate::jobs::{BindUnit, Binding as PodBinding, ClaimWrite, Job, PodRef};
+use crate::limiter::Limiter;
+use crate::metrics::Metrics;
+
+/// The finalizer that keeps an allocated claim from going before it is deallocated.
+pub const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+/// Conflicts retried per claim write (client-go's `retry.DefaultRetry` makes 5 steps).
+const CONFLICT_RETRIES: usize = 5;
+/// Upstream's limit on an event's note.
+const NOTE_LIMIT: usize = 1024;
+
+/// What a job did, reported to the loop.
+#[derive(Debug)]
+pub enum Done {
+    /// A binding unit: each claim written (the API server's copy) or not, each pod bound or why not.
+    Bind { claims: Vec<(String, Option<ResourceClaim>)>, pods: Vec<(PodRef, std::result::Result<(), String>)> },
+    /// Any other job (a failure is logged).
+    Other,
+}
+
+/// The API client with what every write needs.
+pub struct Writer {
+    pub client: Client,
+    pub limiter: Limiter,
+    pub metrics: Arc<Metrics>,
+    /// The `reportingInstance` of events (the leader's identity).
+    pub identity: String,
+}
+
+type Result<T> = std::result::Result<T, kube::Error>;
+
+impl Writer {
+    pub async fn run(&self, job: Job) -> Done {
+        match job {
+            Job::Bind(unit) => self.bind_unit(unit).await,
+            Job::Evict { victim, by } => {
+                if let Err(e) = self.evict(&victim, &by).await {
+                    tracing::warn!(pod = %victim.key(), error = %e, "preemption: victim not deleted");
+                }
+                Done::Other
+            }
+            Job::Unschedulable { pod, reason, message, patch } => {
+                if patch && let Err(e) = self.unschedulable(&pod, reason, &message).await {
+                    tracing::warn!(pod = %pod.key(), error = %e, "PodScheduled=False not written");
+                }
+                self.event(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message).await;
+                Done::Other
+            }
+            Job::GroupCondition { namespace, name, type_, status, reason, message } => {
+                let patch = json!({"status": {"conditions": [{
+                    "type": type_, "status": status, "reason": reason, "message": message,
+                    "lastTransitionTime": Time(now()),
+                }]}});
+                let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &namespace);
+                let (params, patch) = (pps(), Patch::Strategic(patch));
+                let r = self.call("patch", "podgroups/status", api.patch_status(&name, &params, &patch)).await;
+                if let Err(e) = r {
+                    tracing::warn!(podgroup = %format!("{namespace}/{name}"), error = %e, "condition not written");
+                }
+                Done::Other
+            }
+            Job::Event { pod, kind, reason, action, note } => {
+                self.event(&pod, kind, reason, action, &note).await;
+                Done::Other
+            }
+        }
+    }
+
+    /// Claims first, then each pod: its extended-resources status, its binding, its event. A
+    /// claim that cannot be written fails every pod of the unit (none is bound without it).
+    async fn bind_unit(&self, unit: BindUnit) -> Done {
+        let started = Instant::now();
+        let mut claims = Vec::new();
+        let mut failed: Option<String> = None;
+        for write in &unit.claims {
+            let key = write.key();
+            if failed.is_some() {
+                claims.push((key, None));
+                continue;
+            }
+            match self.write_claim(write).await {
+                Ok(c) => claims.push((key, Some(c))),
+                Err(e) => {
+                    failed = Some(format!("claim {key}: {e}"));
+                    claims.push((key, None));
+                }
+            }
+        }
+        let mut pods = Vec::new();
+        for b in &unit.pods {
+            let result = match &failed {
+                Some(e) => Err(e.clone()),
+                None => self.bind(b).await.map_err(|e| e.to_string()),
+            };
+            if result.is_ok() {
+                let note = format!("Successfully assigned {} to {}", b.pod.key(), b.node);
+                self.event(&b.pod, EventType::Normal, "Scheduled", "Binding", &note).await;
+                self.metrics.binding_seconds.observe(started.elapsed().as_secs_f64());
+            }
+            pods.push((b.pod.clone(), result));
+        }
+        Done::Bind { claims, pods }
+    }
+
+    /// DynamicResources' PreBind for one claim (upstream's `bindClaim`).
+    async fn write_claim(&self, write: &ClaimWrite) -> std::result::Result<ResourceClaim, String> {
+        let want = &write.claim;
+        let ns = want.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let name = want.metadata.name.clone().unwrap_or_default();
+        let api: Api<ResourceClaim> = Api::namespaced(self.client.clone(), &ns);
+        let mut current = want.clone();
+        if write.create {
+            let mut fresh = want.clone();
+            fresh.status = None;
+            fresh.metadata.resource_version = None;
+            current =
+                self.call("create", "resourceclaims", api.create(&pp(), &fresh)).await.map_err(|e| e.to_string())?;
+        }
+        for attempt in 0..CONFLICT_RETRIES {
+            if attempt > 0 {
+                current = self.call("get", "resourceclaims", api.get(&name)).await.map_err(|e| e.to_string())?;
+                check_still_ours(&current, want)?;
+            }
+            if !current.metadata.finalizers.iter().flatten().any(|f| f == CLAIM_FINALIZER) {
+                current.metadata.finalizers.get_or_insert_with(Vec::new).push(CLAIM_FINALIZER.into());
+                match self.call("update", "resourceclaims", api.replace(&name, &pp(), &current)).await {
+                    Ok(c) => current = c,
+                    Err(e) if conflict(&e) => continue,
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            let next = with_allocation(&current, want);
+            match self.call("update", "resourceclaims/status", api.replace_status(&name, &pp(), &next)).await {
+                Ok(c) => return Ok(c),
+                Err(e) if conflict(&e) => continue,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Err(format!("still conflicting after {CONFLICT_RETRIES} attempts"))
+    }
+
+    async fn bind(&self, b: &PodBinding) -> Result<()> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &b.pod.namespace);
+        if let Some(status) = &b.extended {
+            let patch = json!({"status": {"extendedResourceClaimStatus": status}});
+            self.call("patch", "pods/status", api.patch_status(&b.pod.name, &pps(), &Patch::Strategic(patch))).await?;
+        }
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(b.pod.name.clone()),
+                namespace: Some(b.pod.namespace.clone()),
+                uid: Some(b.pod.uid.clone()),
+                ..Default::default()
+            },
+            target: ObjectReference { kind: Some("Node".into()), name: Some(b.node.clone()), ..Default::default() },
+        };
+        let params = pp();
+        let call = api.create_subresource::<_, serde_json::Value>("binding", &b.pod.name, &params, &binding);
+        self.call("create", "pods/binding", call).await.map(|_| ())
+    }
+
+    /// Unreserve: the pod's entry leaves the claim's `reservedFor`.
+    pub async fn unreserve(&self, claim: &ResourceClaim, pod_uid: &str) -> Result<ResourceClaim> {
+        let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+        let api: Api<ResourceClaim> = Api::namespaced(self.client.clone(), ns);
+        let patch = json!({
+            "metadata": {"uid": claim.metadata.uid},
+            "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]},
+        });
+        let name = claim.metadata.name.as_deref().unwrap_or_default();
+        self.call("patch", "resourceclaims/status", api.patch_status(name, &pps(), &Patch::Strategic(patch))).await
+    }
+
+    async fn evict(&self, victim: &PodRef, by: &str) -> Result<()> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &victim.namespace);
+        let message = format!("muster: preempting to accommodate {by}");
+        let patch = json!({"status": {"conditions": [{
+            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+            "message": message, "lastTransitionTime": Time(now()),
+        }]}});
+        self.call("patch", "pods/status", api.patch_status(&victim.name, &pps(), &Patch::Strategic(patch))).await?;
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions { uid: Some(victim.uid.clone()), resource_version: None }),
+            ..Default::default()
+        };
+        self.call("delete", "pods", api.delete(&victim.name, &dp)).await?;
+        self.event(victim, EventType::Normal, "Preempted", "Preempting", &format!("Preempted by {by}")).await;
+        Ok(())
+    }
+
+    async fn unschedulable(&self, pod: &PodRef, reason: &str, message: &str) -> Result<Pod> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
+        let patch = json!({"status": {"conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+            "lastProbeTime": null, "lastTransitionTime": Time(now()),
+        }]}});
+        self.call("patch", "pods/status", api.patch_status(&pod.name, &pps(), &Patch::Strategic(patch))).await
+    }
+
+    /// An events.k8s.io/v1 event about a pod; a failure is logged, never retried.
+    async fn event(&self, pod: &PodRef, kind: EventType, reason: &str, action: &str, note: &str) {
+        let at = now();
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", pod.name, at.as_nanosecond())),
+                namespace: Some(pod.namespace.clone()),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(at)),
+            type_: Some(match kind {
+                EventType::Normal => "Normal".into(),
+                EventType::Warning => "Warning".into(),
+            }),
+            reason: Some(reason.into()),
+            action: Some(action.into()),
+            note: Some(truncate(note, NOTE_LIMIT)),
+            reporting_controller: Some("muster".into()),
+            reporting_instance: Some(self.identity.clone()),
+            regarding: Some(ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                namespace: Some(pod.namespace.clone()),
+                name: Some(pod.name.clone()),
+                uid: Some(pod.uid.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &pod.namespace);
+        if let Err(e) = self.call("create", "events", api.create(&pp(), &event)).await {
+            tracing::debug!(pod = %pod.key(), reason, error = %e, "event not written");
+        }
+    }
+
+    /// One API call: rate-limited, counted by verb, resource and response code.
+    async fn call<T>(&self, verb: &str, resource: &str, call: impl Future<Output = Result<T>>) -> Result<T> {
+        self.limiter.acquire().await;
+        let result = call.await;
+        let code = match &result {
+            Ok(_) => 200,
+            Err(kube::Error::Api(s)) => s.code,
+            Err(_) => 0,
+        };
+        self.metrics.api_request(verb, resource, code);
+        result
+    }
+}
+
+/// The claim to send: `current` with `want`'s allocation and every `reservedFor` entry of either.
+fn with_allocation(current: &ResourceClaim, want: &ResourceClaim) -> ResourceClaim {
+    let mut next = current.clone();
+    let want_status = want.status.clone().unwrap_or_default();
+    let status = next.status.get_or_insert_with(Default::default);
+    status.allocation = want_status.allocation;
+    let reserved = status.reserved_for.get_or_insert_with(Vec::new);
+    for r in want_status.reserved_for.into_iter().flatten() {
+        if !reserved.iter().any(|x: &ResourceClaimConsumerReference| x.uid == r.uid) {
+            reserved.push(r);
+        }
+    }
+    next
+}
+
+/// After a conflict: the claim read again must still be free for this allocation.
+fn check_still_ours(current: &ResourceClaim, want: &ResourceClaim) -> std::result::Result<(), String> {
+    if current.metadata.deletion_timestamp.is_some() {
+        return Err("the claim is being deleted".into());
+    }
+    if current.metadata.uid != want.metadata.uid {
+        return Err("the claim was replaced".into());
+    }
+    let allocation = |c: &ResourceClaim| c.status.as_ref().and_then(|s| s.allocation.clone());
+    match allocation(current) {
+        Some(a) if Some(&a) != allocation(want).as_ref() => Err("allocated elsewhere in the meantime".into()),
+        _ => Ok(()),
+    }
+}
+
+fn conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+fn pp() -> PostParams {
+    PostParams { field_manager: Some("muster".into()), ..Default::default() }
+}
+
+fn pps() -> PatchParams {
+    PatchParams { field_manager: Some("muster".into()), ..Default::default() }
+}
+
+/// The live world's clock (the engine reads none).
+fn now() -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::now()
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
