@@ -1,0 +1,120 @@
+//! The kube-controller-manager stand-in: the resourceclaim controller, run synchronously after
+//! every pod write (inside the same request, so tests see its writes as soon as the request
+//! returns). It is [`muster_controllers::resourceclaim`] applied as store writes:
+//!
+//! - a pod with a `resourceClaimTemplateName` entry not yet in its
+//!   `status.resourceClaimStatuses` gets its claims created (owned by the pod) and its status
+//!   recorded;
+//! - when a pod is deleted or finishes (`Succeeded`/`Failed`), the claims that name it lose it
+//!   from `reservedFor`, are deallocated when no consumer is left (the controller's
+//!   `resource.kubernetes.io/delete-protection` finalizer removed with the allocation), and the
+//!   claims generated for it are deleted.
+//!
+//! Not modelled: reacting to a template created after its pod (the pod waits until its next
+//! write), and the workload controllers at run time (workloads are expanded once, at preload).
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use muster_controllers::resourceclaim::{Release, claims_for, release};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::registry::{self, ResId};
+use crate::store::{self, Key, Store};
+
+/// The finalizer the scheduler adds to a claim it allocates, removed with the allocation.
+pub const DELETE_PROTECTION: &str = "resource.kubernetes.io/delete-protection";
+
+fn res(group: &str, plural: &str) -> ResId {
+    let version = "v1";
+    registry::by_path(group, version, plural).expect("in the resource table")
+}
+
+fn typed<T: DeserializeOwned>(v: &Value) -> Option<T> {
+    T::deserialize(v).ok()
+}
+
+/// Runs the resourceclaim controller for the pod `ns/name` (present, or just deleted).
+pub(crate) fn after_pod_write(store: &mut Store, ns: &str, name: &str) {
+    let key = store::key(res("", "pods"), Some(ns), name);
+    let pod: Option<Pod> = store.get(res("", "pods"), &key).and_then(|v| typed(v));
+    if let Some(pod) = &pod {
+        create_claims(store, &key, pod);
+    }
+    release_claims(store, ns, name);
+}
+
+fn create_claims(store: &mut Store, key: &Key, pod: &Pod) {
+    let (pods, claims) = (res("", "pods"), res("resource.k8s.io", "resourceclaims"));
+    let templates: Vec<ResourceClaimTemplate> = store
+        .list(res("resource.k8s.io", "resourceclaimtemplates"), Some(&key.0))
+        .filter_map(|(_, v)| typed(v))
+        .collect();
+    let Some((made, updated)) = claims_for(pod, &templates) else { return };
+    for claim in made {
+        if let Ok(v) = serde_json::to_value(&claim) {
+            // The name is derived from the pod: a claim left from before is the same claim.
+            let _ = store.create(claims, Some(&key.0), v);
+        }
+    }
+    let Some(old) = store.get(pods, key).cloned() else { return };
+    let statuses = updated.status.as_ref().and_then(|s| s.resource_claim_statuses.as_ref());
+    let mut new = (*old).clone();
+    new["status"]["resourceClaimStatuses"] = serde_json::to_value(statuses).unwrap_or(Value::Null);
+    store.write(pods, key.clone(), old, new);
+}
+
+/// Whether `claim` names the pod `name`: as a consumer or as its owner.
+fn names_pod(claim: &Value, name: &str) -> bool {
+    let reserved = claim["status"]["reservedFor"].as_array().into_iter().flatten();
+    let owners = claim["metadata"]["ownerReferences"].as_array().into_iter().flatten();
+    reserved.chain(owners.filter(|o| o["kind"] == "Pod")).any(|r| r["name"] == name)
+}
+
+fn release_claims(store: &mut Store, ns: &str, pod_name: &str) {
+    let (pods_res, claims_res) = (res("", "pods"), res("resource.k8s.io", "resourceclaims"));
+    let related: Vec<(Key, ResourceClaim)> = store
+        .list(claims_res, Some(ns))
+        .filter(|(_, v)| names_pod(v, pod_name))
+        .filter_map(|(k, v)| Some((k.clone(), typed(v)?)))
+        .collect();
+    if related.is_empty() {
+        return;
+    }
+    let pods: Vec<Pod> = store.list(pods_res, Some(ns)).filter_map(|(_, v)| typed(v)).collect();
+    let lookup = |n: &str| pods.iter().find(|p| p.metadata.name.as_deref() == Some(n));
+    for (key, claim) in related {
+        match release(&claim, lookup) {
+            Some(Release::Update(c)) => write_claim_status(store, &key, &c),
+            Some(Release::Delete(_)) => delete_claim(store, &key),
+            None => {}
+        }
+    }
+}
+
+fn write_claim_status(store: &mut Store, key: &Key, claim: &ResourceClaim) {
+    let claims = res("resource.k8s.io", "resourceclaims");
+    let Some(old) = store.get(claims, key).cloned() else { return };
+    let mut new = (*old).clone();
+    new["status"] = serde_json::to_value(&claim.status).unwrap_or(Value::Null);
+    if new["status"]["allocation"].is_null() {
+        drop_finalizer(&mut new);
+    }
+    store.write(claims, key.clone(), old, new);
+}
+
+fn drop_finalizer(obj: &mut Value) {
+    if let Some(list) = obj["metadata"]["finalizers"].as_array_mut() {
+        list.retain(|f| f != DELETE_PROTECTION);
+    }
+}
+
+fn delete_claim(store: &mut Store, key: &Key) {
+    let claims = res("resource.k8s.io", "resourceclaims");
+    let Some(old) = store.get(claims, key).cloned() else { return };
+    let mut freed = (*old).clone();
+    freed["status"] = json!({});
+    drop_finalizer(&mut freed);
+    store.write(claims, key.clone(), old, freed);
+    let _ = store.delete(claims, key, None, None);
+}

@@ -1,0 +1,248 @@
+//! An in-process **fake Kubernetes 1.37 API server**: a test double for `muster run` (kube-rs
+//! clients and watchers), `kubectl` and curl, served over plain HTTP on loopback and reached
+//! through a kubeconfig it writes. It is not a Kubernetes implementation and must never be
+//! deployed as one.
+//!
+//! **What it owns.** An in-memory object store ([`store`]): objects kept as JSON (unknown fields
+//! survive) and checked by deserialising into their `k8s-openapi` type on every write; one
+//! global numeric `resourceVersion` that every write bumps; a bounded event history for watches;
+//! the resource table ([`registry`]) and discovery built from it; get, list (`limit`/`continue`,
+//! label and field selectors), watch (resume, bookmarks, `sendInitialEvents`, 410 Gone), create,
+//! update (resourceVersion preconditions), merge / JSON / strategic-merge / apply patches
+//! ([`patch`]), status subresources, finalizer-aware deletion and `pods/binding`; the pod
+//! defaulting and the few validations a scheduler trips over ([`admission`]); a request log and
+//! fault injection ([`Faults`]).
+//!
+//! **It also stands in for kube-controller-manager** (on by default; [`FakeApi::controllers`]
+//! or `--no-controllers` turns it off): preloaded Deployments, ReplicaSets, StatefulSets and
+//! Jobs are expanded into their pods once, as `muster plan` does ([`manifests`]), and the
+//! resourceclaim controller runs after every pod write ([`controllers`]): claims from templates,
+//! and their release when a pod goes.
+//!
+//! **What it never does.** Schedule anything, run containers or talk to anything but its
+//! clients; read files other than the manifests it is given; panic on a request (a body it
+//! cannot read is a 400 `Status`); grow without bound (the history keeps
+//! [`store::HISTORY`] events, bodies are limited to [`server::BODY_LIMIT`]).
+//!
+//! **What it does not model.** Authentication, authorization and TLS; admission webhooks and
+//! most admission plugins; most validation (only what [`admission`] lists); the kubelet (a
+//! deleted pod without finalizers is removed at once, there is no graceful termination, and pod
+//! phases change only when a client writes them); real server-side apply (no field ownership,
+//! no apply conflicts); version conversion (each served version of a resource is its own store:
+//! a `v1alpha3` PodGroup is not visible as `v1beta1`, core `v1` Events are not `events.k8s.io`
+//! Events); namespaces as a lifecycle (objects may name any namespace); garbage collection of
+//! owned objects; protobuf, tables and aggregated discovery; `dryRun`, `deletecollection`;
+//! consistent snapshots across list pages (each page reads the current state after the
+//! previous page's last key).
+
+pub mod admission;
+pub mod controllers;
+pub mod discovery;
+pub mod faults;
+pub mod http;
+pub mod manifests;
+pub mod ops;
+pub mod patch;
+pub mod registry;
+pub mod selectors;
+pub mod server;
+pub mod status;
+pub mod store;
+pub mod watch;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+pub use faults::{Faults, Request, RequestMatcher};
+
+use server::Shared;
+use store::Store;
+
+/// Builds a fake API server.
+#[derive(Clone, Debug)]
+pub struct FakeApi {
+    objects: Vec<Value>,
+    controllers: bool,
+}
+
+impl Default for FakeApi {
+    fn default() -> Self {
+        FakeApi::new()
+    }
+}
+
+impl FakeApi {
+    pub fn new() -> Self {
+        FakeApi { objects: Vec::new(), controllers: true }
+    }
+
+    /// Objects stored before the server starts (each with `apiVersion` and `kind`), as from a
+    /// restored dump: their `uid` and `creationTimestamp` are kept when set. Workloads are not
+    /// expanded here; [`manifests::load`] does that.
+    pub fn with_objects(mut self, objects: Vec<Value>) -> Self {
+        self.objects.extend(objects);
+        self
+    }
+
+    /// Whether the kube-controller-manager stand-in runs (default: yes).
+    pub fn controllers(mut self, on: bool) -> Self {
+        self.controllers = on;
+        self
+    }
+
+    /// Stores the preloaded objects and serves on `addr` (port 0: any free port), on the current
+    /// tokio runtime. A preloaded object the server would refuse is an `InvalidData` error.
+    pub async fn start(self, addr: SocketAddr) -> std::io::Result<Running> {
+        let shared = Arc::new(Shared::new(Store::default(), self.controllers));
+        preload(&shared, self.objects).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        *shared.addr.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = local.to_string();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let app = server::router(shared.clone());
+        let task = tokio::spawn(async move {
+            let graceful = axum::serve(listener, app).with_graceful_shutdown(async {
+                let _ = stopped.await;
+            });
+            let _ = graceful.await;
+        });
+        let handle = Arc::new(Handle { stop: Mutex::new(Some(stop)), task: Mutex::new(Some(task)) });
+        Ok(Running { shared, addr: local, handle })
+    }
+}
+
+/// The order objects are preloaded in: what admission reads first.
+fn rank(obj: &Value) -> u8 {
+    match obj["kind"].as_str().unwrap_or("") {
+        "Namespace" => 0,
+        "PriorityClass" => 1,
+        "DeviceClass" | "ResourceClaimTemplate" => 2,
+        "Pod" => 4,
+        _ => 3,
+    }
+}
+
+fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
+    objects.sort_by_key(rank);
+    let mut store = shared.store();
+    let ns_res = registry::by_path("", "v1", "namespaces").expect("in the table");
+    let mut namespaces: Vec<String> = vec!["default".into(), "kube-system".into()];
+    for o in &objects {
+        if let Some(ns) = store::meta_str(o, "namespace")
+            && !namespaces.iter().any(|n| n == ns)
+        {
+            namespaces.push(ns.to_string());
+        }
+    }
+    for ns in namespaces {
+        let _ = store.preload(ns_res, json!({"metadata": {"name": ns}, "status": {"phase": "Active"}}));
+    }
+    let mut pods = Vec::new();
+    for o in objects {
+        let (av, kind) =
+            (o["apiVersion"].as_str().unwrap_or("").to_string(), o["kind"].as_str().unwrap_or("").to_string());
+        let res = registry::by_kind(&av, &kind).ok_or_else(|| format!("{av} {kind}: not a kind the fake serves"))?;
+        let what = format!("{kind} {}", store::meta_str(&o, "name").unwrap_or(""));
+        match store.preload(res, o) {
+            Ok(v) if kind == "Pod" => pods.push(v),
+            Ok(_) => {}
+            Err(e) if e.reason == "AlreadyExists" && kind == "Namespace" => {}
+            Err(e) => return Err(format!("{what}: {}", e.message)),
+        }
+    }
+    if shared.controllers {
+        for p in pods {
+            let ns = store::meta_str(&p, "namespace").unwrap_or("default").to_string();
+            controllers::after_pod_write(&mut store, &ns, store::meta_str(&p, "name").unwrap_or_default());
+        }
+    }
+    Ok(())
+}
+
+struct Handle {
+    stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// A running fake. Cheap to clone; [`Running::shutdown`] stops it for every clone.
+#[derive(Clone)]
+pub struct Running {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    handle: Arc<Handle>,
+}
+
+impl Running {
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A kubeconfig: cluster `fake` at [`Running::url`], no credentials, context `fake` with
+    /// namespace `default`.
+    pub fn kubeconfig_yaml(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\n\
+             users:\n- name: fake\n  user: {{}}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    \
+             user: fake\n    namespace: default\ncurrent-context: fake\npreferences: {{}}\n",
+            self.url()
+        )
+    }
+
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::write(path, self.kubeconfig_yaml())
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.shared.requests()
+    }
+
+    pub fn faults(&self) -> Faults {
+        Faults { shared: self.shared.clone() }
+    }
+
+    /// The stored object (`api_version` as `v1` or `group/version`, the plural, the namespace
+    /// for namespaced resources).
+    pub fn get(&self, api_version: &str, kind_plural: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let res = registry::by_path(group, version, kind_plural)?;
+        let key = store::key(res, namespace, name);
+        self.shared.store().get(res, &key).map(|v| (**v).clone())
+    }
+
+    /// Every object of every resource named `plural` (all groups and versions), in key order.
+    pub fn list(&self, plural: &str) -> Vec<Value> {
+        let store = self.shared.store();
+        registry::all_by_plural(plural)
+            .flat_map(|r| store.list(r, None).map(|(_, v)| (**v).clone()).collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// The current resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.store().resource_version()
+    }
+
+    /// Ends every watch and stops serving; waits for open requests up to 5 s.
+    pub async fn shutdown(self) {
+        self.shared.close_watches();
+        let stop = self.handle.stop.lock().ok().and_then(|mut s| s.take());
+        if let Some(stop) = stop {
+            let _ = stop.send(());
+        }
+        let task = self.handle.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(mut task) = task
+            && tokio::time::timeout(std::time::Duration::from_secs(5), &mut task).await.is_err()
+        {
+            task.abort();
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The verbs: get, list, create, update, patch, delete, and the `binding` subresources. Each
+//! holds the store's lock for the whole request, so a write and the controller stand-in's
+//! follow-up writes are seen together.
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use crate::http::{Params, Target, error, json};
+use crate::patch::{self, PatchKind};
+use crate::registry;
+use crate::selectors::Selector;
+use crate::server::Shared;
+use crate::status::{self, ApiError, ApiResult};
+use crate::store::{self, Key, Part, Store, meta_str};
+
+pub(crate) fn dispatch(
+    shared: &std::sync::Arc<Shared>,
+    t: &Target,
+    verb: &str,
+    params: &Params,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Response {
+    if verb == "watch" {
+        return crate::watch::start(shared.clone(), t, params);
+    }
+    let result = {
+        let mut store = shared.store();
+        let result = run(&mut store, t, verb, params, headers, body);
+        if let Ok((_, v)) = &result
+            && shared.controllers
+            && registry::get(t.res).plural == "pods"
+        {
+            let name = t.name.as_deref().or_else(|| meta_str(v, "name")).unwrap_or_default().to_string();
+            let ns = t.ns.as_deref().or_else(|| meta_str(v, "namespace")).unwrap_or("default").to_string();
+            crate::controllers::after_pod_write(&mut store, &ns, &name);
+        }
+        result
+    };
+    match result {
+        Ok((code, v)) => json(code, &v),
+        Err(e) => error(&e),
+    }
+}
+
+fn run(
+    store: &mut Store,
+    t: &Target,
+    verb: &str,
+    params: &Params,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> ApiResult<(u16, Value)> {
+    let rt = registry::get(t.res);
+    match (verb, t.sub.as_deref()) {
+        ("list", _) => list(store, t, params).map(|v| (200, v)),
+        ("get", _) => get(store, t).map(|v| (200, v)),
+        ("create", None) => store.create(t.res, t.ns.as_deref(), parse_body(body)?).map(|v| (201, v)),
+        ("create", Some("binding")) if rt.plural == "pods" => bind(store, t, &parse_body(body)?).map(|v| (201, v)),
+        ("update", sub) => store.update(t.res, &key(t)?, parse_body(body)?, part(sub)).map(|v| (200, v)),
+        ("patch", sub) => patch(store, t, part(sub), headers, body),
+        ("delete", None) => delete(store, t, body).map(|v| (200, v)),
+        _ => Err(ApiError::method_not_allowed(format!("{verb} is not supported on {}", rt.qualified()))),
+    }
+}
+
+/// `status`, and a claim's `binding`, change only `status`.
+fn part(sub: Option<&str>) -> Part {
+    if sub.is_some() { Part::Status } else { Part::Main }
+}
+
+fn key(t: &Target) -> ApiResult<Key> {
+    let name = t.name.as_deref().ok_or_else(|| ApiError::method_not_allowed("a name is required"))?;
+    Ok(store::key(t.res, t.ns.as_deref(), name))
+}
+
+fn parse_body(body: &Bytes) -> ApiResult<Value> {
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
+}
+
+fn get(store: &Store, t: &Target) -> ApiResult<Value> {
+    let k = key(t)?;
+    let rt = registry::get(t.res);
+    store.get(t.res, &k).map(|v| (**v).clone()).ok_or_else(|| ApiError::not_found(&rt.qualified(), &k.1))
+}
+
+/// A page of the collection: `limit`, `continue` (`{rv}|{namespace}|{name}` of the last item
+/// sent; every page carries the first page's resourceVersion, as upstream), and selectors.
+fn list(store: &Store, t: &Target, params: &Params) -> ApiResult<Value> {
+    let rt = registry::get(t.res);
+    let sel = Selector::parse(
+        params.get("labelSelector").map(String::as_str),
+        params.get("fieldSelector").map(String::as_str),
+    )?;
+    let limit = match params.get("limit").map(|l| l.parse::<usize>()) {
+        Some(Ok(0)) | None => usize::MAX,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => return Err(ApiError::bad_request("limit must be a non-negative integer")),
+    };
+    let (rv, after) = match params.get("continue").filter(|c| !c.is_empty()) {
+        Some(c) => parse_continue(c)?,
+        None => (store.resource_version(), None),
+    };
+    let mut matching = store
+        .list(t.res, t.ns.as_deref())
+        .filter(|(k, _)| after.as_ref().is_none_or(|a| *k > a))
+        .filter(|(_, v)| sel.matches(v));
+    let items: Vec<(&Key, &std::sync::Arc<Value>)> = matching.by_ref().take(limit).collect();
+    let remaining = matching.count();
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if remaining > 0
+        && let Some((k, _)) = items.last()
+    {
+        metadata["continue"] = json!(format!("{rv}|{}|{}", k.0, k.1));
+        metadata["remainingItemCount"] = json!(remaining);
+    }
+    let items: Vec<Value> = items.into_iter().map(|(_, v)| (**v).clone()).collect();
+    Ok(
+        json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": metadata, "items": items}),
+    )
+}
+
+fn parse_continue(token: &str) -> ApiResult<(u64, Option<Key>)> {
+    let bad = || ApiError::new(400, "BadRequest", "continue key is not valid");
+    let mut parts = token.splitn(3, '|');
+    let rv = parts.next().and_then(|r| r.parse().ok()).ok_or_else(bad)?;
+    let ns = parts.next().ok_or_else(bad)?;
+    let name = parts.next().ok_or_else(bad)?;
+    Ok((rv, Some((ns.to_string(), name.to_string()))))
+}
+
+fn patch(store: &mut Store, t: &Target, part: Part, headers: &HeaderMap, body: &Bytes) -> ApiResult<(u16, Value)> {
+    let ct = headers.get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let kind = PatchKind::from_content_type(ct)
+        .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct:?})")))?;
+    let p = patch::parse(kind, body)?;
+    let k = key(t)?;
+    let Some(old) = store.get(t.res, &k).cloned() else {
+        if kind == PatchKind::Apply && part == Part::Main {
+            let mut obj = p;
+            obj["metadata"]["name"] = json!(k.1);
+            return store.create(t.res, t.ns.as_deref(), obj).map(|v| (201, v));
+        }
+        return Err(ApiError::not_found(&registry::get(t.res).qualified(), &k.1));
+    };
+    let mut patched = patch::apply(kind, &old, &p)?;
+    if kind == PatchKind::Apply {
+        // Apply carries no precondition: the stored version is the one changed.
+        patched["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
+    }
+    store.update(t.res, &k, patched, part).map(|v| (200, v))
+}
+
+/// DELETE with an optional `DeleteOptions` body (`preconditions.uid`, `.resourceVersion`).
+fn delete(store: &mut Store, t: &Target, body: &Bytes) -> ApiResult<Value> {
+    let opts: Value = if body.is_empty() { Value::Null } else { parse_body(body)? };
+    let pre = &opts["preconditions"];
+    store.delete(t.res, &key(t)?, pre["uid"].as_str(), pre["resourceVersion"].as_str())
+}
+
+/// `POST pods/{name}/binding`: sets `spec.nodeName` and `PodScheduled=True`, as the pod
+/// registry's binding storage does.
+fn bind(store: &mut Store, t: &Target, binding: &Value) -> ApiResult<Value> {
+    let k = key(t)?;
+    let rt = registry::get(t.res);
+    let node = binding["target"]["name"].as_str().filter(|n| !n.is_empty());
+    let node = node.ok_or_else(|| ApiError::invalid("Binding", &k.1, "target.name", "a node name is required"))?;
+    if meta_str(binding, "name").is_some_and(|n| n != k.1) {
+        return Err(ApiError::bad_request("the binding's name does not match the URL"));
+    }
+    let old = store.get(t.res, &k).cloned().ok_or_else(|| ApiError::not_found(&rt.qualified(), &k.1))?;
+    if let Some(uid) = meta_str(binding, "uid").filter(|u| !u.is_empty() && Some(*u) != meta_str(&old, "uid")) {
+        let why = format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            meta_str(&old, "uid").unwrap_or("")
+        );
+        return Err(ApiError::conflict(&rt.qualified(), &k.1, &why));
+    }
+    if old["metadata"].get("deletionTimestamp").is_some_and(|d| !d.is_null()) {
+        return Err(ApiError::conflict(
+            &rt.qualified(),
+            &k.1,
+            &format!("pod {} is being deleted, cannot be assigned to a host", k.1),
+        ));
+    }
+    if let Some(at) = old["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+        return Err(ApiError::conflict(
+            &rt.qualified(),
+            &k.1,
+            &format!("pod {} is already assigned to node \"{at}\"", k.1),
+        ));
+    }
+    let mut new = (*old).clone();
+    new["spec"]["nodeName"] = json!(node);
+    set_condition(
+        &mut new,
+        json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": store::now()}),
+    );
+    store.write(t.res, k, old, new);
+    Ok(status::success(201))
+}
+
+/// Adds `condition` to `status.conditions`, replacing one of the same type.
+fn set_condition(obj: &mut Value, condition: Value) {
+    if !obj["status"]["conditions"].is_array() {
+        obj["status"]["conditions"] = json!([]);
+    }
+    let list = obj["status"]["conditions"].as_array_mut().expect("made an array above");
+    list.retain(|c| c["type"] != condition["type"]);
+    list.push(condition);
+}

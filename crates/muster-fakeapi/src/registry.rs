@@ -1,0 +1,177 @@
+//! The resources the fake serves: one table row per (group, version, plural), never a match per
+//! kind. A row says how the resource is addressed, which subresources it has and how a written
+//! body is checked (by deserialising it into its `k8s-openapi` type).
+
+use k8s_openapi::api::{apps, batch, coordination, core, events, policy, resource, scheduling};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// One served resource.
+#[derive(Debug)]
+pub struct ResourceType {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub namespaced: bool,
+    /// Subresources besides the object itself: `status`, `binding`.
+    pub subresources: &'static [&'static str],
+    /// Decodes a body as the `k8s-openapi` type; the error is serde's message.
+    pub validate: fn(&Value) -> Result<(), String>,
+}
+
+impl ResourceType {
+    /// `v1` or `group/version`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.to_string() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// Whether writes to the object itself keep `status` as stored.
+    pub fn has_status(&self) -> bool {
+        self.subresources.contains(&"status")
+    }
+
+    /// `pods` or `podgroups.scheduling.k8s.io`, as Kubernetes names a resource in messages.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() { self.plural.to_string() } else { format!("{}.{}", self.plural, self.group) }
+    }
+}
+
+fn check<T: DeserializeOwned>(v: &Value) -> Result<(), String> {
+    T::deserialize(v).map(drop).map_err(|e| e.to_string())
+}
+
+macro_rules! row {
+    ($g:expr, $v:expr, $kind:expr, $plural:expr, $ns:expr, [$($sub:expr),*], $ty:ty) => {
+        ResourceType {
+            group: $g,
+            version: $v,
+            kind: $kind,
+            plural: $plural,
+            namespaced: $ns,
+            subresources: &[$($sub),*],
+            validate: check::<$ty>,
+        }
+    };
+}
+
+const NS: bool = true;
+const CLUSTER: bool = false;
+
+/// Every served resource.
+pub static RESOURCES: &[ResourceType] = &[
+    row!("", "v1", "Pod", "pods", NS, ["status", "binding"], core::v1::Pod),
+    row!("", "v1", "Node", "nodes", CLUSTER, ["status"], core::v1::Node),
+    row!("", "v1", "Namespace", "namespaces", CLUSTER, ["status"], core::v1::Namespace),
+    row!("", "v1", "Event", "events", NS, [], core::v1::Event),
+    row!("events.k8s.io", "v1", "Event", "events", NS, [], events::v1::Event),
+    row!("coordination.k8s.io", "v1", "Lease", "leases", NS, [], coordination::v1::Lease),
+    row!(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        NS,
+        ["status"],
+        policy::v1::PodDisruptionBudget
+    ),
+    row!("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", CLUSTER, [], scheduling::v1::PriorityClass),
+    row!("scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups", NS, ["status"], scheduling::v1beta1::PodGroup),
+    row!("scheduling.k8s.io", "v1beta1", "Workload", "workloads", NS, ["status"], scheduling::v1beta1::Workload),
+    row!("scheduling.k8s.io", "v1alpha3", "PodGroup", "podgroups", NS, ["status"], scheduling::v1alpha3::PodGroup),
+    row!("scheduling.k8s.io", "v1alpha3", "Workload", "workloads", NS, ["status"], scheduling::v1alpha3::Workload),
+    row!(
+        "scheduling.k8s.io",
+        "v1alpha3",
+        "CompositePodGroup",
+        "compositepodgroups",
+        NS,
+        ["status"],
+        scheduling::v1alpha3::CompositePodGroup
+    ),
+    row!("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", CLUSTER, [], resource::v1::DeviceClass),
+    row!("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", CLUSTER, [], resource::v1::ResourceSlice),
+    row!(
+        "resource.k8s.io",
+        "v1",
+        "DeviceTaintRule",
+        "devicetaintrules",
+        CLUSTER,
+        ["status"],
+        resource::v1::DeviceTaintRule
+    ),
+    row!(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        "resourceclaims",
+        NS,
+        ["status", "binding"],
+        resource::v1::ResourceClaim
+    ),
+    row!(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        NS,
+        [],
+        resource::v1::ResourceClaimTemplate
+    ),
+    row!("apps", "v1", "Deployment", "deployments", NS, ["status"], apps::v1::Deployment),
+    row!("apps", "v1", "ReplicaSet", "replicasets", NS, ["status"], apps::v1::ReplicaSet),
+    row!("apps", "v1", "StatefulSet", "statefulsets", NS, ["status"], apps::v1::StatefulSet),
+    row!("batch", "v1", "Job", "jobs", NS, ["status"], batch::v1::Job),
+];
+
+/// A resource's index in [`RESOURCES`]: the store keys objects by it.
+pub type ResId = usize;
+
+/// The resource at `/api(s)/{group}/{version}/{plural}`.
+pub fn by_path(group: &str, version: &str, plural: &str) -> Option<ResId> {
+    RESOURCES.iter().position(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The resource of an object's `apiVersion` and `kind`.
+pub fn by_kind(api_version: &str, kind: &str) -> Option<ResId> {
+    RESOURCES.iter().position(|r| r.kind == kind && r.api_version() == api_version)
+}
+
+/// The first resource with `plural`, whatever its group and version.
+pub fn by_plural(plural: &str) -> Option<ResId> {
+    RESOURCES.iter().position(|r| r.plural == plural)
+}
+
+/// Every resource of `plural` (`podgroups` in two versions; `events` in two groups).
+pub fn all_by_plural(plural: &str) -> impl Iterator<Item = ResId> + '_ {
+    (0..RESOURCES.len()).filter(move |&i| RESOURCES[i].plural == plural)
+}
+
+pub fn get(id: ResId) -> &'static ResourceType {
+    &RESOURCES[id]
+}
+
+/// The (group, version) pairs served, in table order, without repeats.
+pub fn group_versions() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for r in RESOURCES {
+        if !out.contains(&(r.group, r.version)) {
+            out.push((r.group, r.version));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_is_addressable_by_path_and_kind() {
+        for (i, r) in RESOURCES.iter().enumerate() {
+            assert_eq!(by_path(r.group, r.version, r.plural), Some(i), "{}", r.qualified());
+            assert_eq!(by_kind(&r.api_version(), r.kind), Some(i), "{}", r.kind);
+        }
+        assert!(group_versions().contains(&("scheduling.k8s.io", "v1alpha3")));
+    }
+}
