@@ -8,7 +8,8 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use muster_sched::store::Change;
 
 /// The kinds muster watches, in the order a first listing is applied (what others refer to
-/// first, pods last), so that the first schedule sees one consistent snapshot.
+/// first, then pods, then the PodDisruptionBudgets whose allowed disruptions are counted from
+/// the pods when they have no status), so that the first schedule sees one consistent snapshot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     PriorityClass,
@@ -16,10 +17,10 @@ pub enum Kind {
     DeviceClass,
     ResourceSlice,
     DeviceTaintRule,
-    PodDisruptionBudget,
     PodGroup,
     ResourceClaim,
     Pod,
+    PodDisruptionBudget,
 }
 
 impl Kind {
@@ -29,10 +30,10 @@ impl Kind {
         Kind::DeviceClass,
         Kind::ResourceSlice,
         Kind::DeviceTaintRule,
-        Kind::PodDisruptionBudget,
         Kind::PodGroup,
         Kind::ResourceClaim,
         Kind::Pod,
+        Kind::PodDisruptionBudget,
     ];
 
     /// DeviceClasses, ResourceSlices and DeviceTaintRules: the allocator's inputs, which the

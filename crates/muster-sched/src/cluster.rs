@@ -390,6 +390,9 @@ pub struct Cluster {
     generation_counter: u64,
     /// Indexes by name, built on the first [`Cluster::apply`] (a plan never needs them).
     pub(crate) index: Option<Box<crate::store::Index>>,
+    /// Extended resources DeviceClasses back (KEP 5004), to the class's name: set by
+    /// [`Cluster::map_extended_resources`], applied to every pod the store takes.
+    extended_classes: HashMap<String, String>,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
@@ -916,54 +919,60 @@ impl Cluster {
                 }
             }
         }
-        if mapping.is_empty() {
+        self.extended_classes =
+            mapping.into_iter().map(|(r, c)| (r, c.metadata.name.clone().unwrap_or_default())).collect();
+        for pi in 0..self.pods.len() {
+            self.map_pod_extended_resources(pi);
+        }
+    }
+
+    /// The DRA-backed extended resources of one pending pod, by the classes
+    /// [`Cluster::map_extended_resources`] last mapped (the store calls it for every pod it takes).
+    pub(crate) fn map_pod_extended_resources(&mut self, pi: usize) {
+        let pod = &self.pods[pi];
+        if self.extended_classes.is_empty() || pod.state != PodState::Pending {
             return;
         }
-        for pi in 0..self.pods.len() {
-            let pod = &self.pods[pi];
-            if pod.state != PodState::Pending {
-                continue;
-            }
-            let mut extended: Vec<(ResourceId, String)> = pod
-                .requests
-                .iter()
-                .filter(|(id, v)| *v > 0 && id.0 as usize >= INLINE)
-                .filter_map(|(id, _)| {
-                    let name = self.resources.name(*id);
-                    if !resources::is_dra_extended_resource_name(name) {
-                        return None;
-                    }
-                    mapping.get(name).map(|c| (*id, c.metadata.name.clone().unwrap_or_default()))
-                })
-                .collect();
-            extended.sort_by(|a, b| self.resources.name(a.0).cmp(self.resources.name(b.0)));
-            let stale = if extended.is_empty() {
-                None
-            } else {
-                let uid = pod.pod.metadata.uid.as_deref().unwrap_or_default();
-                self.claims
-                    .iter()
-                    .find(|c| {
-                        c.claim.metadata.namespace.as_deref().unwrap_or("default") == pod.namespace()
-                            && c.claim
-                                .metadata
-                                .annotations
-                                .as_ref()
-                                .and_then(|a| a.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION))
-                                .is_some_and(|v| v == "true")
-                            && c.claim
-                                .metadata
-                                .owner_references
-                                .iter()
-                                .flatten()
-                                .any(|o| o.controller == Some(true) && o.name == pod.name() && o.uid == uid)
-                    })
-                    .map(|c| c.key())
-            };
-            let pod = &mut self.pods[pi];
-            pod.dra_extended = extended;
-            pod.stale_extended_claim = stale;
-        }
+        let mut extended: Vec<(ResourceId, String)> = pod
+            .requests
+            .iter()
+            .filter(|(id, v)| *v > 0 && id.0 as usize >= INLINE)
+            .filter_map(|(id, _)| {
+                let name = self.resources.name(*id);
+                if !resources::is_dra_extended_resource_name(name) {
+                    return None;
+                }
+                self.extended_classes.get(name).map(|c| (*id, c.clone()))
+            })
+            .collect();
+        extended.sort_by(|a, b| self.resources.name(a.0).cmp(self.resources.name(b.0)));
+        let stale = if extended.is_empty() { None } else { self.owned_extended_claim(pod) };
+        let pod = &mut self.pods[pi];
+        pod.dra_extended = extended;
+        pod.stale_extended_claim = stale;
+    }
+
+    /// The special extended-resources claim a pod already owns (from an earlier attempt).
+    fn owned_extended_claim(&self, pod: &PodInfo) -> Option<String> {
+        let uid = pod.pod.metadata.uid.as_deref().unwrap_or_default();
+        self.claims
+            .iter()
+            .find(|c| {
+                c.claim.metadata.namespace.as_deref().unwrap_or("default") == pod.namespace()
+                    && c.claim
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION))
+                        .is_some_and(|v| v == "true")
+                    && c.claim
+                        .metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|o| o.controller == Some(true) && o.name == pod.name() && o.uid == uid)
+            })
+            .map(|c| c.key())
     }
 
     /// Adds the input's PodGroups and links every pod's `spec.schedulingGroup.podGroupName` to its

@@ -286,6 +286,12 @@ impl Cluster {
                 if let (PodState::Assumed(n), PodState::Pending) = (&old, &info.state) {
                     info.state = PodState::Assumed(*n);
                 }
+                // Nor does one that leaves a victim of this scheduler's preemption running (its
+                // DisruptionTarget condition, written before its deletion): it stays preempted,
+                // its node's resources and devices given to the preemptor, until it is deleted.
+                if let (PodState::Preempted(n), Some(_)) = (&old, info.state.on_node()) {
+                    info.state = PodState::Preempted(*n);
+                }
                 // Resources freed only when the pod leaves its node (not when a binding confirms
                 // an assumption).
                 if old.on_node().is_some() && old.on_node() != info.state.on_node() {
@@ -302,7 +308,11 @@ impl Cluster {
             },
         };
         let resolve = info.claims.is_empty() && info.pod.spec.as_ref().is_some_and(|s| s.resource_claims.is_some());
+        let map_extended = known.is_none();
         self.put_pod(id, info, &mut applied);
+        if map_extended {
+            self.map_pod_extended_resources(id.0 as usize);
+        }
         if resolve && let Err(e) = self.resolve_claims(id) {
             let mut undo = Applied::default();
             self.take_pod(id, &mut undo);

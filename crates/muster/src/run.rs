@@ -21,6 +21,9 @@ pub struct RunArgs {
     /// else muster, so that muster runs beside kube-scheduler as a second scheduler.
     #[arg(long = "scheduler-name", value_name = "NAME")]
     scheduler_names: Vec<String>,
+    /// How NodeResourcesFit scores nodes (as `muster plan --scoring`). Overrides --config.
+    #[arg(long, value_enum)]
+    scoring: Option<crate::Scoring>,
     /// Exit 0 once nothing pending could be scheduled and no write is in flight (tests, batches).
     #[arg(long)]
     exit_when_idle: bool,
@@ -65,6 +68,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut names = Vec::new();
     if let Some(path) = &args.config {
         names = crate::config::load(path, &mut config)?;
+    }
+    if let Some(s) = args.scoring {
+        config.scoring_strategy = s.into();
     }
     if !args.scheduler_names.is_empty() {
         names = args.scheduler_names.clone();
