@@ -28,6 +28,10 @@ use crate::{Msg, Options};
 /// What a run did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// Milliseconds from the loop's start until every watch had listed its kind.
+    pub synced_ms: Option<u64>,
+    /// Milliseconds from the loop's start until the first pod was bound.
+    pub first_bound_ms: Option<u64>,
     pub bound: usize,
     pub binding_failures: usize,
     pub unschedulable_attempts: usize,
@@ -132,6 +136,7 @@ impl Loop {
             return Ok(self.summary);
         };
         self.ready.store(true, Ordering::Relaxed);
+        self.summary.synced_ms = Some(self.now());
         tracing::info!(objects = first.len(), "every watch listed; scheduling");
         let cluster = Cluster::build(Vec::new(), Vec::new(), &[], &self.options.scheduler_names)
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -353,6 +358,7 @@ impl Loop {
         for (pod, result) in pods {
             match result {
                 Ok(()) => {
+                    self.summary.first_bound_ms.get_or_insert(self.now());
                     self.summary.bound += 1;
                     self.writer.metrics.bound.inc();
                 }
