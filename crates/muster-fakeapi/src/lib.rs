@@ -39,6 +39,7 @@ pub mod admission;
 pub mod controllers;
 pub mod discovery;
 pub mod faults;
+pub mod fields;
 pub mod http;
 pub mod manifests;
 pub mod ops;

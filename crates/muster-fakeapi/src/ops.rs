@@ -59,8 +59,8 @@ fn run(
         ("get", _) => get(store, t).map(|v| (200, v)),
         ("create", None) => store.create(t.res, t.ns.as_deref(), parse_body(body)?).map(|v| (201, v)),
         ("create", Some("binding")) if rt.plural == "pods" => bind(store, t, &parse_body(body)?).map(|v| (201, v)),
-        ("update", sub) => store.update(t.res, &key(t)?, parse_body(body)?, part(sub)).map(|v| (200, v)),
-        ("patch", sub) => patch(store, t, part(sub), headers, body),
+        ("update", sub) => update(store, t, part(sub), params, body).map(|v| (200, v)),
+        ("patch", sub) => patch(store, t, part(sub), params, headers, body),
         ("delete", None) => delete(store, t, body).map(|v| (200, v)),
         _ => Err(ApiError::method_not_allowed(format!("{verb} is not supported on {}", rt.qualified()))),
     }
@@ -131,26 +131,72 @@ fn parse_continue(token: &str) -> ApiResult<(u64, Option<Key>)> {
     Ok((rv, Some((ns.to_string(), name.to_string()))))
 }
 
-fn patch(store: &mut Store, t: &Target, part: Part, headers: &HeaderMap, body: &Bytes) -> ApiResult<(u16, Value)> {
+fn manager(params: &Params) -> &str {
+    params.get("fieldManager").map_or("unknown", String::as_str)
+}
+
+fn update(store: &mut Store, t: &Target, part: Part, params: &Params, body: &Bytes) -> ApiResult<Value> {
+    let k = key(t)?;
+    let old = store.get(t.res, &k).cloned();
+    let new = store.update(t.res, &k, parse_body(body)?, part)?;
+    if let Some(old) = old {
+        store.owners.updated(&(t.res, k), manager(params), &old, &new);
+    }
+    Ok(new)
+}
+
+fn patch(
+    store: &mut Store,
+    t: &Target,
+    part: Part,
+    params: &Params,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> ApiResult<(u16, Value)> {
     let ct = headers.get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let kind = PatchKind::from_content_type(ct)
         .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct:?})")))?;
     let p = patch::parse(kind, body)?;
-    let k = key(t)?;
-    let Some(old) = store.get(t.res, &k).cloned() else {
-        if kind == PatchKind::Apply && part == Part::Main {
-            let mut obj = p;
-            obj["metadata"]["name"] = json!(k.1);
-            return store.create(t.res, t.ns.as_deref(), obj).map(|v| (201, v));
-        }
-        return Err(ApiError::not_found(&registry::get(t.res).qualified(), &k.1));
-    };
-    let mut patched = patch::apply(kind, &old, &p)?;
     if kind == PatchKind::Apply {
-        // Apply carries no precondition: the stored version is the one changed.
+        return apply(store, t, part, params, p);
+    }
+    let k = key(t)?;
+    let old = store.get(t.res, &k).cloned();
+    let old = old.ok_or_else(|| ApiError::not_found(&registry::get(t.res).qualified(), &k.1))?;
+    let new = store.update(t.res, &k, patch::apply(kind, &old, &p)?, part)?;
+    store.owners.updated(&(t.res, k), manager(params), &old, &new);
+    Ok((200, new))
+}
+
+/// Server-side apply: creates the object when absent, else merges the applied configuration,
+/// refusing to change another manager's fields unless `force=true` ([`crate::fields`]).
+fn apply(store: &mut Store, t: &Target, part: Part, params: &Params, p: Value) -> ApiResult<(u16, Value)> {
+    let manager = params.get("fieldManager").filter(|m| !m.is_empty());
+    let manager =
+        manager.ok_or_else(|| ApiError::invalid("PatchOptions", "", "fieldManager", "is required for apply patch"))?;
+    let k = key(t)?;
+    let id = (t.res, k.clone());
+    let Some(old) = store.get(t.res, &k).cloned() else {
+        if part == Part::Status {
+            return Err(ApiError::not_found(&registry::get(t.res).qualified(), &k.1));
+        }
+        let mut obj = p.clone();
+        obj["metadata"]["name"] = json!(k.1);
+        let created = store.create(t.res, t.ns.as_deref(), obj)?;
+        store.owners.applied(id, manager, &p);
+        return Ok((201, created));
+    };
+    if params.get("force").is_none_or(|f| f != "true") {
+        store.owners.check_apply(&id, manager, &old, &p)?;
+    }
+    let mut patched = patch::apply(PatchKind::Apply, &old, &p)?;
+    // Apply carries no precondition unless the configuration names a resourceVersion.
+    if meta_str(&p, "resourceVersion").is_none() {
         patched["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
     }
-    store.update(t.res, &k, patched, part).map(|v| (200, v))
+    let new = store.update(t.res, &k, patched, part)?;
+    store.owners.applied(id, manager, &p);
+    Ok((200, new))
 }
 
 /// DELETE with an optional `DeleteOptions` body (`preconditions.uid`, `.resourceVersion`).

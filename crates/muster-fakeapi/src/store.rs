@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::admission;
+use crate::fields::Owners;
 use crate::registry::{self, ResId};
 use crate::status::{ApiError, ApiResult};
 
@@ -49,6 +50,8 @@ pub struct Store {
     /// Every event after this resourceVersion is in `history`.
     history_start: u64,
     changed: tokio::sync::watch::Sender<u64>,
+    /// Who set which fields, for apply conflicts.
+    pub owners: Owners,
 }
 
 impl Default for Store {
@@ -60,6 +63,7 @@ impl Default for Store {
             history: VecDeque::new(),
             history_start: 0,
             changed: tokio::sync::watch::Sender::new(0),
+            owners: Owners::default(),
         }
     }
 }
@@ -253,6 +257,7 @@ impl Store {
     /// Removes the object at `key` now (a DELETED event carrying the removal's version).
     pub fn remove(&mut self, res: ResId, key: &Key) -> Option<Value> {
         let old = self.objects[res].remove(key)?;
+        self.owners.forget(&(res, key.clone()));
         self.rv += 1;
         let mut last = (*old).clone();
         last["metadata"]["resourceVersion"] = json!(self.rv.to_string());

@@ -1,0 +1,111 @@
+//! Watches through kube 5: kube-runtime's watcher with its default config, resuming from a
+//! resourceVersion, 410 after the history expires, selectors, and closed streams.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{pod, start};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::runtime::watcher::{self, Event};
+use muster_fakeapi::FakeApi;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn next<S: futures::Stream + Unpin>(s: &mut S) -> S::Item {
+    tokio::time::timeout(WAIT, s.next()).await.expect("an event in time").expect("the stream goes on")
+}
+
+fn name(p: &Pod) -> &str {
+    p.metadata.name.as_deref().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_runtime_watcher_sees_every_change() {
+    let (fake, client) = start(FakeApi::new()).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    pods.create(&PostParams::default(), &pod("ml", "before")).await.unwrap();
+    let mut events = watcher::watcher(pods.clone(), watcher::Config::default()).boxed();
+    assert!(matches!(next(&mut events).await.unwrap(), Event::Init));
+    assert!(matches!(next(&mut events).await.unwrap(), Event::InitApply(p) if name(&p) == "before"));
+    assert!(matches!(next(&mut events).await.unwrap(), Event::InitDone));
+
+    pods.create(&PostParams::default(), &pod("ml", "new")).await.unwrap();
+    assert!(matches!(next(&mut events).await.unwrap(), Event::Apply(p) if name(&p) == "new"));
+    let patch = json!({"status": {"phase": "Running"}});
+    pods.patch_status("new", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    let Event::Apply(p) = next(&mut events).await.unwrap() else { panic!("a modification") };
+    assert_eq!(p.status.unwrap().phase.as_deref(), Some("Running"));
+    pods.delete("new", &DeleteParams::default()).await.unwrap();
+    assert!(matches!(next(&mut events).await.unwrap(), Event::Delete(p) if name(&p) == "new"));
+
+    let asked: Vec<(String, u16)> = fake.requests().into_iter().map(|r| (r.verb, r.status)).collect();
+    assert!(asked.contains(&("list".into(), 200)) && asked.contains(&("watch".into(), 200)), "{asked:?}");
+
+    // Dropped streams: the watcher watches again from where it was and misses nothing.
+    fake.faults().close_watches();
+    pods.create(&PostParams::default(), &pod("ml", "after-close")).await.unwrap();
+    assert!(matches!(next(&mut events).await.unwrap(), Event::Apply(p) if name(&p) == "after-close"));
+
+    // Expired history: the re-watch gets 410, and the watcher lists again. (The watcher is lazy:
+    // it watches again only when polled, after "hidden" is made and the history forgotten.)
+    fake.faults().close_watches();
+    pods.create(&PostParams::default(), &pod("ml", "hidden")).await.unwrap();
+    fake.faults().expire_history();
+    let mut relisted = Vec::new();
+    loop {
+        match next(&mut events).await {
+            Ok(Event::InitDone) => break,
+            Ok(Event::InitApply(p)) => relisted.push(name(&p).to_string()),
+            Ok(_) => {}
+            Err(e) => assert!(e.to_string().contains("410") || e.to_string().contains("Expired"), "{e}"),
+        }
+    }
+    relisted.sort();
+    assert_eq!(relisted, ["after-close", "before", "hidden"]);
+}
+
+#[tokio::test]
+async fn a_watch_resumes_from_a_resource_version() {
+    let (_fake, client) = start(FakeApi::new()).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    let a = pods.create(&PostParams::default(), &pod("ml", "a")).await.unwrap();
+    let rv = a.metadata.resource_version.unwrap();
+    pods.create(&PostParams::default(), &pod("ml", "b")).await.unwrap();
+    pods.delete("a", &DeleteParams::default()).await.unwrap();
+    let mut s = pods.watch(&WatchParams::default().timeout(5), &rv).await.unwrap().boxed();
+    assert!(matches!(next(&mut s).await.unwrap(), WatchEvent::Added(p) if name(&p) == "b"));
+    assert!(matches!(next(&mut s).await.unwrap(), WatchEvent::Deleted(p) if name(&p) == "a"));
+}
+
+#[tokio::test]
+async fn an_expired_resource_version_gets_410() {
+    let (fake, client) = start(FakeApi::new()).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    let a = pods.create(&PostParams::default(), &pod("ml", "a")).await.unwrap();
+    pods.create(&PostParams::default(), &pod("ml", "b")).await.unwrap();
+    fake.faults().expire_history();
+    let rv = a.metadata.resource_version.unwrap();
+    let events: Vec<_> = pods.watch(&WatchParams::default(), &rv).await.unwrap().try_collect().await.unwrap();
+    let [WatchEvent::Error(e)] = events.as_slice() else { panic!("one ERROR event, then the end: {events:?}") };
+    assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+}
+
+#[tokio::test]
+async fn selectors_apply_to_watches_and_bookmarks_come() {
+    let (_fake, client) = start(FakeApi::new()).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    pods.create(&PostParams::default(), &pod("ml", "p")).await.unwrap();
+    let wp = WatchParams::default().fields("spec.nodeName=").timeout(20);
+    let mut s = pods.watch(&wp, "0").await.unwrap().boxed();
+    assert!(matches!(next(&mut s).await.unwrap(), WatchEvent::Added(p) if name(&p) == "p"));
+    let binding = json!({"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n1"}});
+    let _: kube::core::Status =
+        pods.create_subresource("binding", "p", &PostParams::default(), &binding).await.unwrap();
+    let WatchEvent::Deleted(gone) = next(&mut s).await.unwrap() else { panic!("bound: it leaves the selector") };
+    assert_eq!(gone.spec.unwrap().node_name, None, "the last state the watch saw");
+    assert!(matches!(next(&mut s).await.unwrap(), WatchEvent::Bookmark(_)));
+}
