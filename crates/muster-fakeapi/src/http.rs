@@ -54,6 +54,11 @@ pub(crate) async fn handle(
         return error(&ApiError::method_not_allowed(format!("{method} is not supported")));
     };
     let mut request = describe(&target, verb);
+    if params.get("dryRun").is_some_and(|d| !d.is_empty()) {
+        request.status = 400;
+        shared.log(request);
+        return error(&ApiError::bad_request("dryRun is not supported by the fake API server"));
+    }
     if let Some(code) = shared.injected(&request) {
         request.status = code;
         shared.log(request);
@@ -64,7 +69,10 @@ pub(crate) async fn handle(
     {
         tokio::time::sleep(delay).await;
     }
-    let response = crate::ops::dispatch(&shared, &target, verb, &params, &headers, &body);
+    // No request may take the server down: a panic is a 500 (and a bug in the fake).
+    let dispatch = || crate::ops::dispatch(&shared, &target, verb, &params, &headers, &body);
+    let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(dispatch))
+        .unwrap_or_else(|_| error(&ApiError::new(500, "InternalError", "the fake API server failed on this request")));
     request.status = response.status().as_u16();
     shared.log(request);
     response

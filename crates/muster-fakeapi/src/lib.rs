@@ -9,9 +9,10 @@
 //! the resource table ([`registry`]) and discovery built from it; get, list (`limit`/`continue`,
 //! label and field selectors), watch (resume, bookmarks, `sendInitialEvents`, 410 Gone), create,
 //! update (resourceVersion preconditions), merge / JSON / strategic-merge / apply patches
-//! ([`patch`]), status subresources, finalizer-aware deletion and `pods/binding`; the pod
-//! defaulting and the few validations a scheduler trips over ([`admission`]); a request log and
-//! fault injection ([`Faults`]).
+//! ([`patch`], with a minimal field ownership for apply conflicts, [`fields`]), status
+//! subresources, finalizer-aware deletion and `pods/binding`; the pod defaulting and the few
+//! validations a scheduler trips over ([`admission`]); a request log and fault injection
+//! ([`Faults`]).
 //!
 //! **It also stands in for kube-controller-manager** (on by default; [`FakeApi::controllers`]
 //! or `--no-controllers` turns it off): preloaded Deployments, ReplicaSets, StatefulSets and
@@ -21,19 +22,23 @@
 //!
 //! **What it never does.** Schedule anything, run containers or talk to anything but its
 //! clients; read files other than the manifests it is given; panic on a request (a body it
-//! cannot read is a 400 `Status`); grow without bound (the history keeps
-//! [`store::HISTORY`] events, bodies are limited to [`server::BODY_LIMIT`]).
+//! cannot read is a 400 `Status`, and a bug that panics is a 500, not a dead server); grow
+//! without bound (the history keeps [`store::HISTORY`] events, the request log
+//! [`server::LOG_LIMIT`] requests, bodies are limited to [`server::BODY_LIMIT`]); pretend to
+//! honour what it does not do (`dryRun` is refused with 400 rather than written for real).
 //!
 //! **What it does not model.** Authentication, authorization and TLS; admission webhooks and
 //! most admission plugins; most validation (only what [`admission`] lists); the kubelet (a
 //! deleted pod without finalizers is removed at once, there is no graceful termination, and pod
-//! phases change only when a client writes them); real server-side apply (no field ownership,
-//! no apply conflicts); version conversion (each served version of a resource is its own store:
+//! phases change only when a client writes them); real server-side apply (no `managedFields`,
+//! no list ownership by key, and a removed applied field is not pruned); version conversion (each served version of a resource is its own store:
 //! a `v1alpha3` PodGroup is not visible as `v1beta1`, core `v1` Events are not `events.k8s.io`
 //! Events); namespaces as a lifecycle (objects may name any namespace); garbage collection of
-//! owned objects; protobuf, tables and aggregated discovery; `dryRun`, `deletecollection`;
+//! owned objects; protobuf, tables (kubectl prints NAME and AGE only) and aggregated
+//! discovery; the OpenAPI documents (use `kubectl --validate=false`); `deletecollection`;
 //! consistent snapshots across list pages (each page reads the current state after the
-//! previous page's last key).
+//! previous page's last key); list `resourceVersion`/`resourceVersionMatch` parameters (a list
+//! is always the current state).
 
 pub mod admission;
 pub mod controllers;

@@ -157,6 +157,10 @@ fn patch(
     let kind = PatchKind::from_content_type(ct)
         .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct:?})")))?;
     let p = patch::parse(kind, body)?;
+    let meta_ok = p.get("metadata").is_none_or(|m| m.is_object() || m.is_null());
+    if kind != PatchKind::Json && !(p.is_object() && meta_ok) {
+        return Err(ApiError::bad_request("the patch must be an object, and its metadata too"));
+    }
     if kind == PatchKind::Apply {
         return apply(store, t, part, params, p);
     }
@@ -191,7 +195,7 @@ fn apply(store: &mut Store, t: &Target, part: Part, params: &Params, p: Value) -
     }
     let mut patched = patch::apply(PatchKind::Apply, &old, &p)?;
     // Apply carries no precondition unless the configuration names a resourceVersion.
-    if meta_str(&p, "resourceVersion").is_none() {
+    if meta_str(&p, "resourceVersion").is_none() && patched["metadata"].is_object() {
         patched["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
     }
     let new = store.update(t.res, &k, patched, part)?;

@@ -12,6 +12,9 @@ use crate::store::Store;
 /// The largest request body accepted (the real server's limit is 3 MiB for most objects).
 pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 
+/// The most requests the log keeps; past it, the older half is dropped.
+pub const LOG_LIMIT: usize = 100_000;
+
 pub(crate) struct Shared {
     pub(crate) store: Mutex<Store>,
     pub(crate) log: Log,
@@ -46,7 +49,11 @@ impl Shared {
     }
 
     pub(crate) fn log(&self, r: Request) {
-        self.log.lock().unwrap_or_else(PoisonError::into_inner).push(r);
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if log.len() >= LOG_LIMIT {
+            log.drain(..LOG_LIMIT / 2);
+        }
+        log.push(r);
     }
 
     pub(crate) fn requests(&self) -> Vec<Request> {

@@ -156,6 +156,7 @@ impl Store {
         if self.objects[res].contains_key(&key) {
             return Err(ApiError::already_exists(&rt.qualified(), &name));
         }
+        validate(res, &obj)?;
         admission::on_create(self, res, &mut obj)?;
         self.uids += 1;
         let meta = &mut obj["metadata"];
