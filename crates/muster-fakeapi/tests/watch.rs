@@ -109,3 +109,17 @@ async fn selectors_apply_to_watches_and_bookmarks_come() {
     assert_eq!(gone.spec.unwrap().node_name, None, "the last state the watch saw");
     assert!(matches!(next(&mut s).await.unwrap(), WatchEvent::Bookmark(_)));
 }
+
+#[tokio::test]
+async fn the_runtime_watcher_with_streaming_lists() {
+    let (fake, client) = start(FakeApi::new()).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    pods.create(&PostParams::default(), &pod("ml", "a")).await.unwrap();
+    let mut events = watcher::watcher(pods.clone(), watcher::Config::default().streaming_lists()).boxed();
+    assert!(matches!(next(&mut events).await.unwrap(), Event::Init));
+    assert!(matches!(next(&mut events).await.unwrap(), Event::InitApply(p) if name(&p) == "a"));
+    assert!(matches!(next(&mut events).await.unwrap(), Event::InitDone), "the initial-events-end bookmark ends it");
+    pods.create(&PostParams::default(), &pod("ml", "b")).await.unwrap();
+    assert!(matches!(next(&mut events).await.unwrap(), Event::Apply(p) if name(&p) == "b"));
+    assert!(fake.requests().iter().all(|r| r.verb != "list"), "no list: one watch with sendInitialEvents");
+}
