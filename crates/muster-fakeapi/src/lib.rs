@@ -34,8 +34,8 @@
 //! no list ownership by key, and a removed applied field is not pruned); version conversion (each served version of a resource is its own store:
 //! a `v1alpha3` PodGroup is not visible as `v1beta1`, core `v1` Events are not `events.k8s.io`
 //! Events); namespaces as a lifecycle (objects may name any namespace); garbage collection of
-//! owned objects; protobuf, tables (kubectl prints NAME and AGE only) and aggregated
-//! discovery; the OpenAPI documents (use `kubectl --validate=false`); `deletecollection`;
+//! owned objects; protobuf and aggregated discovery (kubectl falls back to JSON and legacy
+//! discovery; [`table`] prints a few kinds' columns); the OpenAPI documents (use `kubectl --validate=false`); `deletecollection`;
 //! consistent snapshots across list pages (each page reads the current state after the
 //! previous page's last key); list `resourceVersion`/`resourceVersionMatch` parameters (a list
 //! is always the current state).
@@ -54,6 +54,7 @@ pub mod selectors;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod watch;
 
 use std::net::SocketAddr;

@@ -40,6 +40,10 @@ pub(crate) fn dispatch(
         result
     };
     match result {
+        Ok((code, v)) if matches!(verb, "get" | "list") && crate::table::wanted(headers) => {
+            let include = params.get("includeObject").is_some_and(|i| i == "Object");
+            json(code, &crate::table::render(t.res, &v, include))
+        }
         Ok((code, v)) => json(code, &v),
         Err(e) => error(&e),
     }
