@@ -1,7 +1,8 @@
 //! Watches: newline-delimited JSON watch events streamed as a chunked response.
 //!
-//! - `resourceVersion` absent or `"0"`: an ADDED event for every object, then (with
-//!   `sendInitialEvents=true`) a BOOKMARK annotated `k8s.io/initial-events-end: "true"`, then
+//! - `resourceVersion` absent or `"0"`, or `sendInitialEvents=true` (whatever the version): an
+//!   ADDED event for every object, then (with `sendInitialEvents=true` and
+//!   `allowWatchBookmarks=true`) a BOOKMARK annotated `k8s.io/initial-events-end: "true"`, then
 //!   changes;
 //! - `resourceVersion=N`: every change after N from the history, then changes; N older than the
 //!   history gives one ERROR event (a 410 `Expired` Status) and the stream ends;
@@ -50,7 +51,10 @@ fn parse(t: &Target, params: &Params) -> Result<Watch, ApiError> {
         params.get("labelSelector").map(String::as_str),
         params.get("fieldSelector").map(String::as_str),
     )?;
+    let send_initial = flag(params, "sendInitialEvents");
     let from = match params.get("resourceVersion").map(String::as_str) {
+        // Initial events show the current state, which is newer than any version asked.
+        _ if send_initial => None,
         None | Some("" | "0") => None,
         Some(rv) => Some(rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?),
     };
@@ -63,7 +67,7 @@ fn parse(t: &Target, params: &Params) -> Result<Watch, ApiError> {
         ns: t.ns.clone(),
         selector,
         from,
-        initial_end: flag(params, "sendInitialEvents") && flag(params, "allowWatchBookmarks"),
+        initial_end: send_initial && flag(params, "allowWatchBookmarks"),
         bookmarks: flag(params, "allowWatchBookmarks"),
         timeout,
     })
