@@ -51,6 +51,9 @@ pub(crate) async fn handle(
         }
     };
     let Some(verb) = verb(&method, &target, &params) else {
+        let mut request = describe(&target, method.as_str());
+        request.status = 405;
+        shared.log(request);
         return error(&ApiError::method_not_allowed(format!("{method} is not supported")));
     };
     let mut request = describe(&target, verb);

@@ -23,7 +23,7 @@
 //! **What it never does.** Schedule anything, run containers or talk to anything but its
 //! clients; read files other than the manifests it is given; panic on a request (a body it
 //! cannot read is a 400 `Status`, and a bug that panics is a 500, not a dead server); grow
-//! without bound (the history keeps [`store::HISTORY`] events, the request log
+//! without bound (the history keeps [`store::HISTORY`] events unless told otherwise, the request log
 //! [`server::LOG_LIMIT`] requests, bodies are limited to [`server::BODY_LIMIT`]); pretend to
 //! honour what it does not do (`dryRun` is refused with 400 rather than written for real).
 //!
@@ -73,6 +73,7 @@ use store::Store;
 pub struct FakeApi {
     objects: Vec<Value>,
     controllers: bool,
+    history: usize,
 }
 
 impl Default for FakeApi {
@@ -83,7 +84,7 @@ impl Default for FakeApi {
 
 impl FakeApi {
     pub fn new() -> Self {
-        FakeApi { objects: Vec::new(), controllers: true }
+        FakeApi { objects: Vec::new(), controllers: true, history: store::HISTORY }
     }
 
     /// Objects stored before the server starts (each with `apiVersion` and `kind`), as from a
@@ -100,10 +101,17 @@ impl FakeApi {
         self
     }
 
+    /// How many change events watches can resume from (default [`store::HISTORY`]); a watch
+    /// from an older resourceVersion gets 410 Gone.
+    pub fn history_limit(mut self, events: usize) -> Self {
+        self.history = events;
+        self
+    }
+
     /// Stores the preloaded objects and serves on `addr` (port 0: any free port), on the current
     /// tokio runtime. A preloaded object the server would refuse is an `InvalidData` error.
     pub async fn start(self, addr: SocketAddr) -> std::io::Result<Running> {
-        let shared = Arc::new(Shared::new(Store::default(), self.controllers));
+        let shared = Arc::new(Shared::new(Store::with_history_limit(self.history), self.controllers));
         preload(&shared, self.objects).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;

@@ -19,7 +19,7 @@ use crate::status::{ApiError, ApiResult};
 /// `(namespace or "", name)`.
 pub type Key = (String, String);
 
-/// How many events the history keeps; a watch from before them gets 410 Gone.
+/// How many events the history keeps by default; a watch from before them gets 410 Gone.
 pub const HISTORY: usize = 100_000;
 
 /// One change. `old` is `None` for a creation, `new` is `None` for a removal (then `old` carries
@@ -49,6 +49,7 @@ pub struct Store {
     history: VecDeque<Arc<Event>>,
     /// Every event after this resourceVersion is in `history`.
     history_start: u64,
+    history_limit: usize,
     changed: tokio::sync::watch::Sender<u64>,
     /// Who set which fields, for apply conflicts.
     pub owners: Owners,
@@ -62,6 +63,7 @@ impl Default for Store {
             objects: registry::RESOURCES.iter().map(|_| BTreeMap::new()).collect(),
             history: VecDeque::new(),
             history_start: 0,
+            history_limit: HISTORY,
             changed: tokio::sync::watch::Sender::new(0),
             owners: Owners::default(),
         }
@@ -95,6 +97,11 @@ fn spec_part(obj: &Value) -> Value {
 }
 
 impl Store {
+    /// A store whose history keeps `limit` events (at least one).
+    pub fn with_history_limit(limit: usize) -> Store {
+        Store { history_limit: limit.max(1), ..Store::default() }
+    }
+
     pub fn resource_version(&self) -> u64 {
         self.rv
     }
@@ -277,7 +284,7 @@ impl Store {
     }
 
     fn record(&mut self, event: Event) {
-        if self.history.len() >= HISTORY
+        if self.history.len() >= self.history_limit
             && let Some(dropped) = self.history.pop_front()
         {
             self.history_start = dropped.rv;

@@ -55,6 +55,12 @@ async fn stale_replace_conflicts_and_status_is_isolated() {
     let Err(kube::Error::Api(s)) = e else { panic!("stale resourceVersion accepted") };
     assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
 
+    let stale = json!({"metadata": {"resourceVersion": created.metadata.resource_version, "labels": {"z": "3"}}});
+    assert_eq!(
+        code(pods.patch("p", &PatchParams::default(), &Patch::Merge(&stale)).await),
+        409,
+        "a patch precondition"
+    );
     let patch = json!({"metadata": {"labels": {"y": "2"}}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
     let after = pods.patch_status("p", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     assert_eq!(after.status.unwrap().phase.as_deref(), Some("Running"));
@@ -141,10 +147,22 @@ async fn binding_sets_the_node_once() {
     assert_eq!(code(again), 409);
     let missing = json!({"metadata": {"name": "q"}, "target": {"kind": "Node", "name": "n1"}});
     assert_eq!(code(pods.create_subresource::<_, kube::core::Status>("binding", "q", &pp, &missing).await), 404);
+    let other_uid = json!({"metadata": {"name": "p", "uid": "not-its-uid"}, "target": {"kind": "Node", "name": "n1"}});
+    assert_eq!(code(pods.create_subresource::<_, kube::core::Status>("binding", "p", &pp, &other_uid).await), 409);
+    let mut held = pod("ml", "held");
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    pods.create(&pp, &held).await.unwrap();
+    pods.delete("held", &DeleteParams::default()).await.unwrap();
+    let bind_held = json!({"metadata": {"name": "held"}, "target": {"kind": "Node", "name": "n1"}});
+    assert_eq!(
+        code(pods.create_subresource::<_, kube::core::Status>("binding", "held", &pp, &bind_held).await),
+        409,
+        "being deleted"
+    );
     let moved = json!({"spec": {"nodeName": "n2"}});
     assert_eq!(code(pods.patch("p", &PatchParams::default(), &Patch::Merge(&moved)).await), 422);
     let last = fake.requests().into_iter().rev().find(|r| r.subresource.as_deref() == Some("binding")).unwrap();
-    assert_eq!((last.verb.as_str(), last.status), ("create", 404));
+    assert_eq!((last.verb.as_str(), last.status, last.name.as_deref()), ("create", 409, Some("held")));
 }
 
 #[tokio::test]

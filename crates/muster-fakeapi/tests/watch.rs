@@ -123,3 +123,21 @@ async fn the_runtime_watcher_with_streaming_lists() {
     assert!(matches!(next(&mut events).await.unwrap(), Event::Apply(p) if name(&p) == "b"));
     assert!(fake.requests().iter().all(|r| r.verb != "list"), "no list: one watch with sendInitialEvents");
 }
+
+#[tokio::test]
+async fn a_bounded_history_forgets_old_versions() {
+    let (_fake, client) = start(FakeApi::new().history_limit(2)).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    let a = pods.create(&PostParams::default(), &pod("ml", "a")).await.unwrap();
+    let rv = a.metadata.resource_version.unwrap();
+    for n in ["b", "c", "d"] {
+        pods.create(&PostParams::default(), &pod("ml", n)).await.unwrap();
+    }
+    // Kept: the events of c and d; b's is gone, so a watch from a's version cannot resume.
+    let events: Vec<_> =
+        pods.watch(&WatchParams::default().timeout(3), &rv).await.unwrap().try_collect().await.unwrap();
+    assert!(matches!(events.as_slice(), [WatchEvent::Error(e)] if e.code == 410), "{events:?}");
+    let recent = (rv.parse::<u64>().unwrap() + 1).to_string();
+    let mut s = pods.watch(&WatchParams::default().timeout(5), &recent).await.unwrap().boxed();
+    assert!(matches!(next(&mut s).await.unwrap(), WatchEvent::Added(p) if name(&p) == "c"));
+}
