@@ -20,9 +20,11 @@ use crate::store::{Store, meta_str};
 /// The most consumers a claim may list (`ResourceClaimReservedForMaxSize`).
 pub const RESERVED_FOR_MAX: usize = 256;
 
-pub fn on_create(store: &Store, res: ResId, obj: &mut Value) -> ApiResult<()> {
+/// Defaults and checks a created object. `restore`: a preloaded object, stored as a cluster
+/// already holds it — a pod's given `spec.priority` is kept even where its class disagrees.
+pub fn on_create(store: &Store, res: ResId, obj: &mut Value, restore: bool) -> ApiResult<()> {
     match registry::get(res).kind {
-        "Pod" => default_pod(store, obj),
+        "Pod" => default_pod(store, obj, restore),
         "ResourceClaim" => check_claim_status(obj),
         _ => Ok(()),
     }
@@ -37,14 +39,16 @@ pub fn on_update(_store: &Store, res: ResId, old: &Value, new: &Value) -> ApiRes
     }
 }
 
-fn default_pod(store: &Store, pod: &mut Value) -> ApiResult<()> {
+fn default_pod(store: &Store, pod: &mut Value, restore: bool) -> ApiResult<()> {
     if !pod["spec"].is_object() {
         return Err(ApiError::invalid("Pod", meta_str(pod, "name").unwrap_or(""), "spec", "spec is required"));
     }
     if pod["spec"].get("schedulerName").is_none_or(|s| s.as_str().is_none_or(str::is_empty)) {
         pod["spec"]["schedulerName"] = json!("default-scheduler");
     }
-    resolve_priority(store, pod)?;
+    if !(restore && pod["spec"]["priority"].is_i64()) {
+        resolve_priority(store, pod)?;
+    }
     if pod.get("status").and_then(|s| s.get("phase")).is_none_or(Value::is_null) {
         pod["status"]["phase"] = json!("Pending");
     }

@@ -88,8 +88,11 @@ impl FakeApi {
     }
 
     /// Objects stored before the server starts (each with `apiVersion` and `kind`), as from a
-    /// restored dump: their `uid` and `creationTimestamp` are kept when set. Workloads are not
-    /// expanded here; [`manifests::load`] does that.
+    /// restored dump: their `uid` and `creationTimestamp` are kept when set, and a pod's given
+    /// `spec.priority` is kept (missing fields are defaulted as on create). Workloads are not
+    /// expanded here; [`manifests::load`] does that. Besides them the server holds what a new
+    /// cluster has: the namespaces `default`, `kube-system` (and every namespace the objects
+    /// name), and the PriorityClasses `system-node-critical` and `system-cluster-critical`.
     pub fn with_objects(mut self, objects: Vec<Value>) -> Self {
         self.objects.extend(objects);
         self
@@ -155,6 +158,7 @@ fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
     for ns in namespaces {
         let _ = store.preload(ns_res, json!({"metadata": {"name": ns}, "status": {"phase": "Active"}}));
     }
+    bootstrap_priority_classes(&mut store, &objects);
     let mut pods = Vec::new();
     for o in objects {
         let (av, kind) =
@@ -175,6 +179,19 @@ fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The two PriorityClasses every API server creates at startup, unless the objects bring them.
+fn bootstrap_priority_classes(store: &mut Store, objects: &[Value]) {
+    let pcs = registry::by_path("scheduling.k8s.io", "v1", "priorityclasses").expect("in the table");
+    for (name, value) in [("system-node-critical", 2_000_001_000), ("system-cluster-critical", 2_000_000_000)] {
+        let given = objects.iter().any(|o| o["kind"] == "PriorityClass" && store::meta_str(o, "name") == Some(name));
+        if !given {
+            let class = json!({"metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority",
+                "description": "Used for system critical pods that must not be moved from their current node."});
+            let _ = store.preload(pcs, class);
+        }
+    }
 }
 
 struct Handle {

@@ -164,7 +164,7 @@ impl Store {
             return Err(ApiError::already_exists(&rt.qualified(), &name));
         }
         validate(res, &obj)?;
-        admission::on_create(self, res, &mut obj)?;
+        admission::on_create(self, res, &mut obj, restore)?;
         self.uids += 1;
         let meta = &mut obj["metadata"];
         if rt.namespaced {
