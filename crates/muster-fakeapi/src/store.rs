@@ -129,6 +129,11 @@ impl Store {
         Some(self.history.range(from..).filter(|e| e.res == res).cloned().collect())
     }
 
+    /// The oldest resourceVersion a watch can resume from.
+    pub fn oldest(&self) -> u64 {
+        self.history_start
+    }
+
     /// Forgets every event: a watch from any older resourceVersion gets 410 Gone.
     pub fn expire_history(&mut self) {
         self.history.clear();
@@ -148,41 +153,17 @@ impl Store {
     }
 
     fn create_inner(&mut self, res: ResId, ns: Option<&str>, mut obj: Value, restore: bool) -> ApiResult<Value> {
-        let rt = registry::get(res);
         prepare_body(res, &mut obj)?;
         let name = self.assign_name(&mut obj)?;
-        let ns = ns.map(str::to_string).or_else(|| meta_str(&obj, "namespace").map(str::to_string));
-        let key = key(res, ns.as_deref(), &name);
-        if let Some(body_ns) = meta_str(&obj, "namespace").filter(|_| rt.namespaced)
-            && body_ns != key.0
-        {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
+        let key = create_key(res, ns, &obj, &name)?;
         if self.objects[res].contains_key(&key) {
-            return Err(ApiError::already_exists(&rt.qualified(), &name));
+            return Err(ApiError::already_exists(&registry::get(res).qualified(), &name));
         }
         validate(res, &obj)?;
         admission::on_create(self, res, &mut obj, restore)?;
         self.uids += 1;
-        let meta = &mut obj["metadata"];
-        if rt.namespaced {
-            meta["namespace"] = json!(key.0);
-        } else if let Some(m) = meta.as_object_mut() {
-            m.remove("namespace");
-        }
-        if !restore || meta_str(&obj, "uid").is_none_or(str::is_empty) {
-            obj["metadata"]["uid"] = json!(format!("00000000-0000-4000-8000-{:012x}", self.uids));
-        }
-        if !restore || obj["metadata"].get("creationTimestamp").is_none_or(Value::is_null) {
-            obj["metadata"]["creationTimestamp"] = now();
-        }
-        let meta = &mut obj["metadata"];
-        meta["generation"] = json!(1);
-        for gone in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
-            meta.as_object_mut().map(|m| m.remove(gone));
-        }
+        let uid = format!("00000000-0000-4000-8000-{:012x}", self.uids);
+        server_metadata(res, &key, &mut obj, uid, restore);
         validate(res, &obj)?;
         Ok(self.commit(res, key, None, obj))
     }
@@ -292,6 +273,39 @@ impl Store {
         self.history.push_back(Arc::new(event));
         self.changed.send_replace(self.rv);
     }
+}
+
+/// Where a created object goes: the URL's namespace, else the body's, else `default`; a body
+/// naming another namespace than the URL is refused.
+fn create_key(res: ResId, ns: Option<&str>, obj: &Value, name: &str) -> ApiResult<Key> {
+    let body_ns = meta_str(obj, "namespace").filter(|_| registry::get(res).namespaced);
+    let key = key(res, ns.or(body_ns), name);
+    if body_ns.is_some_and(|b| b != key.0) {
+        let why = "the namespace of the provided object does not match the namespace sent on the request";
+        return Err(ApiError::bad_request(why));
+    }
+    Ok(key)
+}
+
+/// The metadata the server owns on a created object: namespace, uid and creationTimestamp
+/// (kept from a restored object that has them), generation 1, no deletion marks.
+fn server_metadata(res: ResId, key: &Key, obj: &mut Value, uid: String, restore: bool) {
+    let Some(meta) = obj["metadata"].as_object_mut() else { return }; // prepare_body made it one
+    if registry::get(res).namespaced {
+        meta.insert("namespace".into(), json!(key.0));
+    } else {
+        meta.remove("namespace");
+    }
+    let missing = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some(""));
+    if !restore || missing(meta.get("uid")) {
+        meta.insert("uid".into(), json!(uid));
+    }
+    if !restore || missing(meta.get("creationTimestamp")) {
+        meta.insert("creationTimestamp".into(), now());
+    }
+    meta.insert("generation".into(), json!(1));
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
 }
 
 /// Sets `apiVersion` and `kind` when absent; refuses a body of another kind or without metadata.
