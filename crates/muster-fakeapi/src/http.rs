@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::Response;
@@ -33,7 +33,7 @@ pub(crate) async fn handle(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let params: Params = Query::try_from_uri(&uri).map(|q| q.0).unwrap_or_default();
     if method == Method::GET
@@ -57,6 +57,16 @@ pub(crate) async fn handle(
         return error(&ApiError::method_not_allowed(format!("{method} is not supported")));
     };
     let mut request = describe(&target, verb);
+    let Ok(body) = axum::body::to_bytes(body, crate::server::BODY_LIMIT).await else {
+        request.status = 413;
+        shared.log(request);
+        let limit = crate::server::BODY_LIMIT;
+        return error(&ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("the request body is larger than {limit} bytes"),
+        ));
+    };
     if params.get("dryRun").is_some_and(|d| !d.is_empty()) {
         request.status = 400;
         shared.log(request);

@@ -107,10 +107,7 @@ fn list(store: &Store, t: &Target, params: &Params) -> ApiResult<Value> {
         Some(c) => parse_continue(c)?,
         None => (store.resource_version(), None),
     };
-    let mut matching = store
-        .list(t.res, t.ns.as_deref())
-        .filter(|(k, _)| after.as_ref().is_none_or(|a| *k > a))
-        .filter(|(_, v)| sel.matches(v));
+    let mut matching = store.list_after(t.res, t.ns.as_deref(), after.as_ref()).filter(|(_, v)| sel.matches(v));
     let items: Vec<(&Key, &std::sync::Arc<Value>)> = matching.by_ref().take(limit).collect();
     let remaining = matching.count();
     let mut metadata = json!({"resourceVersion": rv.to_string()});

@@ -70,7 +70,8 @@ impl Shared {
     }
 }
 
-/// Every path goes to one handler, which parses it the way the API server does.
+/// Every path goes to one handler, which parses it the way the API server does (and reads at
+/// most [`BODY_LIMIT`] bytes of a body itself, to answer a `Status`).
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(crate::http::handle).layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(shared)
+    Router::new().fallback(crate::http::handle).layer(DefaultBodyLimit::disable()).with_state(shared)
 }

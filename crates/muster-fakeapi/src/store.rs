@@ -120,6 +120,18 @@ impl Store {
         self.objects[res].iter().filter(move |(k, _)| ns.is_none_or(|ns| k.0 == ns))
     }
 
+    /// Objects of `res` after `after` in key order, in `ns` when given (a list page's rest).
+    pub fn list_after<'s>(
+        &'s self,
+        res: ResId,
+        ns: Option<&'s str>,
+        after: Option<&Key>,
+    ) -> impl Iterator<Item = (&'s Key, &'s Arc<Value>)> + 's {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = after.map_or(Unbounded, |k| Excluded(k.clone()));
+        self.objects[res].range((from, Unbounded)).filter(move |(k, _)| ns.is_none_or(|ns| k.0 == ns))
+    }
+
     /// Events of `res` after `rv`, or `None` when some of them are no longer kept.
     pub fn events_after(&self, res: ResId, rv: u64) -> Option<Vec<Arc<Event>>> {
         if rv < self.history_start {

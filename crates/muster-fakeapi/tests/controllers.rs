@@ -95,3 +95,13 @@ async fn workloads_are_expanded_into_pods_at_preload() {
     assert_eq!(high["spec"]["priority"], 100000, "priority resolved from the PriorityClass");
     assert_eq!(high["metadata"]["creationTimestamp"], "2026-12-01T09:00:00Z", "kept from the manifest");
 }
+
+#[tokio::test]
+async fn without_controllers_nothing_is_made_for_the_scheduler() {
+    let objects = manifests::load(&[repo("examples/gpu-training")]).expect("the example loads");
+    let (fake, client) = start(FakeApi::new().controllers(false).with_objects(objects)).await;
+    assert!(fake.list("resourceclaims").is_empty(), "no claims from templates");
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    pods.delete("trainer-0", &DeleteParams::default()).await.unwrap();
+    assert!(pods.get("trainer-1").await.unwrap().status.unwrap().resource_claim_statuses.is_none());
+}

@@ -80,4 +80,7 @@ async fn bad_requests_get_a_status_and_the_server_lives() {
     }
     assert!(fake.get("v1", "pods", Some("ml"), "p").is_some(), "nothing broke the pod");
     assert_eq!(fake.requests().len(), cases.len() + 1);
+    let huge = format!(r#"{{"metadata":{{"name":"big","annotations":{{"a":"{}"}}}}}}"#, "x".repeat(17 << 20));
+    let (code, status) = call(&client, "POST", pods, json, &huge).await;
+    assert_eq!((code, status["reason"].as_str()), (413, Some("RequestEntityTooLarge")));
 }
