@@ -32,6 +32,7 @@ pub(crate) fn dispatch(
         if let Ok((_, v)) = &result
             && shared.controllers
             && registry::get(t.res).plural == "pods"
+            && !matches!(verb, "get" | "list")
         {
             let name = t.name.as_deref().or_else(|| meta_str(v, "name")).unwrap_or_default().to_string();
             let ns = t.ns.as_deref().or_else(|| meta_str(v, "namespace")).unwrap_or("default").to_string();
@@ -58,7 +59,11 @@ fn run(
     body: &Bytes,
 ) -> ApiResult<(u16, Value)> {
     let rt = registry::get(t.res);
+    let pod_binding = rt.plural == "pods" && t.sub.as_deref() == Some("binding");
     match (verb, t.sub.as_deref()) {
+        (_, Some("binding")) if pod_binding && verb != "create" => {
+            Err(ApiError::method_not_allowed("pods/binding only takes create"))
+        }
         ("list", _) => list(store, t, params).map(|v| (200, v)),
         ("get", _) => get(store, t).map(|v| (200, v)),
         ("create", None) => store.create(t.res, t.ns.as_deref(), parse_body(body)?).map(|v| (201, v)),

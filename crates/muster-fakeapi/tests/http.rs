@@ -70,6 +70,8 @@ async fn bad_requests_get_a_status_and_the_server_lives() {
         ("GET", "/apis/unknown.io/v1/things", json, "", 404),
         ("POST", "/api/v1/namespaces/ml/pods/p/binding", json, r#"{"metadata":{"name":"p"}}"#, 422),
         ("POST", "/api/v1/namespaces/ml/pods?dryRun=All", json, pod, 400),
+        ("PUT", "/api/v1/namespaces/ml/pods/p/binding", json, pod, 405),
+        ("POST", "/api/v1/namespaces/ml/pods/p/status", json, pod, 405),
         ("DELETE", "/api/v1/namespaces/ml/pods/p", json, "{", 400),
     ];
     for (method, uri, ct, body, want) in cases {
