@@ -1,6 +1,8 @@
 //! Per-kind defaulting and validation the real API server does on writes, as far as a scheduler
 //! notices it:
 //!
+//! - a created object's `status` is dropped when its kind has a status subresource (not for
+//!   nodes; preloaded objects keep theirs), a namespace's is `Active`;
 //! - a created pod gets `spec.schedulerName: default-scheduler`, `spec.priority` (and
 //!   `preemptionPolicy`) from its PriorityClass or the global default class (403 when the class
 //!   does not exist, as the Priority admission plugin answers), and `status.phase: Pending`;
@@ -23,6 +25,9 @@ pub const RESERVED_FOR_MAX: usize = 256;
 /// Defaults and checks a created object. `restore`: a preloaded object, stored as a cluster
 /// already holds it — a pod's given `spec.priority` is kept even where its class disagrees.
 pub fn on_create(store: &Store, res: ResId, obj: &mut Value, restore: bool) -> ApiResult<()> {
+    if !restore {
+        reset_status(res, obj);
+    }
     match registry::get(res).kind {
         "Pod" => default_pod(store, obj, restore),
         "ResourceClaim" => check_claim_status(obj),
@@ -36,6 +41,20 @@ pub fn on_update(_store: &Store, res: ResId, old: &Value, new: &Value) -> ApiRes
         ("", "Pod") => check_pod_update(old, new),
         ("resource.k8s.io", "ResourceClaim") => check_claim_update(old, new),
         _ => Ok(()),
+    }
+}
+
+/// A created object's status is the server's, as the registries' `PrepareForCreate` do: dropped
+/// for kinds with a status subresource (nodes excepted: kubelets register theirs), `Active`
+/// for a namespace.
+fn reset_status(res: ResId, obj: &mut Value) {
+    let rt = registry::get(res);
+    let Some(m) = obj.as_object_mut() else { return };
+    match rt.kind {
+        "Node" => {}
+        "Namespace" => drop(m.insert("status".into(), json!({"phase": "Active"}))),
+        _ if rt.has_status() => drop(m.remove("status")),
+        _ => {}
     }
 }
 

@@ -23,6 +23,23 @@ async fn create_get_list_pages_and_defaults() {
     assert!(rv > 0 && got.metadata.uid.is_some() && got.metadata.creation_timestamp.is_some());
     assert_eq!(got.status.unwrap().phase.as_deref(), Some("Pending"));
     assert_eq!(got.spec.unwrap().priority, Some(0));
+    let mut running = pod("ml", "claims-running");
+    running.status = Some(serde_json::from_value(json!({"phase": "Running"})).unwrap());
+    let created = pods.create(&PostParams::default(), &running).await.unwrap();
+    assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"), "a created object's status is the server's");
+    pods.delete("claims-running", &DeleteParams::default()).await.unwrap();
+    let named = pods
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"generateName": "gen-"},
+        "spec": {"containers": [{"name": "c"}]}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let name = named.metadata.name.unwrap();
+    assert!(name.starts_with("gen-") && name.len() > 4, "{name}");
+    pods.delete(&name, &DeleteParams::default()).await.unwrap();
 
     let first = pods.list(&ListParams::default().limit(2)).await.unwrap();
     assert_eq!(first.items.len(), 2);
