@@ -263,6 +263,24 @@ impl Running {
         self.shared.store().resource_version()
     }
 
+    /// Waits until `done(self)` holds, checking now and after every change to the store; `false`
+    /// when `timeout` passes first. For tests: "until every pod is bound".
+    pub async fn wait_for(&self, timeout: std::time::Duration, done: impl Fn(&Running) -> bool) -> bool {
+        let mut changed = self.shared.store().subscribe();
+        let wait = async {
+            loop {
+                changed.borrow_and_update();
+                if done(self) {
+                    return;
+                }
+                if changed.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.is_ok()
+    }
+
     /// Ends every watch and stops serving; waits for open requests up to 5 s.
     pub async fn shutdown(self) {
         self.shared.close_watches();

@@ -141,3 +141,24 @@ async fn a_bounded_history_forgets_old_versions() {
     let mut s = pods.watch(&WatchParams::default().timeout(5), &recent).await.unwrap().boxed();
     assert!(matches!(next(&mut s).await.unwrap(), WatchEvent::Added(p) if name(&p) == "c"));
 }
+
+#[tokio::test]
+async fn a_watch_ends_at_its_timeout_and_tests_can_wait_for_state() {
+    let (fake, client) = start(FakeApi::new()).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    let t = std::time::Instant::now();
+    let events: Vec<_> =
+        pods.watch(&WatchParams::default().timeout(1), "0").await.unwrap().try_collect().await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "ended after {:?} with {events:?}", t.elapsed());
+
+    let waiter = fake.clone();
+    let bound = tokio::spawn(async move {
+        waiter.wait_for(WAIT, |f| f.list("pods").iter().any(|p| p["spec"]["nodeName"] == "n1")).await
+    });
+    pods.create(&PostParams::default(), &pod("ml", "p")).await.unwrap();
+    let binding = json!({"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n1"}});
+    let _: kube::core::Status =
+        pods.create_subresource("binding", "p", &PostParams::default(), &binding).await.unwrap();
+    assert!(bound.await.unwrap(), "woken by the binding");
+    assert!(!fake.wait_for(Duration::from_millis(50), |f| f.list("pods").is_empty()).await, "times out");
+}
