@@ -7,9 +7,9 @@
 //!   `preemptionPolicy`) from its PriorityClass or the global default class (403 when the class
 //!   does not exist, as the Priority admission plugin answers), and `status.phase: Pending`;
 //! - a pod's `spec.nodeName` cannot change once set (binding sets it);
-//! - a ResourceClaim's `spec` is immutable, its `status.reservedFor` holds at most 256 entries,
-//!   and its `status.allocation` cannot change once set: it may only be cleared, and only when
-//!   nothing is reserved.
+//! - a ResourceClaim's `spec` is immutable; its `status.reservedFor` holds at most 256 entries,
+//!   unique by uid, and only while the claim is allocated; its `status.allocation` cannot change
+//!   once set: it may only be cleared, and only when nothing is reserved.
 //!
 //! Everything else the real server validates is not checked.
 
@@ -123,11 +123,19 @@ fn check_pod_update(old: &Value, new: &Value) -> ApiResult<()> {
 }
 
 fn check_claim_status(claim: &Value) -> ApiResult<()> {
-    let n = claim["status"]["reservedFor"].as_array().map_or(0, Vec::len);
-    if n > RESERVED_FOR_MAX {
-        let name = meta_str(claim, "name").unwrap_or("");
-        let why = format!("{n}: must have at most {RESERVED_FOR_MAX} items");
-        return Err(ApiError::invalid("ResourceClaim", name, "status.reservedFor", &why));
+    let name = meta_str(claim, "name").unwrap_or("");
+    let reserved = claim["status"]["reservedFor"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let invalid = |why: String| Err(ApiError::invalid("ResourceClaim", name, "status.reservedFor", &why));
+    if reserved.len() > RESERVED_FOR_MAX {
+        return invalid(format!("{}: must have at most {RESERVED_FOR_MAX} items", reserved.len()));
+    }
+    if !reserved.is_empty() && claim["status"]["allocation"].is_null() {
+        return invalid("may not be specified when `allocated` is not set".into());
+    }
+    for (i, r) in reserved.iter().enumerate() {
+        if reserved[..i].iter().any(|o| o["uid"] == r["uid"]) {
+            return invalid(format!("Duplicate value: uid {}", r["uid"]));
+        }
     }
     Ok(())
 }

@@ -136,6 +136,8 @@ async fn claim_reserved_for_delete_by_uid_and_validation() {
         (0..257).map(|i| json!({"resource": "pods", "name": format!("p{i}"), "uid": format!("u{i}")})).collect();
     let big = json!({"status": {"reservedFor": too_many}});
     assert_eq!(code(claims.patch_status("c", &PatchParams::default(), &Patch::Merge(&big)).await), 422);
+    let twice = json!({"status": {"reservedFor": [{"resource": "pods", "name": "b", "uid": "ub"}, {"resource": "pods", "name": "b", "uid": "ub"}]}});
+    assert_eq!(code(claims.patch_status("c", &PatchParams::default(), &Patch::Merge(&twice)).await), 422);
     let spec = json!({"spec": {"devices": {"requests": []}}});
     assert_eq!(code(claims.patch("c", &PatchParams::default(), &Patch::Merge(&spec)).await), 422, "spec is immutable");
     let via_binding = json!({"status": {"reservedFor": null, "allocation": null}});
