@@ -3,42 +3,53 @@
 //! through a kubeconfig it writes. It is not a Kubernetes implementation and must never be
 //! deployed as one.
 //!
-//! **What it owns.** An in-memory object store ([`store`]): objects kept as JSON (unknown fields
-//! survive) and checked by deserialising into their `k8s-openapi` type on every write; one
-//! global numeric `resourceVersion` that every write bumps; a bounded event history for watches;
-//! the resource table ([`registry`]) and discovery built from it; get, list (`limit`/`continue`,
-//! label and field selectors), watch (resume, bookmarks, `sendInitialEvents`, 410 Gone), create,
-//! update (resourceVersion preconditions), merge / JSON / strategic-merge / apply patches
-//! ([`patch`], with a minimal field ownership for apply conflicts, [`fields`]), status
-//! subresources, finalizer-aware deletion and `pods/binding`; the pod defaulting and the few
-//! validations a scheduler trips over ([`admission`]); a request log and fault injection
-//! ([`Faults`]).
+//! **What it owns.**
+//!
+//! - An in-memory object store ([`store`]): objects kept as JSON and checked on every write by
+//!   deserialising them into their `k8s-openapi` type (400 when they do not decode); one global
+//!   numeric `resourceVersion` that every write bumps; a bounded event history for watches;
+//!   `uid`, `creationTimestamp`, `generation` and a created object's status set by the server.
+//! - The resource table ([`registry`]) and the discovery built from it ([`discovery`]), and the
+//!   HTTP edge that parses API paths and derives Kubernetes verbs ([`http`]).
+//! - The verbs ([`ops`]): get, list (`limit`/`continue`, label and field [`selectors`]), watch
+//!   ([`watch`]: resume, bookmarks, `sendInitialEvents`, 410 Gone), create (`generateName`),
+//!   update (resourceVersion and uid preconditions), merge / JSON / strategic-merge / apply
+//!   patches ([`patch`], with a minimal field ownership for apply conflicts, [`fields`]), status
+//!   subresources, finalizer-aware deletion and `pods/binding`; kubectl tables ([`table`]).
+//! - Pod defaulting (scheduler name, priority from PriorityClasses) and the few validations a
+//!   scheduler trips over ([`admission`]).
+//! - A request log and fault injection ([`Faults`]), for tests.
 //!
 //! **It also stands in for kube-controller-manager** (on by default; [`FakeApi::controllers`]
 //! or `--no-controllers` turns it off): preloaded Deployments, ReplicaSets, StatefulSets and
 //! Jobs are expanded into their pods once, as `muster plan` does ([`manifests`]), and the
 //! resourceclaim controller runs after every pod write ([`controllers`]): claims from templates,
-//! and their release when a pod goes.
+//! and their release when a pod is deleted or finishes.
 //!
 //! **What it never does.** Schedule anything, run containers or talk to anything but its
 //! clients; read files other than the manifests it is given; panic on a request (a body it
-//! cannot read is a 400 `Status`, and a bug that panics is a 500, not a dead server); grow
-//! without bound (the history keeps [`store::HISTORY`] events unless told otherwise, the request log
-//! [`server::LOG_LIMIT`] requests, bodies are limited to [`server::BODY_LIMIT`]); pretend to
+//! cannot read is a 400 `Status`; a bug that panics is a 500, not a dead server); grow without
+//! bound (the history keeps [`store::HISTORY`] events unless told otherwise, the request log
+//! [`server::LOG_LIMIT`] requests, a body at most [`server::BODY_LIMIT`] bytes); pretend to
 //! honour what it does not do (`dryRun` is refused with 400 rather than written for real).
 //!
-//! **What it does not model.** Authentication, authorization and TLS; admission webhooks and
-//! most admission plugins; most validation (only what [`admission`] lists); the kubelet (a
-//! deleted pod without finalizers is removed at once, there is no graceful termination, and pod
-//! phases change only when a client writes them); real server-side apply (no `managedFields`,
-//! no list ownership by key, and a removed applied field is not pruned); version conversion (each served version of a resource is its own store:
-//! a `v1alpha3` PodGroup is not visible as `v1beta1`, core `v1` Events are not `events.k8s.io`
-//! Events); namespaces as a lifecycle (objects may name any namespace); garbage collection of
-//! owned objects; protobuf and aggregated discovery (kubectl falls back to JSON and legacy
-//! discovery; [`table`] prints a few kinds' columns); the OpenAPI documents (use `kubectl --validate=false`); `deletecollection`;
-//! consistent snapshots across list pages (each page reads the current state after the
-//! previous page's last key); list `resourceVersion`/`resourceVersionMatch` parameters (a list
-//! is always the current state).
+//! **What it does not model.**
+//!
+//! - Authentication, authorization, TLS; admission webhooks and most admission plugins; most
+//!   validation (only what [`admission`] lists); pruning of unknown fields (they are kept).
+//! - The kubelet: a deleted pod without finalizers is removed at once (no graceful
+//!   termination), and pod phases change only when a client writes them. Nodes are as given.
+//! - Real server-side apply: no `managedFields`, no list ownership by key, no pruning of fields
+//!   a manager stops applying.
+//! - Version conversion: each served version of a resource is its own store (a `v1alpha3`
+//!   PodGroup is not visible as `v1beta1`; core `v1` Events are not `events.k8s.io` Events).
+//! - Namespaces as a lifecycle (objects may name any namespace), garbage collection of owned
+//!   objects, the workload controllers at run time, `deletecollection`.
+//! - Protobuf, aggregated discovery and the OpenAPI documents (kubectl falls back to JSON and
+//!   legacy discovery; use `kubectl --validate=false`).
+//! - Consistent snapshots across list pages (each page reads the current state after the
+//!   previous page's last key) and the list `resourceVersion`/`resourceVersionMatch`
+//!   parameters (a list is always the current state).
 
 pub mod admission;
 pub mod controllers;
