@@ -162,3 +162,63 @@ async fn a_watch_ends_at_its_timeout_and_tests_can_wait_for_state() {
     assert!(bound.await.unwrap(), "woken by the binding");
     assert!(!fake.wait_for(Duration::from_millis(50), |f| f.list("pods").is_empty()).await, "times out");
 }
+
+/// Concurrent writers; a watch from the start replays to exactly the final state, in strictly
+/// increasing resourceVersions (what an informer and the scheduler's assume cache rely on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_replay_to_the_final_state() {
+    let (fake, client) = start(FakeApi::new()).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    let start_rv = fake.resource_version().to_string();
+    let mut s = pods.watch(&WatchParams::default().disable_bookmarks().timeout(30), &start_rv).await.unwrap().boxed();
+    let writers: Vec<_> = (0..6)
+        .map(|w| {
+            let pods = pods.clone();
+            tokio::spawn(async move {
+                for i in 0..30 {
+                    let name = format!("w{w}-{}", i % 7);
+                    if pods.create(&PostParams::default(), &pod("ml", &name)).await.is_err() {
+                        let patch = json!({"metadata": {"labels": {"i": i.to_string()}}});
+                        let _ = pods.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await;
+                    }
+                    if i % 5 == 4 {
+                        let _ = pods.delete(&name, &DeleteParams::default()).await;
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let end = fake.resource_version();
+    let mut state = std::collections::BTreeMap::new();
+    let mut last = 0u64;
+    while last < end {
+        let (rv, event) = match next(&mut s).await.unwrap() {
+            WatchEvent::Added(p) | WatchEvent::Modified(p) => (p.metadata.resource_version.clone(), Some(p)),
+            WatchEvent::Deleted(p) => {
+                state.remove(name(&p));
+                (p.metadata.resource_version.clone(), None)
+            }
+            other => panic!("{other:?}"),
+        };
+        let rv: u64 = rv.unwrap().parse().unwrap();
+        assert!(rv > last, "resourceVersions increase: {rv} after {last}");
+        last = rv;
+        if let Some(p) = event {
+            state.insert(name(&p).to_string(), p.metadata.labels.clone());
+        }
+    }
+    let stored: std::collections::BTreeMap<String, _> = fake
+        .list("pods")
+        .into_iter()
+        .map(|p| {
+            (
+                p["metadata"]["name"].as_str().unwrap().to_string(),
+                serde_json::from_value(p["metadata"]["labels"].clone()).ok(),
+            )
+        })
+        .collect();
+    assert_eq!(state, stored);
+}
