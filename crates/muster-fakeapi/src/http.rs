@@ -40,13 +40,13 @@ pub(crate) async fn handle(
         && let Some(found) = crate::discovery::serve(&shared, uri.path())
     {
         let response = found.map_or_else(|e| error(&e), |v| json(200, &v));
-        shared.log(plain_request(response.status().as_u16()));
+        shared.log(plain_request(uri.path(), response.status().as_u16()));
         return response;
     }
     let target = match parse_path(uri.path()) {
         Ok(t) => t,
         Err(e) => {
-            shared.log(plain_request(e.code));
+            shared.log(plain_request(uri.path(), e.code));
             return error(&e);
         }
     };
@@ -91,14 +91,15 @@ pub(crate) async fn handle(
     response
 }
 
-fn plain_request(status: u16) -> Request {
+/// A request outside the API paths (discovery, probes, unknown paths): the path as its name.
+fn plain_request(path: &str, status: u16) -> Request {
     Request {
         verb: "get".into(),
         group: String::new(),
         resource: String::new(),
         subresource: None,
         namespace: None,
-        name: None,
+        name: Some(path.to_string()),
         status,
     }
 }

@@ -52,6 +52,7 @@
 //!   parameters (a list is always the current state).
 
 pub mod admission;
+pub mod binding;
 pub mod controllers;
 pub mod discovery;
 pub mod faults;
@@ -85,6 +86,7 @@ pub struct FakeApi {
     objects: Vec<Value>,
     controllers: bool,
     history: usize,
+    echo: bool,
 }
 
 impl Default for FakeApi {
@@ -95,7 +97,7 @@ impl Default for FakeApi {
 
 impl FakeApi {
     pub fn new() -> Self {
-        FakeApi { objects: Vec::new(), controllers: true, history: store::HISTORY }
+        FakeApi { objects: Vec::new(), controllers: true, history: store::HISTORY, echo: false }
     }
 
     /// Objects stored before the server starts (each with `apiVersion` and `kind`), as from a
@@ -115,6 +117,12 @@ impl FakeApi {
         self
     }
 
+    /// Whether every request is also printed on stderr (`verb resource[/sub] ns/name -> code`).
+    pub fn echo_requests(mut self, on: bool) -> Self {
+        self.echo = on;
+        self
+    }
+
     /// How many change events watches can resume from (default [`store::HISTORY`]); a watch
     /// from an older resourceVersion gets 410 Gone.
     pub fn history_limit(mut self, events: usize) -> Self {
@@ -125,7 +133,7 @@ impl FakeApi {
     /// Stores the preloaded objects and serves on `addr` (port 0: any free port), on the current
     /// tokio runtime. A preloaded object the server would refuse is an `InvalidData` error.
     pub async fn start(self, addr: SocketAddr) -> std::io::Result<Running> {
-        let shared = Arc::new(Shared::new(Store::with_history_limit(self.history), self.controllers));
+        let shared = Arc::new(Shared::new(Store::with_history_limit(self.history), self.controllers, self.echo));
         preload(&shared, self.objects).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;

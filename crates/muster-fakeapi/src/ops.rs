@@ -12,7 +12,7 @@ use crate::patch::{self, PatchKind};
 use crate::registry;
 use crate::selectors::Selector;
 use crate::server::Shared;
-use crate::status::{self, ApiError, ApiResult};
+use crate::status::{ApiError, ApiResult};
 use crate::store::{self, Key, Part, Store, meta_str};
 
 pub(crate) fn dispatch(
@@ -67,7 +67,9 @@ fn run(
         ("list", _) => list(store, t, params).map(|v| (200, v)),
         ("get", _) => get(store, t).map(|v| (200, v)),
         ("create", None) => store.create(t.res, t.ns.as_deref(), parse_body(body)?).map(|v| (201, v)),
-        ("create", Some("binding")) if rt.plural == "pods" => bind(store, t, &parse_body(body)?).map(|v| (201, v)),
+        ("create", Some("binding")) if rt.plural == "pods" => {
+            crate::binding::bind(store, t, &parse_body(body)?).map(|v| (201, v))
+        }
         ("update", sub) => update(store, t, part(sub), params, body).map(|v| (200, v)),
         ("patch", sub) => patch(store, t, part(sub), params, headers, body),
         ("delete", None) => delete(store, t, body).map(|v| (200, v)),
@@ -80,7 +82,7 @@ fn part(sub: Option<&str>) -> Part {
     if sub.is_some() { Part::Status } else { Part::Main }
 }
 
-fn key(t: &Target) -> ApiResult<Key> {
+pub(crate) fn key(t: &Target) -> ApiResult<Key> {
     let name = t.name.as_deref().ok_or_else(|| ApiError::method_not_allowed("a name is required"))?;
     Ok(store::key(t.res, t.ns.as_deref(), name))
 }
@@ -214,56 +216,4 @@ fn delete(store: &mut Store, t: &Target, body: &Bytes) -> ApiResult<Value> {
     let opts: Value = if body.is_empty() { Value::Null } else { parse_body(body)? };
     let pre = &opts["preconditions"];
     store.delete(t.res, &key(t)?, pre["uid"].as_str(), pre["resourceVersion"].as_str())
-}
-
-/// `POST pods/{name}/binding`: sets `spec.nodeName` and `PodScheduled=True`, as the pod
-/// registry's binding storage does.
-fn bind(store: &mut Store, t: &Target, binding: &Value) -> ApiResult<Value> {
-    let k = key(t)?;
-    let rt = registry::get(t.res);
-    let node = binding["target"]["name"].as_str().filter(|n| !n.is_empty());
-    let node = node.ok_or_else(|| ApiError::invalid("Binding", &k.1, "target.name", "a node name is required"))?;
-    if meta_str(binding, "name").is_some_and(|n| n != k.1) {
-        return Err(ApiError::bad_request("the binding's name does not match the URL"));
-    }
-    let old = store.get(t.res, &k).cloned().ok_or_else(|| ApiError::not_found(&rt.qualified(), &k.1))?;
-    if let Some(uid) = meta_str(binding, "uid").filter(|u| !u.is_empty() && Some(*u) != meta_str(&old, "uid")) {
-        let why = format!(
-            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-            meta_str(&old, "uid").unwrap_or("")
-        );
-        return Err(ApiError::conflict(&rt.qualified(), &k.1, &why));
-    }
-    if old["metadata"].get("deletionTimestamp").is_some_and(|d| !d.is_null()) {
-        return Err(ApiError::conflict(
-            &rt.qualified(),
-            &k.1,
-            &format!("pod {} is being deleted, cannot be assigned to a host", k.1),
-        ));
-    }
-    if let Some(at) = old["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-        return Err(ApiError::conflict(
-            &rt.qualified(),
-            &k.1,
-            &format!("pod {} is already assigned to node \"{at}\"", k.1),
-        ));
-    }
-    let mut new = (*old).clone();
-    new["spec"]["nodeName"] = json!(node);
-    set_condition(
-        &mut new,
-        json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": store::now()}),
-    );
-    store.write(t.res, k, old, new);
-    Ok(status::success(201))
-}
-
-/// Adds `condition` to `status.conditions`, replacing one of the same type.
-fn set_condition(obj: &mut Value, condition: Value) {
-    if !obj["status"]["conditions"].is_array() {
-        obj["status"]["conditions"] = json!([]);
-    }
-    let list = obj["status"]["conditions"].as_array_mut().expect("made an array above");
-    list.retain(|c| c["type"] != condition["type"]);
-    list.push(condition);
 }

@@ -25,10 +25,12 @@ pub(crate) struct Shared {
     pub(crate) controllers: bool,
     /// `host:port`, for discovery's `serverAddressByClientCIDRs`.
     pub(crate) addr: Mutex<String>,
+    /// Whether every request is also printed on stderr.
+    pub(crate) echo: bool,
 }
 
 impl Shared {
-    pub(crate) fn new(store: Store, controllers: bool) -> Shared {
+    pub(crate) fn new(store: Store, controllers: bool, echo: bool) -> Shared {
         Shared {
             store: Mutex::new(store),
             log: Mutex::new(Vec::new()),
@@ -36,6 +38,7 @@ impl Shared {
             closed: tokio::sync::watch::Sender::new(0),
             controllers,
             addr: Mutex::new(String::new()),
+            echo,
         }
     }
 
@@ -49,6 +52,9 @@ impl Shared {
     }
 
     pub(crate) fn log(&self, r: Request) {
+        if self.echo {
+            eprintln!("muster-fakeapi: {r}");
+        }
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         if log.len() >= LOG_LIMIT {
             log.drain(..LOG_LIMIT / 2);
