@@ -1,13 +1,15 @@
 //! Per-kind defaulting and validation the real API server does on writes, as far as a scheduler
 //! notices it:
 //!
+//! - a created object's `status` is dropped when its kind has a status subresource (not for
+//!   nodes; preloaded objects keep theirs), a namespace's is `Active`;
 //! - a created pod gets `spec.schedulerName: default-scheduler`, `spec.priority` (and
 //!   `preemptionPolicy`) from its PriorityClass or the global default class (403 when the class
 //!   does not exist, as the Priority admission plugin answers), and `status.phase: Pending`;
 //! - a pod's `spec.nodeName` cannot change once set (binding sets it);
-//! - a ResourceClaim's `spec` is immutable, its `status.reservedFor` holds at most 256 entries,
-//!   and its `status.allocation` cannot change once set: it may only be cleared, and only when
-//!   nothing is reserved.
+//! - a ResourceClaim's `spec` is immutable; its `status.reservedFor` holds at most 256 entries,
+//!   unique by uid, and only while the claim is allocated; its `status.allocation` cannot change
+//!   once set: it may only be cleared, and only when nothing is reserved.
 //!
 //! Everything else the real server validates is not checked.
 
@@ -20,9 +22,14 @@ use crate::store::{Store, meta_str};
 /// The most consumers a claim may list (`ResourceClaimReservedForMaxSize`).
 pub const RESERVED_FOR_MAX: usize = 256;
 
-pub fn on_create(store: &Store, res: ResId, obj: &mut Value) -> ApiResult<()> {
+/// Defaults and checks a created object. `restore`: a preloaded object, stored as a cluster
+/// already holds it — a pod's given `spec.priority` is kept even where its class disagrees.
+pub fn on_create(store: &Store, res: ResId, obj: &mut Value, restore: bool) -> ApiResult<()> {
+    if !restore {
+        reset_status(res, obj);
+    }
     match registry::get(res).kind {
-        "Pod" => default_pod(store, obj),
+        "Pod" => default_pod(store, obj, restore),
         "ResourceClaim" => check_claim_status(obj),
         _ => Ok(()),
     }
@@ -37,14 +44,30 @@ pub fn on_update(_store: &Store, res: ResId, old: &Value, new: &Value) -> ApiRes
     }
 }
 
-fn default_pod(store: &Store, pod: &mut Value) -> ApiResult<()> {
+/// A created object's status is the server's, as the registries' `PrepareForCreate` do: dropped
+/// for kinds with a status subresource (nodes excepted: kubelets register theirs), `Active`
+/// for a namespace.
+fn reset_status(res: ResId, obj: &mut Value) {
+    let rt = registry::get(res);
+    let Some(m) = obj.as_object_mut() else { return };
+    match rt.kind {
+        "Node" => {}
+        "Namespace" => drop(m.insert("status".into(), json!({"phase": "Active"}))),
+        _ if rt.has_status() => drop(m.remove("status")),
+        _ => {}
+    }
+}
+
+fn default_pod(store: &Store, pod: &mut Value, restore: bool) -> ApiResult<()> {
     if !pod["spec"].is_object() {
         return Err(ApiError::invalid("Pod", meta_str(pod, "name").unwrap_or(""), "spec", "spec is required"));
     }
     if pod["spec"].get("schedulerName").is_none_or(|s| s.as_str().is_none_or(str::is_empty)) {
         pod["spec"]["schedulerName"] = json!("default-scheduler");
     }
-    resolve_priority(store, pod)?;
+    if !(restore && pod["spec"]["priority"].is_i64()) {
+        resolve_priority(store, pod)?;
+    }
     if pod.get("status").and_then(|s| s.get("phase")).is_none_or(Value::is_null) {
         pod["status"]["phase"] = json!("Pending");
     }
@@ -100,11 +123,19 @@ fn check_pod_update(old: &Value, new: &Value) -> ApiResult<()> {
 }
 
 fn check_claim_status(claim: &Value) -> ApiResult<()> {
-    let n = claim["status"]["reservedFor"].as_array().map_or(0, Vec::len);
-    if n > RESERVED_FOR_MAX {
-        let name = meta_str(claim, "name").unwrap_or("");
-        let why = format!("{n}: must have at most {RESERVED_FOR_MAX} items");
-        return Err(ApiError::invalid("ResourceClaim", name, "status.reservedFor", &why));
+    let name = meta_str(claim, "name").unwrap_or("");
+    let reserved = claim["status"]["reservedFor"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let invalid = |why: String| Err(ApiError::invalid("ResourceClaim", name, "status.reservedFor", &why));
+    if reserved.len() > RESERVED_FOR_MAX {
+        return invalid(format!("{}: must have at most {RESERVED_FOR_MAX} items", reserved.len()));
+    }
+    if !reserved.is_empty() && claim["status"]["allocation"].is_null() {
+        return invalid("may not be specified when `allocated` is not set".into());
+    }
+    for (i, r) in reserved.iter().enumerate() {
+        if reserved[..i].iter().any(|o| o["uid"] == r["uid"]) {
+            return invalid(format!("Duplicate value: uid {}", r["uid"]));
+        }
     }
     Ok(())
 }

@@ -68,10 +68,26 @@ fn group_list() -> Value {
 
 const VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
 
+/// kubectl's short names (`kubectl get po`), as upstream serves them.
+fn short_names(plural: &str) -> &'static [&'static str] {
+    match plural {
+        "pods" => &["po"],
+        "nodes" => &["no"],
+        "namespaces" => &["ns"],
+        "events" => &["ev"],
+        "poddisruptionbudgets" => &["pdb"],
+        "priorityclasses" => &["pc"],
+        "deployments" => &["deploy"],
+        "replicasets" => &["rs"],
+        "statefulsets" => &["sts"],
+        _ => &[],
+    }
+}
+
 fn entries(r: &ResourceType) -> Vec<Value> {
     let singular = r.kind.to_lowercase();
     let mut out = vec![json!({"name": r.plural, "singularName": singular, "namespaced": r.namespaced,
-        "kind": r.kind, "verbs": VERBS})];
+        "kind": r.kind, "verbs": VERBS, "shortNames": short_names(r.plural)})];
     for sub in r.subresources {
         let (kind, verbs): (&str, &[&str]) = match (*sub, r.plural) {
             ("binding", "pods") => ("Binding", &["create"]),

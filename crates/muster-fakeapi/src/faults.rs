@@ -13,13 +13,30 @@ pub struct Request {
     pub verb: String,
     /// `""` for the core group.
     pub group: String,
-    /// The plural (`pods`); empty for discovery and other non-resource paths.
+    /// The plural (`pods`); empty for discovery and other non-resource paths (whose path is then
+    /// the `name`).
     pub resource: String,
     pub subresource: Option<String>,
     pub namespace: Option<String>,
     pub name: Option<String>,
     /// The HTTP status answered (200 for a watch that started).
     pub status: u16,
+}
+
+impl std::fmt::Display for Request {
+    /// `patch pods/status ml/p -> 200`, one request a line for `--log-requests`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let group = if self.group.is_empty() { String::new() } else { format!(".{}", self.group) };
+        let sub = self.subresource.as_deref().map(|s| format!("/{s}")).unwrap_or_default();
+        let at = match (&self.namespace, &self.name) {
+            (Some(ns), Some(n)) => format!(" {ns}/{n}"),
+            (Some(ns), None) => format!(" {ns}/"),
+            (None, Some(n)) => format!(" {n}"),
+            (None, None) => String::new(),
+        };
+        let what = format!("{}{group}{sub}{at}", self.resource);
+        write!(f, "{} {} -> {}", self.verb, what.trim_start(), self.status)
+    }
 }
 
 /// Which requests a fault applies to; `None` fields match anything.
@@ -107,3 +124,31 @@ impl Faults {
 
 /// The log, behind its lock.
 pub(crate) type Log = Mutex<Vec<Request>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(verb: &str, resource: &str, sub: Option<&str>) -> Request {
+        Request {
+            verb: verb.into(),
+            group: String::new(),
+            resource: resource.into(),
+            subresource: sub.map(Into::into),
+            namespace: Some("ml".into()),
+            name: Some("p".into()),
+            status: 200,
+        }
+    }
+
+    #[test]
+    fn failures_are_counted_and_matched_by_subresource() {
+        let mut state = FaultState::default();
+        state.failures.push((RequestMatcher::new("patch", "pods").subresource("status"), 409, 2));
+        assert_eq!(state.take(&request("patch", "pods", None)), None);
+        assert_eq!(state.take(&request("patch", "pods", Some("status"))), Some(409));
+        assert_eq!(state.take(&request("patch", "pods", Some("status"))), Some(409));
+        assert_eq!(state.take(&request("patch", "pods", Some("status"))), None, "used up");
+        assert_eq!(request("patch", "pods", Some("status")).to_string(), "patch pods/status ml/p -> 200");
+    }
+}

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::Response;
@@ -33,27 +33,45 @@ pub(crate) async fn handle(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let params: Params = Query::try_from_uri(&uri).map(|q| q.0).unwrap_or_default();
     if method == Method::GET
         && let Some(found) = crate::discovery::serve(&shared, uri.path())
     {
         let response = found.map_or_else(|e| error(&e), |v| json(200, &v));
-        shared.log(plain_request(response.status().as_u16()));
+        shared.log(plain_request(uri.path(), response.status().as_u16()));
         return response;
     }
     let target = match parse_path(uri.path()) {
         Ok(t) => t,
         Err(e) => {
-            shared.log(plain_request(e.code));
+            shared.log(plain_request(uri.path(), e.code));
             return error(&e);
         }
     };
     let Some(verb) = verb(&method, &target, &params) else {
+        let mut request = describe(&target, method.as_str());
+        request.status = 405;
+        shared.log(request);
         return error(&ApiError::method_not_allowed(format!("{method} is not supported")));
     };
     let mut request = describe(&target, verb);
+    let Ok(body) = axum::body::to_bytes(body, crate::server::BODY_LIMIT).await else {
+        request.status = 413;
+        shared.log(request);
+        let limit = crate::server::BODY_LIMIT;
+        return error(&ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("the request body is larger than {limit} bytes"),
+        ));
+    };
+    if params.get("dryRun").is_some_and(|d| !d.is_empty()) {
+        request.status = 400;
+        shared.log(request);
+        return error(&ApiError::bad_request("dryRun is not supported by the fake API server"));
+    }
     if let Some(code) = shared.injected(&request) {
         request.status = code;
         shared.log(request);
@@ -64,20 +82,24 @@ pub(crate) async fn handle(
     {
         tokio::time::sleep(delay).await;
     }
-    let response = crate::ops::dispatch(&shared, &target, verb, &params, &headers, &body);
+    // No request may take the server down: a panic is a 500 (and a bug in the fake).
+    let dispatch = || crate::ops::dispatch(&shared, &target, verb, &params, &headers, &body);
+    let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(dispatch))
+        .unwrap_or_else(|_| error(&ApiError::new(500, "InternalError", "the fake API server failed on this request")));
     request.status = response.status().as_u16();
     shared.log(request);
     response
 }
 
-fn plain_request(status: u16) -> Request {
+/// A request outside the API paths (discovery, probes, unknown paths): the path as its name.
+fn plain_request(path: &str, status: u16) -> Request {
     Request {
         verb: "get".into(),
         group: String::new(),
         resource: String::new(),
         subresource: None,
         namespace: None,
-        name: None,
+        name: Some(path.to_string()),
         status,
     }
 }

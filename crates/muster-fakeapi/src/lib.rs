@@ -3,42 +3,60 @@
 //! through a kubeconfig it writes. It is not a Kubernetes implementation and must never be
 //! deployed as one.
 //!
-//! **What it owns.** An in-memory object store ([`store`]): objects kept as JSON (unknown fields
-//! survive) and checked by deserialising into their `k8s-openapi` type on every write; one
-//! global numeric `resourceVersion` that every write bumps; a bounded event history for watches;
-//! the resource table ([`registry`]) and discovery built from it; get, list (`limit`/`continue`,
-//! label and field selectors), watch (resume, bookmarks, `sendInitialEvents`, 410 Gone), create,
-//! update (resourceVersion preconditions), merge / JSON / strategic-merge / apply patches
-//! ([`patch`]), status subresources, finalizer-aware deletion and `pods/binding`; the pod
-//! defaulting and the few validations a scheduler trips over ([`admission`]); a request log and
-//! fault injection ([`Faults`]).
+//! **What it owns.**
+//!
+//! - An in-memory object store ([`store`]): objects kept as JSON and checked on every write by
+//!   deserialising them into their `k8s-openapi` type (400 when they do not decode); one global
+//!   numeric `resourceVersion` that every write bumps; a bounded event history for watches;
+//!   `uid`, `creationTimestamp`, `generation` and a created object's status set by the server.
+//! - The resource table ([`registry`]) and the discovery built from it ([`discovery`]), and the
+//!   HTTP edge that parses API paths and derives Kubernetes verbs ([`http`]).
+//! - The verbs ([`ops`]): get, list (`limit`/`continue`, label and field [`selectors`]), watch
+//!   ([`watch`]: resume, bookmarks, `sendInitialEvents`, 410 Gone), create (`generateName`),
+//!   update (resourceVersion and uid preconditions), merge / JSON / strategic-merge / apply
+//!   patches ([`patch`], with a minimal field ownership for apply conflicts, [`fields`]), status
+//!   subresources, finalizer-aware deletion and `pods/binding`; kubectl tables ([`table`]).
+//! - Pod defaulting (scheduler name, priority from PriorityClasses) and the few validations a
+//!   scheduler trips over ([`admission`]).
+//! - A request log and fault injection ([`Faults`]), for tests.
 //!
 //! **It also stands in for kube-controller-manager** (on by default; [`FakeApi::controllers`]
 //! or `--no-controllers` turns it off): preloaded Deployments, ReplicaSets, StatefulSets and
 //! Jobs are expanded into their pods once, as `muster plan` does ([`manifests`]), and the
 //! resourceclaim controller runs after every pod write ([`controllers`]): claims from templates,
-//! and their release when a pod goes.
+//! and their release when a pod is deleted or finishes.
 //!
 //! **What it never does.** Schedule anything, run containers or talk to anything but its
 //! clients; read files other than the manifests it is given; panic on a request (a body it
-//! cannot read is a 400 `Status`); grow without bound (the history keeps
-//! [`store::HISTORY`] events, bodies are limited to [`server::BODY_LIMIT`]).
+//! cannot read is a 400 `Status`; a bug that panics is a 500, not a dead server); grow without
+//! bound (the history keeps [`store::HISTORY`] events unless told otherwise, the request log
+//! [`server::LOG_LIMIT`] requests, a body at most [`server::BODY_LIMIT`] bytes); pretend to
+//! honour what it does not do (`dryRun` is refused with 400 rather than written for real).
 //!
-//! **What it does not model.** Authentication, authorization and TLS; admission webhooks and
-//! most admission plugins; most validation (only what [`admission`] lists); the kubelet (a
-//! deleted pod without finalizers is removed at once, there is no graceful termination, and pod
-//! phases change only when a client writes them); real server-side apply (no field ownership,
-//! no apply conflicts); version conversion (each served version of a resource is its own store:
-//! a `v1alpha3` PodGroup is not visible as `v1beta1`, core `v1` Events are not `events.k8s.io`
-//! Events); namespaces as a lifecycle (objects may name any namespace); garbage collection of
-//! owned objects; protobuf, tables and aggregated discovery; `dryRun`, `deletecollection`;
-//! consistent snapshots across list pages (each page reads the current state after the
-//! previous page's last key).
+//! **What it does not model.**
+//!
+//! - Authentication, authorization, TLS; admission webhooks and most admission plugins; most
+//!   validation (only what [`admission`] lists); pruning of unknown fields (they are kept).
+//! - The kubelet: a deleted pod without finalizers is removed at once (no graceful
+//!   termination), and pod phases change only when a client writes them. Nodes are as given.
+//! - Real server-side apply: no `managedFields`, no list ownership by key, no pruning of fields
+//!   a manager stops applying.
+//! - Version conversion: each served version of a resource is its own store (a `v1alpha3`
+//!   PodGroup is not visible as `v1beta1`; core `v1` Events are not `events.k8s.io` Events).
+//! - Namespaces as a lifecycle (objects may name any namespace), garbage collection of owned
+//!   objects, the workload controllers at run time, `deletecollection`.
+//! - Protobuf, aggregated discovery and the OpenAPI documents (kubectl falls back to JSON and
+//!   legacy discovery; use `kubectl --validate=false`).
+//! - Consistent snapshots across list pages (each page reads the current state after the
+//!   previous page's last key) and the list `resourceVersion`/`resourceVersionMatch`
+//!   parameters (a list is always the current state).
 
 pub mod admission;
+pub mod binding;
 pub mod controllers;
 pub mod discovery;
 pub mod faults;
+pub mod fields;
 pub mod http;
 pub mod manifests;
 pub mod ops;
@@ -48,6 +66,7 @@ pub mod selectors;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod watch;
 
 use std::net::SocketAddr;
@@ -66,6 +85,8 @@ use store::Store;
 pub struct FakeApi {
     objects: Vec<Value>,
     controllers: bool,
+    history: usize,
+    echo: bool,
 }
 
 impl Default for FakeApi {
@@ -76,12 +97,15 @@ impl Default for FakeApi {
 
 impl FakeApi {
     pub fn new() -> Self {
-        FakeApi { objects: Vec::new(), controllers: true }
+        FakeApi { objects: Vec::new(), controllers: true, history: store::HISTORY, echo: false }
     }
 
     /// Objects stored before the server starts (each with `apiVersion` and `kind`), as from a
-    /// restored dump: their `uid` and `creationTimestamp` are kept when set. Workloads are not
-    /// expanded here; [`manifests::load`] does that.
+    /// restored dump: their `uid` and `creationTimestamp` are kept when set, and a pod's given
+    /// `spec.priority` is kept (missing fields are defaulted as on create). Workloads are not
+    /// expanded here; [`manifests::load`] does that. Besides them the server holds what a new
+    /// cluster has: the namespaces `default`, `kube-system` (and every namespace the objects
+    /// name), and the PriorityClasses `system-node-critical` and `system-cluster-critical`.
     pub fn with_objects(mut self, objects: Vec<Value>) -> Self {
         self.objects.extend(objects);
         self
@@ -93,10 +117,23 @@ impl FakeApi {
         self
     }
 
+    /// Whether every request is also printed on stderr (`verb resource[/sub] ns/name -> code`).
+    pub fn echo_requests(mut self, on: bool) -> Self {
+        self.echo = on;
+        self
+    }
+
+    /// How many change events watches can resume from (default [`store::HISTORY`]); a watch
+    /// from an older resourceVersion gets 410 Gone.
+    pub fn history_limit(mut self, events: usize) -> Self {
+        self.history = events;
+        self
+    }
+
     /// Stores the preloaded objects and serves on `addr` (port 0: any free port), on the current
     /// tokio runtime. A preloaded object the server would refuse is an `InvalidData` error.
     pub async fn start(self, addr: SocketAddr) -> std::io::Result<Running> {
-        let shared = Arc::new(Shared::new(Store::default(), self.controllers));
+        let shared = Arc::new(Shared::new(Store::with_history_limit(self.history), self.controllers, self.echo));
         preload(&shared, self.objects).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
@@ -140,6 +177,7 @@ fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
     for ns in namespaces {
         let _ = store.preload(ns_res, json!({"metadata": {"name": ns}, "status": {"phase": "Active"}}));
     }
+    bootstrap_priority_classes(&mut store, &objects);
     let mut pods = Vec::new();
     for o in objects {
         let (av, kind) =
@@ -160,6 +198,19 @@ fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The two PriorityClasses every API server creates at startup, unless the objects bring them.
+fn bootstrap_priority_classes(store: &mut Store, objects: &[Value]) {
+    let pcs = registry::by_path("scheduling.k8s.io", "v1", "priorityclasses").expect("in the table");
+    for (name, value) in [("system-node-critical", 2_000_001_000), ("system-cluster-critical", 2_000_000_000)] {
+        let given = objects.iter().any(|o| o["kind"] == "PriorityClass" && store::meta_str(o, "name") == Some(name));
+        if !given {
+            let class = json!({"metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority",
+                "description": "Used for system critical pods that must not be moved from their current node."});
+            let _ = store.preload(pcs, class);
+        }
+    }
 }
 
 struct Handle {
@@ -229,6 +280,24 @@ impl Running {
     /// The current resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.shared.store().resource_version()
+    }
+
+    /// Waits until `done(self)` holds, checking now and after every change to the store; `false`
+    /// when `timeout` passes first. For tests: "until every pod is bound".
+    pub async fn wait_for(&self, timeout: std::time::Duration, done: impl Fn(&Running) -> bool) -> bool {
+        let mut changed = self.shared.store().subscribe();
+        let wait = async {
+            loop {
+                changed.borrow_and_update();
+                if done(self) {
+                    return;
+                }
+                if changed.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.is_ok()
     }
 
     /// Ends every watch and stops serving; waits for open requests up to 5 s.

@@ -22,6 +22,9 @@ struct Args {
     /// Do not run the kube-controller-manager stand-in (workload expansion, claim controller).
     #[arg(long)]
     no_controllers: bool,
+    /// Print every request on stderr (`verb resource[/sub] namespace/name -> code`).
+    #[arg(long)]
+    log_requests: bool,
     /// Manifests to preload: files or directories of YAML/JSON (`-` for standard input).
     paths: Vec<PathBuf>,
 }
@@ -49,7 +52,7 @@ async fn run(args: Args) -> Result<(), String> {
         muster_fakeapi::manifests::load(&args.paths)?
     };
     let count = objects.len();
-    let fake = FakeApi::new().controllers(!args.no_controllers).with_objects(objects);
+    let fake = FakeApi::new().controllers(!args.no_controllers).echo_requests(args.log_requests).with_objects(objects);
     let running = fake.start(args.listen).await.map_err(|e| e.to_string())?;
     eprintln!("muster-fakeapi: serving {} ({count} objects preloaded)", running.url());
     if let Some(path) = &args.write_kubeconfig {

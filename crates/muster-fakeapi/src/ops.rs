@@ -12,7 +12,7 @@ use crate::patch::{self, PatchKind};
 use crate::registry;
 use crate::selectors::Selector;
 use crate::server::Shared;
-use crate::status::{self, ApiError, ApiResult};
+use crate::status::{ApiError, ApiResult};
 use crate::store::{self, Key, Part, Store, meta_str};
 
 pub(crate) fn dispatch(
@@ -32,6 +32,7 @@ pub(crate) fn dispatch(
         if let Ok((_, v)) = &result
             && shared.controllers
             && registry::get(t.res).plural == "pods"
+            && !matches!(verb, "get" | "list")
         {
             let name = t.name.as_deref().or_else(|| meta_str(v, "name")).unwrap_or_default().to_string();
             let ns = t.ns.as_deref().or_else(|| meta_str(v, "namespace")).unwrap_or("default").to_string();
@@ -40,6 +41,10 @@ pub(crate) fn dispatch(
         result
     };
     match result {
+        Ok((code, v)) if matches!(verb, "get" | "list") && crate::table::wanted(headers) => {
+            let include = params.get("includeObject").is_some_and(|i| i == "Object");
+            json(code, &crate::table::render(t.res, &v, include))
+        }
         Ok((code, v)) => json(code, &v),
         Err(e) => error(&e),
     }
@@ -54,13 +59,19 @@ fn run(
     body: &Bytes,
 ) -> ApiResult<(u16, Value)> {
     let rt = registry::get(t.res);
+    let pod_binding = rt.plural == "pods" && t.sub.as_deref() == Some("binding");
     match (verb, t.sub.as_deref()) {
+        (_, Some("binding")) if pod_binding && verb != "create" => {
+            Err(ApiError::method_not_allowed("pods/binding only takes create"))
+        }
         ("list", _) => list(store, t, params).map(|v| (200, v)),
         ("get", _) => get(store, t).map(|v| (200, v)),
         ("create", None) => store.create(t.res, t.ns.as_deref(), parse_body(body)?).map(|v| (201, v)),
-        ("create", Some("binding")) if rt.plural == "pods" => bind(store, t, &parse_body(body)?).map(|v| (201, v)),
-        ("update", sub) => store.update(t.res, &key(t)?, parse_body(body)?, part(sub)).map(|v| (200, v)),
-        ("patch", sub) => patch(store, t, part(sub), headers, body),
+        ("create", Some("binding")) if rt.plural == "pods" => {
+            crate::binding::bind(store, t, &parse_body(body)?).map(|v| (201, v))
+        }
+        ("update", sub) => update(store, t, part(sub), params, body).map(|v| (200, v)),
+        ("patch", sub) => patch(store, t, part(sub), params, headers, body),
         ("delete", None) => delete(store, t, body).map(|v| (200, v)),
         _ => Err(ApiError::method_not_allowed(format!("{verb} is not supported on {}", rt.qualified()))),
     }
@@ -71,7 +82,7 @@ fn part(sub: Option<&str>) -> Part {
     if sub.is_some() { Part::Status } else { Part::Main }
 }
 
-fn key(t: &Target) -> ApiResult<Key> {
+pub(crate) fn key(t: &Target) -> ApiResult<Key> {
     let name = t.name.as_deref().ok_or_else(|| ApiError::method_not_allowed("a name is required"))?;
     Ok(store::key(t.res, t.ns.as_deref(), name))
 }
@@ -103,10 +114,7 @@ fn list(store: &Store, t: &Target, params: &Params) -> ApiResult<Value> {
         Some(c) => parse_continue(c)?,
         None => (store.resource_version(), None),
     };
-    let mut matching = store
-        .list(t.res, t.ns.as_deref())
-        .filter(|(k, _)| after.as_ref().is_none_or(|a| *k > a))
-        .filter(|(_, v)| sel.matches(v));
+    let mut matching = store.list_after(t.res, t.ns.as_deref(), after.as_ref()).filter(|(_, v)| sel.matches(v));
     let items: Vec<(&Key, &std::sync::Arc<Value>)> = matching.by_ref().take(limit).collect();
     let remaining = matching.count();
     let mut metadata = json!({"resourceVersion": rv.to_string()});
@@ -131,26 +139,76 @@ fn parse_continue(token: &str) -> ApiResult<(u64, Option<Key>)> {
     Ok((rv, Some((ns.to_string(), name.to_string()))))
 }
 
-fn patch(store: &mut Store, t: &Target, part: Part, headers: &HeaderMap, body: &Bytes) -> ApiResult<(u16, Value)> {
+fn manager(params: &Params) -> &str {
+    params.get("fieldManager").map_or("unknown", String::as_str)
+}
+
+fn update(store: &mut Store, t: &Target, part: Part, params: &Params, body: &Bytes) -> ApiResult<Value> {
+    let k = key(t)?;
+    let old = store.get(t.res, &k).cloned();
+    let new = store.update(t.res, &k, parse_body(body)?, part)?;
+    if let Some(old) = old {
+        store.owners.updated(&(t.res, k), manager(params), &old, &new);
+    }
+    Ok(new)
+}
+
+fn patch(
+    store: &mut Store,
+    t: &Target,
+    part: Part,
+    params: &Params,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> ApiResult<(u16, Value)> {
     let ct = headers.get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let kind = PatchKind::from_content_type(ct)
         .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct:?})")))?;
     let p = patch::parse(kind, body)?;
-    let k = key(t)?;
-    let Some(old) = store.get(t.res, &k).cloned() else {
-        if kind == PatchKind::Apply && part == Part::Main {
-            let mut obj = p;
-            obj["metadata"]["name"] = json!(k.1);
-            return store.create(t.res, t.ns.as_deref(), obj).map(|v| (201, v));
-        }
-        return Err(ApiError::not_found(&registry::get(t.res).qualified(), &k.1));
-    };
-    let mut patched = patch::apply(kind, &old, &p)?;
+    let meta_ok = p.get("metadata").is_none_or(|m| m.is_object() || m.is_null());
+    if kind != PatchKind::Json && !(p.is_object() && meta_ok) {
+        return Err(ApiError::bad_request("the patch must be an object, and its metadata too"));
+    }
     if kind == PatchKind::Apply {
-        // Apply carries no precondition: the stored version is the one changed.
+        return apply(store, t, part, params, p);
+    }
+    let k = key(t)?;
+    let old = store.get(t.res, &k).cloned();
+    let old = old.ok_or_else(|| ApiError::not_found(&registry::get(t.res).qualified(), &k.1))?;
+    let new = store.update(t.res, &k, patch::apply(kind, &old, &p)?, part)?;
+    store.owners.updated(&(t.res, k), manager(params), &old, &new);
+    Ok((200, new))
+}
+
+/// Server-side apply: creates the object when absent, else merges the applied configuration,
+/// refusing to change another manager's fields unless `force=true` ([`crate::fields`]).
+fn apply(store: &mut Store, t: &Target, part: Part, params: &Params, p: Value) -> ApiResult<(u16, Value)> {
+    let manager = params.get("fieldManager").filter(|m| !m.is_empty());
+    let manager =
+        manager.ok_or_else(|| ApiError::invalid("PatchOptions", "", "fieldManager", "is required for apply patch"))?;
+    let k = key(t)?;
+    let id = (t.res, k.clone());
+    let Some(old) = store.get(t.res, &k).cloned() else {
+        if part == Part::Status {
+            return Err(ApiError::not_found(&registry::get(t.res).qualified(), &k.1));
+        }
+        let mut obj = p.clone();
+        obj["metadata"]["name"] = json!(k.1);
+        let created = store.create(t.res, t.ns.as_deref(), obj)?;
+        store.owners.applied(id, manager, &p);
+        return Ok((201, created));
+    };
+    if params.get("force").is_none_or(|f| f != "true") {
+        store.owners.check_apply(&id, manager, &old, &p)?;
+    }
+    let mut patched = patch::apply(PatchKind::Apply, &old, &p)?;
+    // Apply carries no precondition unless the configuration names a resourceVersion.
+    if meta_str(&p, "resourceVersion").is_none() && patched["metadata"].is_object() {
         patched["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
     }
-    store.update(t.res, &k, patched, part).map(|v| (200, v))
+    let new = store.update(t.res, &k, patched, part)?;
+    store.owners.applied(id, manager, &p);
+    Ok((200, new))
 }
 
 /// DELETE with an optional `DeleteOptions` body (`preconditions.uid`, `.resourceVersion`).
@@ -158,56 +216,4 @@ fn delete(store: &mut Store, t: &Target, body: &Bytes) -> ApiResult<Value> {
     let opts: Value = if body.is_empty() { Value::Null } else { parse_body(body)? };
     let pre = &opts["preconditions"];
     store.delete(t.res, &key(t)?, pre["uid"].as_str(), pre["resourceVersion"].as_str())
-}
-
-/// `POST pods/{name}/binding`: sets `spec.nodeName` and `PodScheduled=True`, as the pod
-/// registry's binding storage does.
-fn bind(store: &mut Store, t: &Target, binding: &Value) -> ApiResult<Value> {
-    let k = key(t)?;
-    let rt = registry::get(t.res);
-    let node = binding["target"]["name"].as_str().filter(|n| !n.is_empty());
-    let node = node.ok_or_else(|| ApiError::invalid("Binding", &k.1, "target.name", "a node name is required"))?;
-    if meta_str(binding, "name").is_some_and(|n| n != k.1) {
-        return Err(ApiError::bad_request("the binding's name does not match the URL"));
-    }
-    let old = store.get(t.res, &k).cloned().ok_or_else(|| ApiError::not_found(&rt.qualified(), &k.1))?;
-    if let Some(uid) = meta_str(binding, "uid").filter(|u| !u.is_empty() && Some(*u) != meta_str(&old, "uid")) {
-        let why = format!(
-            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-            meta_str(&old, "uid").unwrap_or("")
-        );
-        return Err(ApiError::conflict(&rt.qualified(), &k.1, &why));
-    }
-    if old["metadata"].get("deletionTimestamp").is_some_and(|d| !d.is_null()) {
-        return Err(ApiError::conflict(
-            &rt.qualified(),
-            &k.1,
-            &format!("pod {} is being deleted, cannot be assigned to a host", k.1),
-        ));
-    }
-    if let Some(at) = old["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-        return Err(ApiError::conflict(
-            &rt.qualified(),
-            &k.1,
-            &format!("pod {} is already assigned to node \"{at}\"", k.1),
-        ));
-    }
-    let mut new = (*old).clone();
-    new["spec"]["nodeName"] = json!(node);
-    set_condition(
-        &mut new,
-        json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": store::now()}),
-    );
-    store.write(t.res, k, old, new);
-    Ok(status::success(201))
-}
-
-/// Adds `condition` to `status.conditions`, replacing one of the same type.
-fn set_condition(obj: &mut Value, condition: Value) {
-    if !obj["status"]["conditions"].is_array() {
-        obj["status"]["conditions"] = json!([]);
-    }
-    let list = obj["status"]["conditions"].as_array_mut().expect("made an array above");
-    list.retain(|c| c["type"] != condition["type"]);
-    list.push(condition);
 }

@@ -1,15 +1,16 @@
 //! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch for
 //! the lists a scheduler writes, and a minimal server-side apply.
 //!
-//! Strategic merge: lists named in [`merge_key`] are merged element by element on their key
+//! Strategic merge: lists named in `merge_key` are merged element by element on their key
 //! (`conditions` by `type`, `reservedFor` by `uid`, `containers` by `name`…), an element with
 //! `$patch: delete` removes its match; `finalizers` merge as a set (and
 //! `$deleteFromPrimitiveList/finalizers` removes from it); every other list is replaced, `null`
 //! removes a key, maps merge recursively. Upstream reads merge keys from the Go struct tags of
 //! every type; the fake knows only the table below.
 //!
-//! Apply: the body (YAML or JSON) is merged as a strategic merge patch. There is no field
-//! ownership: fields another manager set are never removed, and there are no apply conflicts.
+//! Apply: the body (YAML or JSON) is merged as a strategic merge patch; conflicts with other
+//! managers' fields are [`crate::fields`]'s. Fields a manager applied before and leaves out now
+//! are not removed.
 
 use serde_json::{Map, Value};
 

@@ -12,6 +12,9 @@ use crate::store::Store;
 /// The largest request body accepted (the real server's limit is 3 MiB for most objects).
 pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 
+/// The most requests the log keeps; past it, the older half is dropped.
+pub const LOG_LIMIT: usize = 100_000;
+
 pub(crate) struct Shared {
     pub(crate) store: Mutex<Store>,
     pub(crate) log: Log,
@@ -22,10 +25,12 @@ pub(crate) struct Shared {
     pub(crate) controllers: bool,
     /// `host:port`, for discovery's `serverAddressByClientCIDRs`.
     pub(crate) addr: Mutex<String>,
+    /// Whether every request is also printed on stderr.
+    pub(crate) echo: bool,
 }
 
 impl Shared {
-    pub(crate) fn new(store: Store, controllers: bool) -> Shared {
+    pub(crate) fn new(store: Store, controllers: bool, echo: bool) -> Shared {
         Shared {
             store: Mutex::new(store),
             log: Mutex::new(Vec::new()),
@@ -33,6 +38,7 @@ impl Shared {
             closed: tokio::sync::watch::Sender::new(0),
             controllers,
             addr: Mutex::new(String::new()),
+            echo,
         }
     }
 
@@ -46,7 +52,14 @@ impl Shared {
     }
 
     pub(crate) fn log(&self, r: Request) {
-        self.log.lock().unwrap_or_else(PoisonError::into_inner).push(r);
+        if self.echo {
+            eprintln!("muster-fakeapi: {r}");
+        }
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if log.len() >= LOG_LIMIT {
+            log.drain(..LOG_LIMIT / 2);
+        }
+        log.push(r);
     }
 
     pub(crate) fn requests(&self) -> Vec<Request> {
@@ -63,7 +76,8 @@ impl Shared {
     }
 }
 
-/// Every path goes to one handler, which parses it the way the API server does.
+/// Every path goes to one handler, which parses it the way the API server does (and reads at
+/// most [`BODY_LIMIT`] bytes of a body itself, to answer a `Status`).
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(crate::http::handle).layer(DefaultBodyLimit::max(BODY_LIMIT)).with_state(shared)
+    Router::new().fallback(crate::http::handle).layer(DefaultBodyLimit::disable()).with_state(shared)
 }

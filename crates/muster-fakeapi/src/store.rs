@@ -12,13 +12,14 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::admission;
+use crate::fields::Owners;
 use crate::registry::{self, ResId};
 use crate::status::{ApiError, ApiResult};
 
 /// `(namespace or "", name)`.
 pub type Key = (String, String);
 
-/// How many events the history keeps; a watch from before them gets 410 Gone.
+/// How many events the history keeps by default; a watch from before them gets 410 Gone.
 pub const HISTORY: usize = 100_000;
 
 /// One change. `old` is `None` for a creation, `new` is `None` for a removal (then `old` carries
@@ -48,7 +49,10 @@ pub struct Store {
     history: VecDeque<Arc<Event>>,
     /// Every event after this resourceVersion is in `history`.
     history_start: u64,
+    history_limit: usize,
     changed: tokio::sync::watch::Sender<u64>,
+    /// Who set which fields, for apply conflicts.
+    pub owners: Owners,
 }
 
 impl Default for Store {
@@ -59,7 +63,9 @@ impl Default for Store {
             objects: registry::RESOURCES.iter().map(|_| BTreeMap::new()).collect(),
             history: VecDeque::new(),
             history_start: 0,
+            history_limit: HISTORY,
             changed: tokio::sync::watch::Sender::new(0),
+            owners: Owners::default(),
         }
     }
 }
@@ -91,6 +97,11 @@ fn spec_part(obj: &Value) -> Value {
 }
 
 impl Store {
+    /// A store whose history keeps `limit` events (at least one).
+    pub fn with_history_limit(limit: usize) -> Store {
+        Store { history_limit: limit.max(1), ..Store::default() }
+    }
+
     pub fn resource_version(&self) -> u64 {
         self.rv
     }
@@ -109,6 +120,18 @@ impl Store {
         self.objects[res].iter().filter(move |(k, _)| ns.is_none_or(|ns| k.0 == ns))
     }
 
+    /// Objects of `res` after `after` in key order, in `ns` when given (a list page's rest).
+    pub fn list_after<'s>(
+        &'s self,
+        res: ResId,
+        ns: Option<&'s str>,
+        after: Option<&Key>,
+    ) -> impl Iterator<Item = (&'s Key, &'s Arc<Value>)> + 's {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = after.map_or(Unbounded, |k| Excluded(k.clone()));
+        self.objects[res].range((from, Unbounded)).filter(move |(k, _)| ns.is_none_or(|ns| k.0 == ns))
+    }
+
     /// Events of `res` after `rv`, or `None` when some of them are no longer kept.
     pub fn events_after(&self, res: ResId, rv: u64) -> Option<Vec<Arc<Event>>> {
         if rv < self.history_start {
@@ -116,6 +139,11 @@ impl Store {
         }
         let from = self.history.partition_point(|e| e.rv <= rv);
         Some(self.history.range(from..).filter(|e| e.res == res).cloned().collect())
+    }
+
+    /// The oldest resourceVersion a watch can resume from.
+    pub fn oldest(&self) -> u64 {
+        self.history_start
     }
 
     /// Forgets every event: a watch from any older resourceVersion gets 410 Gone.
@@ -137,40 +165,17 @@ impl Store {
     }
 
     fn create_inner(&mut self, res: ResId, ns: Option<&str>, mut obj: Value, restore: bool) -> ApiResult<Value> {
-        let rt = registry::get(res);
         prepare_body(res, &mut obj)?;
         let name = self.assign_name(&mut obj)?;
-        let ns = ns.map(str::to_string).or_else(|| meta_str(&obj, "namespace").map(str::to_string));
-        let key = key(res, ns.as_deref(), &name);
-        if let Some(body_ns) = meta_str(&obj, "namespace").filter(|_| rt.namespaced)
-            && body_ns != key.0
-        {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
+        let key = create_key(res, ns, &obj, &name)?;
         if self.objects[res].contains_key(&key) {
-            return Err(ApiError::already_exists(&rt.qualified(), &name));
+            return Err(ApiError::already_exists(&registry::get(res).qualified(), &name));
         }
-        admission::on_create(self, res, &mut obj)?;
+        validate(res, &obj)?;
+        admission::on_create(self, res, &mut obj, restore)?;
         self.uids += 1;
-        let meta = &mut obj["metadata"];
-        if rt.namespaced {
-            meta["namespace"] = json!(key.0);
-        } else if let Some(m) = meta.as_object_mut() {
-            m.remove("namespace");
-        }
-        if !restore || meta_str(&obj, "uid").is_none_or(str::is_empty) {
-            obj["metadata"]["uid"] = json!(format!("00000000-0000-4000-8000-{:012x}", self.uids));
-        }
-        if !restore || obj["metadata"].get("creationTimestamp").is_none_or(Value::is_null) {
-            obj["metadata"]["creationTimestamp"] = now();
-        }
-        let meta = &mut obj["metadata"];
-        meta["generation"] = json!(1);
-        for gone in ["deletionTimestamp", "deletionGracePeriodSeconds"] {
-            meta.as_object_mut().map(|m| m.remove(gone));
-        }
+        let uid = format!("00000000-0000-4000-8000-{:012x}", self.uids);
+        server_metadata(res, &key, &mut obj, uid, restore);
         validate(res, &obj)?;
         Ok(self.commit(res, key, None, obj))
     }
@@ -253,6 +258,7 @@ impl Store {
     /// Removes the object at `key` now (a DELETED event carrying the removal's version).
     pub fn remove(&mut self, res: ResId, key: &Key) -> Option<Value> {
         let old = self.objects[res].remove(key)?;
+        self.owners.forget(&(res, key.clone()));
         self.rv += 1;
         let mut last = (*old).clone();
         last["metadata"]["resourceVersion"] = json!(self.rv.to_string());
@@ -271,7 +277,7 @@ impl Store {
     }
 
     fn record(&mut self, event: Event) {
-        if self.history.len() >= HISTORY
+        if self.history.len() >= self.history_limit
             && let Some(dropped) = self.history.pop_front()
         {
             self.history_start = dropped.rv;
@@ -279,6 +285,39 @@ impl Store {
         self.history.push_back(Arc::new(event));
         self.changed.send_replace(self.rv);
     }
+}
+
+/// Where a created object goes: the URL's namespace, else the body's, else `default`; a body
+/// naming another namespace than the URL is refused.
+fn create_key(res: ResId, ns: Option<&str>, obj: &Value, name: &str) -> ApiResult<Key> {
+    let body_ns = meta_str(obj, "namespace").filter(|_| registry::get(res).namespaced);
+    let key = key(res, ns.or(body_ns), name);
+    if body_ns.is_some_and(|b| b != key.0) {
+        let why = "the namespace of the provided object does not match the namespace sent on the request";
+        return Err(ApiError::bad_request(why));
+    }
+    Ok(key)
+}
+
+/// The metadata the server owns on a created object: namespace, uid and creationTimestamp
+/// (kept from a restored object that has them), generation 1, no deletion marks.
+fn server_metadata(res: ResId, key: &Key, obj: &mut Value, uid: String, restore: bool) {
+    let Some(meta) = obj["metadata"].as_object_mut() else { return }; // prepare_body made it one
+    if registry::get(res).namespaced {
+        meta.insert("namespace".into(), json!(key.0));
+    } else {
+        meta.remove("namespace");
+    }
+    let missing = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some(""));
+    if !restore || missing(meta.get("uid")) {
+        meta.insert("uid".into(), json!(uid));
+    }
+    if !restore || missing(meta.get("creationTimestamp")) {
+        meta.insert("creationTimestamp".into(), now());
+    }
+    meta.insert("generation".into(), json!(1));
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
 }
 
 /// Sets `apiVersion` and `kind` when absent; refuses a body of another kind or without metadata.

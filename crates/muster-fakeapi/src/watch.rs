@@ -1,7 +1,8 @@
 //! Watches: newline-delimited JSON watch events streamed as a chunked response.
 //!
-//! - `resourceVersion` absent or `"0"`: an ADDED event for every object, then (with
-//!   `sendInitialEvents=true`) a BOOKMARK annotated `k8s.io/initial-events-end: "true"`, then
+//! - `resourceVersion` absent or `"0"`, or `sendInitialEvents=true` (whatever the version): an
+//!   ADDED event for every object, then (with `sendInitialEvents=true` and
+//!   `allowWatchBookmarks=true`) a BOOKMARK annotated `k8s.io/initial-events-end: "true"`, then
 //!   changes;
 //! - `resourceVersion=N`: every change after N from the history, then changes; N older than the
 //!   history gives one ERROR event (a 410 `Expired` Status) and the stream ends;
@@ -24,7 +25,7 @@ use crate::registry::{self, ResId};
 use crate::selectors::Selector;
 use crate::server::Shared;
 use crate::status::ApiError;
-use crate::store::{Event, meta_str};
+use crate::store::{Event, Store, meta_str};
 
 /// How often a watch that allows bookmarks gets one.
 pub const BOOKMARK_EVERY: Duration = Duration::from_secs(1);
@@ -50,7 +51,10 @@ fn parse(t: &Target, params: &Params) -> Result<Watch, ApiError> {
         params.get("labelSelector").map(String::as_str),
         params.get("fieldSelector").map(String::as_str),
     )?;
+    let send_initial = flag(params, "sendInitialEvents");
     let from = match params.get("resourceVersion").map(String::as_str) {
+        // Initial events show the current state, which is newer than any version asked.
+        _ if send_initial => None,
         None | Some("" | "0") => None,
         Some(rv) => Some(rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?),
     };
@@ -63,7 +67,7 @@ fn parse(t: &Target, params: &Params) -> Result<Watch, ApiError> {
         ns: t.ns.clone(),
         selector,
         from,
-        initial_end: flag(params, "sendInitialEvents") && flag(params, "allowWatchBookmarks"),
+        initial_end: send_initial && flag(params, "allowWatchBookmarks"),
         bookmarks: flag(params, "allowWatchBookmarks"),
         timeout,
     })
@@ -102,6 +106,7 @@ fn expired(asked: u64, oldest: u64) -> Value {
 }
 
 impl Watch {
+    /// Whether this watch is shown `obj` (namespace and selectors).
     fn sees(&self, obj: &Value) -> bool {
         self.ns.as_deref().is_none_or(|ns| meta_str(obj, "namespace") == Some(ns)) && self.selector.matches(obj)
     }
@@ -125,18 +130,44 @@ impl Watch {
 
 type Chunk = Result<Bytes, std::convert::Infallible>;
 
+impl Watch {
+    /// The objects sent as ADDED first (none when resuming), and the version to go on from.
+    fn snapshot(&self, store: &Store) -> (Vec<Value>, u64) {
+        match self.from {
+            Some(rv) => (Vec::new(), rv),
+            None => {
+                let objects = store.list(self.res, self.ns.as_deref()).map(|(_, v)| &**v);
+                (objects.filter(|v| self.selector.matches(v)).cloned().collect(), store.resource_version())
+            }
+        }
+    }
+
+    /// The lines for the changes after `cursor` and the version now caught up to; the ERROR
+    /// line when the history no longer reaches back to `cursor`.
+    fn catch_up(&self, store: &Store, cursor: u64) -> Result<(Vec<Chunk>, u64), Chunk> {
+        let Some(batch) = store.events_after(self.res, cursor) else {
+            return Err(line("ERROR", &expired(cursor, store.oldest())));
+        };
+        let lines = batch.iter().filter_map(|e| self.render(e)).map(|(kind, obj)| line(kind, &obj)).collect();
+        Ok((lines, cursor.max(store.resource_version())))
+    }
+}
+
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
 fn events(shared: Arc<Shared>, w: Watch) -> impl futures_util::Stream<Item = Chunk> + Send + 'static {
     async_stream::stream! {
         let deadline = w.timeout.map(|t| tokio::time::Instant::now() + t);
         let mut closed = shared.closed.subscribe();
         closed.borrow_and_update();
-        let (mut changed, mut cursor, initial) = {
+        let (mut changed, (initial, mut cursor)) = {
             let store = shared.store();
-            let initial: Vec<Value> = match w.from {
-                None => store.list(w.res, w.ns.as_deref()).map(|(_, v)| &**v).filter(|v| w.selector.matches(v)).cloned().collect(),
-                Some(_) => Vec::new(),
-            };
-            (store.subscribe(), w.from.unwrap_or(store.resource_version()), initial)
+            (store.subscribe(), w.snapshot(&store))
         };
         for obj in &initial {
             yield line("ADDED", obj);
@@ -147,33 +178,24 @@ fn events(shared: Arc<Shared>, w: Watch) -> impl futures_util::Stream<Item = Chu
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
         loop {
             changed.borrow_and_update();
-            let batch = {
-                let store = shared.store();
-                let batch = store.events_after(w.res, cursor);
-                let now = store.resource_version();
-                batch.map(|b| (b, now))
-            };
-            let Some((batch, now)) = batch else {
-                let oldest = shared.store().resource_version();
-                yield line("ERROR", &expired(cursor, oldest));
-                break;
-            };
-            for e in &batch {
-                if let Some((kind, obj)) = w.render(e) {
-                    yield line(kind, &obj);
+            let caught_up = w.catch_up(&shared.store(), cursor);
+            let lines = match caught_up {
+                Ok((lines, now)) => {
+                    cursor = now;
+                    lines
                 }
+                Err(error) => {
+                    yield error;
+                    break;
+                }
+            };
+            for l in lines {
+                yield l;
             }
-            cursor = cursor.max(now);
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 r = changed.changed() => if r.is_err() { break },
                 _ = closed.changed() => break,
-                _ = sleep => break,
+                _ = until(deadline) => break,
                 _ = tick.tick(), if w.bookmarks => yield line("BOOKMARK", &bookmark(w.res, cursor, false)),
             }
         }

@@ -1,0 +1,107 @@
+//! Preloaded manifests (what `muster plan` reads) and the kube-controller-manager stand-in:
+//! workloads expanded into pods, claims made from templates and released with their pods.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{code, start};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use muster_fakeapi::{FakeApi, manifests};
+use serde_json::json;
+
+fn repo(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+}
+
+#[tokio::test]
+async fn template_claims_are_created_and_released_with_their_pod() {
+    let objects = manifests::load(&[repo("examples/gpu-training")]).expect("the example loads");
+    let (fake, client) = start(FakeApi::new().with_objects(objects)).await;
+    let claims: Api<ResourceClaim> = Api::namespaced(client.clone(), "ml");
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    assert_eq!(fake.list("resourceslices").len(), 4);
+    let made = claims.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(made.len(), 4, "one claim per trainer, from the template");
+    let trainer = pods.get("trainer-0").await.unwrap();
+    let recorded = trainer.status.unwrap().resource_claim_statuses.unwrap();
+    let claim_name = recorded[0].resource_claim_name.clone().unwrap();
+    let claim = claims.get(&claim_name).await.unwrap();
+    assert_eq!(claim.metadata.owner_references.unwrap()[0].uid, trainer.metadata.uid.clone().unwrap());
+
+    // The scheduler allocates and reserves; the pod goes; the claim goes with it.
+    let uid = trainer.metadata.uid.unwrap();
+    let status = json!({"status": {"allocation": {"devices": {"results": []}},
+        "reservedFor": [{"resource": "pods", "name": "trainer-0", "uid": uid}]}});
+    claims.patch_status(&claim_name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    pods.delete("trainer-0", &DeleteParams::default()).await.unwrap();
+    assert_eq!(code(claims.get(&claim_name).await), 404);
+    assert_eq!(fake.list("resourceclaims").len(), 3);
+
+    // A new pod naming the template gets its claim at once.
+    let mut p: serde_json::Value = fake.get("v1", "pods", Some("ml"), "trainer-1").unwrap();
+    p["metadata"] = json!({"name": "trainer-9", "namespace": "ml"});
+    p["spec"].as_object_mut().unwrap().remove("priority");
+    p.as_object_mut().unwrap().remove("status");
+    let p: Pod = serde_json::from_value(p).unwrap();
+    pods.create(&PostParams::default(), &p).await.unwrap();
+    let statuses = pods.get("trainer-9").await.unwrap().status.unwrap().resource_claim_statuses.unwrap();
+    assert!(claims.get(statuses[0].resource_claim_name.as_deref().unwrap()).await.is_ok());
+}
+
+#[tokio::test]
+async fn shared_claims_lose_finished_pods_and_are_deallocated_with_the_last() {
+    let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "shared", "namespace": "ml", "finalizers": ["resource.kubernetes.io/delete-protection"]},
+        "spec": {"devices": {"requests": []}}});
+    let (fake, client) = start(FakeApi::new().with_objects(vec![claim])).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let claims: Api<ResourceClaim> = Api::namespaced(client, "ml");
+    let a = pods.create(&PostParams::default(), &common::pod("ml", "a")).await.unwrap();
+    let b = pods.create(&PostParams::default(), &common::pod("ml", "b")).await.unwrap();
+    let reserved: Vec<_> =
+        [&a, &b].iter().map(|p| json!({"resource": "pods", "name": p.metadata.name, "uid": p.metadata.uid})).collect();
+    let status = json!({"status": {"allocation": {"devices": {"results": []}}, "reservedFor": reserved}});
+    claims.patch_status("shared", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    let done = json!({"status": {"phase": "Succeeded"}});
+    pods.patch_status("a", &PatchParams::default(), &Patch::Merge(&done)).await.unwrap();
+    let c = claims.get("shared").await.unwrap();
+    assert_eq!(c.status.as_ref().unwrap().reserved_for.as_ref().unwrap().len(), 1, "a finished");
+    pods.delete("b", &DeleteParams::default()).await.unwrap();
+    let c = claims.get("shared").await.unwrap();
+    assert!(c.status.unwrap().allocation.is_none(), "deallocated with its last consumer");
+    assert!(c.metadata.finalizers.unwrap_or_default().is_empty(), "and its protection lifted");
+    drop(fake);
+}
+
+#[tokio::test]
+async fn workloads_are_expanded_into_pods_at_preload() {
+    let objects = manifests::load(&[repo("tests/scenarios/workload-controllers")]).expect("the scenario loads");
+    let (fake, client) = start(FakeApi::new().with_objects(objects)).await;
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    let names: Vec<String> =
+        pods.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|p| p.metadata.name).collect();
+    for want in ["kv-0", "kv-1", "kv-2", "train-0-gxv6x", "train-1-zp5wj", "infer-6d566d64ff-jrflm"] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    assert_eq!(fake.list("replicasets").len(), 1);
+    assert_eq!(fake.list("deployments").len(), 1);
+    assert!(fake.get("apps/v1", "statefulsets", Some("ml"), "kv").is_some());
+    let quick = manifests::load(&[repo("examples/quickstart")]).expect("the quickstart loads");
+    let (fake, _) = start(FakeApi::new().with_objects(quick)).await;
+    let high = fake.get("v1", "pods", Some("ml"), "train-resnet-0").unwrap();
+    assert_eq!(high["spec"]["priority"], 100000, "priority resolved from the PriorityClass");
+    assert_eq!(high["metadata"]["creationTimestamp"], "2026-12-01T09:00:00Z", "kept from the manifest");
+}
+
+#[tokio::test]
+async fn without_controllers_nothing_is_made_for_the_scheduler() {
+    let objects = manifests::load(&[repo("examples/gpu-training")]).expect("the example loads");
+    let (fake, client) = start(FakeApi::new().controllers(false).with_objects(objects)).await;
+    assert!(fake.list("resourceclaims").is_empty(), "no claims from templates");
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    pods.delete("trainer-0", &DeleteParams::default()).await.unwrap();
+    assert!(pods.get("trainer-1").await.unwrap().status.unwrap().resource_claim_statuses.is_none());
+}
