@@ -41,7 +41,15 @@ pub(crate) fn after_pod_write(store: &mut Store, ns: &str, name: &str) {
     if let Some(pod) = &pod {
         create_claims(store, &key, pod);
     }
-    release_claims(store, ns, name);
+    // Only a pod that is gone or finished gives its claims back (a binding or a status patch
+    // changes nothing for them).
+    let finished = |p: &Pod| {
+        let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+        matches!(phase, Some("Succeeded" | "Failed"))
+    };
+    if pod.as_ref().is_none_or(finished) {
+        release_claims(store, ns, name);
+    }
 }
 
 fn create_claims(store: &mut Store, key: &Key, pod: &Pod) {
@@ -81,7 +89,15 @@ fn release_claims(store: &mut Store, ns: &str, pod_name: &str) {
     if related.is_empty() {
         return;
     }
-    let pods: Vec<Pod> = store.list(pods_res, Some(ns)).filter_map(|(_, v)| typed(v)).collect();
+    // The pods the claims name, read one by one (not the whole namespace).
+    let named: std::collections::BTreeSet<String> = related
+        .iter()
+        .flat_map(|(_, c)| c.status.iter().flat_map(|s| s.reserved_for.iter().flatten()).map(|r| r.name.clone()))
+        .collect();
+    let pods: Vec<Pod> = named
+        .iter()
+        .filter_map(|n| store.get(pods_res, &store::key(pods_res, Some(ns), n)).and_then(|v| typed(v)))
+        .collect();
     let lookup = |n: &str| pods.iter().find(|p| p.metadata.name.as_deref() == Some(n));
     for (key, claim) in related {
         match release(&claim, lookup) {

@@ -9,6 +9,10 @@
 
 use std::time::Instant;
 
+/// As the `muster` binary: mimalloc.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use muster_fakeapi::FakeApi;
 use muster_sched::SchedulerNames;
 use serde_json::{Value, json};
@@ -55,7 +59,12 @@ fn throughput(rt: &tokio::runtime::Runtime, nodes: usize, devices: usize, pods: 
     );
     let mut by_kind = std::collections::BTreeMap::<String, usize>::new();
     for r in &writes {
-        let what = format!("{} {}{}", r.verb, r.resource, r.subresource.as_deref().map(|s| format!("/{s}")).unwrap_or_default());
+        let what = format!(
+            "{} {}{}",
+            r.verb,
+            r.resource,
+            r.subresource.as_deref().map(|s| format!("/{s}")).unwrap_or_default()
+        );
         *by_kind.entry(what).or_default() += 1;
     }
     println!("  write calls: {} ({:.2} per pod)", writes.len(), writes.len() as f64 / bound.max(1) as f64);
