@@ -26,6 +26,7 @@ pub mod limiter;
 pub mod live;
 pub mod metrics;
 pub mod observed;
+pub mod snapshot;
 pub mod writes;
 
 use std::net::SocketAddr;

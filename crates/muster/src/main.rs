@@ -15,6 +15,7 @@ mod fuzz;
 mod memory;
 mod output;
 mod run;
+mod source;
 mod text;
 mod why;
 
@@ -88,9 +89,15 @@ enum Command {
 
 #[derive(clap::Args)]
 struct PlanArgs {
-    /// Manifest files or directories; `-` reads standard input.
-    #[arg(required = true, value_name = "PATH")]
+    /// Manifest files or directories; `-` reads standard input. With --kubeconfig, objects added
+    /// to the cluster's ("what if I submit this job?").
+    #[arg(required_unless_present = "kubeconfig", value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// Read the cluster's current state through this kubeconfig (without a value: the current
+    /// context of KUBECONFIG or ~/.kube/config) and plan in memory; nothing is written.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "",
+          value_parser = clap::builder::StringValueParser::new())]
+    kubeconfig: Option<String>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
@@ -138,8 +145,12 @@ struct WhyArgs {
     #[arg(value_name = "TARGET")]
     target: String,
     /// Manifest files or directories; `-` reads standard input.
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(required_unless_present = "kubeconfig", value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// As for `muster plan`: the cluster's current state, read once.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "",
+          value_parser = clap::builder::StringValueParser::new())]
+    kubeconfig: Option<String>,
     /// Output format: text for people, json for scripts.
     #[arg(short, long, value_enum, default_value_t = DevicesFormat::Table)]
     output: DevicesFormat,
@@ -345,7 +356,7 @@ impl From<Scoring> for ScoringStrategy {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let result = match cli.command {
         Command::Plan(args) => plan(args),
         Command::Devices(args) => run_devices(args),
@@ -370,6 +381,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// The command line. As `kubectl muster ...` (the binary installed as `kubectl-muster`), `plan`
+/// and `why` without manifests read the current kubectl context's cluster (`--kubeconfig`).
+fn parse() -> Cli {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let plugin = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("kubectl-muster"));
+    match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) if plugin && e.kind() == clap::error::ErrorKind::MissingRequiredArgument => {
+            let mut with = args;
+            with.push("--kubeconfig".into());
+            Cli::try_parse_from(with).unwrap_or_else(|e| e.exit())
+        }
+        Err(e) => e.exit(),
+    }
+}
+
 fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let mut config = SchedulerConfig::default();
     let mut names = Vec::new();
@@ -388,7 +418,9 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     }
     let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names) };
     let options = memory::Options { health_propagation: !args.no_health_propagation };
-    let mut world = match memory::World::load(&args.paths, &names, options) {
+    let loaded = source::load(&args.paths, args.kubeconfig.as_deref())
+        .and_then(|m| memory::World::from_manifests_with(m, &names, options));
+    let mut world = match loaded {
         Ok(w) => w,
         Err(diags) => {
             for d in &diags {

@@ -2,7 +2,6 @@
 //! as the API server would hold them afterwards.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::api::resource::v1::{
@@ -65,16 +64,6 @@ pub struct World {
 }
 
 impl World {
-    /// Reads `paths` and builds the cluster. On failure, returns every problem found.
-    pub fn load<P: AsRef<Path>>(
-        paths: &[P],
-        names: &SchedulerNames,
-        options: Options,
-    ) -> Result<World, Vec<Diagnostic>> {
-        let manifests = muster_manifest::load_paths(paths)?;
-        Self::from_manifests_with(manifests, names, options)
-    }
-
     pub fn from_manifests(manifests: Manifests, names: &SchedulerNames) -> Result<World, Vec<Diagnostic>> {
         Self::from_manifests_with(manifests, names, Options::default())
     }

@@ -126,7 +126,9 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
     }
     let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names) };
     let options = memory::Options { health_propagation: !args.no_health_propagation };
-    let world = match World::load(&args.paths, &names, options) {
+    let loaded = crate::source::load(&args.paths, args.kubeconfig.as_deref())
+        .and_then(|m| World::from_manifests_with(m, &names, options));
+    let world = match loaded {
         Ok(w) => w,
         Err(diags) => {
             for d in &diags {

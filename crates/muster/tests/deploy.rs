@@ -409,9 +409,17 @@ fn run_flags(args: &[String]) -> BTreeMap<String, Vec<String>> {
             .and_then(|f| f.split_once('='))
             .unwrap_or_else(|| panic!("argument {a:?}: write flags as --name=value"));
         assert!(RUN_FLAGS.contains(&k), "argument {a:?}: `muster run` has no flag --{k}");
+        assert!(run_help().contains(&format!("--{k} ")), "argument {a:?}: `muster run --help` does not list --{k}");
         flags.entry(k.to_string()).or_default().push(v.to_string());
     }
     flags
+}
+
+/// `muster run --help`, from the binary.
+fn run_help() -> String {
+    let out = common::muster(&["run", "--help"]);
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The one value of `--k`.

@@ -521,3 +521,50 @@ fn post_json(addr: std::net::SocketAddr, path: &str, body: &str) -> u16 {
     stream.read_to_string(&mut response).unwrap();
     response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
 }
+
+/// `muster plan --kubeconfig` reads the cluster (nothing written) and plans as `plan` does on
+/// the same manifests; extra files are added as if submitted now; as a kubectl plugin
+/// (`kubectl-muster`), `why` without manifests reads the current context.
+#[test]
+fn plan_and_why_read_a_live_cluster_and_write_nothing() {
+    let rt = runtime();
+    let inputs = vec![common::root().join("examples/gpu-training")];
+    let api = rt
+        .block_on(
+            FakeApi::new()
+                .with_objects(muster_fakeapi::manifests::load(&inputs).unwrap())
+                .start("127.0.0.1:0".parse().unwrap()),
+        )
+        .unwrap();
+    let dir = tempdir();
+    let kubeconfig = dir.join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig).unwrap();
+    let plan = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_muster"))
+            .args(["plan", "-o", "json", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(extra)
+            .current_dir(common::root())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let live = plan(&[]);
+    let names = |v: &Value, key: &str| -> BTreeSet<String> {
+        v[key].as_array().unwrap().iter().map(|p| s(&p["pod"])).collect()
+    };
+    assert_eq!(names(&live, "placements"), plan_outcome(&inputs, &[]).bound.keys().cloned().collect());
+    // What if one more 8-GPU trainer is submitted? It is the one left out, being the newest.
+    let what_if = plan(&["tests/scenarios/gpu-training-one-too-many/trainer-4.yaml"]);
+    assert_eq!(names(&what_if, "unschedulable"), BTreeSet::from(["ml/trainer-4".to_string()]));
+    let plugin = dir.join("kubectl-muster");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_muster"), &plugin).unwrap();
+    let why = Command::new(&plugin).args(["why", "pod/ml/trainer-2"]).env("KUBECONFIG", &kubeconfig).output().unwrap();
+    assert!(why.status.success(), "{}", String::from_utf8_lossy(&why.stderr));
+    assert!(String::from_utf8_lossy(&why.stdout).starts_with("pod ml/trainer-2: placed on node h100-3"));
+    let writes = api.requests().iter().filter(|r| !matches!(r.verb.as_str(), "get" | "list" | "watch")).count();
+    assert_eq!(writes, 0, "reading a cluster writes nothing");
+    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(api.shutdown());
+}

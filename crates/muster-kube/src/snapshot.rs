@@ -1,0 +1,53 @@
+//! A read-only snapshot of a cluster for `muster plan --kubeconfig` and `muster why --kubeconfig`:
+//! every object of the kinds the scheduler reads, listed once (in pages), as a `kind: List`
+//! document the manifest loader reads like any file. Nothing is written. Workloads (Deployments,
+//! Jobs, ...) are not listed: their pods are in the cluster already, made by its own controllers.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use kube::api::ListParams;
+use kube::{Api, Client, Resource};
+use serde_json::{Value, json};
+
+/// The cluster's objects, as one `v1 List` (JSON text).
+pub async fn list_cluster(client: &Client) -> anyhow::Result<String> {
+    let mut items = Vec::new();
+    items.extend(all::<PriorityClass>(client).await?);
+    items.extend(all::<Node>(client).await?);
+    items.extend(all::<DeviceClass>(client).await?);
+    items.extend(all::<ResourceSlice>(client).await?);
+    items.extend(all::<DeviceTaintRule>(client).await?);
+    items.extend(all::<ResourceClaimTemplate>(client).await?);
+    items.extend(all::<ResourceClaim>(client).await?);
+    items.extend(all::<PodGroup>(client).await?);
+    items.extend(all::<PodDisruptionBudget>(client).await?);
+    items.extend(all::<Pod>(client).await?);
+    Ok(serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items}))?)
+}
+
+/// Every object of one kind, page by page, without `managedFields` (never read, often half of
+/// an object).
+async fn all<K>(client: &Client) -> anyhow::Result<Vec<Value>>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let api: Api<K> = Api::all(client.clone());
+    let mut out = Vec::new();
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = api.list(&params).await.map_err(|e| anyhow::anyhow!("listing {}: {e}", K::plural(&())))?;
+        for mut o in page.items {
+            o.meta_mut().managed_fields = None;
+            out.push(serde_json::to_value(&o)?);
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(out),
+        }
+    }
+}
