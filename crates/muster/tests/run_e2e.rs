@@ -568,3 +568,57 @@ fn plan_and_why_read_a_live_cluster_and_write_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
     rt.block_on(api.shutdown());
 }
+
+/// Watches dropped and their history expired (the next watch gets 410 Gone): muster lists again,
+/// sees what changed meanwhile, and binds a pod created while it was not watching.
+#[test]
+fn a_watch_that_expired_lists_again_and_misses_nothing() {
+    let rt = runtime();
+    let api = rt
+        .block_on(FakeApi::new().with_objects(contended_cluster(6, 2)).start("127.0.0.1:0".parse().unwrap()))
+        .unwrap();
+    let dir = tempdir();
+    let kubeconfig = dir.join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig).unwrap();
+    let mut muster = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["run", "--leader-elect=false", "--kube-api-qps=0", "--scheduler-name=default-scheduler"])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .env("MUSTER_LOG", "error")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let all = |n: usize| move |api: &muster_fakeapi::Running| bound_in(api, "") == n;
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(20), all(10))));
+    api.faults().close_watches();
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    assert_eq!(post_json(api.addr(), "/api/v1/namespaces/ml/pods", &pod.to_string()), 201);
+    api.faults().expire_history();
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(30), all(11))), "the late pod is bound");
+    let relists = api.requests().iter().filter(|r| r.verb == "watch" && r.status == 200).count();
+    assert!(relists > 9, "the watches started again ({relists} watch requests)");
+    muster.kill().unwrap();
+    muster.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(api.shutdown());
+}
+
+/// A storm of conflicts on claim writes (12, spread over the binding cycles running at once; a
+/// cycle that exhausts its retries is forgotten and tried again after backoff): every pod ends
+/// bound, each device allocated once.
+#[test]
+fn a_conflict_storm_is_ridden_out() {
+    let rt = runtime();
+    let api = rt
+        .block_on(FakeApi::new().with_objects(contended_cluster(6, 7)).start("127.0.0.1:0".parse().unwrap()))
+        .unwrap();
+    api.faults().fail_next(RequestMatcher::new("update", "resourceclaims").subresource("status"), 409, 12);
+    let (ok, stderr) = run_muster(&api, &[]);
+    assert!(ok, "{stderr}");
+    assert_consistent(&api, "after the storm");
+    assert_eq!(bound_in(&api, ""), 15, "every pod bound");
+    let conflicts = api.requests().iter().filter(|r| r.status == 409).count();
+    assert_eq!(conflicts, 12);
+    rt.block_on(api.shutdown());
+}
