@@ -190,6 +190,25 @@ fn fake_outcome(api: &muster_fakeapi::Running, before: &BTreeMap<String, Value>)
     o
 }
 
+/// A fake API server holding `objects`, on the test runtime.
+fn start_fake(rt: &tokio::runtime::Runtime, objects: Vec<Value>) -> muster_fakeapi::Running {
+    rt.block_on(FakeApi::new().with_objects(objects).start("127.0.0.1:0".parse().unwrap())).unwrap()
+}
+
+/// `muster run` in the background against `kubeconfig`, serving default-scheduler's pods, quiet.
+fn spawn_run(kubeconfig: &Path, args: &[&str], pod_name: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["run", "--kube-api-qps=0", "--scheduler-name=default-scheduler"])
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("POD_NAME", pod_name)
+        .env("MUSTER_LOG", "error")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
@@ -291,7 +310,7 @@ fn a_conflicting_claim_write_is_retried() {
     let rt = runtime();
     let inputs = vec![common::root().join("examples/gpu-training")];
     let objects = muster_fakeapi::manifests::load(&inputs).unwrap();
-    let api = rt.block_on(FakeApi::new().with_objects(objects).start("127.0.0.1:0".parse().unwrap())).unwrap();
+    let api = start_fake(&rt, objects);
     api.faults().fail_next(RequestMatcher::new("update", "resourceclaims").subresource("status"), 409, 2);
     let (ok, stderr) = run_muster(&api, &[]);
     assert!(ok, "{stderr}");
@@ -311,7 +330,7 @@ fn a_failed_binding_is_unreserved_and_retried() {
     let rt = runtime();
     let inputs = vec![common::root().join("examples/gpu-training")];
     let objects = muster_fakeapi::manifests::load(&inputs).unwrap();
-    let api = rt.block_on(FakeApi::new().with_objects(objects).start("127.0.0.1:0".parse().unwrap())).unwrap();
+    let api = start_fake(&rt, objects);
     api.faults().fail_next(RequestMatcher::new("create", "pods").subresource("binding"), 500, 1);
     let (ok, stderr) = run_muster(&api, &[]);
     assert!(ok, "{stderr}");
@@ -415,25 +434,13 @@ fn bound_in(api: &muster_fakeapi::Running, prefix: &str) -> usize {
 #[test]
 fn killed_at_any_point_and_restarted_it_never_allocates_twice_nor_leaves_a_gang_part_bound() {
     let rt = runtime();
-    let api = rt
-        .block_on(FakeApi::new().with_objects(contended_cluster(6, 7)).start("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
+    let api = start_fake(&rt, contended_cluster(6, 7));
     api.faults().delay(std::time::Duration::from_millis(4)); // every write takes a while
     let dir = tempdir();
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig).unwrap();
-    let start = || {
-        Command::new(env!("CARGO_BIN_EXE_muster"))
-            .args(["run", "--leader-elect=false", "--kube-api-qps=0", "--scheduler-name=default-scheduler"])
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .env("MUSTER_LOG", "error")
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
-    };
     for (round, after_ms) in [30u64, 45, 60, 80, 110, 150].into_iter().enumerate() {
-        let mut child = start();
+        let mut child = spawn_run(&kubeconfig, &["--leader-elect=false"], "muster");
         std::thread::sleep(std::time::Duration::from_millis(after_ms));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -462,23 +469,11 @@ fn killed_at_any_point_and_restarted_it_never_allocates_twice_nor_leaves_a_gang_
 #[test]
 fn a_standby_takes_over_when_the_leader_goes() {
     let rt = runtime();
-    let api = rt
-        .block_on(FakeApi::new().with_objects(contended_cluster(6, 2)).start("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
+    let api = start_fake(&rt, contended_cluster(6, 2));
     let dir = tempdir();
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig).unwrap();
-    let replica = |id: &str| {
-        Command::new(env!("CARGO_BIN_EXE_muster"))
-            .args(["run", "--kube-api-qps=0", "--scheduler-name=default-scheduler", "--lease-namespace=default"])
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .env("POD_NAME", id)
-            .env("MUSTER_LOG", "error")
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
-    };
+    let replica = |id: &str| spawn_run(&kubeconfig, &["--lease-namespace=default"], id);
     let mut first = replica("replica-a");
     let all_bound = |api: &muster_fakeapi::Running| bound_in(api, "") == 10;
     assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(20), all_bound)), "the first replica binds");
@@ -529,13 +524,7 @@ fn post_json(addr: std::net::SocketAddr, path: &str, body: &str) -> u16 {
 fn plan_and_why_read_a_live_cluster_and_write_nothing() {
     let rt = runtime();
     let inputs = vec![common::root().join("examples/gpu-training")];
-    let api = rt
-        .block_on(
-            FakeApi::new()
-                .with_objects(muster_fakeapi::manifests::load(&inputs).unwrap())
-                .start("127.0.0.1:0".parse().unwrap()),
-        )
-        .unwrap();
+    let api = start_fake(&rt, muster_fakeapi::manifests::load(&inputs).unwrap());
     let dir = tempdir();
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig).unwrap();
@@ -574,20 +563,11 @@ fn plan_and_why_read_a_live_cluster_and_write_nothing() {
 #[test]
 fn a_watch_that_expired_lists_again_and_misses_nothing() {
     let rt = runtime();
-    let api = rt
-        .block_on(FakeApi::new().with_objects(contended_cluster(6, 2)).start("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
+    let api = start_fake(&rt, contended_cluster(6, 2));
     let dir = tempdir();
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig).unwrap();
-    let mut muster = Command::new(env!("CARGO_BIN_EXE_muster"))
-        .args(["run", "--leader-elect=false", "--kube-api-qps=0", "--scheduler-name=default-scheduler"])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .env("MUSTER_LOG", "error")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut muster = spawn_run(&kubeconfig, &["--leader-elect=false"], "muster");
     let all = |n: usize| move |api: &muster_fakeapi::Running| bound_in(api, "") == n;
     assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(20), all(10))));
     api.faults().close_watches();
@@ -610,9 +590,7 @@ fn a_watch_that_expired_lists_again_and_misses_nothing() {
 #[test]
 fn a_conflict_storm_is_ridden_out() {
     let rt = runtime();
-    let api = rt
-        .block_on(FakeApi::new().with_objects(contended_cluster(6, 7)).start("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
+    let api = start_fake(&rt, contended_cluster(6, 7));
     api.faults().fail_next(RequestMatcher::new("update", "resourceclaims").subresource("status"), 409, 12);
     let (ok, stderr) = run_muster(&api, &[]);
     assert!(ok, "{stderr}");
