@@ -60,6 +60,10 @@ pub struct Binding {
 pub struct BindUnit {
     pub claims: Vec<ClaimWrite>,
     pub pods: Vec<Binding>,
+    /// Victims preempted for these pods: the pods are nominated to their nodes
+    /// (`status.nominatedNodeName`) and bound only once the victims are gone, as kube-scheduler
+    /// waits for them.
+    pub victims: Vec<PodRef>,
 }
 
 /// One job for the API server.
@@ -105,6 +109,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
     let mut pending_ids: Vec<ClaimId> = Vec::new();
     let mut unit_of_claim: HashMap<ClaimId, usize> = HashMap::new();
     let pod_ref = |p: muster_sched::PodId| PodRef::of(&cluster.pod(p).pod);
+    let victims = victims_by_preemptor(&effects);
     for effect in effects {
         match effect {
             Effect::Evict { pod, by } => {
@@ -136,6 +141,18 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 }
                 let Job::Bind(unit) = &mut jobs[index] else { unreachable!("unit_of_claim names bind jobs") };
                 unit.claims.append(&mut pending);
+                let group = match info.group {
+                    Some(Ok(g)) => Some(Preemptor::Group(muster_sched::GroupNode::Group(g))),
+                    _ => None,
+                };
+                for by in [Some(Preemptor::Pod(pod)), group].into_iter().flatten() {
+                    for v in victims.get(&by).into_iter().flatten() {
+                        let v = pod_ref(*v);
+                        if !unit.victims.contains(&v) {
+                            unit.victims.push(v);
+                        }
+                    }
+                }
                 unit.pods.push(Binding {
                     pod: pod_ref(pod),
                     node: cluster.node(node).name().to_string(),
@@ -166,6 +183,29 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
         }
     }
     jobs
+}
+
+/// The victims of each preemptor. A victim of a CompositePodGroup tree is waited for by every
+/// pod the plan binds (the tree's members are not traced back here).
+fn victims_by_preemptor(effects: &[Effect]) -> HashMap<Preemptor, Vec<muster_sched::PodId>> {
+    let mut out: HashMap<Preemptor, Vec<muster_sched::PodId>> = HashMap::new();
+    let mut of_trees = Vec::new();
+    for e in effects {
+        if let Effect::Evict { pod, by } = e {
+            match by {
+                Preemptor::Group(muster_sched::GroupNode::Composite(_)) => of_trees.push(*pod),
+                _ => out.entry(*by).or_default().push(*pod),
+            }
+        }
+    }
+    if !of_trees.is_empty() {
+        for e in effects {
+            if let Effect::Bind { pod, .. } = e {
+                out.entry(Preemptor::Pod(*pod)).or_default().extend(&of_trees);
+            }
+        }
+    }
+    out
 }
 
 /// Whether the pod already has this condition (the patch would change nothing).

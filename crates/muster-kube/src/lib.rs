@@ -14,9 +14,11 @@
 //! The loop ([`live`]) owns the engine on one task and is the only place that touches it; watches
 //! and writes run on other tasks and talk to it through one bounded channel of [`Msg`]s.
 //!
-//! Not yet: `nominatedNodeName` (a preemptor is bound as soon as its victims' deletions are
-//! sent, not after they are gone), CompositePodGroups and Workloads (not watched: the store does
-//! not take them one at a time yet), binding conditions (`allocationTimestamp`).
+//! A preemptor waits as kube-scheduler's does: its victims are marked and deleted, it is nominated
+//! to its node (`status.nominatedNodeName`), and its binding cycle goes on once the victims are
+//! gone (read again until not found; the engine has already given their room to it). Not yet:
+//! CompositePodGroups and Workloads (not watched: the store does not take them one at a time
+//! yet), binding conditions (`allocationTimestamp`).
 
 pub mod assume;
 pub mod http;

@@ -27,6 +27,9 @@ use crate::metrics::Metrics;
 pub const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
 /// Conflicts retried per claim write (client-go's `retry.DefaultRetry` makes 5 steps).
 const CONFLICT_RETRIES: usize = 5;
+/// How long a preemptor waits for its victims to go (their graceful termination) before its
+/// binding cycle fails and it is tried again.
+const VICTIM_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 /// Upstream's limit on an event's note.
 const NOTE_LIMIT: usize = 1024;
 
@@ -93,6 +96,12 @@ impl Writer {
         let started = Instant::now();
         let mut claims = Vec::new();
         let mut failed: Option<String> = None;
+        if !unit.victims.is_empty() {
+            for b in &unit.pods {
+                self.nominate(&b.pod, &b.node).await;
+            }
+            failed = self.wait_gone(&unit.victims).await.err();
+        }
         for write in &unit.claims {
             let key = write.key();
             if failed.is_some() {
@@ -178,6 +187,40 @@ impl Writer {
         let params = pp();
         let call = api.create_subresource::<_, serde_json::Value>("binding", &b.pod.name, &params, &binding);
         self.call("create", "pods/binding", call).await.map(|_| ())
+    }
+
+    /// `status.nominatedNodeName` while the victims go (a failure is logged: it only informs).
+    async fn nominate(&self, pod: &PodRef, node: &str) {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
+        let patch = json!({"status": {"nominatedNodeName": node}});
+        if let Err(e) =
+            self.call("patch", "pods/status", api.patch_status(&pod.name, &pps(), &Patch::Strategic(patch))).await
+        {
+            tracing::debug!(pod = %pod.key(), error = %e, "nominatedNodeName not written");
+        }
+    }
+
+    /// Waits until every victim is gone (not found, or replaced by a pod with another uid),
+    /// reading each again with a growing pause; gives up after [`VICTIM_WAIT`].
+    async fn wait_gone(&self, victims: &[PodRef]) -> std::result::Result<(), String> {
+        let deadline = Instant::now() + VICTIM_WAIT;
+        for v in victims {
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), &v.namespace);
+            let mut pause = std::time::Duration::from_millis(20);
+            loop {
+                match self.call("get", "pods", api.get_opt(&v.name)).await {
+                    Ok(None) => break,
+                    Ok(Some(p)) if p.metadata.uid.as_deref() != Some(v.uid.as_str()) => break,
+                    _ if Instant::now() >= deadline => {
+                        return Err(format!("victim {} still there after {VICTIM_WAIT:?}", v.key()));
+                    }
+                    _ => {}
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(1));
+            }
+        }
+        Ok(())
     }
 
     /// Unreserve: the pod's entry leaves the claim's `reservedFor`.

@@ -11,8 +11,9 @@
 //! waited is the gang-wait verdict's, which needs the time).
 //!
 //! Effects name objects by the store's ids; a world renders them (`run` sends them to the API
-//! server, `sim` applies them to its store). Not yet: `nominatedNodeName` (a plan places a
-//! preemptor at once; it never waits for its victims to go).
+//! server, `sim` applies them to its store). The engine places a preemptor at once (its victims'
+//! room given to it); a live world nominates it and binds it once the victims are gone
+//! (`muster-kube`).
 
 use crate::cluster::{ClaimId, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
 use crate::cycle::{GroupOutcome, Plan};
@@ -25,7 +26,7 @@ pub enum EventType {
 }
 
 /// What preempted a victim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Preemptor {
     Pod(PodId),
     Group(GroupNode),

@@ -600,3 +600,36 @@ fn a_conflict_storm_is_ridden_out() {
     assert_eq!(conflicts, 12);
     rt.block_on(api.shutdown());
 }
+
+/// A preemptor is nominated to its node and bound only after its victim is gone (kube-scheduler
+/// waits for the victims too), in this order in the request log.
+#[test]
+fn a_preemptor_is_nominated_then_bound_after_its_victim_is_gone() {
+    let rt = runtime();
+    let inputs = vec![common::root().join("tests/scenarios/pod-preemption")];
+    let api = start_fake(&rt, muster_fakeapi::manifests::load(&inputs).unwrap());
+    let (ok, stderr) = run_muster(&api, &[]);
+    assert!(ok, "{stderr}");
+    let log = api.requests();
+    let at = |verb: &str, resource: &str, sub: Option<&str>, name: &str| {
+        log.iter()
+            .position(|r| {
+                r.verb == verb
+                    && r.resource == resource
+                    && r.subresource.as_deref() == sub
+                    && r.name.as_deref() == Some(name)
+            })
+            .unwrap_or_else(|| panic!("no {verb} {resource} {sub:?} {name}"))
+    };
+    let deleted = at("delete", "pods", None, "low-a");
+    let nominated = at("patch", "pods", Some("status"), "urgent");
+    let gone =
+        log.iter().rposition(|r| r.verb == "get" && r.name.as_deref() == Some("low-a")).expect("the victim read again");
+    let bound = at("create", "pods", Some("binding"), "urgent");
+    assert!(
+        deleted < gone && nominated < bound && gone < bound,
+        "order: delete {deleted}, nominate {nominated}, gone {gone}, bind {bound}"
+    );
+    assert_eq!(log[gone].status, 404);
+    rt.block_on(api.shutdown());
+}
