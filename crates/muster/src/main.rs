@@ -14,6 +14,7 @@ mod effects;
 mod fuzz;
 mod memory;
 mod output;
+mod sim;
 mod text;
 mod why;
 
@@ -78,6 +79,11 @@ enum Command {
         #[command(subcommand)]
         bench: BenchCommand,
     },
+    /// Simulate a workload trace over virtual time on a cluster read from manifests, with the
+    /// scheduler `plan` runs: jobs arrive, run for their duration and finish; nodes drain and
+    /// return. Reports waits, GPU utilization, preemptions and evictions. Exits 0 when it ran, 2 on
+    /// bad input.
+    Sim(sim::SimArgs),
 }
 
 #[derive(clap::Args)]
@@ -353,6 +359,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Bench { bench } => run_bench(bench),
+        Command::Sim(args) => sim::run(args),
     };
     match result {
         Ok(code) => code,
