@@ -6,7 +6,8 @@
 //! claims and PodGroups created when they arrive; placed pods bound and run for their duration,
 //! then deleted and their claims released as the resourceclaim controller of
 //! [`muster_controllers`] says; preemption victims and drained nodes' pods deleted and their jobs
-//! restarted), and the report ([`report`]: the `-o json` summary and the text form).
+//! restarted), and the report ([`report`]: the `-o json` summary and the text form; [`html`]: one
+//! self-contained page with SVG plots).
 //!
 //! What it must never do: read a clock (time is the virtual time it computes; a caller that wants
 //! to know where the wall time goes may hand in a [`world::Stopwatch`], read for those figures
@@ -24,6 +25,7 @@
 //!      its finish pushed at t + duration)
 //! ```
 
+pub mod html;
 pub mod report;
 pub mod trace;
 pub mod world;

@@ -55,8 +55,13 @@ pub trait Stopwatch {
 pub struct Timing {
     /// In `Engine::apply`, `Engine::schedule` and `Engine::effects`.
     pub engine_ns: u64,
-    /// Everything else: the heap, making objects, the controllers, the bookkeeping.
+    /// Everything, the engine included.
     pub total_ns: u64,
+    /// Calls to `Engine::schedule`, pods placed, and pods found unschedulable (counted whether
+    /// or not a stopwatch was given).
+    pub schedule_calls: u64,
+    pub placed: u64,
+    pub unschedulable: u64,
 }
 
 /// A failure of the simulation itself (the engine refused a change the sim made).
@@ -251,6 +256,9 @@ impl<'d, 's> Sim<'d, 's> {
             let acts = self.resolve(&effects);
             self.timing.engine_ns += self.nanos() - e0;
             let changed = plan.placements.len() + plan.preempted.len() + plan.pod_preemptions.len();
+            self.timing.schedule_calls += 1;
+            self.timing.placed += plan.placements.len() as u64;
+            self.timing.unschedulable += plan.unschedulable.len() as u64;
             for act in acts {
                 self.carry_out(act)?;
             }
@@ -268,7 +276,7 @@ impl<'d, 's> Sim<'d, 's> {
     /// Runs until nothing is left to happen (or `until`), and reports.
     pub fn run(mut self) -> Result<Report, SimError> {
         while self.step()? {}
-        Ok(self.finish())
+        Ok(self.report())
     }
 
     /// Moves virtual time to `t`, counting the devices held meanwhile.
@@ -313,11 +321,19 @@ impl<'d, 's> Sim<'d, 's> {
                 .map_err(|e| SimError(format!("time out of range: {e}")))?,
         );
         if spec.gang {
-            let group: PodGroup = serde_json::from_value(json!({
+            // The group carries its pods' priority (the scheduler requires them to agree).
+            let mut group = json!({
                 "metadata": {"name": spec.name, "namespace": spec.namespace, "creationTimestamp": created},
                 "spec": {"schedulingPolicy": {"gang": {"minCount": spec.pods}}}
-            }))
-            .map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
+            });
+            if let Some(p) = spec.priority {
+                group["spec"]["priority"] = json!(p);
+            }
+            if let Some(pc) = &spec.priority_class_name {
+                group["spec"]["priorityClassName"] = json!(pc);
+            }
+            let group: PodGroup =
+                serde_json::from_value(group).map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
             self.apply(Change::UpsertPodGroup(Box::new(group)))?;
         }
         for i in 0..spec.pods as usize {
@@ -406,19 +422,14 @@ impl<'d, 's> Sim<'d, 's> {
     /// Deletes a pod, then does what the claim controller does about its claims.
     fn delete_pod(&mut self, key: &str) -> Result<(), SimError> {
         let Some(id) = self.engine.cluster().pod_id(key) else { return Ok(()) };
-        let claims: Vec<String> = self
-            .engine
-            .cluster()
-            .pod(id)
-            .claims
-            .iter()
-            .flatten()
-            .map(|c| self.engine.cluster().claims[*c].key())
-            .collect();
+        // Claim ids are slots the store keeps (a deleted claim's too): they outlive the pod.
+        let claims: Vec<muster_sched::ClaimId> =
+            self.engine.cluster().pod(id).claims.iter().flatten().copied().collect();
         self.apply(Change::DeletePod(key.to_string()))?;
-        for claim_key in claims {
+        for claim in claims {
             let c = self.engine.cluster();
-            let Some(info) = c.claims.iter().find(|i| i.key() == claim_key) else { continue };
+            let info = &c.claims[claim];
+            let claim_key = info.key();
             let ns = info.claim.metadata.namespace.clone().unwrap_or_else(|| "default".into());
             let lookup = |name: &str| c.pod_id(&format!("{ns}/{name}")).map(|p| &*c.pod(p).pod);
             match release(&info.claim, lookup) {
@@ -601,8 +612,8 @@ impl<'d, 's> Sim<'d, 's> {
         c.pod(id).claims.iter().flatten().map(|claim| allocation_size(&c.claims[*claim].claim)).sum()
     }
 
-    /// The report, at the time the simulation stopped.
-    fn finish(mut self) -> Report {
+    /// The report, at the time the simulation stopped (or at `until`).
+    pub fn report(mut self) -> Report {
         if let Some(u) = self.options.until
             && u > self.now
         {

@@ -246,6 +246,21 @@ enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// `muster sim` at scale: NODES x 8 H100 (the gpu bench's cluster), JOBS jobs (the gpu bench's
+    /// mix, with durations) arriving over DAYS simulated days. Prints wall time, events/s and the
+    /// share of time in the engine.
+    Sim {
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 100_000)]
+        jobs: usize,
+        #[arg(long, default_value_t = 7)]
+        days: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
+        scoring: Scoring,
+    },
     /// Compile and evaluate the H100 selector of issue 3 over generated GPU device views.
     Cel {
         #[arg(long, default_value_t = 100_000)]
@@ -461,6 +476,10 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         }
         BenchCommand::Churn { nodes, running, events, seed } => {
             print!("{}", bench::churn(nodes, running, events, seed)?)
+        }
+        BenchCommand::Sim { nodes, jobs, days, seed, scoring } => {
+            let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
+            print!("{}", bench::sim(nodes, jobs, days, seed, &config)?)
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),

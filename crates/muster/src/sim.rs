@@ -19,7 +19,9 @@ pub struct SimArgs {
     /// The workload trace (muster's format: apiVersion muster.dev/v1alpha1, kind Trace).
     #[arg(long, value_name = "FILE")]
     trace: PathBuf,
-    /// Output format: json (a stable summary, classes and one line per job) or text.
+    /// Output format: text, json (a stable summary, classes and one line per job) or html (one
+    /// self-contained page: allocation and pending pods over time, wait CDF per class, worst
+    /// waits).
     #[arg(short, long, value_enum, default_value_t = SimFormat::Text)]
     output: SimFormat,
     /// Write the report to FILE instead of standard output.
@@ -44,6 +46,7 @@ pub struct SimArgs {
 pub enum SimFormat {
     Text,
     Json,
+    Html,
 }
 
 fn parse_until(s: &str) -> Result<u64, String> {
@@ -96,11 +99,18 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     };
     let cluster = std::mem::take(&mut world.cluster);
     let engine = muster_sched::Engine::new(cluster, config, Some(&dra));
-    let options = Options { until: args.until, seed: args.seed, devices, samples: false, default_class };
+    let options = Options {
+        until: args.until,
+        seed: args.seed,
+        devices,
+        samples: matches!(args.output, SimFormat::Html),
+        default_class,
+    };
     let report = Sim::new(engine, trace, options).run().map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
     let rendered = match args.output {
         SimFormat::Json => report.json(),
         SimFormat::Text => report.text(),
+        SimFormat::Html => muster_sim::html::render(&report, &format!("muster sim: {}", args.trace.display())),
     };
     match &args.out {
         Some(path) => {
