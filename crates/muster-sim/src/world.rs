@@ -62,6 +62,8 @@ pub struct Timing {
     pub schedule_calls: u64,
     pub placed: u64,
     pub unschedulable: u64,
+    /// PodGroup cycles run (a gang's attempt, placed or not).
+    pub group_attempts: u64,
 }
 
 /// A failure of the simulation itself (the engine refused a change the sim made).
@@ -259,6 +261,7 @@ impl<'d, 's> Sim<'d, 's> {
             self.timing.schedule_calls += 1;
             self.timing.placed += plan.placements.len() as u64;
             self.timing.unschedulable += plan.unschedulable.len() as u64;
+            self.timing.group_attempts += plan.groups.len() as u64;
             for act in acts {
                 self.carry_out(act)?;
             }

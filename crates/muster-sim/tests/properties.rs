@@ -1,7 +1,7 @@
 //! Properties of simulations over random small traces: no device is allocated to two pods at any
 //! instant, no gang is ever partly running, and at the end every job is finished, running or
 //! pending (with a reason); run to the end, the only jobs left pending are those that cannot fit
-//! the cluster at all. Same trace, same report.
+//! the cluster at all. Same trace, same report, with or without the allocator's memory.
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
@@ -72,7 +72,7 @@ fn trace(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize) -> Trace {
     Trace { jobs, events }
 }
 
-fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize) -> Result<Report, TestCaseError> {
+fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize, memo: bool) -> Result<Report, TestCaseError> {
     let (node_objs, slices, classes) = cluster(nodes);
     let c = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default()).unwrap();
     let ctx = muster_sched::DraContext {
@@ -82,6 +82,7 @@ fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize) -> Resul
         features: muster_alloc::Features::kubernetes_1_37(),
     };
     let engine = Engine::new(c, SchedulerConfig::default(), Some(&ctx));
+    let engine = if memo { engine } else { engine.without_dra_memo() };
     let options = Options {
         devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
         default_class: Some("gpu".into()),
@@ -112,7 +113,7 @@ proptest! {
         shapes in prop::collection::vec(job(), 1..10),
         drains in prop::collection::vec((0u64..60, 0usize..4), 0..3),
     ) {
-        let report = simulate(&shapes, &drains, nodes)?;
+        let report = simulate(&shapes, &drains, nodes, true)?;
         prop_assert_eq!(report.jobs.len(), shapes.len());
         prop_assert_eq!(report.summary.finished + report.summary.running + report.summary.pending, shapes.len());
         prop_assert!(report.summary.gpu_utilization <= 1.0);
@@ -125,7 +126,11 @@ proptest! {
             let fits = *gpus <= GPUS_PER_NODE && (!gang || pods * gpus <= nodes as u32 * GPUS_PER_NODE);
             prop_assert_eq!(j.state == "finished", fits, "{}: {:?} ({:?})", j.name, j.state, j.reason);
         }
-        let again = simulate(&shapes, &drains, nodes)?;
+        let again = simulate(&shapes, &drains, nodes, true)?;
         prop_assert_eq!(report.json(), again.json());
+        // The allocator's remembered verdicts (kept across claims confirmed, released and
+        // preempted) never change a decision.
+        let fresh = simulate(&shapes, &drains, nodes, false)?;
+        prop_assert_eq!(report.json(), fresh.json());
     }
 }

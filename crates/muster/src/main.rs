@@ -260,6 +260,9 @@ enum BenchCommand {
         seed: u64,
         #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
         scoring: Scoring,
+        /// Stop after this many seconds of wall time and report how far the simulation got.
+        #[arg(long, value_name = "SECONDS")]
+        wall_limit: Option<f64>,
     },
     /// Compile and evaluate the H100 selector of issue 3 over generated GPU device views.
     Cel {
@@ -477,9 +480,9 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Churn { nodes, running, events, seed } => {
             print!("{}", bench::churn(nodes, running, events, seed)?)
         }
-        BenchCommand::Sim { nodes, jobs, days, seed, scoring } => {
+        BenchCommand::Sim { nodes, jobs, days, seed, scoring, wall_limit } => {
             let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
-            print!("{}", bench::sim(nodes, jobs, days, seed, &config)?)
+            print!("{}", bench::sim(nodes, jobs, days, seed, &config, wall_limit)?)
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),

@@ -75,7 +75,14 @@ pub fn trace(jobs: usize, days: u64, seed: u64) -> Trace {
     Trace { jobs, events: Vec::new() }
 }
 
-pub fn sim(nodes: usize, jobs: usize, days: u64, seed: u64, config: &SchedulerConfig) -> anyhow::Result<String> {
+pub fn sim(
+    nodes: usize,
+    jobs: usize,
+    days: u64,
+    seed: u64,
+    config: &SchedulerConfig,
+    wall_limit: Option<f64>,
+) -> anyhow::Result<String> {
     let driver = "gpu.nvidia.com";
     let node_objs: Vec<Node> = (0..nodes).map(gpu_node).collect();
     let slices: Vec<ResourceSlice> = node_objs
@@ -102,13 +109,31 @@ pub fn sim(nodes: usize, jobs: usize, days: u64, seed: u64, config: &SchedulerCo
     let engine = Engine::new(cluster, config.clone(), Some(&ctx));
     let options = Options { until: None, seed, devices, samples: false, default_class: None };
     let mut sim = Sim::new(engine, trace, options).with_stopwatch(&wall);
-    while sim.step().map_err(|e| anyhow::anyhow!("{e}"))? {}
+    let mut steps = 0u64;
+    let mut stopped = None;
+    while sim.step().map_err(|e| anyhow::anyhow!("{e}"))? {
+        steps += 1;
+        if let Some(limit) = wall_limit
+            && steps.is_multiple_of(64)
+            && wall.nanos() as f64 / 1e9 > limit
+        {
+            stopped = Some(sim.now());
+            break;
+        }
+    }
     let timing = sim.timing();
     let report = sim.report();
     let total = wall.nanos() as f64 / 1e9;
     let s = &report.summary;
+    let stopped = match stopped {
+        Some(at) => format!(
+            "  STOPPED by --wall-limit at simulated {:.2} days (the figures below are up to then)\n",
+            at as f64 / 86_400_000.0
+        ),
+        None => String::new(),
+    };
     Ok(format!(
-        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable\n  simulated {:.1} days: {} finished, {} running, {} pending; GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  peak RSS: {:.0} MiB\n",
+        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable, {} gang attempts\n  simulated {:.1} days: {} finished, {} running, {} pending; GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  peak RSS: {:.0} MiB\n",
         s.events,
         s.steps,
         s.events as f64 / total,
@@ -117,6 +142,7 @@ pub fn sim(nodes: usize, jobs: usize, days: u64, seed: u64, config: &SchedulerCo
         timing.schedule_calls,
         timing.placed,
         timing.unschedulable,
+        timing.group_attempts,
         s.simulated_seconds / 86_400.0,
         s.finished,
         s.running,
