@@ -253,8 +253,9 @@ impl Report {
             out.push_str("per class:\n");
             for (class, c) in &self.classes {
                 out.push_str(&format!(
-                    "  {class}: {} jobs, {} pending; wait p50 {}, p95 {}, p99 {}\n",
+                    "  {class}: {} job{}, {} pending; wait p50 {}, p95 {}, p99 {}\n",
                     c.jobs,
+                    if c.jobs == 1 { "" } else { "s" },
                     c.pending,
                     p(c.wait_seconds.p50),
                     p(c.wait_seconds.p95),

@@ -162,3 +162,20 @@ fn a_bad_trace_names_its_file_line_and_field() {
     assert!(err.contains("gpus"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_html_report_is_self_contained_and_the_same_twice() {
+    let args = ["sim", "tests/sim/drain/cluster.yaml", "--trace", "tests/sim/drain/trace.yaml", "-o", "html"];
+    let first = common::muster(&args);
+    assert!(first.status.success(), "{}", common::stderr(&first));
+    assert_eq!(first.stdout, common::muster(&args).stdout, "two runs gave different HTML");
+    let html = common::stdout(&first);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert_eq!(html.matches("<svg ").count(), 3, "allocation, pending pods, wait CDF");
+    assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"));
+    // Every plot has data: a line with more than its starting point.
+    let paths: Vec<&str> = html.split("<path d=\"").skip(1).map(|p| p.split('"').next().unwrap()).collect();
+    assert_eq!(paths.len(), 3, "{paths:?}");
+    assert!(paths.iter().all(|d| d.contains(" L")), "{paths:?}");
+    assert!(html.contains("<td>a</td><td>default</td>"), "the worst-waits table lists the jobs");
+}
