@@ -1,6 +1,6 @@
 //! The HTML report (`-o html`): one self-contained page, plots drawn here as inline SVG (no
-//! script, no network): devices allocated over time, pods pending over time, the wait-time CDF
-//! per class, and the worst waits. Deterministic: the same report gives the same bytes.
+//! script, no network): devices allocated over time (in all and per class), pods pending over
+//! time, the wait-time CDF per class, and the worst waits. Deterministic: the same report gives the same bytes.
 
 use std::fmt::Write;
 
@@ -30,9 +30,9 @@ fn thin(samples: &[Sample], n: usize) -> Vec<Sample> {
     for s in samples {
         let b = s.at * n as u64 / (end + 1);
         if b == bucket {
-            *out.last_mut().expect("a bucket has a sample") = *s;
+            *out.last_mut().expect("a bucket has a sample") = s.clone();
         } else {
-            out.push(*s);
+            out.push(s.clone());
             bucket = b;
         }
     }
@@ -76,6 +76,17 @@ fn frame(out: &mut String, title: &str, x_max: f64, y_max: f64, y_label: &str) {
         TOP + ph / 2.0,
         TOP + ph / 2.0,
         esc(y_label)
+    );
+}
+
+/// A legend line, top right, the `i`-th.
+fn legend(out: &mut String, i: usize, text: &str, color: &str) {
+    let _ = write!(
+        out,
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\" text-anchor=\"end\">{}</text>",
+        W - RIGHT - 6.0,
+        TOP + 14.0 + 13.0 * i as f64,
+        esc(text)
     );
 }
 
@@ -140,14 +151,7 @@ fn cdf_plot(out: &mut String, report: &Report) {
         }
         let color = PALETTE[i % PALETTE.len()];
         steps(out, &points, x_max, 1.0, color);
-        let _ = write!(
-            out,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\" text-anchor=\"end\">{} ({} jobs)</text>",
-            W - RIGHT - 6.0,
-            TOP + 14.0 + 13.0 * i as f64,
-            esc(class),
-            waits.len()
-        );
+        legend(out, i, &format!("{class} ({} jobs)", waits.len()), color);
     }
     out.push_str("</svg></figure>\n");
 }
@@ -205,14 +209,23 @@ pub fn render(report: &Report, title: &str) -> String {
     let x_max = s.simulated_seconds.max(1.0);
     let alloc: Vec<(f64, f64)> = samples.iter().map(|x| (x.at as f64 / 1000.0, x.allocated as f64)).collect();
     let pending: Vec<(f64, f64)> = samples.iter().map(|x| (x.at as f64 / 1000.0, x.pending_pods as f64)).collect();
-    time_plot(
+    let ceiling = report.devices.max(1) as f64;
+    frame(
         &mut out,
-        &format!("Devices allocated (of {})", report.devices),
-        "devices",
-        &alloc,
+        &format!("Devices allocated (of {}), in all and per class", report.devices),
         x_max,
-        Some(report.devices.max(1) as f64),
+        ceiling,
+        "devices",
     );
+    steps(&mut out, &alloc, x_max, ceiling, "#333");
+    for (i, class) in report.class_names.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let points: Vec<(f64, f64)> =
+            samples.iter().map(|x| (x.at as f64 / 1000.0, x.per_class.get(i).copied().unwrap_or(0) as f64)).collect();
+        steps(&mut out, &points, x_max, ceiling, color);
+        legend(&mut out, i, class, color);
+    }
+    out.push_str("</svg></figure>\n");
     time_plot(&mut out, "Pods pending", "pods", &pending, x_max, None);
     cdf_plot(&mut out, report);
     worst(&mut out, report, 20);
@@ -226,7 +239,8 @@ mod tests {
 
     #[test]
     fn thinning_keeps_one_sample_per_slice_and_the_last() {
-        let samples: Vec<Sample> = (0..10_000).map(|i| Sample { at: i * 10, allocated: i, pending_pods: 0 }).collect();
+        let samples: Vec<Sample> =
+            (0..10_000).map(|i| Sample { at: i * 10, allocated: i, pending_pods: 0, per_class: Vec::new() }).collect();
         let thinned = thin(&samples, 100);
         assert!(thinned.len() <= 101, "{}", thinned.len());
         assert_eq!(thinned.last(), samples.last());

@@ -31,11 +31,13 @@ pub struct JobOutcome {
 }
 
 /// Allocated devices and pending pods after one step.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
     pub at: Millis,
     pub allocated: u64,
     pub pending_pods: u64,
+    /// Devices held by the trace's jobs, per class (in [`Report::class_names`] order).
+    pub per_class: Vec<u64>,
 }
 
 /// What the world counted.
@@ -51,6 +53,7 @@ pub struct Totals {
     pub events: u64,
     pub steps: u64,
     pub samples: Vec<Sample>,
+    pub class_names: Vec<String>,
 }
 
 /// p50, p95 and p99, in seconds; null without data.
@@ -154,6 +157,9 @@ pub struct Report {
     /// Devices the cluster publishes (the plots' ceiling).
     #[serde(skip)]
     pub devices: u64,
+    /// The classes of [`Sample::per_class`], sorted.
+    #[serde(skip)]
+    pub class_names: Vec<String>,
 }
 
 impl Report {
@@ -217,7 +223,7 @@ impl Report {
                 nodes: j.nodes,
             })
             .collect();
-        Report { summary, classes, jobs, samples: t.samples, devices: t.devices }
+        Report { summary, classes, jobs, samples: t.samples, devices: t.devices, class_names: t.class_names }
     }
 
     /// The JSON document (`-o json`), pretty-printed, with a final newline.

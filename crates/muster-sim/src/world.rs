@@ -136,6 +136,10 @@ pub struct Sim<'d, 's> {
     events: u64,
     steps: u64,
     samples: Vec<Sample>,
+    /// The trace's classes, sorted; each job's index into them; devices held per class.
+    class_names: Vec<String>,
+    class_of: Vec<u32>,
+    class_allocated: Vec<u64>,
     stopwatch: Option<&'s dyn Stopwatch>,
     timing: Timing,
 }
@@ -153,6 +157,11 @@ impl<'d, 's> Sim<'d, 's> {
         }
         let allocated = allocated_claims.values().sum();
         let jobs = vec![JobState::default(); trace.jobs.len()];
+        let class_names: Vec<String> =
+            trace.jobs.iter().map(|j| j.class.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let class_of =
+            trace.jobs.iter().map(|j| class_names.binary_search(&j.class).expect("listed above") as u32).collect();
+        let class_allocated = vec![0; class_names.len()];
         let mut sim = Sim {
             engine,
             trace,
@@ -173,6 +182,9 @@ impl<'d, 's> Sim<'d, 's> {
             events: 0,
             steps: 0,
             samples: Vec::new(),
+            class_names,
+            class_of,
+            class_allocated,
             stopwatch: None,
             timing: Timing::default(),
         };
@@ -270,7 +282,12 @@ impl<'d, 's> Sim<'d, 's> {
             }
         }
         if self.options.samples {
-            self.samples.push(Sample { at: t, allocated: self.allocated, pending_pods: self.pending_pods });
+            self.samples.push(Sample {
+                at: t,
+                allocated: self.allocated,
+                pending_pods: self.pending_pods,
+                per_class: self.class_allocated.clone(),
+            });
         }
         self.timing.total_ns += self.nanos() - t0;
         Ok(true)
@@ -410,6 +427,9 @@ impl<'d, 's> Sim<'d, 's> {
         let key = self.key(job, &name);
         self.delete_pod(&key)?;
         self.pods.remove(&key);
+        if let Some((_, devices)) = self.jobs[job].started[i] {
+            self.class_allocated[self.class_of[job] as usize] -= devices;
+        }
         let state = &mut self.jobs[job];
         state.finished += 1;
         if state.finished == self.trace.jobs[job].pods {
@@ -511,6 +531,7 @@ impl<'d, 's> Sim<'d, 's> {
             match self.jobs[job].started[i] {
                 Some((since, devices)) => {
                     self.lost_device_ms += u128::from(devices) * u128::from(self.now - since);
+                    self.class_allocated[self.class_of[job] as usize] -= devices;
                 }
                 None => self.pending_pods -= 1,
             }
@@ -582,6 +603,7 @@ impl<'d, 's> Sim<'d, 's> {
                 let Some((job, i)) = self.pods.get(&key).copied() else { return Ok(()) };
                 let (job, i) = (job as usize, i as usize);
                 self.pending_pods -= 1;
+                self.class_allocated[self.class_of[job] as usize] += devices;
                 let now = self.now;
                 let state = &mut self.jobs[job];
                 state.started[i] = Some((now, devices));
@@ -669,6 +691,7 @@ impl<'d, 's> Sim<'d, 's> {
             events: self.events,
             steps: self.steps,
             samples: std::mem::take(&mut self.samples),
+            class_names: std::mem::take(&mut self.class_names),
         })
     }
 
@@ -701,6 +724,10 @@ impl<'d, 's> Sim<'d, 's> {
                     }
                 }
             }
+        }
+        let by_class: u64 = self.class_allocated.iter().sum();
+        if by_class > self.allocated {
+            return Err(format!("{by_class} devices counted for the classes, {} allocated", self.allocated));
         }
         for (j, s) in self.jobs.iter().enumerate() {
             let spec = &self.trace.jobs[j];

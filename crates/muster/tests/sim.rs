@@ -175,7 +175,7 @@ fn the_html_report_is_self_contained_and_the_same_twice() {
     assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"));
     // Every plot has data: a line with more than its starting point.
     let paths: Vec<&str> = html.split("<path d=\"").skip(1).map(|p| p.split('"').next().unwrap()).collect();
-    assert_eq!(paths.len(), 3, "{paths:?}");
+    assert_eq!(paths.len(), 4, "allocation in all and for the one class, pending pods, CDF: {paths:?}");
     assert!(paths.iter().all(|d| d.contains(" L")), "{paths:?}");
     assert!(html.contains("<td>a</td><td>default</td>"), "the worst-waits table lists the jobs");
 }
