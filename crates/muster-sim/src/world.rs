@@ -267,8 +267,8 @@ impl<'d, 's> Sim<'d, 's> {
             let e0 = self.nanos();
             let plan = self.engine.schedule(t);
             let effects = self.engine.effects(&plan);
-            let acts = self.resolve(&effects);
             self.timing.engine_ns += self.nanos() - e0;
+            let acts = self.resolve(&effects);
             let changed = plan.placements.len() + plan.preempted.len() + plan.pod_preemptions.len();
             self.timing.schedule_calls += 1;
             self.timing.placed += plan.placements.len() as u64;
