@@ -24,6 +24,14 @@
 //!      write claim status → upsert the claim; bind → upsert the pod bound and Running,
 //!      its finish pushed at t + duration)
 //! ```
+//!
+//! Modelled simply, for now: a job's pods get one claim each, named `<pod>-gpus` (not from a
+//! template); a job that loses a pod (preempted, drained) is restarted whole, at once, and its
+//! wait is measured to its first start (`restarts` counts the rest); PodGroup status conditions
+//! and events are not written back; binding never fails and takes no time. Not yet: the Alibaba
+//! openb importer, device taints and GPU failures in the timeline, HPA scale-to-zero and cold
+//! starts, `--compare`, fragmentation and per-reason unschedulable counts in the report. The
+//! trace has no random field yet, so `--seed` is only recorded.
 
 pub mod html;
 pub mod report;
