@@ -32,6 +32,13 @@ impl<'d> Engine<'d> {
         Engine { scheduler, queue }
     }
 
+    /// Turns the reuse of allocator verdicts off (every Filter call allocates): for tests that
+    /// check the reuse never changes a decision over a run of changes.
+    pub fn without_dra_memo(mut self) -> Self {
+        self.scheduler = self.scheduler.without_dra_memo();
+        self
+    }
+
     pub fn cluster(&self) -> &Cluster {
         self.scheduler.cluster()
     }

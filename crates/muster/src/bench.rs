@@ -4,6 +4,7 @@
 //! into BENCHMARKS.md.
 
 mod churn;
+mod sim;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use muster_sched::{Cluster, GroupOutcome, Plan, QueueEntry, Scheduler, SchedulerConfig, SchedulerNames};
 
 pub use churn::churn;
+pub use sim::sim;
 
 fn q(s: &str) -> Quantity {
     Quantity(s.to_string())

@@ -15,6 +15,7 @@ mod fuzz;
 mod memory;
 mod output;
 mod run;
+mod sim;
 mod source;
 mod text;
 mod why;
@@ -85,6 +86,11 @@ enum Command {
         #[command(subcommand)]
         bench: BenchCommand,
     },
+    /// Simulate a workload trace over virtual time on a cluster read from manifests, with the
+    /// scheduler `plan` runs: jobs arrive, run for their duration and finish; nodes drain and
+    /// return. Reports waits, GPU utilization, preemptions and evictions. Exits 0 when it ran, 2 on
+    /// bad input.
+    Sim(sim::SimArgs),
 }
 
 #[derive(clap::Args)]
@@ -257,6 +263,24 @@ enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// `muster sim` at scale: NODES x 8 H100 (the gpu bench's cluster), JOBS jobs (the gpu bench's
+    /// mix, with durations) arriving over DAYS simulated days. Prints wall time, events/s and the
+    /// share of time in the engine.
+    Sim {
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 100_000)]
+        jobs: usize,
+        #[arg(long, default_value_t = 7)]
+        days: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
+        scoring: Scoring,
+        /// Stop after this many seconds of wall time and report how far the simulation got.
+        #[arg(long, value_name = "SECONDS")]
+        wall_limit: Option<f64>,
+    },
     /// Compile and evaluate the H100 selector of issue 3 over generated GPU device views.
     Cel {
         #[arg(long, default_value_t = 100_000)]
@@ -371,6 +395,7 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run::run(args),
         Command::Bench { bench } => run_bench(bench),
+        Command::Sim(args) => sim::run(args),
     };
     match result {
         Ok(code) => code,
@@ -493,6 +518,10 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         }
         BenchCommand::Churn { nodes, running, events, seed } => {
             print!("{}", bench::churn(nodes, running, events, seed)?)
+        }
+        BenchCommand::Sim { nodes, jobs, days, seed, scoring, wall_limit } => {
+            let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
+            print!("{}", bench::sim(nodes, jobs, days, seed, &config, wall_limit)?)
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),

@@ -42,25 +42,68 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// The store replaced claim `index` (it had `old`, or is new): the devices it held are given
-    /// back and the ones it holds now taken, and every remembered allocator verdict is dropped
-    /// (devices changed somewhere; the shared generation moves).
+    /// back and the ones it holds now taken, and the remembered allocator verdicts they could
+    /// change are dropped: one node's, when every device given back or taken comes from that
+    /// node's own pools (the allocation's node selector names it), every node's otherwise (the
+    /// shared generation moves). When the allocation is the one the claim had (a new claim not
+    /// allocated yet, or the world writing back the allocation an earlier cycle assumed), the
+    /// devices in use are the same and every verdict stays.
     pub fn claim_replaced(
         &mut self,
         index: crate::cluster::ClaimId,
         old: Option<&k8s_openapi::api::resource::v1::ResourceClaim>,
     ) {
-        let shared = self.fresh_generation();
+        let before = allocation_of(old);
+        let after = allocation_of(Some(&self.cluster.claims[index].claim));
+        if self.dra.is_some() && before == after {
+            return;
+        }
+        let local_to = match (&self.dra, before.or(after)) {
+            (Some((ctx, _)), Some(a)) => selector_node(a).filter(|node| {
+                let both: Vec<_> = before.into_iter().chain(after).cloned().collect();
+                both.iter().all(|a| selector_node(a) == Some(node))
+                    && crate::plugins::dynamic_resources::node_local(&both, node, ctx)
+            }),
+            _ => None,
+        }
+        .and_then(|node| self.cluster.node_id(node));
+        let fresh = self.fresh_generation();
         let Some((ctx, state)) = self.dra.as_mut() else { return };
-        let allocated = |c: &k8s_openapi::api::resource::v1::ResourceClaim| {
-            c.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some()
-        };
-        if let Some(old) = old.filter(|c| allocated(c)) {
+        if let Some(old) = old.filter(|c| allocation_of(Some(c)).is_some()) {
             state.remove_claim(old, ctx.features);
         }
         let now = &self.cluster.claims[index].claim;
-        if allocated(now) {
+        if allocation_of(Some(now)).is_some() {
             state.add_claim(now, ctx.features);
         }
-        self.dra_shared_generation = shared;
+        match local_to {
+            Some(node) if (node.0 as usize) < self.dra_node_generation.len() => {
+                self.dra_node_generation[node.0 as usize] = fresh;
+            }
+            _ => self.dra_shared_generation = fresh,
+        }
     }
+}
+
+/// The node an allocation's node selector names, when it names exactly one by
+/// `metadata.name In [node]` (as the allocator writes it for devices of node-local pools).
+fn selector_node(a: &k8s_openapi::api::resource::v1::AllocationResult) -> Option<&str> {
+    let [term] = a.node_selector.as_ref()?.node_selector_terms.as_slice() else { return None };
+    if term.match_expressions.as_ref().is_some_and(|e| !e.is_empty()) {
+        return None;
+    }
+    let [field] = term.match_fields.as_deref()? else { return None };
+    if field.key != "metadata.name" || field.operator != "In" {
+        return None;
+    }
+    match field.values.as_deref()? {
+        [node] => Some(node),
+        _ => None,
+    }
+}
+
+fn allocation_of(
+    claim: Option<&k8s_openapi::api::resource::v1::ResourceClaim>,
+) -> Option<&k8s_openapi::api::resource::v1::AllocationResult> {
+    claim?.status.as_ref()?.allocation.as_ref()
 }

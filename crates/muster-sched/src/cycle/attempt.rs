@@ -233,11 +233,20 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                         }
                     },
                 };
-                let next = rejections.len() as u16;
-                let id = *rejection_ids.entry(r.clone()).or_insert_with(|| {
-                    rejections.push(r);
-                    next
-                });
+                // Neighbouring nodes mostly fail alike: the last rejection is compared first, and
+                // a rejection is copied only the first time it is seen.
+                let id = match node_statuses.last() {
+                    Some(&(_, last)) if rejections[last as usize] == r => last,
+                    _ => match rejection_ids.get(&r) {
+                        Some(&id) => id,
+                        None => {
+                            let id = rejections.len() as u16;
+                            rejection_ids.insert(r.clone(), id);
+                            rejections.push(r);
+                            id
+                        }
+                    },
+                };
                 node_statuses.push((node_id, id));
             }
             node_statuses.sort_unstable();

@@ -220,6 +220,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let uid = self.cluster.pods[pod.0 as usize].pod.metadata.uid.clone();
             let name = self.cluster.pods[pod.0 as usize].name().to_string();
             let ids: Vec<ClaimId> = self.cluster.pods[pod.0 as usize].claims.iter().flatten().copied().collect();
+            let node_name = self.cluster.nodes[node.0 as usize].name().to_string();
+            // Devices freed on the node's own pools change only that node's verdicts.
+            let mut shared = false;
             for c in ids {
                 let info = &mut self.cluster.claims[c];
                 claims.push((c, info.claim.status.clone(), info.changed));
@@ -230,6 +233,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     });
                 }
                 if status.reserved_for.as_ref().is_none_or(Vec::is_empty) && status.allocation.is_some() {
+                    shared |= !allocation_is_local(status.allocation.as_ref(), &node_name, ctx);
                     state.remove_claim(&info.claim, ctx.features);
                     let status = info.claim.status.as_mut().expect("checked above");
                     status.allocation = None;
@@ -237,7 +241,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 }
                 info.changed = true;
             }
-            self.dra_shared_generation = self.fresh_generation();
+            if shared {
+                self.dra_shared_generation = self.fresh_generation();
+            }
             self.dra_node_generation[node.0 as usize] = self.fresh_generation();
         }
         Evicted { pod, node, claims }
@@ -256,6 +262,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let fresh = self.fresh_generation();
         self.cluster.nodes[e.node.0 as usize].generation = fresh;
         if let Some((ctx, state)) = self.dra.as_mut() {
+            let node_name = self.cluster.nodes[e.node.0 as usize].name().to_string();
+            let mut shared = false;
             for (c, status, changed) in e.claims.into_iter().rev() {
                 let info = &mut self.cluster.claims[c];
                 let had = status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
@@ -263,10 +271,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 info.claim.status = status;
                 info.changed = changed;
                 if had && !has {
+                    let allocation = info.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+                    shared |= !allocation_is_local(allocation, &node_name, ctx);
                     state.add_claim(&info.claim, ctx.features);
                 }
             }
-            self.dra_shared_generation = self.fresh_generation();
+            if shared {
+                self.dra_shared_generation = self.fresh_generation();
+            }
             self.dra_node_generation[e.node.0 as usize] = self.fresh_generation();
         }
     }
@@ -292,4 +304,14 @@ fn disrupted_together(c: &Cluster, g: GroupId) -> Option<crate::cluster::GroupNo
         }
     }
     unit
+}
+
+/// Whether every device of `allocation` comes from `node`'s own pools (freeing or taking them
+/// changes no other node's allocator verdicts).
+fn allocation_is_local(
+    allocation: Option<&k8s_openapi::api::resource::v1::AllocationResult>,
+    node: &str,
+    ctx: &crate::plugins::dynamic_resources::DraContext<'_>,
+) -> bool {
+    allocation.is_none_or(|a| crate::plugins::dynamic_resources::node_local(&vec![a.clone()], node, ctx))
 }

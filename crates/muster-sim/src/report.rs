@@ -1,0 +1,315 @@
+//! What a simulation reports: a summary (the stable `-o json` contract), per-class wait
+//! percentiles, and one line per job; `text` renders it for people.
+//!
+//! Waits are measured from a job's arrival to the time all its pods were first running
+//! (`start`); percentiles (nearest rank) are over the jobs that started. The utilization is the
+//! device time allocated (from the moment the world writes a claim's allocation to the moment the
+//! claim is released) over the devices the cluster publishes times the simulated span.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::trace::Millis;
+
+/// One job at the end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobOutcome {
+    pub name: String,
+    pub namespace: String,
+    pub class: String,
+    pub arrival: Millis,
+    pub start: Option<Millis>,
+    pub end: Option<Millis>,
+    /// `finished`, `running` or `pending`.
+    pub state: &'static str,
+    /// Why a pending job is pending (the scheduler's last message about one of its pods).
+    pub reason: Option<String>,
+    pub restarts: u32,
+    /// The nodes its last attempt's pods were placed on, sorted.
+    pub nodes: Vec<String>,
+}
+
+/// Allocated devices and pending pods after one step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub at: Millis,
+    pub allocated: u64,
+    pub pending_pods: u64,
+    /// Devices held by the trace's jobs, per class (in [`Report::class_names`] order).
+    pub per_class: Vec<u64>,
+}
+
+/// What the world counted.
+pub struct Totals {
+    pub jobs: Vec<JobOutcome>,
+    pub span: Millis,
+    pub seed: u64,
+    pub devices: u64,
+    pub allocated_ms: u128,
+    pub preemptions: u64,
+    pub evictions: u64,
+    pub lost_device_ms: u128,
+    pub events: u64,
+    pub steps: u64,
+    pub samples: Vec<Sample>,
+    pub class_names: Vec<String>,
+}
+
+/// p50, p95 and p99, in seconds; null without data.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles of `values` (milliseconds), in seconds.
+    pub fn of(values: &mut [Millis]) -> Percentiles {
+        values.sort_unstable();
+        let at = |p: usize| {
+            if values.is_empty() {
+                return None;
+            }
+            let rank = (p * values.len()).div_ceil(100).max(1);
+            Some(seconds(values[rank - 1]))
+        };
+        Percentiles { p50: at(50), p95: at(95), p99: at(99) }
+    }
+}
+
+fn seconds(ms: Millis) -> f64 {
+    ms as f64 / 1000.0
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub jobs: usize,
+    pub finished: usize,
+    pub running: usize,
+    pub pending: usize,
+    /// Allocated device time over available device time, 0..1 (six decimals).
+    pub gpu_utilization: f64,
+    pub wait_seconds: Percentiles,
+    /// Pods deleted to make room for higher-priority pods or gangs.
+    pub preemptions: u64,
+    /// Pods evicted by node drains.
+    pub evictions: u64,
+    /// Device-hours of work lost by preempted or evicted pods (their run time so far).
+    pub gpu_hours_lost: f64,
+    /// Jobs' restarts after losing pods.
+    pub restarts: u64,
+    pub simulated_seconds: f64,
+    pub seed: u64,
+    /// Events handled (arrivals, finishes, cluster events) and scheduling steps.
+    pub events: u64,
+    pub steps: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClassSummary {
+    pub jobs: usize,
+    pub finished: usize,
+    pub running: usize,
+    pub pending: usize,
+    pub wait_seconds: Percentiles,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobLine {
+    pub name: String,
+    #[serde(skip_serializing_if = "is_default")]
+    pub namespace: String,
+    pub class: String,
+    pub arrival: f64,
+    pub start: Option<f64>,
+    pub end: Option<f64>,
+    pub wait_seconds: Option<f64>,
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub restarts: u32,
+    pub nodes: Vec<String>,
+}
+
+fn is_default(ns: &str) -> bool {
+    ns == "default"
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The report: `summary`, `classes`, `jobs` (in trace order), as `-o json` writes it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub summary: Summary,
+    pub classes: BTreeMap<String, ClassSummary>,
+    pub jobs: Vec<JobLine>,
+    /// Per step, for plots; not in the JSON.
+    #[serde(skip)]
+    pub samples: Vec<Sample>,
+    /// Devices the cluster publishes (the plots' ceiling).
+    #[serde(skip)]
+    pub devices: u64,
+    /// The classes of [`Sample::per_class`], sorted.
+    #[serde(skip)]
+    pub class_names: Vec<String>,
+}
+
+impl Report {
+    pub fn build(t: Totals) -> Report {
+        let count = |jobs: &[&JobOutcome], state: &str| jobs.iter().filter(|j| j.state == state).count();
+        let waits = |jobs: &[&JobOutcome]| {
+            let mut w: Vec<Millis> = jobs.iter().filter_map(|j| j.start.map(|s| s - j.arrival)).collect();
+            Percentiles::of(&mut w)
+        };
+        let all: Vec<&JobOutcome> = t.jobs.iter().collect();
+        let available = u128::from(t.devices) * u128::from(t.span);
+        let utilization =
+            if available == 0 { 0.0 } else { (t.allocated_ms as f64 / available as f64 * 1e6).round() / 1e6 };
+        let summary = Summary {
+            jobs: all.len(),
+            finished: count(&all, "finished"),
+            running: count(&all, "running"),
+            pending: count(&all, "pending"),
+            gpu_utilization: utilization,
+            wait_seconds: waits(&all),
+            preemptions: t.preemptions,
+            evictions: t.evictions,
+            gpu_hours_lost: (t.lost_device_ms as f64 / 3_600_000.0 * 1e3).round() / 1e3,
+            restarts: t.jobs.iter().map(|j| u64::from(j.restarts)).sum(),
+            simulated_seconds: seconds(t.span),
+            seed: t.seed,
+            events: t.events,
+            steps: t.steps,
+        };
+        let mut by_class: BTreeMap<String, Vec<&JobOutcome>> = BTreeMap::new();
+        for j in &t.jobs {
+            by_class.entry(j.class.clone()).or_default().push(j);
+        }
+        let classes = by_class
+            .into_iter()
+            .map(|(class, jobs)| {
+                let s = ClassSummary {
+                    jobs: jobs.len(),
+                    finished: count(&jobs, "finished"),
+                    running: count(&jobs, "running"),
+                    pending: count(&jobs, "pending"),
+                    wait_seconds: waits(&jobs),
+                };
+                (class, s)
+            })
+            .collect();
+        let jobs = t
+            .jobs
+            .into_iter()
+            .map(|j| JobLine {
+                wait_seconds: j.start.map(|s| seconds(s - j.arrival)),
+                arrival: seconds(j.arrival),
+                start: j.start.map(seconds),
+                end: j.end.map(seconds),
+                name: j.name,
+                namespace: j.namespace,
+                class: j.class,
+                state: j.state,
+                reason: j.reason,
+                restarts: j.restarts,
+                nodes: j.nodes,
+            })
+            .collect();
+        Report { summary, classes, jobs, samples: t.samples, devices: t.devices, class_names: t.class_names }
+    }
+
+    /// The JSON document (`-o json`), pretty-printed, with a final newline.
+    pub fn json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a report serializes");
+        s.push('\n');
+        s
+    }
+
+    /// A short summary for people (`-o text`).
+    pub fn text(&self) -> String {
+        let s = &self.summary;
+        let p = |x: Option<f64>| x.map_or_else(|| "-".into(), human_seconds);
+        let mut out = format!(
+            "simulated {} ({} events, {} steps)\njobs: {} ({} finished, {} running, {} pending)\nGPU utilization: {:.1} %\nwait: p50 {}, p95 {}, p99 {}\npreemptions: {}, evictions: {}, restarts: {}, GPU-hours lost: {:.1}\n",
+            human_seconds(s.simulated_seconds),
+            s.events,
+            s.steps,
+            s.jobs,
+            s.finished,
+            s.running,
+            s.pending,
+            s.gpu_utilization * 100.0,
+            p(s.wait_seconds.p50),
+            p(s.wait_seconds.p95),
+            p(s.wait_seconds.p99),
+            s.preemptions,
+            s.evictions,
+            s.restarts,
+            s.gpu_hours_lost,
+        );
+        if self.classes.len() > 1 {
+            out.push_str("per class:\n");
+            for (class, c) in &self.classes {
+                out.push_str(&format!(
+                    "  {class}: {} job{}, {} pending; wait p50 {}, p95 {}, p99 {}\n",
+                    c.jobs,
+                    if c.jobs == 1 { "" } else { "s" },
+                    c.pending,
+                    p(c.wait_seconds.p50),
+                    p(c.wait_seconds.p95),
+                    p(c.wait_seconds.p99)
+                ));
+            }
+        }
+        let pending: Vec<&JobLine> = self.jobs.iter().filter(|j| j.state == "pending").take(5).collect();
+        if !pending.is_empty() {
+            out.push_str("pending:\n");
+            for j in pending {
+                out.push_str(&format!("  {}: {}\n", j.name, j.reason.as_deref().unwrap_or("")));
+            }
+        }
+        out
+    }
+}
+
+/// `90s`, `15m`, `2h05m`, `3d04h`.
+pub fn human_seconds(s: f64) -> String {
+    let s = s.round() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..86_400 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut v: Vec<Millis> = (1..=100).map(|i| i * 1000).collect();
+        let p = Percentiles::of(&mut v);
+        assert_eq!((p.p50, p.p95, p.p99), (Some(50.0), Some(95.0), Some(99.0)));
+        let p = Percentiles::of(&mut [7000]);
+        assert_eq!((p.p50, p.p99), (Some(7.0), Some(7.0)));
+        assert_eq!(Percentiles::of(&mut []).p50, None);
+    }
+
+    #[test]
+    fn seconds_read_as_people_write_them() {
+        assert_eq!(human_seconds(59.4), "59s");
+        assert_eq!(human_seconds(90.0), "1m30s");
+        assert_eq!(human_seconds(7500.0), "2h05m");
+        assert_eq!(human_seconds(273_600.0), "3d04h");
+    }
+}

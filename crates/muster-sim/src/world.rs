@@ -1,0 +1,759 @@
+//! The world around the engine: a heap of timed events over virtual time, the objects each event
+//! creates or deletes, and what the sim does about the engine's decisions (binds what was placed,
+//! deletes what was evicted, restarts the jobs that lost pods).
+//!
+//! One step at time `t`: every event due at `t` is applied (in the order it was pushed), then the
+//! engine schedules at `t` and the world carries out the effects, again while a round placed or
+//! evicted something (a deleted victim or a bound pod may let another entry in at once). The next
+//! step is at the earlier of the heap's next event and the end of the engine's next backoff.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use muster_controllers::resourceclaim::{Release, release};
+use muster_sched::{Change, Cluster, Effect, Engine};
+use serde_json::json;
+
+use crate::report::{JobOutcome, Report, Sample};
+use crate::trace::{EventKind, Millis, Trace};
+
+/// The wall-clock instant virtual time 0 stands for in the objects the sim creates (their
+/// `creationTimestamp`): 2026-01-01T00:00:00Z. Only the queue's FIFO order reads it.
+pub const EPOCH_MS: i64 = 1_767_225_600_000;
+
+/// How a simulation runs.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Stop at this virtual time (events after it do not happen); without it, the simulation runs
+    /// until nothing is left to happen.
+    pub until: Option<Millis>,
+    /// Recorded in the report. The trace format has no random field yet: runs are deterministic
+    /// whatever the seed.
+    pub seed: u64,
+    /// How many devices the cluster's ResourceSlices publish: the denominator of the utilization.
+    pub devices: u64,
+    /// Keep a sample of allocated devices and pending pods at every step (for plots).
+    pub samples: bool,
+    /// The DeviceClass of jobs that ask for GPUs without naming one (the binary passes the
+    /// cluster's only DeviceClass, when it has exactly one).
+    pub default_class: Option<String>,
+}
+
+/// Something that can read elapsed time, handed in by a caller that wants to know where the
+/// simulation spends its time (a bench). Its readings go to [`Timing`] only, never into a decision.
+pub trait Stopwatch {
+    /// Nanoseconds since some fixed instant.
+    fn nanos(&self) -> u64;
+}
+
+/// Where the time went, when a [`Stopwatch`] was given.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timing {
+    /// In `Engine::apply`, `Engine::schedule` and `Engine::effects`.
+    pub engine_ns: u64,
+    /// Everything, the engine included.
+    pub total_ns: u64,
+    /// Calls to `Engine::schedule`, pods placed, and pods found unschedulable (counted whether
+    /// or not a stopwatch was given).
+    pub schedule_calls: u64,
+    pub placed: u64,
+    pub unschedulable: u64,
+    /// PodGroup cycles run (a gang's attempt, placed or not).
+    pub group_attempts: u64,
+}
+
+/// A failure of the simulation itself (the engine refused a change the sim made).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimError(pub String);
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SimError {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// The job's pods (and group, and claims) are created: its first arrival, or a restart.
+    Arrive { job: u32 },
+    /// One pod of the job's attempt finished (stale when the attempt was restarted since).
+    Finish { job: u32, pod: u32, attempt: u32 },
+    /// The trace's cluster event number `i`.
+    Cluster(u32),
+}
+
+/// A job as the world tracks it.
+#[derive(Clone, Debug, Default)]
+struct JobState {
+    arrived: bool,
+    attempt: u32,
+    /// When each pod of the current attempt was bound, and the devices it got.
+    started: Vec<Option<(Millis, u64)>>,
+    finished: u32,
+    /// When the current attempt's pods were all running; the first such time is `start`.
+    start: Option<Millis>,
+    end: Option<Millis>,
+    restarts: u32,
+    reason: Option<String>,
+    nodes: Vec<String>,
+}
+
+/// What the world does about one effect, resolved to names before anything changes (ids of the
+/// engine's store can move under deletes).
+enum Act {
+    Evict { key: String, preempted: bool },
+    WriteClaim(Box<ResourceClaim>),
+    Bind { pod: Box<Pod>, node: String },
+    Unschedulable { key: String, message: String },
+}
+
+/// A simulation in progress.
+pub struct Sim<'d, 's> {
+    engine: Engine<'d>,
+    trace: Trace,
+    options: Options,
+    jobs: Vec<JobState>,
+    heap: BinaryHeap<Reverse<(Millis, u64, Event)>>,
+    seq: u64,
+    /// Sim pods by key: (job, pod index).
+    pods: HashMap<String, (u32, u32)>,
+    /// Claims whose allocation the world has written, with their device counts.
+    allocated_claims: HashMap<String, u64>,
+    allocated: u64,
+    allocated_ms: u128,
+    pending_pods: u64,
+    now: Millis,
+    last_flush: Millis,
+    preemptions: u64,
+    evictions: u64,
+    lost_device_ms: u128,
+    events: u64,
+    steps: u64,
+    samples: Vec<Sample>,
+    /// The trace's classes, sorted; each job's index into them; devices held per class.
+    class_names: Vec<String>,
+    class_of: Vec<u32>,
+    class_allocated: Vec<u64>,
+    stopwatch: Option<&'s dyn Stopwatch>,
+    timing: Timing,
+}
+
+impl<'d, 's> Sim<'d, 's> {
+    /// A simulation of `trace` over the engine's cluster (pods already in it stay as they are;
+    /// pending ones are scheduled with the jobs).
+    pub fn new(engine: Engine<'d>, trace: Trace, options: Options) -> Sim<'d, 's> {
+        let mut allocated_claims = HashMap::new();
+        for c in &engine.cluster().claims {
+            let n = allocation_size(&c.claim);
+            if n > 0 {
+                allocated_claims.insert(c.key(), n);
+            }
+        }
+        let allocated = allocated_claims.values().sum();
+        let jobs = vec![JobState::default(); trace.jobs.len()];
+        let class_names: Vec<String> =
+            trace.jobs.iter().map(|j| j.class.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let class_of =
+            trace.jobs.iter().map(|j| class_names.binary_search(&j.class).expect("listed above") as u32).collect();
+        let class_allocated = vec![0; class_names.len()];
+        let mut sim = Sim {
+            engine,
+            trace,
+            options,
+            jobs,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            pods: HashMap::new(),
+            allocated_claims,
+            allocated,
+            allocated_ms: 0,
+            pending_pods: 0,
+            now: 0,
+            last_flush: 0,
+            preemptions: 0,
+            evictions: 0,
+            lost_device_ms: 0,
+            events: 0,
+            steps: 0,
+            samples: Vec::new(),
+            class_names,
+            class_of,
+            class_allocated,
+            stopwatch: None,
+            timing: Timing::default(),
+        };
+        for j in 0..sim.trace.jobs.len() {
+            let at = sim.trace.jobs[j].arrival;
+            sim.push(at, Event::Arrive { job: j as u32 });
+        }
+        for i in 0..sim.trace.events.len() {
+            let at = sim.trace.events[i].at;
+            sim.push(at, Event::Cluster(i as u32));
+        }
+        sim
+    }
+
+    /// Times the engine against the whole with `stopwatch` ([`Sim::timing`]).
+    pub fn with_stopwatch(mut self, stopwatch: &'s dyn Stopwatch) -> Self {
+        self.stopwatch = Some(stopwatch);
+        self
+    }
+
+    pub fn timing(&self) -> Timing {
+        self.timing
+    }
+
+    pub fn engine(&self) -> &Engine<'d> {
+        &self.engine
+    }
+
+    fn push(&mut self, at: Millis, event: Event) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, event)));
+    }
+
+    fn nanos(&self) -> u64 {
+        self.stopwatch.map_or(0, |s| s.nanos())
+    }
+
+    fn apply(&mut self, change: Change) -> Result<(), SimError> {
+        let t0 = self.nanos();
+        let r = self.engine.apply(change, self.now).map_err(|e| SimError(format!("at {} ms: {e}", self.now)));
+        self.timing.engine_ns += self.nanos() - t0;
+        r
+    }
+
+    /// The next step's time, if anything is left to happen (and it is not past `until`).
+    fn next_time(&self) -> Option<Millis> {
+        let event = self.heap.peek().map(|Reverse((at, _, _))| *at);
+        let wake = self.engine.next_wakeup().map(|w| w.max(self.now + 1));
+        let next = match (event, wake) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        match self.options.until {
+            Some(u) if next > u => None,
+            _ => Some(next),
+        }
+    }
+
+    /// Runs one step (the next time anything happens); false when nothing is left.
+    pub fn step(&mut self) -> Result<bool, SimError> {
+        let Some(t) = self.next_time() else { return Ok(false) };
+        let t0 = self.nanos();
+        self.advance(t);
+        self.steps += 1;
+        while let Some(Reverse((at, _, event))) = self.heap.peek().copied() {
+            if at != t {
+                break;
+            }
+            self.heap.pop();
+            self.events += 1;
+            self.handle(event)?;
+        }
+        if t >= self.last_flush + 30_000 {
+            self.engine.flush_unschedulable(t);
+            self.last_flush = t;
+        }
+        // Rounds of scheduling at t while a round changed the cluster (bounded: each round either
+        // binds or evicts something).
+        for _ in 0..1_000 {
+            let e0 = self.nanos();
+            let plan = self.engine.schedule(t);
+            let effects = self.engine.effects(&plan);
+            self.timing.engine_ns += self.nanos() - e0;
+            let acts = self.resolve(&effects);
+            let changed = plan.placements.len() + plan.preempted.len() + plan.pod_preemptions.len();
+            self.timing.schedule_calls += 1;
+            self.timing.placed += plan.placements.len() as u64;
+            self.timing.unschedulable += plan.unschedulable.len() as u64;
+            self.timing.group_attempts += plan.groups.len() as u64;
+            for act in acts {
+                self.carry_out(act)?;
+            }
+            if changed == 0 {
+                break;
+            }
+        }
+        if self.options.samples {
+            self.samples.push(Sample {
+                at: t,
+                allocated: self.allocated,
+                pending_pods: self.pending_pods,
+                per_class: self.class_allocated.clone(),
+            });
+        }
+        self.timing.total_ns += self.nanos() - t0;
+        Ok(true)
+    }
+
+    /// Runs until nothing is left to happen (or `until`), and reports.
+    pub fn run(mut self) -> Result<Report, SimError> {
+        while self.step()? {}
+        Ok(self.report())
+    }
+
+    /// Moves virtual time to `t`, counting the devices held meanwhile.
+    fn advance(&mut self, t: Millis) {
+        debug_assert!(t >= self.now);
+        self.allocated_ms += u128::from(self.allocated) * u128::from(t - self.now);
+        self.now = t;
+    }
+
+    fn handle(&mut self, event: Event) -> Result<(), SimError> {
+        match event {
+            Event::Arrive { job } => self.arrive(job as usize),
+            Event::Finish { job, pod, attempt } => self.finish_pod(job as usize, pod as usize, attempt),
+            Event::Cluster(i) => {
+                let kind = self.trace.events[i as usize].kind.clone();
+                match kind {
+                    EventKind::DrainNode(node) => self.drain(&node),
+                    EventKind::ReturnNode(node) => self.cordon(&node, false),
+                }
+            }
+        }
+    }
+
+    fn pod_name(&self, job: usize, i: usize) -> String {
+        format!("{}-{i}", self.trace.jobs[job].name)
+    }
+
+    fn key(&self, job: usize, name: &str) -> String {
+        format!("{}/{name}", self.trace.jobs[job].namespace)
+    }
+
+    /// Creates the job's objects: its PodGroup (a gang), then per pod its claim and the pod.
+    fn arrive(&mut self, job: usize) -> Result<(), SimError> {
+        let spec = self.trace.jobs[job].clone();
+        let state = &mut self.jobs[job];
+        state.arrived = true;
+        state.started = vec![None; spec.pods as usize];
+        state.finished = 0;
+        let attempt = state.attempt;
+        let created = Time(
+            k8s_openapi::jiff::Timestamp::from_millisecond(EPOCH_MS + self.now as i64)
+                .map_err(|e| SimError(format!("time out of range: {e}")))?,
+        );
+        if spec.gang {
+            // The group carries its pods' priority (the scheduler requires them to agree).
+            let mut group = json!({
+                "metadata": {"name": spec.name, "namespace": spec.namespace, "creationTimestamp": created},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": spec.pods}}}
+            });
+            if let Some(p) = spec.priority {
+                group["spec"]["priority"] = json!(p);
+            }
+            if let Some(pc) = &spec.priority_class_name {
+                group["spec"]["priorityClassName"] = json!(pc);
+            }
+            let group: PodGroup =
+                serde_json::from_value(group).map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
+            self.apply(Change::UpsertPodGroup(Box::new(group)))?;
+        }
+        for i in 0..spec.pods as usize {
+            let name = self.pod_name(job, i);
+            let uid = format!("sim-{}-{name}-{attempt}", spec.namespace);
+            let mut requests = serde_json::Map::new();
+            if let Some(cpu) = &spec.cpu {
+                requests.insert("cpu".into(), json!(cpu));
+            }
+            if let Some(memory) = &spec.memory {
+                requests.insert("memory".into(), json!(memory));
+            }
+            let mut container = json!({"name": "main", "resources": {"requests": requests}});
+            let mut pod = json!({
+                "metadata": {"name": name, "namespace": spec.namespace, "uid": uid, "creationTimestamp": created,
+                    "labels": {"muster.dev/sim-job": spec.name, "muster.dev/sim-class": spec.class}},
+                "spec": {}
+            });
+            if spec.gpus_per_pod > 0 {
+                let class = match &spec.device_class {
+                    Some(c) => c.clone(),
+                    None => self.default_class()?,
+                };
+                let claim: ResourceClaim = serde_json::from_value(json!({
+                    "metadata": {"name": format!("{name}-gpus"), "namespace": spec.namespace,
+                        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
+                            "controller": true, "blockOwnerDeletion": true}]},
+                    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                        "deviceClassName": class, "allocationMode": "ExactCount", "count": spec.gpus_per_pod}}]}}
+                }))
+                .map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
+                self.apply(Change::UpsertClaim(Box::new(claim)))?;
+                container["resources"]["claims"] = json!([{"name": "gpus"}]);
+                pod["spec"]["resourceClaims"] = json!([{"name": "gpus", "resourceClaimName": format!("{name}-gpus")}]);
+            }
+            pod["spec"]["containers"] = json!([container]);
+            if let Some(p) = spec.priority {
+                pod["spec"]["priority"] = json!(p);
+            }
+            if let Some(pc) = &spec.priority_class_name {
+                pod["spec"]["priorityClassName"] = json!(pc);
+            }
+            if spec.gang {
+                pod["spec"]["schedulingGroup"] = json!({"podGroupName": spec.name});
+            }
+            let pod: Pod = serde_json::from_value(pod).map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
+            let key = self.key(job, &name);
+            self.pods.insert(key, (job as u32, i as u32));
+            self.pending_pods += 1;
+            self.apply(Change::UpsertPod(Box::new(pod)))?;
+        }
+        Ok(())
+    }
+
+    /// The DeviceClass a job without `deviceClass` asks for: [`Options::default_class`].
+    fn default_class(&self) -> Result<String, SimError> {
+        self.options.default_class.clone().ok_or_else(|| {
+            SimError(
+                "a job asks for GPUs without deviceClass, and the cluster has no single DeviceClass to default to"
+                    .into(),
+            )
+        })
+    }
+
+    /// One pod of the job's attempt finished: it is deleted, its claim released.
+    fn finish_pod(&mut self, job: usize, i: usize, attempt: u32) -> Result<(), SimError> {
+        if self.jobs[job].attempt != attempt {
+            return Ok(()); // the attempt was restarted: this pod is gone already
+        }
+        let name = self.pod_name(job, i);
+        let key = self.key(job, &name);
+        self.delete_pod(&key)?;
+        self.pods.remove(&key);
+        if let Some((_, devices)) = self.jobs[job].started[i] {
+            self.class_allocated[self.class_of[job] as usize] -= devices;
+        }
+        let state = &mut self.jobs[job];
+        state.finished += 1;
+        if state.finished == self.trace.jobs[job].pods {
+            state.end = Some(self.now);
+            if self.trace.jobs[job].gang {
+                let key = self.key(job, &self.trace.jobs[job].name);
+                self.apply(Change::DeletePodGroup(key))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes a pod, then does what the claim controller does about its claims.
+    fn delete_pod(&mut self, key: &str) -> Result<(), SimError> {
+        let Some(id) = self.engine.cluster().pod_id(key) else { return Ok(()) };
+        // Claim ids are slots the store keeps (a deleted claim's too): they outlive the pod.
+        let claims: Vec<muster_sched::ClaimId> =
+            self.engine.cluster().pod(id).claims.iter().flatten().copied().collect();
+        self.apply(Change::DeletePod(key.to_string()))?;
+        for claim in claims {
+            let c = self.engine.cluster();
+            let info = &c.claims[claim];
+            let claim_key = info.key();
+            let ns = info.claim.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            let lookup = |name: &str| c.pod_id(&format!("{ns}/{name}")).map(|p| &*c.pod(p).pod);
+            match release(&info.claim, lookup) {
+                Some(Release::Delete(k)) => {
+                    self.release_devices(&k);
+                    self.apply(Change::DeleteClaim(k))?;
+                }
+                Some(Release::Update(claim)) => {
+                    if claim.status.as_ref().is_none_or(|s| s.allocation.is_none()) {
+                        self.release_devices(&claim_key);
+                    }
+                    self.apply(Change::UpsertClaim(claim))?;
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn release_devices(&mut self, claim_key: &str) {
+        if let Some(n) = self.allocated_claims.remove(claim_key) {
+            self.allocated -= n;
+        }
+    }
+
+    fn cordon(&mut self, node: &str, unschedulable: bool) -> Result<(), SimError> {
+        let c = self.engine.cluster();
+        let Some(id) = c.node_id(node) else {
+            return Err(SimError(format!("the trace names node {node:?}, which the cluster does not have")));
+        };
+        let mut object = c.node(id).detail.node.clone();
+        object.spec.get_or_insert_with(Default::default).unschedulable = Some(unschedulable);
+        self.apply(Change::UpsertNode(Box::new(object)))
+    }
+
+    /// Cordons the node and evicts every pod on it.
+    fn drain(&mut self, node: &str) -> Result<(), SimError> {
+        self.cordon(node, true)?;
+        let c = self.engine.cluster();
+        let id = c.node_id(node).expect("cordoned above");
+        let mut keys: Vec<String> = c.node(id).detail.pods.iter().map(|p| c.pod(*p).key.clone()).collect();
+        keys.sort();
+        for key in keys {
+            self.evict(&key, false)?;
+        }
+        Ok(())
+    }
+
+    /// A running pod is evicted (preempted, or drained): a sim pod's job restarts; another pod is
+    /// deleted.
+    fn evict(&mut self, key: &str, preempted: bool) -> Result<(), SimError> {
+        if self.engine.cluster().pod_id(key).is_none() {
+            return Ok(()); // gone with its job already
+        }
+        if preempted {
+            self.preemptions += 1;
+        } else {
+            self.evictions += 1;
+        }
+        match self.pods.get(key).copied() {
+            Some((job, _)) => self.restart(job as usize),
+            None => self.delete_pod(key),
+        }
+    }
+
+    /// Deletes the job's pods (and group), counts the device time they lose, and creates them
+    /// again now.
+    fn restart(&mut self, job: usize) -> Result<(), SimError> {
+        let spec = self.trace.jobs[job].clone();
+        for i in 0..spec.pods as usize {
+            let name = self.pod_name(job, i);
+            let key = self.key(job, &name);
+            if self.pods.remove(&key).is_none() {
+                continue; // finished
+            }
+            match self.jobs[job].started[i] {
+                Some((since, devices)) => {
+                    self.lost_device_ms += u128::from(devices) * u128::from(self.now - since);
+                    self.class_allocated[self.class_of[job] as usize] -= devices;
+                }
+                None => self.pending_pods -= 1,
+            }
+            self.delete_pod(&key)?;
+        }
+        if spec.gang {
+            let key = self.key(job, &spec.name);
+            self.apply(Change::DeletePodGroup(key))?;
+        }
+        let state = &mut self.jobs[job];
+        state.attempt += 1;
+        state.restarts += 1;
+        state.nodes.clear();
+        let now = self.now;
+        self.push(now, Event::Arrive { job: job as u32 });
+        Ok(())
+    }
+
+    /// The effects as acts on names and objects.
+    fn resolve(&self, effects: &[Effect]) -> Vec<Act> {
+        let c: &Cluster = self.engine.cluster();
+        let mut acts = Vec::new();
+        for e in effects {
+            match e {
+                Effect::Evict { pod, .. } => acts.push(Act::Evict { key: c.pod(*pod).key.clone(), preempted: true }),
+                Effect::WriteClaimStatus { claim } | Effect::CreateExtendedClaim { claim, .. } => {
+                    acts.push(Act::WriteClaim(Box::new(c.claims[*claim].claim.clone())))
+                }
+                Effect::Bind { pod, node } => {
+                    let mut object = c.pod(*pod).pod.clone();
+                    let name = c.node(*node).name().to_string();
+                    object.spec.get_or_insert_with(Default::default).node_name = Some(name.clone());
+                    object.status.get_or_insert_with(Default::default).phase = Some("Running".into());
+                    acts.push(Act::Bind { pod: object, node: name });
+                }
+                Effect::PodUnschedulable { pod, message, .. } => {
+                    acts.push(Act::Unschedulable { key: c.pod(*pod).key.clone(), message: message.clone() })
+                }
+                Effect::GroupCondition { .. } | Effect::Event { .. } => {}
+            }
+        }
+        acts
+    }
+
+    fn carry_out(&mut self, act: Act) -> Result<(), SimError> {
+        match act {
+            Act::Evict { key, preempted } => self.evict(&key, preempted),
+            Act::WriteClaim(claim) => {
+                let key = format!(
+                    "{}/{}",
+                    claim.metadata.namespace.as_deref().unwrap_or("default"),
+                    claim.metadata.name.as_deref().unwrap_or_default()
+                );
+                let n = allocation_size(&claim);
+                if n > 0 && !self.allocated_claims.contains_key(&key) {
+                    self.allocated_claims.insert(key, n);
+                    self.allocated += n;
+                }
+                self.apply(Change::UpsertClaim(claim))
+            }
+            Act::Bind { pod, node } => {
+                let key = format!(
+                    "{}/{}",
+                    pod.metadata.namespace.as_deref().unwrap_or("default"),
+                    pod.metadata.name.as_deref().unwrap_or_default()
+                );
+                let devices = self.pod_devices(&key);
+                self.apply(Change::UpsertPod(pod))?;
+                let Some((job, i)) = self.pods.get(&key).copied() else { return Ok(()) };
+                let (job, i) = (job as usize, i as usize);
+                self.pending_pods -= 1;
+                self.class_allocated[self.class_of[job] as usize] += devices;
+                let now = self.now;
+                let state = &mut self.jobs[job];
+                state.started[i] = Some((now, devices));
+                if state.started.iter().all(Option::is_some) {
+                    if state.start.is_none() {
+                        state.start = Some(now);
+                    }
+                    state.reason = None;
+                }
+                if state.nodes.len() < state.started.len() {
+                    state.nodes.push(node);
+                }
+                let attempt = state.attempt;
+                let at = now + self.trace.jobs[job].duration;
+                self.push(at, Event::Finish { job: job as u32, pod: i as u32, attempt });
+                Ok(())
+            }
+            Act::Unschedulable { key, message } => {
+                if let Some((job, _)) = self.pods.get(&key) {
+                    self.jobs[*job as usize].reason = Some(message);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The devices allocated to the pod's claims, as the engine's store holds them.
+    fn pod_devices(&self, key: &str) -> u64 {
+        let c = self.engine.cluster();
+        let Some(id) = c.pod_id(key) else { return 0 };
+        c.pod(id).claims.iter().flatten().map(|claim| allocation_size(&c.claims[*claim].claim)).sum()
+    }
+
+    /// The report, at the time the simulation stopped (or at `until`).
+    pub fn report(mut self) -> Report {
+        if let Some(u) = self.options.until
+            && u > self.now
+        {
+            self.advance(u);
+        }
+        let span = self.now;
+        let outcomes: Vec<JobOutcome> = self
+            .trace
+            .jobs
+            .iter()
+            .zip(&self.jobs)
+            .map(|(spec, s)| {
+                let state = if s.end.is_some() {
+                    "finished"
+                } else if s.started.iter().any(Option::is_some) {
+                    "running"
+                } else {
+                    "pending"
+                };
+                let reason = match state {
+                    "pending" if !s.arrived => Some("arrives after the end of the simulation".to_string()),
+                    "pending" => Some(s.reason.clone().unwrap_or_else(|| "not attempted yet".into())),
+                    _ => None,
+                };
+                let mut nodes = s.nodes.clone();
+                nodes.sort();
+                JobOutcome {
+                    name: spec.name.clone(),
+                    namespace: spec.namespace.clone(),
+                    class: spec.class.clone(),
+                    arrival: spec.arrival,
+                    start: s.start,
+                    end: s.end,
+                    state,
+                    reason,
+                    restarts: s.restarts,
+                    nodes,
+                }
+            })
+            .collect();
+        Report::build(crate::report::Totals {
+            jobs: outcomes,
+            span,
+            seed: self.options.seed,
+            devices: self.options.devices,
+            allocated_ms: self.allocated_ms,
+            preemptions: self.preemptions,
+            evictions: self.evictions,
+            lost_device_ms: self.lost_device_ms,
+            events: self.events,
+            steps: self.steps,
+            samples: std::mem::take(&mut self.samples),
+            class_names: std::mem::take(&mut self.class_names),
+        })
+    }
+
+    /// Whether the engine's store has a device allocated to two claims of pods that hold
+    /// resources, or a gang partly running (a check for tests; it reads every pod).
+    pub fn check(&self) -> Result<(), String> {
+        let c = self.engine.cluster();
+        let mut owners: HashMap<(String, String, String), String> = HashMap::new();
+        let mut seen = std::collections::HashSet::new();
+        for p in c.pods.iter().filter(|p| p.state.on_node().is_some()) {
+            for claim in p.claims.iter().flatten() {
+                if !seen.insert(*claim) {
+                    continue; // shared by pods: one allocation
+                }
+                let claim = &c.claims[*claim].claim;
+                let name = claim.metadata.name.clone().unwrap_or_default();
+                let results = claim
+                    .status
+                    .iter()
+                    .flat_map(|s| s.allocation.iter())
+                    .flat_map(|a| a.devices.iter())
+                    .flat_map(|d| d.results.iter().flatten());
+                for r in results {
+                    let device = (r.driver.clone(), r.pool.clone(), r.device.clone());
+                    if let Some(other) = owners.insert(device, name.clone()) {
+                        return Err(format!(
+                            "device {}/{} is allocated to claims {other} and {name}",
+                            r.pool, r.device
+                        ));
+                    }
+                }
+            }
+        }
+        let by_class: u64 = self.class_allocated.iter().sum();
+        if by_class > self.allocated {
+            return Err(format!("{by_class} devices counted for the classes, {} allocated", self.allocated));
+        }
+        for (j, s) in self.jobs.iter().enumerate() {
+            let spec = &self.trace.jobs[j];
+            if !spec.gang || s.end.is_some() {
+                continue;
+            }
+            let running = s.started.iter().filter(|x| x.is_some()).count();
+            if running != 0 && running != s.started.len() {
+                return Err(format!("gang {} has {running} of {} pods running", spec.name, s.started.len()));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn now(&self) -> Millis {
+        self.now
+    }
+}
+
+/// How many devices a claim's allocation holds.
+pub fn allocation_size(claim: &ResourceClaim) -> u64 {
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.as_ref())
+        .map_or(0, |r| r.len() as u64)
+}

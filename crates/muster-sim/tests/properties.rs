@@ -1,0 +1,136 @@
+//! Properties of simulations over random small traces: no device is allocated to two pods at any
+//! instant, no gang is ever partly running, and at the end every job is finished, running or
+//! pending (with a reason); run to the end, the only jobs left pending are those that cannot fit
+//! the cluster at all. Same trace, same report, with or without the allocator's memory.
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
+use muster_sched::{Cluster, Engine, SchedulerConfig, SchedulerNames};
+use muster_sim::trace::{ClusterEvent, EventKind, Job, Trace};
+use muster_sim::{Options, Report, Sim};
+use proptest::prelude::*;
+use serde_json::json;
+
+const GPUS_PER_NODE: u32 = 4;
+
+fn cluster(nodes: usize) -> (Vec<Node>, Vec<ResourceSlice>, Vec<DeviceClass>) {
+    let node_objs = (0..nodes)
+        .map(|n| {
+            serde_json::from_value(
+                json!({"metadata": {"name": format!("n{n}"), "labels": {"kubernetes.io/hostname": format!("n{n}")}},
+                "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}}),
+            )
+            .unwrap()
+        })
+        .collect();
+    let slices = (0..nodes)
+        .map(|n| {
+            let devices: Vec<_> = (0..GPUS_PER_NODE).map(|d| json!({"name": format!("gpu-{d}")})).collect();
+            serde_json::from_value(json!({"metadata": {"name": format!("n{n}-gpu")},
+                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{n}"),
+                    "pool": {"name": format!("n{n}"), "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
+            .unwrap()
+        })
+        .collect();
+    let classes = vec![
+        serde_json::from_value(json!({"metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}))
+        .unwrap(),
+    ];
+    (node_objs, slices, classes)
+}
+
+/// (arrival minute, duration minutes, pods, gang, gpus per pod, high priority)
+type JobShape = (u64, u64, u32, bool, u32, bool);
+
+fn trace(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize) -> Trace {
+    let jobs = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, &(arrival, duration, pods, gang, gpus, high))| Job {
+            name: format!("j{i}"),
+            namespace: "default".into(),
+            arrival: arrival * 60_000,
+            duration: duration * 60_000,
+            pods,
+            gang,
+            gpus_per_pod: gpus,
+            device_class: None,
+            priority: Some(if high { 100 } else { 0 }),
+            priority_class_name: None,
+            class: if gang { "gang".into() } else { "single".into() },
+            cpu: Some("1".into()),
+            memory: None,
+        })
+        .collect();
+    let mut events = Vec::new();
+    for &(at, node) in drains {
+        let node = format!("n{}", node % nodes);
+        events.push(ClusterEvent { at: at * 60_000, kind: EventKind::DrainNode(node.clone()) });
+        events.push(ClusterEvent { at: at * 60_000 + 600_000, kind: EventKind::ReturnNode(node) });
+    }
+    Trace { jobs, events }
+}
+
+fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize, memo: bool) -> Result<Report, TestCaseError> {
+    let (node_objs, slices, classes) = cluster(nodes);
+    let c = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let ctx = muster_sched::DraContext {
+        index: muster_alloc::SliceIndex::new(&slices),
+        classes: &classes,
+        env: muster_cel::Env::default(),
+        features: muster_alloc::Features::kubernetes_1_37(),
+    };
+    let engine = Engine::new(c, SchedulerConfig::default(), Some(&ctx));
+    let engine = if memo { engine } else { engine.without_dra_memo() };
+    let options = Options {
+        devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
+        default_class: Some("gpu".into()),
+        ..Options::default()
+    };
+    let mut sim = Sim::new(engine, trace(shapes, drains, nodes), options);
+    let mut steps = 0;
+    while sim.step().map_err(|e| TestCaseError::fail(e.to_string()))? {
+        steps += 1;
+        prop_assert!(steps < 100_000, "the simulation does not end");
+        if let Err(e) = sim.check() {
+            return Err(TestCaseError::fail(format!("at {} ms: {e}", sim.now())));
+        }
+    }
+    Ok(sim.report())
+}
+
+fn job() -> impl Strategy<Value = JobShape> {
+    (0u64..30, 1u64..60, 1u32..4, any::<bool>(), 0u32..5, prop::bool::weighted(0.2))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_device_twice_no_partial_gang_every_job_accounted(
+        nodes in 1usize..4,
+        shapes in prop::collection::vec(job(), 1..10),
+        drains in prop::collection::vec((0u64..60, 0usize..4), 0..3),
+    ) {
+        let report = simulate(&shapes, &drains, nodes, true)?;
+        prop_assert_eq!(report.jobs.len(), shapes.len());
+        prop_assert_eq!(report.summary.finished + report.summary.running + report.summary.pending, shapes.len());
+        prop_assert!(report.summary.gpu_utilization <= 1.0);
+        for (j, (_, _, pods, gang, gpus, _)) in report.jobs.iter().zip(&shapes) {
+            prop_assert!(matches!(j.state, "finished" | "running" | "pending"));
+            if j.state == "pending" {
+                prop_assert!(j.reason.is_some(), "{} pending without a reason", j.name);
+            }
+            // Run to the end with every drained node back: what can fit, ran.
+            let fits = *gpus <= GPUS_PER_NODE && (!gang || pods * gpus <= nodes as u32 * GPUS_PER_NODE);
+            prop_assert_eq!(j.state == "finished", fits, "{}: {:?} ({:?})", j.name, j.state, j.reason);
+        }
+        let again = simulate(&shapes, &drains, nodes, true)?;
+        prop_assert_eq!(report.json(), again.json());
+        // The allocator's remembered verdicts (kept across claims confirmed, released and
+        // preempted) never change a decision.
+        let fresh = simulate(&shapes, &drains, nodes, false)?;
+        prop_assert_eq!(report.json(), fresh.json());
+    }
+}
