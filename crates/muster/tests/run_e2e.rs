@@ -476,7 +476,7 @@ fn a_standby_takes_over_when_the_leader_goes() {
     let replica = |id: &str| spawn_run(&kubeconfig, &["--lease-namespace=default"], id);
     let mut first = replica("replica-a");
     let all_bound = |api: &muster_fakeapi::Running| bound_in(api, "") == 10;
-    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(20), all_bound)), "the first replica binds");
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), all_bound)), "the first replica binds");
     let mut second = replica("replica-b");
     std::thread::sleep(std::time::Duration::from_millis(500));
     let holder = |api: &muster_fakeapi::Running| {
@@ -488,7 +488,7 @@ fn a_standby_takes_over_when_the_leader_goes() {
     Command::new("kill").args(["-TERM", &first.id().to_string()]).status().unwrap();
     first.wait().unwrap();
     let took_over = |api: &muster_fakeapi::Running| holder(api) == "replica-b";
-    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(20), took_over)), "replica-b leads");
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), took_over)), "replica-b leads");
     // A pod created now is bound by the new leader.
     let client_pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "late", "namespace": "ml"},
@@ -496,7 +496,7 @@ fn a_standby_takes_over_when_the_leader_goes() {
     let status = post_json(api.addr(), "/api/v1/namespaces/ml/pods", &client_pod.to_string());
     assert_eq!(status, 201, "the pod is created");
     let late = |api: &muster_fakeapi::Running| bound_in(api, "late") == 1;
-    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(20), late)), "the new leader binds");
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), late)), "the new leader binds");
     second.kill().unwrap();
     second.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -569,13 +569,13 @@ fn a_watch_that_expired_lists_again_and_misses_nothing() {
     api.write_kubeconfig(&kubeconfig).unwrap();
     let mut muster = spawn_run(&kubeconfig, &["--leader-elect=false"], "muster");
     let all = |n: usize| move |api: &muster_fakeapi::Running| bound_in(api, "") == n;
-    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(20), all(10))));
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), all(10))));
     api.faults().close_watches();
     let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": "ml"},
         "spec": {"containers": [{"name": "c", "image": "x"}]}});
     assert_eq!(post_json(api.addr(), "/api/v1/namespaces/ml/pods", &pod.to_string()), 201);
     api.faults().expire_history();
-    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(30), all(11))), "the late pod is bound");
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), all(11))), "the late pod is bound");
     let relists = api.requests().iter().filter(|r| r.verb == "watch" && r.status == 200).count();
     assert!(relists > 9, "the watches started again ({relists} watch requests)");
     muster.kill().unwrap();
