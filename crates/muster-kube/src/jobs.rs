@@ -76,12 +76,14 @@ pub enum Job {
     },
     Bind(BindUnit),
     /// `PodScheduled=False` (sent only when it changes the pod's condition) and a
-    /// `FailedScheduling` event.
+    /// `FailedScheduling` event (`event`: not when the same one went out lately, see
+    /// `live::EVENT_REPEAT`).
     Unschedulable {
         pod: PodRef,
         reason: &'static str,
         message: String,
         patch: bool,
+        event: bool,
     },
     /// A PodGroup's condition.
     GroupCondition {
@@ -161,7 +163,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
             }
             Effect::PodUnschedulable { pod, reason, message } => {
                 let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
-                jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch });
+                jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch, event: true });
             }
             Effect::GroupCondition { group, type_, status, reason, message } => {
                 let key = cluster.node_key(group);

@@ -25,6 +25,36 @@ use crate::observed::{self, Kind, Object, key_of};
 use crate::writes::{Done, Writer};
 use crate::{Msg, Options};
 
+/// A pod's `FailedScheduling` event with the same message is not sent again within this time
+/// (kube-scheduler's event recorder folds repeats into one event's series instead; muster sends
+/// the first and then one per period, so a pod woken by every change in a busy cluster does not
+/// create an event per attempt).
+pub const EVENT_REPEAT: Millis = 5 * 60 * 1000;
+
+/// The last event per pod uid: a hash of its message, and when it was sent.
+#[derive(Default)]
+struct Repeats(std::collections::HashMap<String, (u64, Millis)>);
+
+impl Repeats {
+    /// Whether to send this event now (and if so, remember it).
+    fn send(&mut self, uid: &str, message: &str, now: Millis) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        message.hash(&mut h);
+        let hash = h.finish();
+        let repeat = self.0.get(uid).is_some_and(|(h, at)| *h == hash && now.saturating_sub(*at) < EVENT_REPEAT);
+        if !repeat {
+            self.0.insert(uid.to_string(), (hash, now));
+        }
+        !repeat
+    }
+
+    /// Forgets what is older than the repeat period (bounded by the pods failing lately).
+    fn forget_older(&mut self, now: Millis) {
+        self.0.retain(|_, (_, at)| now.saturating_sub(*at) < EVENT_REPEAT);
+    }
+}
+
 /// What a run did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -95,6 +125,8 @@ pub struct Loop {
     in_flight: usize,
     /// Objects the store refused, each warned about once.
     refused: HashSet<String>,
+    /// The `FailedScheduling` events sent lately.
+    failed_events: Repeats,
     summary: Summary,
 }
 
@@ -120,6 +152,7 @@ impl Loop {
             assume: ClaimAssume::default(),
             in_flight: 0,
             refused: HashSet::new(),
+            failed_events: Repeats::default(),
             summary: Summary::default(),
         }
     }
@@ -234,7 +267,11 @@ impl Loop {
                     }
                 }
                 _ = sleep_until(wake) => {}
-                _ = flush.tick() => engine.flush_unschedulable(self.now()),
+                _ = flush.tick() => {
+                    let now = self.now();
+                    engine.flush_unschedulable(now);
+                    self.failed_events.forget_older(now);
+                }
                 changed = io.leading.changed() => {
                     if changed.is_err() || (leading && !*io.leading.borrow()) {
                         bail!("lost the leader lease");
@@ -317,7 +354,25 @@ impl Loop {
         self.summary.victims += victims;
         let effects = engine.effects(&plan);
         let jobs = jobs::translate(engine.cluster(), effects);
+        let jobs = self.without_repeated_events(jobs);
         self.dispatch(jobs);
+    }
+
+    /// Marks `FailedScheduling` events sent lately for the same pod and message as not to be sent
+    /// again; drops the jobs left with nothing to do.
+    fn without_repeated_events(&mut self, jobs: Vec<Job>) -> Vec<Job> {
+        let now = self.now();
+        jobs.into_iter()
+            .filter_map(|mut job| {
+                if let Job::Unschedulable { pod, message, patch, event, .. } = &mut job {
+                    *event = self.failed_events.send(&pod.uid, message, now);
+                    if !*event && !*patch {
+                        return None;
+                    }
+                }
+                Some(job)
+            })
+            .collect()
     }
 
     /// Sends jobs to the writers: victims first (all of them), then the rest concurrently.
@@ -433,5 +488,23 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_failure_event_goes_out_once_a_period() {
+        let mut r = Repeats::default();
+        assert!(r.send("u1", "0/3 nodes", 0));
+        assert!(!r.send("u1", "0/3 nodes", 1_000), "the same message within the period");
+        assert!(r.send("u1", "0/4 nodes", 2_000), "a new message goes out at once");
+        assert!(r.send("u2", "0/4 nodes", 2_000), "another pod");
+        assert!(!r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT - 1));
+        assert!(r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT), "once a period");
+        r.forget_older(2_000 + 2 * EVENT_REPEAT);
+        assert!(r.0.is_empty());
     }
 }

@@ -63,11 +63,13 @@ impl Writer {
                 }
                 Done::Other
             }
-            Job::Unschedulable { pod, reason, message, patch } => {
+            Job::Unschedulable { pod, reason, message, patch, event } => {
                 if patch && let Err(e) = self.unschedulable(&pod, reason, &message).await {
                     tracing::warn!(pod = %pod.key(), error = %e, "PodScheduled=False not written");
                 }
-                self.event(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message).await;
+                if event {
+                    self.event(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message).await;
+                }
                 Done::Other
             }
             Job::GroupCondition { namespace, name, type_, status, reason, message } => {
