@@ -381,6 +381,10 @@ impl From<Scoring> for ScoringStrategy {
 
 fn main() -> ExitCode {
     let cli = parse();
+    // Not for `run`: a daemon's sockets must never kill it (it keeps SIGPIPE ignored).
+    if !matches!(cli.command, Command::Run(_)) {
+        quiet_on_closed_pipe();
+    }
     let result = match cli.command {
         Command::Plan(args) => plan(args),
         Command::Devices(args) => run_devices(args),
@@ -403,6 +407,17 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `muster plan ... | head`: when the reader goes away, end quietly as other command-line tools
+/// do (the default action of SIGPIPE), instead of panicking on the failed write (Rust ignores
+/// SIGPIPE by default). Called before any thread starts.
+fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default at start-up, before any thread runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -426,3 +426,41 @@ fn why_stops_at_the_command_cel_budget() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// `muster plan ... | head -c1`: the reader goes away; muster ends quietly, killed by SIGPIPE as
+/// other command-line tools are, not with a panic about a failed write. The plan's JSON (2,000
+/// placements) is larger than a pipe's buffer, so the write does meet the closed pipe.
+#[test]
+fn a_closed_output_pipe_ends_muster_quietly() {
+    use std::io::{Read, Write};
+    use std::os::unix::process::ExitStatusExt;
+    let mut yaml = String::new();
+    for i in 0..20 {
+        yaml.push_str(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: node-{i}}}\nstatus: {{allocatable: {{cpu: '200', memory: 400Gi, pods: '200'}}}}\n---\n"
+        ));
+    }
+    for i in 0..2000 {
+        yaml.push_str(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: pod-{i}, namespace: default}}\nspec: {{containers: [{{name: c, image: x}}]}}\n---\n"
+        ));
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["plan", "-", "-o", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(yaml.as_bytes());
+    });
+    let mut first = [0u8; 1];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the pipe is dropped
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(13), "ended by SIGPIPE: {:?}", out.status);
+}
