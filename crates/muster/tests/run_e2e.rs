@@ -490,13 +490,20 @@ fn a_standby_takes_over_when_the_leader_goes() {
     let took_over = |api: &muster_fakeapi::Running| holder(api) == "replica-b";
     assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), took_over)), "replica-b leads");
     // A pod created now is bound by the new leader.
+    // With a claim from a template: the claim is created after the pod (by the fake's
+    // kube-controller-manager stand-in), which muster waits for.
     let client_pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "late", "namespace": "ml"},
-        "spec": {"containers": [{"name": "c", "image": "x"}]}});
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "gpu"}]}}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}});
     let status = post_json(api.addr(), "/api/v1/namespaces/ml/pods", &client_pod.to_string());
     assert_eq!(status, 201, "the pod is created");
     let late = |api: &muster_fakeapi::Running| bound_in(api, "late") == 1;
     assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), late)), "the new leader binds");
+    let claim = api.list("resourceclaims").into_iter().find(|c| s(&c["metadata"]["name"]).starts_with("late-gpu"));
+    let claim = claim.expect("the late pod's claim");
+    assert_eq!(s(&claim["status"]["reservedFor"][0]["name"]), "late", "allocated and reserved for it");
+    assert_consistent(&api, "after the takeover");
     second.kill().unwrap();
     second.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
