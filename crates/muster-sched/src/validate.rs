@@ -291,6 +291,48 @@ pub fn device_claim(devices: &DeviceClaim, path: &str) -> Vec<FieldError> {
     out
 }
 
+/// Upstream's limits on a ResourceSlice (`ResourceSliceMaxDevices`, `ResourceSliceMaxCounterSets`,
+/// `ResourceSliceMaxCountersPerCounterSet`).
+pub const SLICE_MAX_DEVICES: usize = 128;
+pub const SLICE_MAX_COUNTER_SETS: usize = 8;
+pub const COUNTER_SET_MAX_COUNTERS: usize = 32;
+
+/// A ResourceSlice: its driver and pool named; `devices` and `sharedCounters` not both (since
+/// 1.35 counter sets live in slices of their own); the list limits.
+pub fn resource_slice(slice: &k8s_openapi::api::resource::v1::ResourceSlice) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let spec = &slice.spec;
+    if spec.driver.is_empty() {
+        out.push(("spec.driver".into(), "Required value".into()));
+    }
+    if spec.pool.name.is_empty() {
+        out.push(("spec.pool.name".into(), "Required value".into()));
+    }
+    let devices = spec.devices.as_deref().unwrap_or_default();
+    let counters = spec.shared_counters.as_deref().unwrap_or_default();
+    if !devices.is_empty() && !counters.is_empty() {
+        out.push((
+            "spec".into(),
+            "Forbidden: `devices` and `sharedCounters` cannot both be set (a slice publishes either devices or counter sets)"
+                .into(),
+        ));
+    }
+    too_many("spec.devices", devices.len(), SLICE_MAX_DEVICES, &mut out);
+    too_many("spec.sharedCounters", counters.len(), SLICE_MAX_COUNTER_SETS, &mut out);
+    for (i, set) in counters.iter().enumerate() {
+        let n = set.counters.len();
+        too_many(&format!("spec.sharedCounters[{i}].counters"), n, COUNTER_SET_MAX_COUNTERS, &mut out);
+    }
+    out
+}
+
+/// `field.TooMany`.
+fn too_many(path: &str, n: usize, max: usize, out: &mut Vec<FieldError>) {
+    if n > max {
+        out.push((path.into(), format!("Too many: {n}: must have at most {max} items")));
+    }
+}
+
 /// A DeviceClass's selectors (`spec.selectors[i]`).
 pub fn device_class(class: &DeviceClass) -> Vec<FieldError> {
     let mut out = Vec::new();
@@ -434,5 +476,44 @@ mod tests {
         assert_eq!(errs.len(), 2, "{errs:?}");
         assert_eq!(errs[0].0, "t[0].operator");
         assert_eq!(errs[1].0, "t[0].effect");
+    }
+}
+
+#[cfg(test)]
+mod slice_tests {
+    use super::*;
+    use k8s_openapi::api::resource::v1::{CounterSet, Device, ResourcePool, ResourceSlice, ResourceSliceSpec};
+
+    fn slice(devices: usize, sets: usize) -> ResourceSlice {
+        ResourceSlice {
+            spec: ResourceSliceSpec {
+                driver: "gpu.example.com".into(),
+                pool: ResourcePool { name: "node-1".into(), generation: 1, resource_slice_count: 1 },
+                node_name: Some("node-1".into()),
+                devices: (devices > 0)
+                    .then(|| (0..devices).map(|i| Device { name: format!("gpu-{i}"), ..Default::default() }).collect()),
+                shared_counters: (sets > 0).then(|| {
+                    (0..sets).map(|i| CounterSet { name: format!("set-{i}"), ..Default::default() }).collect()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_slice_publishes_devices_or_counter_sets_within_the_limits() {
+        assert!(resource_slice(&slice(8, 0)).is_empty());
+        assert!(resource_slice(&slice(0, 2)).is_empty());
+        let both = resource_slice(&slice(8, 1));
+        assert_eq!(both.len(), 1);
+        assert!(both[0].1.starts_with("Forbidden: `devices` and `sharedCounters` cannot both be set"), "{both:?}");
+        assert_eq!(
+            resource_slice(&slice(129, 0)),
+            vec![("spec.devices".to_string(), "Too many: 129: must have at most 128 items".to_string())]
+        );
+        let mut nameless = slice(1, 0);
+        nameless.spec.pool.name.clear();
+        assert_eq!(resource_slice(&nameless), vec![("spec.pool.name".to_string(), "Required value".to_string())]);
     }
 }

@@ -131,6 +131,10 @@ impl World {
         // What the API server refuses in the objects the model reads besides nodes, pods and
         // PriorityClasses (those are checked as the cluster is built).
         bad.extend(api_server_rules(&groups, &composites, &claims, &templates, &device_classes));
+        for sl in &slices {
+            let name = sl.metadata.name.clone().unwrap_or_default();
+            bad.extend(muster_sched::validate::on("ResourceSlice", &name, muster_sched::validate::resource_slice(sl)));
+        }
         // The workload controllers, before the snapshot: their pods are scheduled like any other.
         let expansion = {
             let existing: Vec<&Pod> = pods.iter().map(|p| &**p).collect();

@@ -372,6 +372,7 @@ fn check_and_plan_reject_api_server_rules_alike() {
         ("tests/bad-input/17-unsupported-operators.yaml", 4),
         ("tests/bad-input/18-priority-classes.yaml", 3),
         ("tests/bad-input/19-device-count.yaml", 4),
+        ("tests/bad-input/21-resource-slices.yaml", 2),
     ] {
         let (c, p) = (muster(&["check", path]), muster(&["plan", path]));
         assert_eq!(c.status.code(), Some(1), "{path}");
