@@ -332,7 +332,7 @@ fn check_still_ours(current: &ResourceClaim, want: &ResourceClaim) -> std::resul
     if current.metadata.deletion_timestamp.is_some() {
         return Err("the claim is being deleted".into());
     }
-    if current.metadata.uid != want.metadata.uid {
+    if want.metadata.uid.is_some() && current.metadata.uid != want.metadata.uid {
         return Err("the claim was replaced".into());
     }
     let allocation = |c: &ResourceClaim| c.status.as_ref().and_then(|s| s.allocation.clone());
