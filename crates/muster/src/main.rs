@@ -506,6 +506,26 @@ fn parse_now(s: &str) -> Result<Time, String> {
         .map_err(|e| format!("expected an RFC 3339 time with a UTC offset, such as 2026-01-01T00:00:00Z ({e})"))
 }
 
+/// ResourceSlices the API server refuses (`validate::resource_slice`, as `check` and `plan`
+/// judge them): `devices` lists no device of a slice that could not exist.
+fn refused_slices(manifests: &muster_manifest::Manifests) -> Vec<muster_manifest::Diagnostic> {
+    let mut out = Vec::new();
+    for l in &manifests.objects {
+        let muster_manifest::Object::ResourceSlice(slice) = &l.object else { continue };
+        let name = slice.metadata.name.clone().unwrap_or_default();
+        for (field, message) in muster_sched::validate::resource_slice(slice) {
+            out.push(muster_manifest::Diagnostic {
+                file: l.origin.file.clone(),
+                pos: Some(l.origin.pos),
+                object: Some(format!("ResourceSlice {name}")),
+                field: Some(field),
+                message,
+            });
+        }
+    }
+    out
+}
+
 fn run_devices(args: DevicesArgs) -> anyhow::Result<ExitCode> {
     let manifests = match muster_manifest::load_paths(&args.paths) {
         Ok(m) => m,
@@ -517,6 +537,14 @@ fn run_devices(args: DevicesArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let refused = refused_slices(&manifests);
+    if !refused.is_empty() {
+        for d in &refused {
+            eprintln!("error: {d}");
+        }
+        eprintln!("{} error{} in the input", refused.len(), if refused.len() == 1 { "" } else { "s" });
+        return Ok(ExitCode::from(2));
+    }
     let rows = devices::evaluate(&manifests, args.class.as_deref(), args.selector.as_deref())?;
     match args.output {
         DevicesFormat::Table => print!("{}", devices::table(&rows, args.class.is_some() || args.selector.is_some())),

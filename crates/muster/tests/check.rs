@@ -419,3 +419,17 @@ fn check_and_plan_refuse_selectors_too_complex_alike() {
         assert!(planned.contains(&format!("error: {path}:{at}: {message}")), "{planned}");
     }
 }
+
+/// `devices` refuses the ResourceSlices `check` and `plan` refuse, with the same lines, instead of
+/// listing devices of a slice that could not exist.
+#[test]
+fn devices_refuses_the_slices_plan_refuses() {
+    let path = "tests/bad-input/21-resource-slices.yaml";
+    let (d, p) = (muster(&["devices", path]), muster(&["plan", path]));
+    assert_eq!(d.status.code(), Some(2));
+    assert!(stdout(&d).is_empty(), "no device listed");
+    let errors = |s: String| s.lines().filter(|l| l.starts_with("error: ")).map(String::from).collect::<Vec<_>>();
+    let listed = errors(stderr(&d));
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed, errors(stderr(&p)));
+}
