@@ -431,25 +431,27 @@ impl Loop {
             }
         }
         for (key, written) in claims {
-            let reserved_for_unbound = written.as_ref().and_then(|c| {
-                let reserved = c.status.as_ref()?.reserved_for.as_ref()?;
-                let uid = unbound.iter().find(|u| reserved.iter().any(|r| &r.uid == *u))?;
-                Some((c.clone(), uid.clone()))
+            // The unbound pods this write reserved the claim for (a shared claim: maybe several).
+            let to_unreserve = written.as_ref().map(|c| {
+                let reserved = c.status.as_ref().and_then(|s| s.reserved_for.as_deref()).unwrap_or_default();
+                let uids: Vec<String> =
+                    unbound.iter().filter(|u| reserved.iter().any(|r| &r.uid == *u)).cloned().collect();
+                (c.clone(), uids)
             });
             for a in self.assume.ended(&key, written) {
                 self.apply_claim(a, engine);
             }
-            if let Some((claim, uid)) = reserved_for_unbound {
-                self.unreserve(claim, uid);
+            if let Some((claim, uids)) = to_unreserve.filter(|(_, uids)| !uids.is_empty()) {
+                self.unreserve(claim, uids);
             }
         }
     }
 
-    fn unreserve(&mut self, claim: k8s_openapi::api::resource::v1::ResourceClaim, uid: String) {
+    fn unreserve(&mut self, claim: k8s_openapi::api::resource::v1::ResourceClaim, uids: Vec<String>) {
         self.in_flight += 1;
         let (writer, tx) = (self.writer.clone(), self.tx.clone());
         tokio::spawn(async move {
-            if let Err(e) = writer.unreserve(&claim, &uid).await {
+            if let Err(e) = writer.unreserve(&claim, &uids).await {
                 tracing::warn!(claim = %key_of(&claim.metadata), error = %e, "Unreserve failed");
             }
             let _ = tx.send(Msg::Done(Done::Other)).await;

@@ -225,13 +225,13 @@ impl Writer {
         Ok(())
     }
 
-    /// Unreserve: the pod's entry leaves the claim's `reservedFor`.
-    pub async fn unreserve(&self, claim: &ResourceClaim, pod_uid: &str) -> Result<ResourceClaim> {
+    /// Unreserve: the pods' entries leave the claim's `reservedFor`.
+    pub async fn unreserve(&self, claim: &ResourceClaim, pod_uids: &[String]) -> Result<ResourceClaim> {
         let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
         let api: Api<ResourceClaim> = Api::namespaced(self.client.clone(), ns);
         let patch = json!({
             "metadata": {"uid": claim.metadata.uid},
-            "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]},
+            "status": {"reservedFor": pod_uids.iter().map(|uid| json!({"$patch": "delete", "uid": uid})).collect::<Vec<_>>()},
         });
         let name = claim.metadata.name.as_deref().unwrap_or_default();
         self.call("patch", "resourceclaims/status", api.patch_status(name, &pps(), &Patch::Strategic(patch))).await

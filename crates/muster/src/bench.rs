@@ -663,20 +663,26 @@ struct GpuJobs {
 /// (25 %), 4 (15 %) or 8 (10 %) GPUs; 3 % gangs of 4 (40 %), 8 (25 %), 16 (20 %), 32 (10 %) or
 /// 64 (5 %) pods of 8 or 4 GPUs each (even odds), as PodGroups with minCount = size. A gang that
 /// fits in one rack asks to stay in one (`schedulingConstraints.topology` on the rack label).
+/// A gang's size (4 to 64 pods, smaller ones more often) and GPUs per pod (4 or 8), as the `gpu`
+/// and `sim` benches draw them.
+fn gang_shape(rng: &mut SplitMix64) -> (usize, usize) {
+    let size = match rng.below(20) {
+        0..8 => 4,
+        8..13 => 8,
+        13..17 => 16,
+        17..19 => 32,
+        _ => 64,
+    };
+    (size, if rng.below(2) == 0 { 8 } else { 4 })
+}
+
 fn gpu_jobs(jobs: usize, seed: u64) -> GpuJobs {
     let mut rng = SplitMix64(seed);
     let mut out = GpuJobs::default();
     for j in 0..jobs {
         let name = format!("job-{j:05}");
         if rng.below(100) < 3 {
-            let size = match rng.below(20) {
-                0..8 => 4,
-                8..13 => 8,
-                13..17 => 16,
-                17..19 => 32,
-                _ => 64,
-            };
-            let gpus = if rng.below(2) == 0 { 8 } else { 4 };
+            let (size, gpus) = gang_shape(&mut rng);
             let fits_rack = size * gpus <= RACK_NODES * NODE_GPUS;
             out.rack_constrained += usize::from(fits_rack);
             out.groups.push(gang_group("ml", &name, size, fits_rack.then_some(RACK_LABEL)));
@@ -705,6 +711,28 @@ fn gpu_jobs(jobs: usize, seed: u64) -> GpuJobs {
     out
 }
 
+/// The `gpu` and `sim` benches' cluster: `nodes` nodes, each with one slice of `NODE_GPUS`
+/// H100s (driver `gpu.nvidia.com`), and the `nvidia-h100` DeviceClass.
+fn h100_cluster(
+    nodes: usize,
+) -> anyhow::Result<(
+    Vec<Node>,
+    Vec<k8s_openapi::api::resource::v1::ResourceSlice>,
+    Vec<k8s_openapi::api::resource::v1::DeviceClass>,
+)> {
+    let node_objs: Vec<Node> = (0..nodes).map(gpu_node).collect();
+    let slices = node_objs
+        .iter()
+        .enumerate()
+        .map(|(i, node)| perf_slice(node, "gpu.nvidia.com", NODE_GPUS, |d| nvidia_gpu(i * NODE_GPUS + d, true)))
+        .collect();
+    let classes = vec![serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "nvidia-h100"},
+        "spec": {"selectors": [{"cel": {"expression": H100_SELECTOR}}]}
+    }))?];
+    Ok((node_objs, slices, classes))
+}
+
 /// A GPU cluster: `nodes` p5-like nodes with 8 H100s each (ResourceSlices as dra-driver-nvidia-gpu
 /// publishes them, nodes in racks of 18), the DeviceClass `nvidia-h100` selecting H100s by CEL,
 /// ResourceClaimTemplates for 1, 2, 4 and 8 GPUs, and `jobs` jobs from [`gpu_jobs`]. Times the
@@ -718,19 +746,9 @@ pub fn gpu(
     iterations: usize,
     config: &SchedulerConfig,
 ) -> anyhow::Result<String> {
-    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate, ResourceSlice};
+    use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
     let iterations = iterations.max(1);
-    let driver = "gpu.nvidia.com";
-    let node_objs: Vec<Node> = (0..nodes).map(gpu_node).collect();
-    let slices: Vec<ResourceSlice> = node_objs
-        .iter()
-        .enumerate()
-        .map(|(i, node)| perf_slice(node, driver, NODE_GPUS, |d| nvidia_gpu(i * NODE_GPUS + d, true)))
-        .collect();
-    let classes: Vec<DeviceClass> = vec![serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "nvidia-h100"},
-        "spec": {"selectors": [{"cel": {"expression": H100_SELECTOR}}]}
-    }))?];
+    let (node_objs, slices, classes) = h100_cluster(nodes)?;
     let templates: Vec<ResourceClaimTemplate> = [1, 2, 4, 8]
         .into_iter()
         .map(|n| {

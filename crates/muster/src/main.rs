@@ -462,17 +462,7 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         .and_then(|m| memory::World::from_manifests_with(m, &names, options));
     let mut world = match loaded {
         Ok(w) => w,
-        Err(diags) => {
-            for d in &diags {
-                eprintln!("error: {d}");
-            }
-            eprintln!(
-                "{} error{} in the input; nothing was scheduled",
-                diags.len(),
-                if diags.len() == 1 { "" } else { "s" }
-            );
-            return Ok(ExitCode::from(2));
-        }
+        Err(diags) => return Ok(refuse(&diags, "; nothing was scheduled")),
     };
     let dra = muster_sched::DraContext {
         index: muster_alloc::SliceIndex::new(&world.slices),
@@ -506,6 +496,16 @@ fn parse_now(s: &str) -> Result<Time, String> {
         .map_err(|e| format!("expected an RFC 3339 time with a UTC offset, such as 2026-01-01T00:00:00Z ({e})"))
 }
 
+/// Bad input: every diagnostic, then "N error(s) in the input" with `then` (such as "; nothing
+/// was scheduled") after it; exit code 2.
+pub(crate) fn refuse(diags: &[muster_manifest::Diagnostic], then: &str) -> ExitCode {
+    for d in diags {
+        eprintln!("error: {d}");
+    }
+    eprintln!("{} error{} in the input{then}", diags.len(), if diags.len() == 1 { "" } else { "s" });
+    ExitCode::from(2)
+}
+
 /// ResourceSlices the API server refuses (`validate::resource_slice`, as `check` and `plan`
 /// judge them): `devices` lists no device of a slice that could not exist.
 fn refused_slices(manifests: &muster_manifest::Manifests) -> Vec<muster_manifest::Diagnostic> {
@@ -529,21 +529,11 @@ fn refused_slices(manifests: &muster_manifest::Manifests) -> Vec<muster_manifest
 fn run_devices(args: DevicesArgs) -> anyhow::Result<ExitCode> {
     let manifests = match muster_manifest::load_paths(&args.paths) {
         Ok(m) => m,
-        Err(diags) => {
-            for d in &diags {
-                eprintln!("error: {d}");
-            }
-            eprintln!("{} error{} in the input", diags.len(), if diags.len() == 1 { "" } else { "s" });
-            return Ok(ExitCode::from(2));
-        }
+        Err(diags) => return Ok(refuse(&diags, "")),
     };
     let refused = refused_slices(&manifests);
     if !refused.is_empty() {
-        for d in &refused {
-            eprintln!("error: {d}");
-        }
-        eprintln!("{} error{} in the input", refused.len(), if refused.len() == 1 { "" } else { "s" });
-        return Ok(ExitCode::from(2));
+        return Ok(refuse(&refused, ""));
     }
     let rows = devices::evaluate(&manifests, args.class.as_deref(), args.selector.as_deref())?;
     match args.output {

@@ -76,17 +76,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         .and_then(|m| memory::World::from_manifests_with(m, &names, memory::Options::default()));
     let mut world = match loaded {
         Ok(w) => w,
-        Err(diags) => {
-            for d in &diags {
-                eprintln!("error: {d}");
-            }
-            eprintln!(
-                "{} error{} in the input; nothing was simulated",
-                diags.len(),
-                if diags.len() == 1 { "" } else { "s" }
-            );
-            return Ok(ExitCode::from(2));
-        }
+        Err(diags) => return Ok(crate::refuse(&diags, "; nothing was simulated")),
     };
     let dra = muster_sched::DraContext {
         index: muster_alloc::SliceIndex::new(&world.slices),

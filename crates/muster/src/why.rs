@@ -130,13 +130,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
         .and_then(|m| World::from_manifests_with(m, &names, options));
     let world = match loaded {
         Ok(w) => w,
-        Err(diags) => {
-            for d in &diags {
-                eprintln!("error: {d}");
-            }
-            eprintln!("{} error{} in the input", diags.len(), if diags.len() == 1 { "" } else { "s" });
-            return Ok(ExitCode::from(2));
-        }
+        Err(diags) => return Ok(crate::refuse(&diags, "")),
     };
     let c = &world.cluster;
     let found = match &target {

@@ -5,13 +5,11 @@
 
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use muster_sched::{Cluster, Engine, SchedulerConfig, SchedulerNames};
 use muster_sim::trace::{Job, Trace};
 use muster_sim::world::{Options, Sim, Stopwatch};
 
-use super::{H100_SELECTOR, NODE_GPUS, SplitMix64, gpu_node, nvidia_gpu, peak_rss_mib, perf_slice};
+use super::{NODE_GPUS, SplitMix64, peak_rss_mib};
 
 struct Wall(Instant);
 
@@ -36,15 +34,8 @@ pub fn trace(jobs: usize, days: u64, seed: u64) -> Trace {
         .map(|(j, arrival)| {
             let gang = rng.below(100) < 3;
             let (pods, gpus, duration, class) = if gang {
-                let size = match rng.below(20) {
-                    0..8 => 4,
-                    8..13 => 8,
-                    13..17 => 16,
-                    17..19 => 32,
-                    _ => 64,
-                };
-                let gpus = if rng.below(2) == 0 { 8 } else { 4 };
-                (size, gpus, minutes(&mut rng, 30, 360), "training")
+                let (size, gpus) = super::gang_shape(&mut rng);
+                (size as u32, gpus as u32, minutes(&mut rng, 30, 360), "training") // at most 64 and 8
             } else {
                 let gpus = match rng.below(20) {
                     0..10 => 1,
@@ -83,17 +74,7 @@ pub fn sim(
     config: &SchedulerConfig,
     wall_limit: Option<f64>,
 ) -> anyhow::Result<String> {
-    let driver = "gpu.nvidia.com";
-    let node_objs: Vec<Node> = (0..nodes).map(gpu_node).collect();
-    let slices: Vec<ResourceSlice> = node_objs
-        .iter()
-        .enumerate()
-        .map(|(i, node)| perf_slice(node, driver, NODE_GPUS, |d| nvidia_gpu(i * NODE_GPUS + d, true)))
-        .collect();
-    let classes: Vec<DeviceClass> = vec![serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "nvidia-h100"},
-        "spec": {"selectors": [{"cel": {"expression": H100_SELECTOR}}]}
-    }))?];
+    let (node_objs, slices, classes) = super::h100_cluster(nodes)?;
     let trace = trace(jobs, days, seed);
     let pods: u64 = trace.jobs.iter().map(|j| u64::from(j.pods)).sum();
     let cluster = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default())
