@@ -173,7 +173,7 @@ impl Loop {
         tracing::info!(objects = first.len(), "every watch listed; scheduling");
         let cluster = Cluster::build(Vec::new(), Vec::new(), &[], &self.options.scheduler_names)
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-        let mut parts = (cluster, SchedulingQueue::new());
+        let mut parts = (cluster, SchedulingQueue::with_backoff(self.options.config.backoff));
         let mut first = Some(first);
         loop {
             let rules: Vec<DeviceTaintRule> = self.dra.rules.values().cloned().collect();

@@ -41,6 +41,22 @@ impl Default for ScoreWeights {
     }
 }
 
+/// PlacementScore plugin weights (`profiles[].plugins.placementScore`; both 1 by default): how a
+/// PodGroup's candidate topology domains are ranked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacementWeights {
+    /// NodeResourcesFit's placement scorer: MostAllocated over the domain's nodes.
+    pub node_resources_fit: i64,
+    /// PodGroupPodsCount: the group's pods the domain holds, relative to the best domain.
+    pub pod_group_pods_count: i64,
+}
+
+impl Default for PlacementWeights {
+    fn default() -> Self {
+        PlacementWeights { node_resources_fit: 1, pod_group_pods_count: 1 }
+    }
+}
+
 /// How the cycle is tuned (the subset of `KubeSchedulerConfiguration` muster honours).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedulerConfig {
@@ -53,6 +69,9 @@ pub struct SchedulerConfig {
     /// How long a gang may wait for its pods before muster marks it (upstream has no such field;
     /// its only wait is a fixed 5-minute Permit timeout, removed in 1.38).
     pub gang_wait_timeout_seconds: u64,
+    pub placement_weights: PlacementWeights,
+    /// `podInitialBackoffSeconds` and `podMaxBackoffSeconds`, in milliseconds.
+    pub backoff: crate::queue::Backoff,
 }
 
 impl Default for SchedulerConfig {
@@ -63,6 +82,8 @@ impl Default for SchedulerConfig {
             weights: ScoreWeights::default(),
             percentage_of_nodes_to_score: 0,
             gang_wait_timeout_seconds: 300,
+            placement_weights: PlacementWeights::default(),
+            backoff: crate::queue::Backoff::default(),
         }
     }
 }
@@ -268,6 +289,10 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         s
     }
 
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
     }
@@ -395,7 +420,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// really made it, retries included).
     pub fn plan_observing(&mut self, mut observe: impl FnMut(QueueEntry, &Cluster)) -> Plan {
         let mut plan = Plan::default();
-        let mut queue = SchedulingQueue::new();
+        let mut queue = SchedulingQueue::with_backoff(self.config.backoff);
         queue.add_all(self.queued());
         let mut now = 0;
         loop {

@@ -27,7 +27,7 @@ impl<'d> Engine<'d> {
             Some(ctx) => Scheduler::with_dra(Box::new(cluster), config, ctx),
             None => Scheduler::new(Box::new(cluster), config),
         };
-        let mut queue = SchedulingQueue::new();
+        let mut queue = SchedulingQueue::with_backoff(scheduler.config().backoff);
         queue.add_all(scheduler.queued());
         Engine { scheduler, queue }
     }

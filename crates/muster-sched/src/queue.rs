@@ -21,9 +21,23 @@ use crate::cycle::QueueEntry;
 /// A point on the world's clock, in milliseconds.
 pub type Millis = u64;
 
-/// kube-scheduler's `podInitialBackoffDuration` (1 s) and `podMaxBackoffDuration` (10 s).
+/// kube-scheduler's default `podInitialBackoffSeconds` (1 s) and `podMaxBackoffSeconds` (10 s).
 pub const INITIAL_BACKOFF: Millis = 1_000;
 pub const MAX_BACKOFF: Millis = 10_000;
+
+/// How long a failed entry waits before its next attempt: `initial` after the first failure,
+/// doubling with each, at most `max` (`podInitialBackoffSeconds`, `podMaxBackoffSeconds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    pub initial: Millis,
+    pub max: Millis,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { initial: INITIAL_BACKOFF, max: MAX_BACKOFF }
+    }
+}
 /// `DefaultPodMaxInUnschedulablePodsDuration`: an unschedulable entry is retried after 5 minutes
 /// even when no event asked for it.
 pub const MAX_IN_UNSCHEDULABLE: Millis = 300_000;
@@ -128,11 +142,17 @@ pub struct SchedulingQueue {
     /// in flight during an event goes to backoff rather than waiting for another event.
     cycle: u64,
     move_request_cycle: u64,
+    limits: Backoff,
 }
 
 impl SchedulingQueue {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A queue whose failed entries back off as `backoff` says.
+    pub fn with_backoff(backoff: Backoff) -> Self {
+        SchedulingQueue { limits: backoff, ..Self::default() }
     }
 
     /// Adds a new entry to the active queue; an entry already known is left where it is.
@@ -183,7 +203,7 @@ impl SchedulingQueue {
         }
         let info =
             Info { order, place: Place::Backoff, attempts: 1, failed_at: now, wake: Wake::NONE, popped_at_cycle: 0 };
-        self.backoff.insert((Self::expiry(&info), info.order.clone(), entry));
+        self.backoff.insert((Self::expiry(&info, self.limits), info.order.clone(), entry));
         self.info.insert(entry, info);
     }
 
@@ -192,7 +212,7 @@ impl SchedulingQueue {
         let Some(info) = self.info.remove(&entry) else { return };
         match info.place {
             Place::Backoff => {
-                self.backoff.remove(&(Self::expiry(&info), info.order, entry));
+                self.backoff.remove(&(Self::expiry(&info, self.limits), info.order, entry));
             }
             Place::Unschedulable => {
                 self.unschedulable.remove(&entry);
@@ -249,7 +269,7 @@ impl SchedulingQueue {
         info.wake = wake;
         if move_request_cycle >= info.popped_at_cycle {
             info.place = Place::Backoff;
-            let key = (Self::expiry(info), info.order.clone(), entry);
+            let key = (Self::expiry(info, self.limits), info.order.clone(), entry);
             self.backoff.insert(key);
         } else {
             info.place = Place::Unschedulable;
@@ -321,7 +341,7 @@ impl SchedulingQueue {
             }
             _ => return,
         }
-        let expiry = Self::expiry(info);
+        let expiry = Self::expiry(info, self.limits);
         if info.attempts > 0 && expiry > now {
             info.place = Place::Backoff;
             self.backoff.insert((expiry, info.order.clone(), entry));
@@ -344,13 +364,13 @@ impl SchedulingQueue {
         }
     }
 
-    /// `failed_at` plus the backoff for the attempts so far: 1 s after the first, doubling, at
-    /// most 10 s (`calculateBackoffDuration`).
-    fn expiry(info: &Info) -> Millis {
-        let mut backoff = INITIAL_BACKOFF;
+    /// `failed_at` plus the backoff for the attempts so far: the initial backoff after the
+    /// first, doubling, at most the maximum (`calculateBackoffDuration`).
+    fn expiry(info: &Info, limits: Backoff) -> Millis {
+        let mut backoff = limits.initial.min(limits.max);
         for _ in 1..info.attempts {
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-            if backoff == MAX_BACKOFF {
+            backoff = backoff.saturating_mul(2).min(limits.max);
+            if backoff == limits.max {
                 break;
             }
         }

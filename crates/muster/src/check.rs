@@ -499,6 +499,7 @@ impl<'s> Checker<'s> {
                 }
             }
             "Pod" => self.pod(o),
+            "KubeSchedulerConfiguration" => self.findings.extend(crate::config::findings(o.file, o.node)),
             // Workloads' pod templates: the references their pods will carry.
             "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" => {
                 if let Some(spec) = o.get("spec.template.spec") {

@@ -181,6 +181,33 @@ fn config_file_selects_bin_packing() {
 }
 
 #[test]
+fn check_and_plan_judge_a_configuration_alike() {
+    let dir = std::env::temp_dir().join(format!("muster-cli-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("sched.yaml");
+    std::fs::write(&cfg, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nparallelism: 4\npercentageOfNodesToScore: 101\nprofiles:\n- plugins:\n    placementScore:\n      enabled:\n      - name: PodGroupPodsCount\n        weight: 5\n    score:\n      enabled:\n      - name: Coscheduling\n").unwrap();
+    let path = cfg.to_str().unwrap();
+    let check = muster(&["check", path]);
+    assert_eq!(check.status.code(), Some(1), "{}", stdout(&check));
+    let plan = muster(&["plan", "examples/quickstart", "--config", path]);
+    assert_ne!(plan.status.code(), Some(0));
+    // check: `file:L:C: error: message`; plan: `file:L:C: message` after `error: ` / `warning: `.
+    let from_check: Vec<String> = stdout(&check)
+        .lines()
+        .filter(|l| l.contains("KubeSchedulerConfiguration"))
+        .map(|l| l.replacen(" error: ", " ", 1).replacen(" warning: ", " ", 1))
+        .collect();
+    let mut from_plan: Vec<String> = stderr(&plan)
+        .lines()
+        .filter(|l| l.contains("KubeSchedulerConfiguration"))
+        .map(|l| l.trim_start_matches("error: ").trim_start_matches("warning: ").to_string())
+        .collect();
+    from_plan.sort_by_key(|l| from_check.iter().position(|c| c == l));
+    assert_eq!(from_check.len(), 3, "{from_check:?}");
+    assert_eq!(from_check, from_plan);
+}
+
+#[test]
 fn devices_shows_which_devices_a_class_selects() {
     // An "80GB" H100 reports 81559Mi < 80Gi: the class selects the A100s (81920Mi) only.
     let o = muster(&["devices", "examples/gpu-devices", "--class", "h100-80gi"]);

@@ -3,6 +3,7 @@
 //! ```text
 //! # comments
 //! args: --scoring most-allocated          (optional: extra flags for `muster plan`)
+//! config: ../../configs/x.yaml            (optional: `--config` with this file, from the folder)
 //! inputs: ../../../examples/quickstart    (optional: paths instead of the folder itself)
 //! ns/pod -> node                          (placed there)
 //! ns/pod !! message                       (unschedulable with exactly this message)
@@ -52,6 +53,8 @@ fn run(dir: &Path) -> Result<(), String> {
             never_evicted.push(pod.trim().to_string());
         } else if line.starts_with("evict:") || line.starts_with("dry-run:") {
             want_evictions.insert(line.split_whitespace().collect::<Vec<_>>().join(" "));
+        } else if let Some(c) = line.strip_prefix("config:") {
+            args.extend(["--config".to_string(), dir.join(c.trim()).to_string_lossy().into_owned()]);
         } else if let Some(a) = line.strip_prefix("args:") {
             args.extend(a.split_whitespace().map(String::from));
         } else if let Some(i) = line.strip_prefix("inputs:") {

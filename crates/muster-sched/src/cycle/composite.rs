@@ -283,7 +283,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     more(domains.len(), summaries.len())
                 ));
             }
-            best_domain(&feasible)
+            best_domain(&feasible, &self.config.placement_weights)
         };
         let mask = self.mask(&domains[winner].1);
         self.run_children(ci, Some(&mask), out)

@@ -345,7 +345,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 more(domains.len(), summaries.len())
             ));
         }
-        Ok(self.mask(&domains[best_domain(&feasible)].1))
+        Ok(self.mask(&domains[best_domain(&feasible, &self.config.placement_weights)].1))
     }
 
     /// The candidate domains of `key` in name order: nodes carrying the label (within the parent's
@@ -397,30 +397,35 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         mask
     }
 
-    /// NodeResourcesFit's placement score: MostAllocated over the nodes' summed cpu and memory.
+    /// NodeResourcesFit's placement score: MostAllocated over the nodes' summed requests and
+    /// allocatable of the plugin's scored resources, with their weights (cpu and memory, 1 each,
+    /// by default).
     pub(super) fn most_allocated(&self, nodes: &[NodeId]) -> i64 {
-        let mut total = 0;
-        for r in [crate::cluster::ResourceId::CPU, crate::cluster::ResourceId::MEMORY] {
+        let (mut total, mut weights) = (0, 0);
+        for r in &self.scored {
             let (mut alloc, mut req) = (0i64, 0i64);
             for n in nodes {
                 let node = self.cluster.node(*n);
-                alloc += node.allocatable(r);
-                req += node.requested(r);
+                alloc = alloc.saturating_add(node.allocatable(r.id));
+                req = req.saturating_add(node.requested(r.id));
             }
             if alloc > 0 {
-                total += MAX_NODE_SCORE * req.min(alloc) / alloc;
+                total += r.weight * (MAX_NODE_SCORE * req.min(alloc) / alloc);
+                weights += r.weight;
             }
         }
-        total / 2
+        if weights == 0 { 0 } else { total / weights }
     }
 }
 
-/// The placement scorers over feasible domains `(domain, MostAllocated score, pods in the
-/// domain)`: bin packing plus the members the domain holds, normalized to the best; ties go to the
-/// first domain by value (upstream: random).
-pub(super) fn best_domain(feasible: &[(usize, i64, usize)]) -> usize {
+/// The PlacementScore plugins over feasible domains `(domain, MostAllocated score, pods of the
+/// group in the domain)`: NodeResourcesFit's bin packing and PodGroupPodsCount (normalized to the
+/// best domain), weighed; ties go to the first domain by value (upstream: random).
+pub(super) fn best_domain(feasible: &[(usize, i64, usize)], w: &PlacementWeights) -> usize {
     let best_count = feasible.iter().map(|f| f.2).max().unwrap_or(1).max(1) as i64;
-    let score = |f: &(usize, i64, usize)| f.1 + MAX_NODE_SCORE * f.2 as i64 / best_count;
+    let score = |f: &(usize, i64, usize)| {
+        w.node_resources_fit * f.1 + w.pod_group_pods_count * (MAX_NODE_SCORE * f.2 as i64 / best_count)
+    };
     feasible
         .iter()
         .max_by(|a, b| score(a).cmp(&score(b)).then_with(|| b.0.cmp(&a.0)))

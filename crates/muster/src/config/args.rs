@@ -1,0 +1,232 @@
+//! `pluginConfig[].args`: read with the plugin's own args type (strict, every field of the 1.37
+//! API), validated as kube-scheduler validates them, and applied where muster runs the plugin.
+
+use muster_manifest::yaml::Node;
+use serde::de::DeserializeOwned;
+
+use super::schema::{
+    DefaultPreemptionArgs, DynamicResourcesArgs, InterPodAffinityArgs, NodeAffinityArgs,
+    NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs, PodTopologySpreadArgs, ResourceSpec, VolumeBindingArgs,
+};
+use super::{Judge, parse_strategy, plugins};
+
+/// Reads and applies the args of plugin `name` (at `at`, `profiles[i].pluginConfig[k]`).
+pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Option<&Node<'_>>) {
+    let args_at = format!("{at}.args");
+    if plugins::in_tree(name).is_none() {
+        j.error(
+            &format!("{at}.name"),
+            format!("{name:?} is not a plugin of kube-scheduler 1.37; muster runs no out-of-tree plugins"),
+        );
+        return;
+    }
+    match name {
+        "NodeResourcesFit" => {
+            if let Some(a) = read::<NodeResourcesFitArgs>(j, &args_at, name, node) {
+                node_resources_fit(j, &args_at, a);
+            }
+        }
+        "NodeResourcesBalancedAllocation" => {
+            if let Some(a) = read::<NodeResourcesBalancedAllocationArgs>(j, &args_at, name, node) {
+                kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
+                if !a.resources.is_empty() {
+                    resources(j, &format!("{args_at}.resources"), &a.resources);
+                    let cpu_memory = a.resources.len() == 2
+                        && a.resources.iter().all(|r| matches!(r.name.as_str(), "cpu" | "memory"));
+                    if !cpu_memory {
+                        j.error(&format!("{args_at}.resources"), "muster balances cpu and memory only, for now");
+                    }
+                }
+            }
+        }
+        "DefaultPreemption" => {
+            if let Some(a) = read::<DefaultPreemptionArgs>(j, &args_at, name, node) {
+                kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
+                default_preemption(j, &args_at, &a);
+            }
+        }
+        "InterPodAffinity" => {
+            if let Some(a) = read::<InterPodAffinityArgs>(j, &args_at, name, node) {
+                kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
+                if let Some(w) = a.hard_pod_affinity_weight.filter(|w| !(0..=100).contains(w)) {
+                    j.error(&format!("{args_at}.hardPodAffinityWeight"), format!("{w}: not in valid range [0-100]"));
+                }
+                not_run(j, &args_at, name);
+            }
+        }
+        "PodTopologySpread" => {
+            if let Some(a) = read::<PodTopologySpreadArgs>(j, &args_at, name, node) {
+                kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
+                pod_topology_spread(j, &args_at, &a);
+                not_run(j, &args_at, name);
+            }
+        }
+        "VolumeBinding" => {
+            if let Some(a) = read::<VolumeBindingArgs>(j, &args_at, name, node) {
+                kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
+                if let Some(t) = a.bind_timeout_seconds.filter(|t| *t < 0) {
+                    j.error(&format!("{args_at}.bindTimeoutSeconds"), format!("{t}: must not be negative"));
+                }
+                not_run(j, &args_at, name);
+            }
+        }
+        "NodeAffinity" => {
+            if let Some(a) = read::<NodeAffinityArgs>(j, &args_at, name, node) {
+                kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
+                if a.added_affinity.is_some() {
+                    j.error(&format!("{args_at}.addedAffinity"), "muster does not apply an added node affinity yet");
+                }
+            }
+        }
+        "DynamicResources" => {
+            if let Some(a) = read::<DynamicResourcesArgs>(j, &args_at, name, node) {
+                kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
+                if a.filter_timeout.is_some() {
+                    j.warn(
+                        &format!("{args_at}.filterTimeout"),
+                        "not used: muster's allocator has no time limit per node (its answer never depends on time)",
+                    );
+                }
+                if a.binding_timeout.is_some() {
+                    j.warn(
+                        &format!("{args_at}.bindingTimeout"),
+                        "not used: muster waits for binding conditions as long as the pod exists",
+                    );
+                }
+            }
+        }
+        other => j.error(&format!("{at}.name"), format!("plugin {other:?} takes no args")),
+    }
+}
+
+/// The args as `T`; errors (unknown fields, wrong types) are reported under `at`.
+fn read<T: DeserializeOwned + Default>(
+    j: &mut Judge<'_, '_, '_>,
+    at: &str,
+    _name: &str,
+    node: Option<&Node<'_>>,
+) -> Option<T> {
+    let Some(node) = node.filter(|n| !n.is_null()) else { return Some(T::default()) };
+    match muster_manifest::de::from_node::<T>(node) {
+        Ok(v) => Some(v),
+        Err(errs) => {
+            for e in errs {
+                let path = match e.path.as_deref().filter(|p| !p.is_empty()) {
+                    Some(p) => format!("{at}.{p}"),
+                    None => at.to_string(),
+                };
+                j.j.errors.push(super::Problem { pos: e.pos, path, message: e.message });
+            }
+            None
+        }
+    }
+}
+
+/// The args' own `apiVersion`/`kind`, when written, must be the plugin's.
+fn kind(j: &mut Judge<'_, '_, '_>, at: &str, plugin: &str, api_version: Option<&str>, kind: Option<&str>) {
+    if let Some(v) = api_version.filter(|v| *v != "kubescheduler.config.k8s.io/v1") {
+        j.error(&format!("{at}.apiVersion"), format!("{v:?}: expected kubescheduler.config.k8s.io/v1"));
+    }
+    let want = format!("{plugin}Args");
+    if let Some(k) = kind.filter(|k| *k != want) {
+        j.error(&format!("{at}.kind"), format!("args for plugin {plugin} were not of type {want}, got {k}"));
+    }
+}
+
+fn not_run(j: &mut Judge<'_, '_, '_>, at: &str, plugin: &str) {
+    if plugins::in_tree(plugin).is_some_and(|p| p.support == plugins::Support::Missing) {
+        j.warn(at, format!("muster does not run {plugin} yet; its args are checked and not used"));
+    }
+}
+
+fn node_resources_fit(j: &mut Judge<'_, '_, '_>, at: &str, a: NodeResourcesFitArgs) {
+    kind(j, at, "NodeResourcesFit", a.api_version.as_deref(), a.kind.as_deref());
+    if !a.ignored_resources.is_empty() || !a.ignored_resource_groups.is_empty() {
+        j.error(&format!("{at}.ignoredResources"), "muster does not ignore resources in NodeResourcesFit's Filter yet");
+    }
+    let Some(s) = a.scoring_strategy else { return };
+    let sat = format!("{at}.scoringStrategy");
+    if let Some(t) = s.type_.as_deref() {
+        match parse_strategy(t) {
+            Ok(strategy) => j.config.scoring_strategy = strategy,
+            Err(e) => j.error(&format!("{sat}.type"), e.to_string()),
+        }
+    }
+    if s.requested_to_capacity_ratio.is_some() && s.type_.as_deref() != Some("RequestedToCapacityRatio") {
+        j.error(&format!("{sat}.requestedToCapacityRatio"), "only allowed with type RequestedToCapacityRatio");
+    }
+    if !s.resources.is_empty() {
+        resources(j, &format!("{sat}.resources"), &s.resources);
+        j.config.scoring_resources =
+            s.resources.iter().map(|r| (r.name.clone(), r.weight.filter(|w| *w != 0).unwrap_or(1))).collect();
+    }
+}
+
+/// Scored resources: weights 1..=100 (0 means 1), names not repeated.
+fn resources(j: &mut Judge<'_, '_, '_>, at: &str, list: &[ResourceSpec]) {
+    for (i, r) in list.iter().enumerate() {
+        if let Some(w) = r.weight.filter(|w| !(0..=100).contains(w)) {
+            j.error(
+                &format!("{at}[{i}].weight"),
+                format!("{w}: resource weight of {} not in valid range [1, 100]", r.name),
+            );
+        }
+        if list[..i].iter().any(|o| o.name == r.name) {
+            j.error(&format!("{at}[{i}].name"), format!("Duplicate value: {:?}", r.name));
+        }
+    }
+}
+
+fn default_preemption(j: &mut Judge<'_, '_, '_>, at: &str, a: &DefaultPreemptionArgs) {
+    if let Some(p) = a.min_candidate_nodes_percentage.filter(|p| !(0..=100).contains(p)) {
+        j.error(&format!("{at}.minCandidateNodesPercentage"), format!("{p}: not in valid range [0, 100]"));
+    }
+    if let Some(n) = a.min_candidate_nodes_absolute.filter(|n| *n < 0) {
+        j.error(&format!("{at}.minCandidateNodesAbsolute"), format!("{n}: not in valid range [0, inf)"));
+    }
+    if a.min_candidate_nodes_percentage == Some(0) && a.min_candidate_nodes_absolute == Some(0) {
+        j.error(at, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero");
+    }
+    if a.min_candidate_nodes_percentage.is_some() || a.min_candidate_nodes_absolute.is_some() {
+        j.warn(at, "not used: muster's preemption considers every node, not a shortlist");
+    }
+}
+
+fn pod_topology_spread(j: &mut Judge<'_, '_, '_>, at: &str, a: &PodTopologySpreadArgs) {
+    let defaulting = a.defaulting_type.as_deref().unwrap_or("System");
+    if !matches!(defaulting, "System" | "List") {
+        j.error(
+            &format!("{at}.defaultingType"),
+            format!("Unsupported value: {defaulting:?}: supported values: \"List\", \"System\""),
+        );
+    }
+    if defaulting == "System" && !a.default_constraints.is_empty() {
+        j.error(
+            &format!("{at}.defaultConstraints"),
+            "when .defaultConstraints are not empty, .defaultingType must be \"List\"",
+        );
+    }
+    for (i, c) in a.default_constraints.iter().enumerate() {
+        if c.label_selector.is_some() {
+            j.error(
+                &format!("{at}.defaultConstraints[{i}].labelSelector"),
+                "constraint must not define a selector, as they deduced for each pod",
+            );
+        }
+        if c.max_skew <= 0 {
+            j.error(
+                &format!("{at}.defaultConstraints[{i}].maxSkew"),
+                format!("{}: must be greater than zero", c.max_skew),
+            );
+        }
+        if !matches!(c.when_unsatisfiable.as_str(), "DoNotSchedule" | "ScheduleAnyway") {
+            j.error(
+                &format!("{at}.defaultConstraints[{i}].whenUnsatisfiable"),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"DoNotSchedule\", \"ScheduleAnyway\"",
+                    c.when_unsatisfiable
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The configuration judge on files of each kind: valid 1.37 files read whole, each invalid or
+//! unsupported setting named at its place.
+
+use super::*;
+
+fn ok(text: &str) -> (SchedulerConfig, Judgement) {
+    let mut c = SchedulerConfig::default();
+    let j = judge(text, &mut c);
+    assert!(j.errors.is_empty(), "{:?}", j.errors);
+    (c, j)
+}
+
+fn errors(text: &str) -> Vec<String> {
+    let mut c = SchedulerConfig::default();
+    let j = judge(text, &mut c);
+    assert_eq!(c, SchedulerConfig::default(), "a refused file changes nothing");
+    j.errors.iter().map(|e| e.render("c.yaml")).collect()
+}
+
+const HEAD: &str = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";
+
+#[test]
+fn reads_the_scoring_strategy_and_weights() {
+    let (c, j) = ok(&format!(
+        "{HEAD}profiles:\n- schedulerName: muster\n  plugins:\n    score:\n      enabled:\n      - name: TaintToleration\n        weight: 5\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n        resources:\n        - name: nvidia.com/gpu\n          weight: 3\n"
+    ));
+    assert_eq!(j.names, ["muster"]);
+    assert_eq!(c.scoring_strategy, ScoringStrategy::MostAllocated);
+    assert_eq!(c.scoring_resources, [("nvidia.com/gpu".to_string(), 3)]);
+    assert_eq!(c.weights.taint_toleration, 5);
+    assert_eq!(c.weights.node_affinity, 2, "the other default weights stay");
+}
+
+#[test]
+fn the_topology_aware_scheduling_example_sets_placement_weights() {
+    let (c, j) = ok(&format!(
+        "{HEAD}profiles:\n  - schedulerName: default-scheduler\n    plugins:\n      placementScore:\n        enabled:\n          - name: NodeResourcesFit\n            weight: 2\n          - name: PodGroupPodsCount\n            weight: 5\n    pluginConfig:\n      - name: NodeResourcesFit\n        args:\n          scoringStrategy:\n            type: LeastAllocated\n            resources:\n              - name: cpu\n                weight: 2\n              - name: memory\n                weight: 1\n"
+    ));
+    assert!(j.warnings.is_empty(), "{:?}", j.warnings);
+    assert_eq!(c.placement_weights, muster_sched::PlacementWeights { node_resources_fit: 2, pod_group_pods_count: 5 });
+    assert_eq!(c.scoring_resources, [("cpu".to_string(), 2), ("memory".to_string(), 1)]);
+    assert_eq!(c.weights, muster_sched::ScoreWeights::default(), "Score weights are untouched");
+}
+
+#[test]
+fn disabling_every_score_plugin_zeroes_the_weights() {
+    let (c, _) = ok(&format!(
+        "{HEAD}profiles:\n- plugins:\n    score:\n      disabled:\n      - name: '*'\n      enabled:\n      - name: NodeAffinity\n"
+    ));
+    let w = c.weights;
+    assert_eq!((w.node_resources_fit, w.balanced_allocation, w.taint_toleration, w.node_affinity), (0, 0, 0, 1));
+}
+
+#[test]
+fn multi_point_weights_reach_score() {
+    let (c, _) = ok(&format!(
+        "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: TaintToleration\n        weight: 7\n"
+    ));
+    assert_eq!(c.weights.taint_toleration, 7);
+}
+
+#[test]
+fn backoff_and_percentages_are_read_and_checked() {
+    let (c, _) =
+        ok(&format!("{HEAD}podInitialBackoffSeconds: 2\npodMaxBackoffSeconds: 30\npercentageOfNodesToScore: 40\n"));
+    assert_eq!((c.backoff.initial, c.backoff.max), (2_000, 30_000));
+    assert_eq!(c.percentage_of_nodes_to_score, 40);
+    assert_eq!(
+        errors(&format!("{HEAD}podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n")),
+        [
+            "c.yaml:4:23: KubeSchedulerConfiguration: podMaxBackoffSeconds: 2: must be greater than or equal to podInitialBackoffSeconds"
+        ]
+    );
+}
+
+#[test]
+fn unknown_fields_are_errors_with_positions() {
+    assert_eq!(
+        errors("kind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: x\n  plugns: {}\n"),
+        ["c.yaml:4:3: KubeSchedulerConfiguration: profiles[0]: unknown field \"plugns\""]
+    );
+    assert_eq!(
+        errors(&format!(
+            "{HEAD}profiles:\n- pluginConfig:\n  - name: InterPodAffinity\n    args:\n      hardPodAffinityWieght: 3\n"
+        )),
+        [
+            "c.yaml:7:7: KubeSchedulerConfiguration: profiles[0].pluginConfig[0].args: unknown field \"hardPodAffinityWieght\""
+        ]
+    );
+}
+
+#[test]
+fn out_of_tree_plugins_and_what_muster_cannot_turn_off_are_refused() {
+    let e = errors(&format!(
+        "{HEAD}profiles:\n- plugins:\n    filter:\n      disabled:\n      - name: NodeAffinity\n    score:\n      enabled:\n      - name: Coscheduling\n"
+    ));
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e[0].contains("turns NodeAffinity off at filter"), "{e:?}");
+    assert!(e[1].contains("\"Coscheduling\" is not a plugin of kube-scheduler 1.37"), "{e:?}");
+}
+
+#[test]
+fn profiles_that_schedule_differently_are_refused_and_alike_ones_serve_every_name() {
+    let (_, j) = ok(&format!("{HEAD}profiles:\n- schedulerName: a\n- schedulerName: b\n"));
+    assert_eq!(j.names, ["a", "b"]);
+    let e = errors(&format!(
+        "{HEAD}profiles:\n- schedulerName: a\n- schedulerName: b\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n"
+    ));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("profile \"b\" schedules differently from profile \"a\""), "{e:?}");
+}
+
+#[test]
+fn fields_muster_does_not_act_on_are_named_in_warnings() {
+    let (_, j) = ok(&format!(
+        "{HEAD}parallelism: 8\nleaderElection:\n  leaderElect: false\nprofiles:\n- pluginConfig:\n  - name: DynamicResources\n    args:\n      filterTimeout: 5s\n"
+    ));
+    let w: Vec<&str> = j.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert_eq!(w, ["parallelism", "leaderElection", "profiles[0].pluginConfig[0].args.filterTimeout"]);
+}
+
+#[test]
+fn old_versions_and_bad_args_are_errors() {
+    let e = errors("apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n");
+    assert_eq!(e.len(), 1);
+    assert!(e[0].contains("muster reads kubescheduler.config.k8s.io/v1"), "{e:?}");
+    let e = errors(&format!(
+        "{HEAD}profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      kind: InterPodAffinityArgs\n      scoringStrategy:\n        resources:\n        - name: cpu\n          weight: 101\n"
+    ));
+    assert_eq!(e.len(), 2, "{e:?}");
+}
