@@ -3,7 +3,7 @@
 //! document the manifest loader reads like any file. Nothing is written. Workloads (Deployments,
 //! Jobs, ...) are not listed: their pods are in the cluster already, made by its own controllers.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 pub async fn list_cluster(client: &Client) -> anyhow::Result<String> {
     let mut items = Vec::new();
     items.extend(all::<PriorityClass>(client).await?);
+    items.extend(all::<Namespace>(client).await?);
     items.extend(all::<Node>(client).await?);
     items.extend(all::<DeviceClass>(client).await?);
     items.extend(all::<ResourceSlice>(client).await?);

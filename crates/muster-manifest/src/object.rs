@@ -71,6 +71,7 @@ macro_rules! kinds {
 
 kinds! {
     Node => core::Node,
+    Namespace => core::Namespace,
     Pod => core::Pod,
     PriorityClass => sched_v1::PriorityClass,
     DeviceClass => resource::DeviceClass,

@@ -291,6 +291,43 @@ pub fn device_claim(devices: &DeviceClaim, path: &str) -> Vec<FieldError> {
     out
 }
 
+/// The namespace label that admin access to devices requires (`DRAAdminNamespaceLabelKey`).
+pub const ADMIN_ACCESS_LABEL: &str = "resource.kubernetes.io/admin-access";
+
+/// `AuthorizedForAdmin`: a claim (or template) that asks for admin access must live in a
+/// namespace labelled `resource.kubernetes.io/admin-access: "true"`; the first such request is
+/// named. `namespace_labels` is `None` when the input does not define the namespace (the API
+/// server could not find it, so could not grant admin access either).
+pub fn admin_access(
+    devices: &DeviceClaim,
+    path: &str,
+    namespace: &str,
+    namespace_labels: Option<&std::collections::BTreeMap<String, String>>,
+) -> Vec<FieldError> {
+    let Some(i) = devices
+        .requests
+        .iter()
+        .flatten()
+        .position(|r| r.exactly.as_ref().is_some_and(|e| e.admin_access == Some(true)))
+    else {
+        return Vec::new();
+    };
+    if namespace_labels.and_then(|l| l.get(ADMIN_ACCESS_LABEL)).is_some_and(|v| v == "true") {
+        return Vec::new();
+    }
+    let missing = if namespace_labels.is_none() {
+        format!(" (the input defines no Namespace {namespace:?}; add it with that label)")
+    } else {
+        String::new()
+    };
+    vec![(
+        format!("{path}.requests[{i}].exactly.adminAccess"),
+        format!(
+            "Forbidden: admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` label on the containing namespace{missing}"
+        ),
+    )]
+}
+
 /// Upstream's limits on a ResourceSlice (`ResourceSliceMaxDevices`, `ResourceSliceMaxCounterSets`,
 /// `ResourceSliceMaxCountersPerCounterSet`).
 pub const SLICE_MAX_DEVICES: usize = 128;

@@ -1,7 +1,7 @@
 //! The in-memory world: a cluster read from manifests, and a plan written back into the objects
 //! as the API server would hold them afterwards.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::api::resource::v1::{
@@ -84,6 +84,7 @@ impl World {
         let mut workloads = Workloads::default();
         let (mut device_classes, mut slices, mut claims, mut templates, mut rules, mut groups) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut namespaces = Namespaces::default();
         for l in std::mem::take(&mut manifests.objects) {
             let key = object_key(
                 l.object.metadata().namespace.as_deref(),
@@ -93,6 +94,7 @@ impl World {
             origins.insert((l.object.kind(), key.clone()), l.origin);
             match l.object {
                 Object::Node(n) => nodes.push(*n),
+                Object::Namespace(n) => namespaces.add(*n),
                 Object::Pod(p) => pods.push(p),
                 Object::PriorityClass(pc) => classes.push(*pc),
                 Object::DeviceClass(c) => device_classes.push(*c),
@@ -131,6 +133,7 @@ impl World {
         // What the API server refuses in the objects the model reads besides nodes, pods and
         // PriorityClasses (those are checked as the cluster is built).
         bad.extend(api_server_rules(&groups, &composites, &claims, &templates, &device_classes));
+        bad.extend(namespaces.admin_access(&claims, &templates));
         for sl in &slices {
             let name = sl.metadata.name.clone().unwrap_or_default();
             bad.extend(muster_sched::validate::on("ResourceSlice", &name, muster_sched::validate::resource_slice(sl)));
@@ -184,6 +187,7 @@ impl World {
                 let warnings = muster_sched::validate::unpublished_allocations(&c.claim, &published);
                 found.extend(muster_sched::validate::on("ResourceClaim", &object, warnings));
             }
+            found.extend(namespaces.undefined(cluster.pods.iter().map(|p| &*p.pod)));
             cluster.warnings.extend(found.iter().map(ToString::to_string));
             found.into_iter().map(|w| model_diagnostic(w, &origins)).collect()
         };
@@ -247,6 +251,68 @@ fn api_server_rules(
         out.extend(validate::on("DeviceClass", &name, validate::device_class(c)));
     }
     out
+}
+
+/// The Namespaces of the input, by name, with their labels.
+#[derive(Default)]
+struct Namespaces {
+    labels: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Namespaces {
+    fn add(&mut self, ns: k8s_openapi::api::core::v1::Namespace) {
+        let name = ns.metadata.name.unwrap_or_default();
+        self.labels.insert(name, ns.metadata.labels.unwrap_or_default());
+    }
+
+    /// Admin access asked for in a namespace without the admin-access label: refused, as the API
+    /// server refuses it.
+    fn admin_access(&self, claims: &[ResourceClaim], templates: &[ResourceClaimTemplate]) -> Vec<ModelError> {
+        use muster_sched::validate;
+        let mut out = Vec::new();
+        let mut one = |kind, meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, devices, path| {
+            let ns = meta.namespace.as_deref().unwrap_or("default");
+            let key = object_key(Some(ns), meta.name.as_deref(), true);
+            out.extend(validate::on(kind, &key, validate::admin_access(devices, path, ns, self.labels.get(ns))));
+        };
+        for c in claims {
+            if let Some(d) = c.spec.as_ref().and_then(|s| s.devices.as_ref()) {
+                one("ResourceClaim", &c.metadata, d, "spec.devices");
+            }
+        }
+        for t in templates {
+            if let Some(d) = t.spec.as_ref().and_then(|s| s.spec.as_ref()).and_then(|s| s.devices.as_ref()) {
+                one("ResourceClaimTemplate", &t.metadata, d, "spec.spec.devices");
+            }
+        }
+        out
+    }
+
+    /// When the input defines Namespaces, a pod in a namespace it does not define is a warning
+    /// (one per namespace, on its first pod); inputs that define none are taken as they are.
+    fn undefined<'p>(&self, pods: impl Iterator<Item = &'p Pod>) -> Vec<ModelError> {
+        const ALWAYS: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+        if self.labels.is_empty() {
+            return Vec::new();
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for p in pods {
+            let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+            if ALWAYS.contains(&ns) || self.labels.contains_key(ns) || !seen.insert(ns.to_string()) {
+                continue;
+            }
+            out.push(ModelError {
+                kind: "Pod",
+                object: object_key(Some(ns), p.metadata.name.as_deref(), true),
+                field: Some("metadata.namespace".into()),
+                message: format!(
+                    "namespace {ns:?} is not among the input's Namespaces; muster plans as if it existed without labels"
+                ),
+            });
+        }
+        out
+    }
 }
 
 fn object_key(ns: Option<&str>, name: Option<&str>, namespaced: bool) -> String {

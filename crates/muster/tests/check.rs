@@ -373,6 +373,7 @@ fn check_and_plan_reject_api_server_rules_alike() {
         ("tests/bad-input/18-priority-classes.yaml", 3),
         ("tests/bad-input/19-device-count.yaml", 4),
         ("tests/bad-input/21-resource-slices.yaml", 2),
+        ("tests/bad-input/22-admin-access.yaml", 2),
     ] {
         let (c, p) = (muster(&["check", path]), muster(&["plan", path]));
         assert_eq!(c.status.code(), Some(1), "{path}");
@@ -385,6 +386,22 @@ fn check_and_plan_reject_api_server_rules_alike() {
             assert!(checked.contains(&format!("{path}:{at}: error: {message}")), "{line}\n{checked}");
         }
     }
+}
+
+/// An input that lists its Namespaces but not one its pods live in: `check` warns (exit 0) and
+/// `plan` plans with the same warning, once per namespace.
+#[test]
+fn a_pod_in_a_namespace_the_input_does_not_define_is_a_warning() {
+    let path = "tests/check/undefined-namespace.yaml";
+    let message = "Pod shop/web-1: metadata.namespace: namespace \"shop\" is not among the input's Namespaces; \
+                   muster plans as if it existed without labels";
+    let c = muster(&["check", path]);
+    assert_eq!(c.status.code(), Some(0), "{}", stdout(&c));
+    assert!(stdout(&c).contains(&format!("{path}:12:1: warning: {message}")), "{}", stdout(&c));
+    assert!(stdout(&c).ends_with("0 errors, 1 warning in 1 file\n"), "{}", stdout(&c));
+    let p = muster(&["plan", path]);
+    assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
+    assert!(stdout(&p).contains(&format!("warning: {message}")), "{}", stdout(&p));
 }
 
 /// An allocation naming a device no ResourceSlice publishes is not an API-server rule (drivers
