@@ -8,6 +8,7 @@
 pub mod de;
 pub mod load;
 pub mod object;
+pub mod providers;
 pub mod yaml;
 
 pub use load::{Diagnostic, Found, Loaded, Manifests, Origin, find_files, load_paths, load_str, load_str_documents};

@@ -66,6 +66,9 @@ pub struct Manifests {
     pub objects: Vec<Loaded>,
     /// Objects of kinds muster does not read, counted by (apiVersion, kind).
     pub ignored: BTreeMap<(String, String), usize>,
+    /// ResourceClaimTemplates that ignored objects will have made at run time (a driver's
+    /// controller), see [`crate::providers`].
+    pub provided_templates: Vec<crate::providers::ProvidedTemplate>,
 }
 
 impl Manifests {
@@ -271,6 +274,7 @@ impl Loader {
         for r in results {
             let part = r.into_inner().expect("no worker panics").expect("every piece is processed");
             self.manifests.objects.extend(part.manifests.objects);
+            self.manifests.provided_templates.extend(part.manifests.provided_templates);
             for (k, n) in part.manifests.ignored {
                 *self.manifests.ignored.entry(k).or_default() += n;
             }
@@ -385,6 +389,11 @@ impl Loader {
                 let versions = supported_versions(kind);
                 if versions.is_empty() {
                     *self.manifests.ignored.entry((api_version.to_string(), kind.to_string())).or_default() += 1;
+                    self.manifests.provided_templates.extend(crate::providers::provided_template(
+                        api_version,
+                        kind,
+                        node,
+                    ));
                 } else {
                     let field_pos = node.get("apiVersion").map_or(node.pos, |n| n.pos);
                     self.errors.push(diag(

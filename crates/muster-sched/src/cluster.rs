@@ -393,6 +393,10 @@ pub struct Cluster {
     /// Extended resources DeviceClasses back (KEP 5004), to the class's name: set by
     /// [`Cluster::map_extended_resources`], applied to every pod the store takes.
     extended_classes: HashMap<String, String>,
+    /// ResourceClaimTemplates that objects muster does not read will have a driver's controller
+    /// make at run time, by (namespace, name), with the object that makes them: a pod naming one
+    /// waits for it, and its reason says so.
+    pub template_providers: HashMap<(String, String), String>,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
@@ -792,6 +796,16 @@ impl Cluster {
     /// kube-controller-manager's resourceclaim controller would (name `<pod>-<claim>-<suffix>`,
     /// owned by the pod, annotated with the pod's claim name, recorded in
     /// `status.resourceClaimStatuses`).
+    /// Why a pod's template is not there: not found, or not made yet by the object that will.
+    fn missing_template(&self, namespace: &str, template: &str) -> String {
+        match self.template_providers.get(&(namespace.to_string(), template.to_string())) {
+            Some(by) => format!(
+                "resourceclaimtemplate \"{template}\" not found yet: {by} makes it at run time; the pod waits for it"
+            ),
+            None => format!("resourceclaimtemplate \"{template}\" not found"),
+        }
+    }
+
     pub fn add_claims(&mut self, claims: Vec<ResourceClaim>, templates: &[ResourceClaimTemplate]) {
         let mut index: HashMap<(String, String), ClaimId> = HashMap::new();
         for c in claims {
@@ -864,7 +878,7 @@ impl Cluster {
                             t.metadata.name.as_deref() == Some(template)
                                 && t.metadata.namespace.as_deref().unwrap_or("default") == ns
                         }) {
-                            None => Err(format!("resourceclaimtemplate \"{template}\" not found")),
+                            None => Err(self.missing_template(&ns, template)),
                             Some(t) => {
                                 let claim = generate_claim(&self.pods[pi].pod, &pod_name, &ns, &pc.name, t);
                                 let name = claim.metadata.name.clone().unwrap_or_default();

@@ -240,6 +240,8 @@ pub(crate) struct Index {
     /// driver) or test with `device.driver == '...'`.
     pub class_drivers: BTreeMap<String, BTreeSet<String>>,
     pub slices: Vec<ResourceSlice>,
+    /// ResourceClaimTemplates that objects of the input will have made at run time.
+    pub provided_templates: Vec<muster_manifest::providers::ProvidedTemplate>,
 }
 
 impl Index {
@@ -247,6 +249,11 @@ impl Index {
         let mut ix = Index::default();
         for o in objects {
             ix.defined.entry((o.kind.clone(), o.namespace.clone(), o.name.clone())).or_insert((o.file, o.node.pos));
+            ix.provided_templates.extend(muster_manifest::providers::provided_template(
+                &o.api_version,
+                &o.kind,
+                o.node,
+            ));
             match o.kind.as_str() {
                 "DeviceClass" => {
                     let mut drivers = BTreeSet::new();
@@ -953,9 +960,23 @@ impl<'s> Checker<'s> {
             {
                 let Some(n) = c.get(key) else { continue };
                 let Some(name) = str_of(Some(n)) else { continue };
-                if !self.ix.has(kind, &o.namespace, name) {
-                    let m = format!("{kind} {}/{name} is not in the input", o.namespace);
-                    self.push(o, n.pos, Severity::Error, &format!("{path}[{i}].{key}"), m, None, false);
+                if self.ix.has(kind, &o.namespace, name) {
+                    continue;
+                }
+                let field = format!("{path}[{i}].{key}");
+                let by = self.ix.provided_templates.iter().find(|t| t.namespace == o.namespace && t.name == name);
+                match by.filter(|_| kind == "ResourceClaimTemplate") {
+                    Some(t) => {
+                        let m = format!(
+                            "{kind} {}/{name} is made at run time by {}; the pod waits for it",
+                            o.namespace, t.by
+                        );
+                        self.push(o, n.pos, Severity::Warning, &field, m, None, false);
+                    }
+                    None => {
+                        let m = format!("{kind} {}/{name} is not in the input", o.namespace);
+                        self.push(o, n.pos, Severity::Error, &field, m, None, false);
+                    }
                 }
             }
         }

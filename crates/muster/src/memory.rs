@@ -163,6 +163,11 @@ impl World {
         cluster.add_pod_groups(groups);
         cluster.add_composite_pod_groups(composites);
         cluster.add_disruption_budgets(budgets);
+        cluster.template_providers = manifests
+            .provided_templates
+            .iter()
+            .map(|t| ((t.namespace.clone(), t.name.clone()), t.by.clone()))
+            .collect();
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
         // Allocations naming devices no slice publishes: warnings (not an API-server rule).

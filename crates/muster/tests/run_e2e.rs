@@ -44,6 +44,8 @@ fn scenario_inputs(dir: &Path) -> (Vec<PathBuf>, Vec<String>) {
             inputs.extend(i.split_whitespace().map(|p| dir.join(p)));
         } else if let Some(a) = line.strip_prefix("args:") {
             args.extend(a.split_whitespace().map(String::from));
+        } else if let Some(c) = line.strip_prefix("config:") {
+            args.extend(["--config".to_string(), dir.join(c.trim()).to_string_lossy().into_owned()]);
         }
     }
     if inputs.is_empty() {
