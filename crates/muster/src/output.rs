@@ -41,6 +41,57 @@ fn pod_devices(c: &Cluster, pod: muster_sched::PodId) -> Vec<String> {
     groups.into_iter().map(|(k, d)| format!("{k}: {}", d.join(" "))).collect()
 }
 
+/// The devices of a placed pod that have binding conditions (DeviceBindingAndStatus): PreBind
+/// waits until the driver sets each condition True on the claim's device status (or one of the
+/// failure conditions, which sends the pod back to scheduling): `(driver/pool/device,
+/// conditions, failure conditions)`.
+fn binding_waits(c: &Cluster, pod: muster_sched::PodId) -> Vec<(String, Vec<String>, Vec<String>)> {
+    let mut out = Vec::new();
+    for i in c.pod(pod).claims.iter().flatten() {
+        let results = c.claims[*i].claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+        let results = results.and_then(|a| a.devices.as_ref()).and_then(|d| d.results.as_ref());
+        for r in results.into_iter().flatten() {
+            let conditions = r.binding_conditions.clone().unwrap_or_default();
+            if conditions.is_empty() {
+                continue;
+            }
+            let device = format!("{}/{}/{}", r.driver, r.pool, r.device);
+            if !out.iter().any(|(d, _, _)| *d == device) {
+                out.push((device, conditions, r.binding_failure_conditions.clone().unwrap_or_default()));
+            }
+        }
+    }
+    out
+}
+
+fn binding_waits_json(c: &Cluster, pod: muster_sched::PodId) -> Vec<Value> {
+    binding_waits(c, pod)
+        .into_iter()
+        .map(|(device, conditions, failure)| json!({"device": device, "conditions": conditions, "failureConditions": failure}))
+        .collect()
+}
+
+/// The table's section for pods placed on devices with binding conditions: they are not bound
+/// until the driver reports the devices ready.
+fn push_binding_waits(out: &mut String, c: &Cluster, plan: &Plan) {
+    let waiting: Vec<(&str, Vec<(String, Vec<String>, Vec<String>)>)> = plan
+        .placements
+        .iter()
+        .map(|(p, _)| (c.pod(*p).key.as_str(), binding_waits(c, *p)))
+        .filter(|(_, w)| !w.is_empty())
+        .collect();
+    if waiting.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nWAITING AT PREBIND (device binding conditions)");
+    for (pod, waits) in waiting {
+        for (device, conditions, failure) in waits {
+            let fails = if failure.is_empty() { String::new() } else { format!("; fails on {}", failure.join(", ")) };
+            let _ = writeln!(out, "{pod}: binds once the driver reports {} on {device}{fails}", conditions.join(", "));
+        }
+    }
+}
+
 /// Pods this run left alone, with why.
 fn skipped(cluster: &Cluster) -> Vec<(&str, String)> {
     cluster
@@ -185,7 +236,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
         }
     }
     json!({
-        "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p)})).collect::<Vec<_>>(),
+        "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p), "bindingConditions": binding_waits_json(c, *p)})).collect::<Vec<_>>(),
         "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": reason_text(world, e.message(), &invalid)})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
@@ -433,6 +484,7 @@ pub fn table(world: &World, plan: &Plan) -> String {
             }
         }
     }
+    push_binding_waits(&mut out, c, plan);
     if !plan.groups.is_empty() || !plan.composites.is_empty() {
         if !out.is_empty() {
             out.push('\n');

@@ -208,6 +208,30 @@ fn check_and_plan_judge_a_configuration_alike() {
 }
 
 #[test]
+fn a_pod_on_devices_with_binding_conditions_is_shown_waiting_at_prebind() {
+    let o = muster(&["plan", "tests/scenarios/binding-conditions"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "WAITING AT PREBIND (device binding conditions)\nml/infer-0: binds once the driver reports \
+             fabric.example.com/attached on fabric.example.com/node-1/gpu-0; fails on fabric.example.com/attach-failed\n"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    let o = muster(&["plan", "tests/scenarios/binding-conditions", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["placements"][0]["bindingConditions"],
+        serde_json::json!([{"device": "fabric.example.com/node-1/gpu-0", "conditions": ["fabric.example.com/attached"],
+                            "failureConditions": ["fabric.example.com/attach-failed"]}])
+    );
+    let o = muster(&["plan", "examples/quickstart", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["placements"][0]["bindingConditions"], serde_json::json!([]), "always present");
+}
+
+#[test]
 fn devices_shows_which_devices_a_class_selects() {
     // An "80GB" H100 reports 81559Mi < 80Gi: the class selects the A100s (81920Mi) only.
     let o = muster(&["devices", "examples/gpu-devices", "--class", "h100-80gi"]);
