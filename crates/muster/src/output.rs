@@ -41,11 +41,14 @@ fn pod_devices(c: &Cluster, pod: muster_sched::PodId) -> Vec<String> {
     groups.into_iter().map(|(k, d)| format!("{k}: {}", d.join(" "))).collect()
 }
 
+/// A device with binding conditions: `driver/pool/device`, its conditions, its failure conditions.
+type BindingWait = (String, Vec<String>, Vec<String>);
+
 /// The devices of a placed pod that have binding conditions (DeviceBindingAndStatus): PreBind
 /// waits until the driver sets each condition True on the claim's device status (or one of the
 /// failure conditions, which sends the pod back to scheduling): `(driver/pool/device,
 /// conditions, failure conditions)`.
-fn binding_waits(c: &Cluster, pod: muster_sched::PodId) -> Vec<(String, Vec<String>, Vec<String>)> {
+fn binding_waits(c: &Cluster, pod: muster_sched::PodId) -> Vec<BindingWait> {
     let mut out = Vec::new();
     for i in c.pod(pod).claims.iter().flatten() {
         let results = c.claims[*i].claim.status.as_ref().and_then(|s| s.allocation.as_ref());
@@ -74,7 +77,7 @@ fn binding_waits_json(c: &Cluster, pod: muster_sched::PodId) -> Vec<Value> {
 /// The table's section for pods placed on devices with binding conditions: they are not bound
 /// until the driver reports the devices ready.
 fn push_binding_waits(out: &mut String, c: &Cluster, plan: &Plan) {
-    let waiting: Vec<(&str, Vec<(String, Vec<String>, Vec<String>)>)> = plan
+    let waiting: Vec<(&str, Vec<BindingWait>)> = plan
         .placements
         .iter()
         .map(|(p, _)| (c.pod(*p).key.as_str(), binding_waits(c, *p)))
