@@ -4,7 +4,10 @@
 //! into BENCHMARKS.md.
 
 mod churn;
+mod output;
 mod sim;
+
+pub use output::output;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -295,6 +295,12 @@ enum BenchCommand {
         #[arg(long, default_value_t = 201)]
         reps: usize,
     },
+    /// Renders one plan of CLAIMS pods with one device claim each as the table, JSON and YAML,
+    /// each timed (every output is linear in what it shows).
+    Output {
+        #[arg(long, default_value_t = 40_000)]
+        claims: usize,
+    },
     /// scheduler_perf's SchedulingWithResourceClaimTemplate: pods with one one-device claim each.
     PlanDra {
         #[arg(long, default_value_t = 500)]
@@ -558,6 +564,7 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),
+        BenchCommand::Output { claims } => print!("{}", bench::output(claims)?),
         BenchCommand::PlanDra { nodes, devices, pods } => print!("{}", bench::plan_dra(nodes, devices, pods)?),
         BenchCommand::Gang { nodes, gangs, pods_per_gang, iterations } => {
             print!("{}", bench::gang(nodes, gangs, pods_per_gang, iterations)?)
