@@ -35,24 +35,16 @@ const CHART: &str = "deploy/helm/muster";
 const RBAC_TABLE: &[(&str, &[&str], &[&str])] = &[
     ("", &["pods"], &["get", "list", "watch", "delete"]),
     ("", &["pods/binding"], &["create"]),
-    ("", &["pods/status"], &["patch", "update"]),
-    ("", &["nodes"], &["get", "list", "watch"]),
-    ("events.k8s.io", &["events"], &["create", "patch", "update"]),
-    (
-        "resource.k8s.io",
-        &["deviceclasses", "resourceslices", "devicetaintrules", "resourceclaimtemplates"],
-        &["get", "list", "watch"],
-    ),
-    ("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch", "create", "update", "patch", "delete"]),
+    ("", &["pods/status"], &["patch"]),
+    ("", &["nodes"], &["list", "watch"]),
+    ("events.k8s.io", &["events"], &["create"]),
+    ("resource.k8s.io", &["deviceclasses", "resourceslices", "devicetaintrules"], &["list", "watch"]),
+    ("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch", "create", "update"]),
     ("resource.k8s.io", &["resourceclaims/status"], &["update", "patch"]),
     ("resource.k8s.io", &["resourceclaims/binding"], &["update", "patch"]),
-    (
-        "scheduling.k8s.io",
-        &["priorityclasses", "podgroups", "workloads", "compositepodgroups"],
-        &["get", "list", "watch"],
-    ),
-    ("scheduling.k8s.io", &["podgroups/status", "compositepodgroups/status"], &["patch", "update"]),
-    ("policy", &["poddisruptionbudgets"], &["get", "list", "watch"]),
+    ("scheduling.k8s.io", &["priorityclasses", "podgroups"], &["list", "watch"]),
+    ("scheduling.k8s.io", &["podgroups/status"], &["patch"]),
+    ("policy", &["poddisruptionbudgets"], &["list", "watch"]),
 ];
 
 /// The flags `muster run` takes; an argument of the Deployment outside them is a typo.
@@ -342,16 +334,12 @@ fn the_role_holds_exactly_the_lease_in_muster_system() {
     let lease = |v: &str, n: Option<&str>| {
         ("coordination.k8s.io".to_string(), "leases".to_string(), v.to_string(), n.map(str::to_string))
     };
-    let expected = BTreeSet::from([
-        lease("create", None),
-        lease("get", Some(NAME)),
-        lease("update", Some(NAME)),
-        lease("patch", Some(NAME)),
-    ]);
+    let expected = BTreeSet::from([lease("create", None), lease("get", Some(NAME)), lease("patch", Some(NAME))]);
     assert_eq!(grants(&rules), expected);
     let allows = |v: &str, n: Option<&str>| cluster_role_allows(&rules, "coordination.k8s.io", "leases", v, n);
     assert!(allows("create", None));
-    for v in ["get", "update", "patch"] {
+    assert!(!allows("update", Some(NAME)), "kube-lease-manager patches the Lease");
+    for v in ["get", "patch"] {
         assert!(allows(v, Some(NAME)), "{v} lease muster");
         assert!(!allows(v, Some("kube-scheduler")), "{v} another lease");
     }
@@ -551,11 +539,20 @@ fn the_config_map_holds_one_muster_profile_that_muster_accepts() {
     let path = path.to_str().unwrap();
     let out = common::muster(&["plan", "--config", path, "examples/quickstart", "-o", "json"]);
     assert!(out.status.success(), "muster rejects the ConfigMap's configuration: {}", common::stderr(&out));
-    // The loader is strict: a field it does not honour is an error, not ignored.
+    // The loader is strict: a misspelled field is an error; a field muster does not act on is
+    // named in a warning that says where the setting lives instead.
     let bad = dir.join("bad.yaml");
-    std::fs::write(&bad, format!("{text}leaderElection:\n  leaderElect: true\n")).unwrap();
+    std::fs::write(&bad, format!("{text}leaderElectoin:\n  leaderElect: true\n")).unwrap();
     let out = common::muster(&["plan", "--config", bad.to_str().unwrap(), "examples/quickstart"]);
-    assert!(!out.status.success(), "muster accepted a configuration with leaderElection");
+    assert!(!out.status.success(), "muster accepted a configuration with a misspelled field");
+    let warned = dir.join("warned.yaml");
+    std::fs::write(&warned, format!("{text}leaderElection:\n  leaderElect: true\n")).unwrap();
+    let out = common::muster(&["plan", "--config", warned.to_str().unwrap(), "examples/quickstart"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out)
+            .contains("leaderElection: not read from the file; it is set by muster run's --leader-elect")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -714,7 +711,7 @@ fn the_roles_allow_the_requests_muster_makes_and_every_rule_is_used() {
     let requests = [
         ("GET", "/api/v1/pods?watch=true"),
         ("GET", "/api/v1/nodes?limit=500"),
-        ("GET", "/api/v1/nodes/n1"),
+        ("GET", "/api/v1/namespaces/ml/pods/victim"),
         ("DELETE", "/api/v1/namespaces/ml/pods/victim"),
         ("POST", "/api/v1/namespaces/ml/pods/p/binding"),
         ("PATCH", "/api/v1/namespaces/ml/pods/p/status"),
@@ -722,9 +719,11 @@ fn the_roles_allow_the_requests_muster_makes_and_every_rule_is_used() {
         ("GET", "/apis/resource.k8s.io/v1/deviceclasses?watch=true"),
         ("GET", "/apis/resource.k8s.io/v1/resourceslices"),
         ("GET", "/apis/resource.k8s.io/v1/devicetaintrules"),
-        ("GET", "/apis/resource.k8s.io/v1/resourceclaimtemplates"),
+        ("GET", "/apis/resource.k8s.io/v1/resourceclaims?watch=true"),
+        ("GET", "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/c"),
         ("PUT", "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/c"),
         ("PUT", "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/c/status"),
+        ("POST", "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims"),
         ("PATCH", "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/c/binding"),
         ("GET", "/apis/scheduling.k8s.io/v1/priorityclasses"),
         ("GET", "/apis/scheduling.k8s.io/v1beta1/podgroups?watch=true"),

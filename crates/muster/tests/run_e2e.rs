@@ -264,6 +264,51 @@ fn every_scenario_runs_live_as_it_plans_and_within_the_rbac() {
     assert!(ran >= 25 || std::env::var("MUSTER_E2E_ONLY").is_ok(), "only {ran} scenarios ran");
     assert!(failures.is_empty(), "{} scenario(s) differ:\n{}", failures.len(), failures.join("\n"));
     assert_rbac_covers(&requests);
+    assert_rbac_needs_all(&requests);
+}
+
+/// Grants of the shipped roles that the scenarios do not exercise, each with the test or the
+/// situation that does: every other (verb, resource) grant must appear in the scenarios' log.
+const EXERCISED_ELSEWHERE: &[(&str, &str, &str)] = &[
+    // The Lease (kube-lease-manager): a_standby_takes_over_when_the_leader_goes.
+    ("create", "coordination.k8s.io", "leases"),
+    ("get", "coordination.k8s.io", "leases"),
+    ("patch", "coordination.k8s.io", "leases"),
+    // A claim read again after a conflict: a_conflicting_claim_write_is_retried.
+    ("get", "resource.k8s.io", "resourceclaims"),
+    // Unreserve gives a reservation back: a_failed_binding_is_unreserved_and_retried.
+    ("patch", "resource.k8s.io", "resourceclaims/status"),
+    // Checked by the API server on allocation and reservedFor writes; never requested.
+    ("update", "resource.k8s.io", "resourceclaims/binding"),
+    ("patch", "resource.k8s.io", "resourceclaims/binding"),
+];
+
+/// Nothing more: every verb the shipped roles grant on every resource is used by a request of
+/// the scenarios (or listed in [`EXERCISED_ELSEWHERE`] with where it is used).
+fn assert_rbac_needs_all(requests: &[Request]) {
+    let (cluster_rules, role_rules) = shipped_rules();
+    let mut unused = BTreeSet::new();
+    for rule in cluster_rules.iter().chain(&role_rules) {
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    let used = requests.iter().any(|r| {
+                        let res = match &r.subresource {
+                            Some(sub) => format!("{}/{sub}", r.resource),
+                            None => r.resource.clone(),
+                        };
+                        r.verb == *verb && r.group == *group && res == *resource
+                    });
+                    let elsewhere =
+                        EXERCISED_ELSEWHERE.iter().any(|(v, g, res)| v == verb && g == group && res == resource);
+                    if !used && !elsewhere {
+                        unused.insert(format!("{verb} {group}/{resource}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(unused.is_empty(), "the shipped RBAC grants what no request needs: {unused:?}");
 }
 
 /// Every request is allowed by the shipped roles.
