@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::bail;
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceSlice};
 use muster_sched::queue::{Millis, SchedulingQueue};
-use muster_sched::{Change, Cluster, DraContext, Engine, GroupOutcome, Plan};
+use muster_sched::{Change, Cluster, DraContext, Engine, GroupOutcome, Plan, QueueEntry};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
@@ -335,12 +335,14 @@ impl Loop {
     /// Decisions for every ready entry, sent to the writers.
     fn schedule(&mut self, engine: &mut Engine<'_>) {
         let started = std::time::Instant::now();
-        let plan = engine.schedule(self.now());
+        let mut cycles: Vec<(QueueEntry, std::time::Instant)> = Vec::new();
+        let plan = engine.schedule_observing(self.now(), &mut |e, _| cycles.push((e, std::time::Instant::now())));
         if is_empty(&plan) {
             return;
         }
         let m = &self.writer.metrics;
         m.batch_seconds.observe(started.elapsed().as_secs_f64());
+        observe_cycles(m, &cycles, &plan);
         m.attempt("scheduled", plan.placements.len());
         let errors = plan.groups.iter().filter(|g| g.outcome == GroupOutcome::SchedulerError).count();
         m.attempt("error", errors);
@@ -508,5 +510,33 @@ mod tests {
         assert!(r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT), "once a period");
         r.forget_older(2_000 + 2 * EVENT_REPEAT);
         assert!(r.0.is_empty());
+    }
+}
+
+/// Each cycle's duration (from its start to the next one's, the last to now) by its result, as
+/// `scheduler_scheduling_attempt_duration_seconds` counts it.
+fn observe_cycles(m: &crate::metrics::Metrics, cycles: &[(QueueEntry, std::time::Instant)], plan: &Plan) {
+    let placed: HashSet<_> = plan.placements.iter().map(|(p, _)| *p).collect();
+    let end = std::time::Instant::now();
+    for (i, (entry, at)) in cycles.iter().enumerate() {
+        let until = cycles.get(i + 1).map_or(end, |(_, t)| *t);
+        let outcome = match entry {
+            QueueEntry::Pod(p) => Some(if placed.contains(p) { "scheduled" } else { "unschedulable" }),
+            QueueEntry::Group(g) => {
+                plan.groups.iter().rev().find(|r| r.group == *g).map(|r| outcome_result(&r.outcome))
+            }
+            QueueEntry::Composite(c) => {
+                plan.composites.iter().rev().find(|r| r.composite == *c).map(|r| outcome_result(&r.outcome))
+            }
+        };
+        m.attempt_duration(outcome.unwrap_or("unschedulable"), until.duration_since(*at).as_secs_f64());
+    }
+}
+
+fn outcome_result(o: &GroupOutcome) -> &'static str {
+    match o {
+        GroupOutcome::Scheduled { .. } => "scheduled",
+        GroupOutcome::SchedulerError => "error",
+        GroupOutcome::Waiting { .. } | GroupOutcome::Unschedulable { .. } => "unschedulable",
     }
 }

@@ -1,7 +1,7 @@
 //! Prometheus metrics, under kube-scheduler's names and labels where the meaning is the same
 //! (`scheduler_schedule_attempts_total`, `scheduler_pending_pods`,
-//! `scheduler_preemption_attempts_total`, `scheduler_preemption_victims`), muster's own
-//! otherwise (`muster_*`).
+//! `scheduler_preemption_attempts_total`, `scheduler_preemption_victims`,
+//! `scheduler_scheduling_attempt_duration_seconds`), muster's own otherwise (`muster_*`).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -28,10 +28,20 @@ pub struct RequestLabels {
     pub code: String,
 }
 
+/// A histogram family whose histograms all have the latency buckets.
+pub type Latencies<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// kube-scheduler's latency buckets: 1 ms doubling, 15 buckets.
+fn latency_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
 pub struct Metrics {
     pub registry: Registry,
     pub profile: String,
     pub attempts: Family<AttemptLabels, Counter>,
+    /// One queue entry's cycle (a pod's, or a whole PodGroup's), by its result.
+    pub attempt_seconds: Latencies<AttemptLabels>,
     pub pending: Family<QueueLabels, Gauge>,
     pub preemption_attempts: Counter,
     pub preemption_victims: Histogram,
@@ -50,6 +60,7 @@ impl Metrics {
             registry: Registry::default(),
             profile: profile.to_string(),
             attempts: Family::default(),
+            attempt_seconds: Family::new_with_constructor(latency_buckets),
             pending: Family::default(),
             preemption_attempts: Counter::default(),
             preemption_victims: Histogram::new(exponential_buckets(1.0, 2.0, 7)),
@@ -61,6 +72,11 @@ impl Metrics {
         };
         let r = &mut m.registry;
         r.register("scheduler_schedule_attempts", "Scheduling attempts by result.", m.attempts.clone());
+        r.register(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "One scheduling cycle (a pod's, or a PodGroup's as one), by result.",
+            m.attempt_seconds.clone(),
+        );
         r.register("scheduler_pending_pods", "Queue entries waiting, by queue.", m.pending.clone());
         r.register("scheduler_preemption_attempts", "Preemption attempts.", m.preemption_attempts.clone());
         r.register("scheduler_preemption_victims", "Victims per preemption.", m.preemption_victims.clone());
@@ -74,6 +90,10 @@ impl Metrics {
 
     pub fn attempt(&self, result: &'static str, n: usize) {
         self.attempts.get_or_create(&AttemptLabels { result, profile: self.profile.clone() }).inc_by(n as u64);
+    }
+
+    pub fn attempt_duration(&self, result: &'static str, seconds: f64) {
+        self.attempt_seconds.get_or_create(&AttemptLabels { result, profile: self.profile.clone() }).observe(seconds);
     }
 
     pub fn api_request(&self, verb: &str, resource: &str, code: u16) {
@@ -105,7 +125,14 @@ mod tests {
         m.attempt("scheduled", 3);
         m.queue(1, 2, 3);
         m.api_request("create", "pods/binding", 201);
+        m.attempt_duration("unschedulable", 0.003);
         let text = m.encode();
+        assert!(
+            text.contains(
+                r#"scheduler_scheduling_attempt_duration_seconds_count{result="unschedulable",profile="muster"} 1"#
+            ),
+            "{text}"
+        );
         assert!(text.contains(r#"scheduler_schedule_attempts_total{result="scheduled",profile="muster"} 3"#), "{text}");
         assert!(text.contains(r#"scheduler_pending_pods{queue="unschedulable"} 3"#), "{text}");
         assert!(text.contains(r#"muster_api_requests_total{verb="create",resource="pods/binding",code="201"} 1"#));

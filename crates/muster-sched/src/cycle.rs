@@ -439,7 +439,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         self.schedule_ready_observing(queue, now, plan, &mut |_, _| {})
     }
 
-    fn schedule_ready_observing(
+    pub(crate) fn schedule_ready_observing(
         &mut self,
         queue: &mut SchedulingQueue,
         now: Millis,

@@ -109,6 +109,14 @@ impl<'d> Engine<'d> {
         plan
     }
 
+    /// [`Engine::schedule`], calling `observe` with each entry as its cycle is about to start (a
+    /// world that times cycles reads its clock there; the engine reads none).
+    pub fn schedule_observing(&mut self, now: Millis, observe: &mut dyn FnMut(QueueEntry, &Cluster)) -> Plan {
+        let mut plan = Plan::default();
+        self.scheduler.schedule_ready_observing(&mut self.queue, now, &mut plan, observe);
+        plan
+    }
+
     /// Runs the queue from `now` until nothing is left to try: every ready entry, then the clock
     /// jumps to the next backoff's end (no world acts in between). What `plan` does.
     pub fn run_until_idle(&mut self, mut now: Millis) -> Plan {
