@@ -495,24 +495,6 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_repeated_failure_event_goes_out_once_a_period() {
-        let mut r = Repeats::default();
-        assert!(r.send("u1", "0/3 nodes", 0));
-        assert!(!r.send("u1", "0/3 nodes", 1_000), "the same message within the period");
-        assert!(r.send("u1", "0/4 nodes", 2_000), "a new message goes out at once");
-        assert!(r.send("u2", "0/4 nodes", 2_000), "another pod");
-        assert!(!r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT - 1));
-        assert!(r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT), "once a period");
-        r.forget_older(2_000 + 2 * EVENT_REPEAT);
-        assert!(r.0.is_empty());
-    }
-}
-
 /// Each cycle's duration (from its start to the next one's, the last to now) by its result, as
 /// `scheduler_scheduling_attempt_duration_seconds` counts it.
 fn observe_cycles(m: &crate::metrics::Metrics, cycles: &[(QueueEntry, std::time::Instant)], plan: &Plan) {
@@ -538,5 +520,23 @@ fn outcome_result(o: &GroupOutcome) -> &'static str {
         GroupOutcome::Scheduled { .. } => "scheduled",
         GroupOutcome::SchedulerError => "error",
         GroupOutcome::Waiting { .. } | GroupOutcome::Unschedulable { .. } => "unschedulable",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_failure_event_goes_out_once_a_period() {
+        let mut r = Repeats::default();
+        assert!(r.send("u1", "0/3 nodes", 0));
+        assert!(!r.send("u1", "0/3 nodes", 1_000), "the same message within the period");
+        assert!(r.send("u1", "0/4 nodes", 2_000), "a new message goes out at once");
+        assert!(r.send("u2", "0/4 nodes", 2_000), "another pod");
+        assert!(!r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT - 1));
+        assert!(r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT), "once a period");
+        r.forget_older(2_000 + 2 * EVENT_REPEAT);
+        assert!(r.0.is_empty());
     }
 }
