@@ -5,6 +5,7 @@
 //! drops an object silently (unknown kinds are counted and reported), and never redefines a
 //! Kubernetes type.
 
+pub mod beta;
 pub mod de;
 pub mod load;
 pub mod object;
