@@ -110,6 +110,10 @@ pub struct Plan {
     pub composites: Vec<CompositeResult>,
     /// Pods outside groups placed by preempting lower-priority pods (DefaultPreemption).
     pub pod_preemptions: Vec<PodPreemptionResult>,
+    /// The pods of `unschedulable[..indexed.0]`: a retry forgets an earlier reason without
+    /// searching the whole list when the pod has none in this plan (the usual case in a world
+    /// that makes one plan per batch).
+    indexed: (usize, std::collections::HashSet<PodId>),
 }
 
 /// A pod placed by classic preemption: its victims, and the PodDisruptionBudgets some of them
@@ -142,8 +146,15 @@ impl Plan {
     /// is tried again: its pods' reasons, and its groups' results unless they were scheduled
     /// (a scheduled group stays scheduled; a new result adds what it placed).
     fn forget(&mut self, pods: &[PodId], groups: &[GroupId], entry: QueueEntry) {
-        let pods: std::collections::HashSet<PodId> = pods.iter().copied().collect();
-        self.unschedulable.retain(|(p, _)| !pods.contains(p));
+        let (seen, index) = &mut self.indexed;
+        index.extend(self.unschedulable[(*seen).min(self.unschedulable.len())..].iter().map(|(p, _)| *p));
+        *seen = self.unschedulable.len();
+        if pods.iter().any(|p| index.contains(p)) {
+            let pods: std::collections::HashSet<PodId> = pods.iter().copied().collect();
+            self.unschedulable.retain(|(p, _)| !pods.contains(p));
+            index.retain(|p| !pods.contains(p));
+            *seen = self.unschedulable.len();
+        }
         let scheduled = |o: &GroupOutcome| matches!(o, GroupOutcome::Scheduled { .. });
         self.groups.retain(|r| !groups.contains(&r.group) || scheduled(&r.outcome));
         if let QueueEntry::Composite(r) = entry {
