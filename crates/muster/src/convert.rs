@@ -18,11 +18,16 @@
 
 use std::fmt::Write as _;
 
+use muster_manifest::Pos;
 use muster_manifest::yaml::{Node, Resolved, Value, resolve_plain};
 
 use crate::check::cel_text;
 use crate::check::{self, Index, Obj, Source, label_membership, objects_of, request_name, seq, str_of};
 use crate::text;
+
+mod classic;
+mod slices;
+mod workload;
 
 /// A YAML tree to write: scalars keep their text and whether they were quoted; map entries
 /// carry the comment lines written before them.
@@ -44,16 +49,17 @@ enum Style {
 }
 
 impl Y {
-    fn from_node(n: &Node<'_>) -> Y {
+    /// The tree of `n`; each mapping entry keeps the comment lines written above its key.
+    fn from_node(n: &Node<'_>, src: &Src<'_>) -> Y {
         match &n.value {
             Value::Scalar { text, plain } => {
                 Y::Scalar(text.to_string(), if *plain { Style::Plain } else { Style::Quoted })
             }
-            Value::Seq(items) => Y::Seq(items.iter().map(Y::from_node).collect()),
+            Value::Seq(items) => Y::Seq(items.iter().map(|i| Y::from_node(i, src)).collect()),
             Value::Map(entries) => Y::Map(
                 entries
                     .iter()
-                    .map(|(k, v)| (k.as_str().unwrap_or("").to_string(), Y::from_node(v), Vec::new()))
+                    .map(|(k, v)| (k.as_str().unwrap_or("").to_string(), Y::from_node(v, src), src.comments_above(k)))
                     .collect(),
             ),
         }
@@ -146,6 +152,13 @@ impl Y {
         &mut e[0].2
     }
 
+    /// Adds a comment line to `key` in the mapping at `path`.
+    fn comment_path(&mut self, path: &str, key: &str, note: String) {
+        if let Some(m) = self.path_mut(path) {
+            m.comment(key, note);
+        }
+    }
+
     fn comment(&mut self, key: &str, note: String) {
         if let Y::Map(e) = self
             && let Some((_, _, c)) = e.iter_mut().find(|(k, _, _)| k == key)
@@ -162,18 +175,87 @@ impl Y {
     }
 }
 
+/// The text of the file being converted, for the comments written inside an object.
+struct Src<'t> {
+    lines: Vec<&'t str>,
+    /// The line the document starts on: the comments above it are the document's, kept apart.
+    floor: u32,
+}
+
+impl Src<'_> {
+    /// The comment lines directly above `key` when the key starts its line (after any `- `), each
+    /// indented as the key or as its list item; their text after `#`.
+    fn comments_above(&self, key: &Node<'_>) -> Vec<String> {
+        let line = key.pos.line as usize;
+        let Some(text) = line.checked_sub(1).and_then(|i| self.lines.get(i)) else { return Vec::new() };
+        let before: String = text.chars().take((key.pos.col as usize).saturating_sub(1)).collect();
+        if !before.chars().all(|c| c == ' ' || c == '-') {
+            return Vec::new();
+        }
+        let (lo, hi) = (indentation(text), before.chars().count());
+        let mut out = Vec::new();
+        for i in (self.floor as usize..line - 1).rev() {
+            let l = self.lines[i];
+            let t = l.trim_start_matches(' ');
+            if !t.starts_with('#') || !(lo..=hi).contains(&indentation(l)) {
+                break;
+            }
+            let c = t.trim_end().strip_prefix('#').unwrap_or(t);
+            out.push(c.strip_prefix(' ').unwrap_or(c).to_string());
+        }
+        out.reverse();
+        out
+    }
+}
+
+fn indentation(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
 /// Checks that `field` of `o` (its value in the tree being rewritten is `y`) is a mapping or
 /// nothing, as a rewrite that adds keys to it needs; the error names the object, the field and
 /// where it is written.
-fn mapping(o: &Obj<'_, '_>, field: &str, y: Option<&Y>, node: Option<&Node<'_>>) -> anyhow::Result<()> {
+fn mapping(o: &Obj<'_, '_>, field: &str, y: Option<&Y>, node: Option<&Node<'_>>) -> Res<()> {
     let what = match y {
         None | Some(Y::Map(_)) => return Ok(()),
         Some(y) if y.is_null() => return Ok(()),
         Some(Y::Seq(_)) => "a list".to_string(),
-        Some(Y::Scalar(s, _)) => format!("the scalar {}", crate::text::clip(&serde_json::to_string(s)?, 60)),
+        Some(Y::Scalar(s, _)) => format!("the scalar {}", crate::text::clip(&text::double_quoted(s), 60)),
     };
     let pos = node.map_or(o.node.pos, |n| n.pos);
-    anyhow::bail!("line {pos}: {}: {field}: expected a mapping, found {what}; cannot convert it", o.display())
+    Err(Refuse { pos, why: format!("{field}: expected a mapping, found {what}; cannot convert it") })
+}
+
+/// Why an object cannot be converted, and where.
+#[derive(Debug)]
+struct Refuse {
+    pos: Pos,
+    why: String,
+}
+
+type Res<T> = Result<T, Refuse>;
+
+/// An object `convert` leaves as written, and why: it could not be converted faithfully, or the
+/// output would not be a valid 1.37 object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub file: usize,
+    /// Where in the input; None when only the converted output places it.
+    pub pos: Option<Pos>,
+    pub object: String,
+    pub why: String,
+}
+
+/// What converting one object reads besides the object: the input's index and its file's text.
+struct Cx<'c> {
+    ix: &'c Index,
+    src: &'c Src<'c>,
+}
+
+impl Cx<'_> {
+    fn y(&self, n: &Node<'_>) -> Y {
+        Y::from_node(n, self.src)
+    }
 }
 
 fn note(s: impl std::fmt::Display) -> String {
@@ -211,8 +293,15 @@ fn key(k: &str) -> String {
 }
 
 fn comments(out: &mut String, indent: usize, c: &[String]) {
-    for line in c.iter().flat_map(|c| c.lines()) {
-        let _ = writeln!(out, "{:indent$}# {}", "", text::one_line(line));
+    for line in c.iter().flat_map(|c| if c.is_empty() { vec![""] } else { c.lines().collect() }) {
+        match text::one_line(line) {
+            l if l.is_empty() => {
+                let _ = writeln!(out, "{:indent$}#", "");
+            }
+            l => {
+                let _ = writeln!(out, "{:indent$}# {l}", "");
+            }
+        }
     }
 }
 
@@ -324,14 +413,18 @@ type Converted = Vec<(Y, Vec<String>)>;
 
 /// Converts one object, or None when it is already in its 1.37 form; an error when a field the
 /// rewrite adds to is not a mapping.
-fn convert_object(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
+fn convert_object(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    classic::refuse(o)?;
     match o.kind.as_str() {
-        "DeviceTaintRule" => device_taint_rule(o, ix),
-        "DeviceClass" => Ok(device_class(o)),
-        "ResourceClaim" => claim(o, "spec"),
-        "ResourceClaimTemplate" => claim(o, "spec.spec"),
-        "PodGroup" => pod_group(o),
-        "Pod" => pod(o, ix),
+        "DeviceTaintRule" => device_taint_rule(o, cx),
+        "DeviceClass" => Ok(device_class(o, cx)),
+        "ResourceSlice" => slices::resource_slice(o, cx),
+        "ResourceClaim" => claim(o, cx, "spec"),
+        "ResourceClaimTemplate" => claim(o, cx, "spec.spec"),
+        "PodGroup" => workload::pod_group(o, cx),
+        "Workload" => workload::workload(o, cx),
+        "Pod" => pod(o, cx),
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" => pod_template_owner(o, cx),
         _ => Ok(None),
     }
 }
@@ -340,14 +433,15 @@ fn version_note(o: &Obj<'_, '_>, to: &str) -> Option<String> {
     (o.api_version != to).then(|| note(format!("apiVersion {} became {to}", o.api_version)))
 }
 
-fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
+fn device_taint_rule(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    let ix = cx.ix;
     const V1: &str = "resource.k8s.io/v1";
     let spec = o.get("spec");
     let old = spec.is_some_and(|s| ["nodeName", "deviceName", "taints"].iter().any(|k| s.get(k).is_some()));
     if !old && o.api_version == V1 {
         return Ok(None);
     }
-    let mut base = Y::from_node(o.node);
+    let mut base = cx.y(o.node);
     mapping(o, "spec", base.get("spec"), spec)?;
     mapping(o, "metadata", base.get("metadata"), o.get("metadata"))?;
     base.set("apiVersion", Y::plain(V1));
@@ -357,7 +451,7 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Conve
     let device = spec.and_then(|s| str_of(s.get("deviceName")));
     // The selector: what was there, then pool/device from the node and device names.
     let selector_node = spec.and_then(|s| s.get("deviceSelector"));
-    let mut selector = selector_node.map_or_else(Y::map, Y::from_node);
+    let mut selector = selector_node.map_or_else(Y::map, |n| cx.y(n));
     mapping(o, "spec.deviceSelector", Some(&selector), selector_node)?;
     if selector.is_null() {
         selector = Y::map();
@@ -403,8 +497,8 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Conve
         }
     }
     let taints: Vec<Y> = match spec.and_then(|s| s.get("taints")) {
-        Some(t) => seq(Some(t)).iter().map(Y::from_node).collect(),
-        None => spec.and_then(|s| s.get("taint")).map(Y::from_node).into_iter().collect(),
+        Some(t) => seq(Some(t)).iter().map(|n| cx.y(n)).collect(),
+        None => spec.and_then(|s| s.get("taint")).map(|n| cx.y(n)).into_iter().collect(),
     };
     let mut out = Vec::new();
     let n = taints.len().max(1);
@@ -451,31 +545,33 @@ fn is_nvidia_device_name(d: &str) -> bool {
     d.strip_prefix("gpu-").is_some_and(|rest| rest.split('-').next().is_some_and(|m| m.parse::<u32>().is_ok()))
 }
 
-/// Rewrites the CEL selectors of a list (`selectors: [{cel: {expression}}]`) in place; true when
-/// one changed.
+/// Rewrites the CEL selectors of a list (`selectors: [{cel: {expression}}]`) that do not compile
+/// in place; true when one changed.
 fn rewrite_selectors(list: Option<&mut Y>) -> bool {
     let Some(Y::Seq(items)) = list else { return false };
     let mut changed = false;
     for sel in items {
         let Some(cel) = sel.get_mut("cel") else { continue };
         let Some(expr) = cel.get("expression").and_then(Y::str).map(str::to_string) else { continue };
+        // A selector that compiles has a meaning, which a rewrite would change: `check` warns
+        // about what it reads, `convert` keeps it as written.
+        if muster_cel::Env::default().compile(&expr).is_ok() {
+            continue;
+        }
+        // Rewritten only into an expression that compiles; otherwise kept, and `check` names it.
         let rw = cel_text::rewrite(&expr);
-        if rw.notes.is_empty() {
+        if rw.notes.is_empty() || muster_cel::Env::default().compile(&rw.text).is_err() {
             continue;
         }
         changed = true;
-        let mut notes: Vec<String> = rw.notes.iter().map(note).collect();
-        if let Err(e) = muster_cel::Env::default().compile(&rw.text) {
-            notes.push(note(format!("the rewritten expression does not compile, fix it by hand: {e}")));
-        }
-        cel.set("expression", Y::Scalar(rw.text, Style::Folded)).extend(notes);
+        cel.set("expression", Y::Scalar(rw.text, Style::Folded)).extend(rw.notes.iter().map(note));
     }
     changed
 }
 
-fn device_class(o: &Obj<'_, '_>) -> Option<Converted> {
+fn device_class(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Option<Converted> {
     const V1: &str = "resource.k8s.io/v1";
-    let mut y = Y::from_node(o.node);
+    let mut y = cx.y(o.node);
     let changed = rewrite_selectors(y.path_mut("spec.selectors"));
     if !changed && o.api_version == V1 {
         return None;
@@ -484,9 +580,9 @@ fn device_class(o: &Obj<'_, '_>) -> Option<Converted> {
     Some(vec![(y, version_note(o, V1).into_iter().collect())])
 }
 
-fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
+fn claim(o: &Obj<'_, '_>, cx: &Cx<'_>, prefix: &str) -> Res<Option<Converted>> {
     const V1: &str = "resource.k8s.io/v1";
-    let mut y = Y::from_node(o.node);
+    let mut y = cx.y(o.node);
     let mut changed = false;
     let cs_node = o.get(prefix);
     if let Some(cs) = y.path_mut(prefix) {
@@ -531,11 +627,12 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
                 Some(Y::Seq(r)) => r,
                 None => Vec::new(),
                 Some(r) if r.is_null() => Vec::new(),
-                Some(_) => anyhow::bail!(
-                    "line {}: {}: {devices_field}.requests: expected a list; cannot convert it",
-                    devices_node.and_then(|d| d.get("requests")).map_or(o.node.pos, |n| n.pos),
-                    o.display()
-                ),
+                Some(_) => {
+                    return Err(Refuse {
+                        pos: devices_node.and_then(|d| d.get("requests")).map_or(o.node.pos, |n| n.pos),
+                        why: format!("{devices_field}.requests: expected a list; cannot convert it"),
+                    });
+                }
             };
             requests.insert(0, request);
             let what = if had_count { "deviceClassName and count" } else { "deviceClassName (count 1 assumed)" };
@@ -556,6 +653,7 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
                     "adminAccess",
                     "tolerations",
                     "capacity",
+                    "derivedAttributes",
                 ]
                 .into_iter()
                 .filter_map(|k| r.remove(k).map(|v| (k.to_string(), v)))
@@ -589,51 +687,9 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
     Ok(Some(vec![(y, version_note(o, V1).into_iter().collect())]))
 }
 
-fn pod_group(o: &Obj<'_, '_>) -> anyhow::Result<Option<Converted>> {
-    const BETA: &str = "scheduling.k8s.io/v1beta1";
-    let spec = o.get("spec");
-    let min = spec.and_then(|s| s.get("minCount"));
-    let timeout = spec.and_then(|s| s.get("scheduleTimeoutSeconds"));
-    let policy = spec.and_then(|s| s.get("schedulingPolicy"));
-    let served = muster_manifest::object::supported_versions("PodGroup").contains(&o.api_version.as_str());
-    if min.is_none() && timeout.is_none() && policy.is_some() && served {
-        return Ok(None);
-    }
-    let mut y = Y::from_node(o.node);
-    y.set("apiVersion", Y::plain(BETA));
-    let s = spec_of(o, &mut y)?;
-    let min_y = s.remove("minCount");
-    s.remove("scheduleTimeoutSeconds");
-    if policy.is_none() {
-        let (p, why) = match min_y {
-            Some(m) => (
-                Y::Map(vec![("gang".into(), Y::Map(vec![("minCount".into(), m, Vec::new())]), Vec::new())]),
-                "spec.minCount became spec.schedulingPolicy.gang.minCount".to_string(),
-            ),
-            None => (
-                Y::Map(vec![("basic".into(), Y::map(), Vec::new())]),
-                "spec.schedulingPolicy is required; basic (no gang) assumed, write gang: {minCount: N} for all-or-nothing"
-                    .to_string(),
-            ),
-        };
-        s.set_first("schedulingPolicy", p).push(note(why));
-    }
-    if let Some(t) = timeout {
-        let t = check::flow(t);
-        // The note goes on the first entry (schedulingPolicy, set above or written first).
-        if let Some((_, _, c)) = s.entries_mut().first_mut() {
-            c.push(note(format!(
-                "dropped scheduleTimeoutSeconds: {t}: no such field in Kubernetes 1.37; the scheduler waits at most \
-                 its fixed 5-minute Permit timeout (muster: --gang-wait-timeout, default 300s)"
-            )));
-        }
-    }
-    Ok(Some(vec![(y, version_note(o, BETA).into_iter().collect())]))
-}
-
 /// The object's `spec` to rewrite: added when missing, an empty mapping when written as nothing
 /// (`spec:`), an error when it is not a mapping.
-fn spec_of<'y>(o: &Obj<'_, '_>, y: &'y mut Y) -> anyhow::Result<&'y mut Y> {
+fn spec_of<'y>(o: &Obj<'_, '_>, y: &'y mut Y) -> Res<&'y mut Y> {
     mapping(o, "spec", y.get("spec"), o.get("spec"))?;
     if y.get("spec").is_none_or(Y::is_null) {
         y.set("spec", Y::map());
@@ -641,24 +697,36 @@ fn spec_of<'y>(o: &Obj<'_, '_>, y: &'y mut Y) -> anyhow::Result<&'y mut Y> {
     Ok(y.get_mut("spec").expect("set above"))
 }
 
-fn pod(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
-    let Some((k, group)) = label_membership(o, ix) else { return Ok(None) };
-    let key = k.as_str().unwrap_or_default();
-    let mut y = Y::from_node(o.node);
-    let s = spec_of(o, &mut y)?;
-    s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::text(&group), Vec::new())])).push(note(
-        format!("joins PodGroup {group} (the label {key}: {group} has no effect on membership; it is kept)"),
-    ));
-    Ok(Some(vec![(y, Vec::new())]))
+fn pod(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    let mut y = cx.y(o.node);
+    let mut changed = classic::flatten_claim_sources(o, &mut y, "spec")?;
+    if let Some((k, group)) = label_membership(o, cx.ix) {
+        let key = k.as_str().unwrap_or_default();
+        let s = spec_of(o, &mut y)?;
+        s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::text(&group), Vec::new())])).push(note(
+            format!("joins PodGroup {group} (the label {key}: {group} has no effect on membership; it is kept)"),
+        ));
+        changed = true;
+    }
+    Ok(changed.then(|| vec![(y, Vec::new())]))
+}
+
+/// A workload (Deployment, Job, ...) whose pod template names claims through `source`.
+fn pod_template_owner(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    let mut y = cx.y(o.node);
+    let changed = classic::flatten_claim_sources(o, &mut y, "spec.template.spec")?;
+    Ok(changed.then(|| vec![(y, Vec::new())]))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Files.
 
-/// Converts one file's text; None when nothing in it changes.
-fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<String>> {
+/// Converts one file's text; None when nothing in it changes. Objects that cannot be converted
+/// are kept as written and added to `refused`.
+fn convert_text(file: usize, text: &str, ix: &Index, refused: &mut Vec<Refusal>) -> anyhow::Result<Option<String>> {
     let mut out = String::new();
     let mut changed = false;
+    let all_lines: Vec<&str> = text.lines().collect();
     for piece in check::pieces(text) {
         let ptext = &text[piece.range.clone()];
         let Some(docs) = &piece.docs else {
@@ -666,10 +734,9 @@ fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<St
             let e = muster_manifest::yaml::parse_stream_at(ptext, piece.line_offset).expect_err("it failed before");
             anyhow::bail!("line {}: invalid YAML: {}", e.pos, e.message);
         };
-        let mut converted: Vec<Option<Converted>> = Vec::new();
-        for d in docs {
-            converted.push(convert_doc(file, &d.root, ix)?);
-        }
+        let srcs: Vec<Src<'_>> = docs.iter().map(|d| Src { lines: all_lines.clone(), floor: d.pos.line }).collect();
+        let converted: Vec<Option<Converted>> =
+            docs.iter().zip(&srcs).map(|(d, src)| convert_doc(file, &d.root, &Cx { ix, src }, refused)).collect();
         if converted.iter().all(Option::is_none) {
             out.push_str(ptext);
             continue;
@@ -690,11 +757,11 @@ fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<St
         if !head.is_empty() && !head.ends_with('\n') {
             out.push('\n');
         }
-        for (i, (d, c)) in docs.iter().zip(converted).enumerate() {
+        for (i, ((d, c), src)) in docs.iter().zip(converted).zip(&srcs).enumerate() {
             if i > 0 {
                 out.push_str("---\n");
             }
-            let parts = c.unwrap_or_else(|| vec![(Y::from_node(&d.root), Vec::new())]);
+            let parts = c.unwrap_or_else(|| vec![(Y::from_node(&d.root, src), Vec::new())]);
             for (j, (y, notes)) in parts.iter().enumerate() {
                 if j > 0 {
                     out.push_str("---\n");
@@ -708,21 +775,28 @@ fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<St
 }
 
 /// A document converted (a `List` item by item), or None when nothing in it changes.
-fn convert_doc(file: usize, root: &Node<'_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
+fn convert_doc(file: usize, root: &Node<'_>, cx: &Cx<'_>, refused: &mut Vec<Refusal>) -> Option<Converted> {
     let mut objs = Vec::new();
     objects_of(file, root, None, &mut objs);
     let is_list = !objs.is_empty() && !objs[0].node.pos.eq(&root.pos);
+    let mut one = |o: &Obj<'_, '_>| match convert_object(o, cx) {
+        Ok(c) => c,
+        Err(r) => {
+            refused.push(Refusal { file, pos: Some(r.pos), object: o.display(), why: r.why });
+            None
+        }
+    };
     if !is_list {
-        return objs.first().map_or(Ok(None), |o| convert_object(o, ix));
+        return objs.first().and_then(&mut one);
     }
-    let converted: Vec<Option<Converted>> = objs.iter().map(|o| convert_object(o, ix)).collect::<Result<_, _>>()?;
+    let converted: Vec<Option<Converted>> = objs.iter().map(&mut one).collect();
     if converted.iter().all(Option::is_none) {
-        return Ok(None);
+        return None;
     }
     let mut items = Vec::new();
     for (o, c) in objs.iter().zip(converted) {
         match c {
-            None => items.push(Y::from_node(o.node)),
+            None => items.push(cx.y(o.node)),
             Some(parts) => {
                 for (mut y, notes) in parts {
                     if let Y::Map(e) = &mut y
@@ -735,13 +809,31 @@ fn convert_doc(file: usize, root: &Node<'_>, ix: &Index) -> anyhow::Result<Optio
             }
         }
     }
-    let mut list = Y::from_node(root);
+    let mut list = cx.y(root);
     list.set("items", Y::Seq(items));
-    Ok(Some(vec![(list, Vec::new())]))
+    Some(vec![(list, Vec::new())])
 }
 
-/// The converted texts of the sources that change: (source index, text).
-pub fn convert(sources: &[Source]) -> anyhow::Result<Vec<(usize, String)>> {
+/// What `convert` made of the input: the texts of the files that change (source index, text),
+/// and every object that is not a valid 1.37 object in that output, with why.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub texts: Vec<(usize, String)>,
+    pub refused: Vec<Refusal>,
+}
+
+impl Outcome {
+    /// The text of source `i` after conversion.
+    pub fn text<'s>(&'s self, i: usize, sources: &'s [Source]) -> &'s str {
+        self.texts.iter().find(|(j, _)| *j == i).map_or(sources[i].text.as_str(), |(_, t)| t.as_str())
+    }
+}
+
+/// Converts every source. An object that cannot be converted faithfully is kept as written and
+/// named in [`Outcome::refused`]; so is every object that `check` finds an error in once
+/// converted, so that an empty `refused` means `check` passes the output. An error when a file
+/// is not YAML.
+pub fn convert(sources: &[Source]) -> anyhow::Result<Outcome> {
     let parsed: Vec<Vec<check::Piece<'_>>> = sources.iter().map(|s| check::pieces(&s.text)).collect();
     let mut objects = Vec::new();
     for (file, ps) in parsed.iter().enumerate() {
@@ -752,20 +844,60 @@ pub fn convert(sources: &[Source]) -> anyhow::Result<Vec<(usize, String)>> {
         }
     }
     let ix = Index::build(&objects);
-    let mut out = Vec::new();
+    let mut outcome = Outcome::default();
     for (file, s) in sources.iter().enumerate() {
-        match convert_text(file, &s.text, &ix) {
-            Ok(Some(t)) => out.push((file, t)),
+        match convert_text(file, &s.text, &ix, &mut outcome.refused) {
+            Ok(Some(t)) => outcome.texts.push((file, t)),
             Ok(None) => {}
             Err(e) => anyhow::bail!("{}: {e}", s.name),
         }
     }
-    Ok(out)
+    recheck(sources, &mut outcome);
+    Ok(outcome)
+}
+
+/// Adds what `check` finds wrong in the output to `refused` (objects already refused are named
+/// once). Positions are kept for files that did not change, where they are the input's.
+fn recheck(sources: &[Source], outcome: &mut Outcome) {
+    let output: Vec<Source> = (0..sources.len())
+        .map(|i| Source { name: sources[i].name.clone(), text: outcome.text(i, sources).to_string() })
+        .collect();
+    let mut found = Vec::new();
+    for f in check::check(&output) {
+        if f.severity != check::Severity::Error {
+            continue;
+        }
+        let object = f.object.clone().unwrap_or_default();
+        if outcome.refused.iter().any(|r| r.file == f.file && r.object == object) {
+            continue;
+        }
+        let changed = outcome.texts.iter().any(|(j, _)| *j == f.file);
+        let why = match &f.field {
+            Some(field) => format!("{field}: {}", f.message),
+            None => f.message.clone(),
+        };
+        found.push(Refusal { file: f.file, pos: f.pos.filter(|_| !changed), object, why });
+    }
+    outcome.refused.extend(found);
+}
+
+/// `file:line:col: Object: why`, as `check` places its findings.
+fn refusal_line(sources: &[Source], r: &Refusal) -> String {
+    let mut s = format!("error: {}", sources[r.file].name);
+    if let Some(p) = r.pos {
+        let _ = write!(s, ":{p}");
+    }
+    if !r.object.is_empty() {
+        let _ = write!(s, ": {}", text::one_line(&r.object));
+    }
+    let _ = write!(s, ": {}", r.why.replace('\n', "\n    "));
+    s
 }
 
 /// `muster convert PATH [-w]`: the converted files to standard output (several files each after a
-/// `# Source: PATH` line), or written in place. Exit status 2 when the input cannot be read or
-/// parsed.
+/// `# Source: PATH` line), or written in place. Exit status 1 when some object is not a valid
+/// 1.37 object in the output (each is named on standard error, with why; the rest is converted),
+/// 2 when the input cannot be read or parsed.
 pub fn run(path: &std::path::Path, write: bool) -> anyhow::Result<std::process::ExitCode> {
     use std::process::ExitCode;
     let sources = match check::read_inputs(std::slice::from_ref(&path.to_path_buf())) {
@@ -777,30 +909,49 @@ pub fn run(path: &std::path::Path, write: bool) -> anyhow::Result<std::process::
             return Ok(ExitCode::from(2));
         }
     };
-    let converted = match convert(&sources) {
+    let outcome = match convert(&sources) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e:#}");
             return Ok(ExitCode::from(2));
         }
     };
+    if write && sources.iter().any(|s| &*s.name == "<stdin>") {
+        anyhow::bail!("-w cannot write standard input back; leave it out to print the result");
+    }
     if write {
-        if sources.iter().any(|s| &*s.name == "<stdin>") {
-            anyhow::bail!("-w cannot write standard input back; leave it out to print the result");
-        }
-        for (i, text) in &converted {
+        for (i, text) in &outcome.texts {
             std::fs::write(&*sources[*i].name, text)?;
             eprintln!("converted {}", sources[*i].name);
         }
-        if converted.is_empty() {
+        if outcome.texts.is_empty() {
             eprintln!("nothing to convert");
         }
+    } else {
+        print!("{}", printed(&sources, &outcome));
+    }
+    for r in &outcome.refused {
+        eprintln!("{}", refusal_line(&sources, r));
+    }
+    if outcome.refused.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
+    let n = outcome.refused.len();
+    eprintln!(
+        "{n} error{} in the output, as `muster check` finds them: the objects named could not be converted (they are \
+         kept as written) or need a fix by hand; the rest is converted",
+        if n == 1 { "" } else { "s" }
+    );
+    Ok(ExitCode::from(1))
+}
+
+/// What `convert` prints: every file, converted or as written, each after a `# Source: PATH`
+/// line when there are several.
+pub fn printed(sources: &[Source], outcome: &Outcome) -> String {
     let several = sources.len() > 1;
     let mut out = String::new();
     for (i, s) in sources.iter().enumerate() {
-        let text = converted.iter().find(|(j, _)| *j == i).map_or(s.text.as_str(), |(_, t)| t.as_str());
+        let text = outcome.text(i, sources);
         if several {
             let _ = writeln!(out, "# Source: {}", s.name);
         }
@@ -809,6 +960,5 @@ pub fn run(path: &std::path::Path, write: bool) -> anyhow::Result<std::process::
             out.push('\n');
         }
     }
-    print!("{out}");
-    Ok(ExitCode::SUCCESS)
+    out
 }

@@ -140,7 +140,7 @@ fn read_every_way(text: &str) {
     let _ = check::human(&sources, &findings);
     let _ = check::json(&sources, &findings);
     if let Ok(converted) = convert::convert(&sources) {
-        for (_, out) in converted {
+        for (_, out) in converted.texts {
             let _ = muster_manifest::load_str("converted.yaml", &out);
         }
     }
