@@ -177,7 +177,7 @@ impl Y {
 
 /// The text of the file being converted, for the comments written inside an object.
 struct Src<'t> {
-    lines: Vec<&'t str>,
+    lines: &'t [&'t str],
     /// The line the document starts on: the comments above it are the document's, kept apart.
     floor: u32,
 }
@@ -734,8 +734,8 @@ fn convert_text(file: usize, text: &str, ix: &Index, refused: &mut Vec<Refusal>)
             let e = muster_manifest::yaml::parse_stream_at(ptext, piece.line_offset).expect_err("it failed before");
             anyhow::bail!("line {}: invalid YAML: {}", e.pos, e.message);
         };
-        let srcs: Vec<Src<'_>> = docs.iter().map(|d| Src { lines: all_lines.clone(), floor: d.pos.line }).collect();
-        let converted: Vec<Option<Converted>> =
+        let srcs: Vec<Src<'_>> = docs.iter().map(|d| Src { lines: &all_lines, floor: d.pos.line }).collect();
+        let converted: Vec<Option<DocOut>> =
             docs.iter().zip(&srcs).map(|(d, src)| convert_doc(file, &d.root, &Cx { ix, src }, refused)).collect();
         if converted.iter().all(Option::is_none) {
             out.push_str(ptext);
@@ -757,11 +757,26 @@ fn convert_text(file: usize, text: &str, ix: &Index, refused: &mut Vec<Refusal>)
         if !head.is_empty() && !head.ends_with('\n') {
             out.push('\n');
         }
+        let one = docs.len() == 1;
         for (i, ((d, c), src)) in docs.iter().zip(converted).zip(&srcs).enumerate() {
             if i > 0 {
                 out.push_str("---\n");
             }
-            let parts = c.unwrap_or_else(|| vec![(Y::from_node(&d.root, src), Vec::new())]);
+            let parts = match c {
+                None => vec![(Y::from_node(&d.root, src), Vec::new())],
+                Some(DocOut::Docs(parts)) => parts,
+                Some(DocOut::List(items, rebuilt)) => {
+                    let body = &lines[first_line.saturating_sub(1).min(tail_start)..tail_start.min(lines.len())];
+                    let first = piece.line_offset + first_line as u32;
+                    match one.then(|| splice_list(body, first, &d.root, items)).flatten() {
+                        Some(text) => {
+                            out.push_str(&text);
+                            continue;
+                        }
+                        None => rebuilt,
+                    }
+                }
+            };
             for (j, (y, notes)) in parts.iter().enumerate() {
                 if j > 0 {
                     out.push_str("---\n");
@@ -774,8 +789,16 @@ fn convert_text(file: usize, text: &str, ix: &Index, refused: &mut Vec<Refusal>)
     Ok(changed.then_some(out))
 }
 
+/// A document converted.
+enum DocOut {
+    /// The documents that replace it.
+    Docs(Converted),
+    /// A List: what each item became (None: as written), and the list written anew.
+    List(Vec<Option<Converted>>, Converted),
+}
+
 /// A document converted (a `List` item by item), or None when nothing in it changes.
-fn convert_doc(file: usize, root: &Node<'_>, cx: &Cx<'_>, refused: &mut Vec<Refusal>) -> Option<Converted> {
+fn convert_doc(file: usize, root: &Node<'_>, cx: &Cx<'_>, refused: &mut Vec<Refusal>) -> Option<DocOut> {
     let mut objs = Vec::new();
     objects_of(file, root, None, &mut objs);
     let is_list = !objs.is_empty() && !objs[0].node.pos.eq(&root.pos);
@@ -787,14 +810,14 @@ fn convert_doc(file: usize, root: &Node<'_>, cx: &Cx<'_>, refused: &mut Vec<Refu
         }
     };
     if !is_list {
-        return objs.first().and_then(&mut one);
+        return objs.first().and_then(&mut one).map(DocOut::Docs);
     }
     let converted: Vec<Option<Converted>> = objs.iter().map(&mut one).collect();
     if converted.iter().all(Option::is_none) {
         return None;
     }
     let mut items = Vec::new();
-    for (o, c) in objs.iter().zip(converted) {
+    for (o, c) in objs.iter().zip(converted.iter().cloned()) {
         match c {
             None => items.push(cx.y(o.node)),
             Some(parts) => {
@@ -811,7 +834,59 @@ fn convert_doc(file: usize, root: &Node<'_>, cx: &Cx<'_>, refused: &mut Vec<Refu
     }
     let mut list = cx.y(root);
     list.set("items", Y::Seq(items));
-    Some(vec![(list, Vec::new())])
+    let rebuilt = vec![(list, Vec::new())];
+    let direct = seq(root.get("items"));
+    if direct.len() == objs.len() && direct.iter().zip(&objs).all(|(n, o)| n.pos == o.node.pos) {
+        return Some(DocOut::List(converted, rebuilt));
+    }
+    Some(DocOut::Docs(rebuilt))
+}
+
+/// A List written one item per `- ` line, as the last field of the document: its text (`body`,
+/// the document's lines from line `first`) with each converted item written anew in its place and
+/// every other line as it was. None when the items are not laid out so.
+fn splice_list(body: &[&str], first: u32, root: &Node<'_>, converted: Vec<Option<Converted>>) -> Option<String> {
+    let Value::Map(entries) = &root.value else { return None };
+    if entries.last()?.0.as_str() != Some("items") {
+        return None;
+    }
+    let items_line = (entries.last()?.0.pos.line.checked_sub(first)?) as usize;
+    // Where each item starts (its `- ` line) and the comment lines directly above it.
+    let mut starts: Vec<(usize, usize)> = Vec::new();
+    let mut floor = items_line;
+    for item in seq(root.get("items")) {
+        let at = item.pos.line.checked_sub(first)? as usize;
+        let line = body.get(at)?;
+        let prefix: String = line.chars().take((item.pos.col as usize).saturating_sub(1)).collect();
+        if at <= floor || prefix.trim() != "-" {
+            return None;
+        }
+        let mut from = at;
+        while from > floor + 1 && body[from - 1].trim_start().starts_with('#') {
+            from -= 1;
+        }
+        starts.push((from, indentation(line)));
+        floor = at;
+    }
+    let mut out: String = body[..starts.first()?.0].concat();
+    for (i, c) in converted.into_iter().enumerate() {
+        let (from, indent) = starts[i];
+        let to = starts.get(i + 1).map_or(body.len(), |s| s.0);
+        match c {
+            None => out.push_str(&body[from..to].concat()),
+            Some(parts) => {
+                for (mut y, notes) in parts {
+                    if let Y::Map(e) = &mut y
+                        && let Some(first) = e.first_mut()
+                    {
+                        first.2.splice(0..0, notes);
+                    }
+                    write_seq(&mut out, &[y], indent);
+                }
+            }
+        }
+    }
+    Some(out)
 }
 
 /// What `convert` made of the input: the texts of the files that change (source index, text),
@@ -938,8 +1013,8 @@ pub fn run(path: &std::path::Path, write: bool) -> anyhow::Result<std::process::
     }
     let n = outcome.refused.len();
     eprintln!(
-        "{n} error{} in the output, as `muster check` finds them: the objects named could not be converted (they are \
-         kept as written) or need a fix by hand; the rest is converted",
+        "{n} error{}: the objects named are not valid Kubernetes 1.37 objects in the output, as `muster check` judges \
+         them (those that could not be converted are kept as written); everything else is converted",
         if n == 1 { "" } else { "s" }
     );
     Ok(ExitCode::from(1))
