@@ -1,20 +1,28 @@
 //! `muster convert`: rewrites the outdated forms `muster check` names (workload-spec.md §12) into
-//! Kubernetes 1.37 objects.
+//! Kubernetes 1.37 objects, and never changes what a valid object means.
 //!
-//! Documents that need no change are copied byte for byte, comments included. A document that
-//! does is written anew from its located tree (the comment lines before it are kept), and every
-//! change made on an assumption carries a `# muster convert: ...` comment. What is converted:
+//! Documents that need no change are copied byte for byte, comments included, and so are the
+//! items of a List that need none. An object that does is written anew from its located tree,
+//! keeping the comment lines written above its fields, and every change made on an assumption
+//! carries a `# muster convert: ...` comment. What is converted:
 //!
 //! - DeviceTaintRule (`spec.nodeName`, `spec.deviceName`, `spec.taints[]`) → resource.k8s.io/v1
 //!   with `spec.deviceSelector {driver, pool, device}` and one rule per taint; the pool is the node
 //!   name (node-local drivers name their pool after the node), the driver comes from a slice that
 //!   publishes the device, or from the input's DeviceClass selectors, or is left to fill in;
-//! - DeviceClass → resource.k8s.io/v1, CEL rewritten ([`crate::check::cel_text::rewrite`]);
+//! - DeviceClass → resource.k8s.io/v1, a CEL selector that does not compile rewritten
+//!   ([`crate::check::cel_text::rewrite`]) when the rewrite compiles; one that compiles is kept;
+//! - ResourceSlice → resource.k8s.io/v1, v1beta1's `basic:` unwrapped ([`slices`]);
 //! - ResourceClaimTemplate / ResourceClaim: `deviceClassName` + `count` in the claim spec, or
 //!   v1beta1's request fields, → `devices.requests[].exactly`;
-//! - PodGroup → scheduling.k8s.io/v1beta1 with `schedulingPolicy.gang.minCount`,
-//!   `scheduleTimeoutSeconds` dropped;
-//! - pods that join a PodGroup by label → `spec.schedulingGroup.podGroupName`.
+//! - PodGroup and Workload → scheduling.k8s.io/v1beta1 ([`workload`]);
+//! - pods that join a PodGroup by label → `spec.schedulingGroup.podGroupName`; pods' (and pod
+//!   templates') `resourceClaims[].source` → its fields in the entry ([`classic`]).
+//!
+//! Classic DRA objects cannot be converted faithfully ([`classic`]): they are kept as written and
+//! named with why, as is any object whose conversion meets a field of the wrong shape. The output
+//! is then judged by [`check::check`]; every object it finds an error in is named too, so that
+//! `convert` exits 0 exactly when `check` passes what it printed.
 
 use std::fmt::Write as _;
 
