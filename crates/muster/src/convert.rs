@@ -112,6 +112,17 @@ impl Y {
         path.split('.').try_fold(self, |y, k| y.get_mut(k))
     }
 
+    /// Removes `key`: its value and the comment lines written above it.
+    fn take(&mut self, key: &str) -> Option<(Y, Vec<String>)> {
+        match self {
+            Y::Map(e) => e.iter().position(|(k, _, _)| k == key).map(|i| {
+                let (_, v, c) = e.remove(i);
+                (v, c)
+            }),
+            _ => None,
+        }
+    }
+
     fn remove(&mut self, key: &str) -> Option<Y> {
         match self {
             Y::Map(e) => e.iter().position(|(k, _, _)| k == key).map(|i| e.remove(i).1),
@@ -164,6 +175,14 @@ impl Y {
     fn comment_path(&mut self, path: &str, key: &str, note: String) {
         if let Some(m) = self.path_mut(path) {
             m.comment(key, note);
+        }
+    }
+
+    /// The comment lines written above `key`.
+    fn comments_of(&self, key: &str) -> Vec<String> {
+        match self {
+            Y::Map(e) => e.iter().find(|(k, _, _)| k == key).map(|(_, _, c)| c.clone()).unwrap_or_default(),
+            _ => Vec::new(),
         }
     }
 
@@ -597,6 +616,11 @@ fn claim(o: &Obj<'_, '_>, cx: &Cx<'_>, prefix: &str) -> Res<Option<Converted>> {
         // The flat form: deviceClassName, count (and friends) in the claim spec.
         if cs_node.is_some_and(|n| n.get("deviceClassName").is_some() || n.get("count").is_some()) {
             changed = true;
+            let moved_comments: Vec<String> =
+                ["deviceClassName", "count", "allocationMode", "selectors", "adminAccess"]
+                    .iter()
+                    .flat_map(|k| cs.comments_of(k))
+                    .collect();
             let class = cs.remove("deviceClassName");
             let count = cs.remove("count");
             let had_count = count.is_some();
@@ -629,7 +653,8 @@ fn claim(o: &Obj<'_, '_>, cx: &Cx<'_>, prefix: &str) -> Res<Option<Converted>> {
                 Y::Map(vec![("name".into(), Y::text(name), Vec::new()), ("exactly".into(), exactly, Vec::new())]);
             let devices_field = format!("{prefix}.devices");
             let devices_node = o.get(&devices_field);
-            let mut devices = cs.remove("devices").filter(|d| !d.is_null()).unwrap_or_else(Y::map);
+            let (devices, devices_comments) = cs.take("devices").unwrap_or((Y::map(), Vec::new()));
+            let mut devices = Some(devices).filter(|d| !d.is_null()).unwrap_or_else(Y::map);
             mapping(o, &devices_field, Some(&devices), devices_node)?;
             let mut requests = match devices.remove("requests") {
                 Some(Y::Seq(r)) => r,
@@ -644,16 +669,18 @@ fn claim(o: &Obj<'_, '_>, cx: &Cx<'_>, prefix: &str) -> Res<Option<Converted>> {
             };
             requests.insert(0, request);
             let what = if had_count { "deviceClassName and count" } else { "deviceClassName (count 1 assumed)" };
-            devices.set("requests", Y::Seq(requests)).push(note(format!(
+            let c = devices.set("requests", Y::Seq(requests));
+            c.extend(moved_comments);
+            c.push(note(format!(
                 "{prefix}.{what} became request {name:?} (containers may name it in resources.claims[].request)"
             )));
-            cs.set_first("devices", devices);
+            cs.set_first("devices", devices).extend(devices_comments);
         }
         // v1beta1 requests: the fields of `exactly` directly in the request.
         if let Some(Y::Seq(requests)) = cs.path_mut("devices.requests") {
             let request_nodes = check::seq(o.get(&format!("{prefix}.devices.requests")));
             for (i, r) in requests.iter_mut().enumerate() {
-                let moved: Vec<(String, Y)> = [
+                let moved: Vec<(String, Y, Vec<String>)> = [
                     "deviceClassName",
                     "allocationMode",
                     "count",
@@ -664,7 +691,7 @@ fn claim(o: &Obj<'_, '_>, cx: &Cx<'_>, prefix: &str) -> Res<Option<Converted>> {
                     "derivedAttributes",
                 ]
                 .into_iter()
-                .filter_map(|k| r.remove(k).map(|v| (k.to_string(), v)))
+                .filter_map(|k| r.take(k).map(|(v, c)| (k.to_string(), v, c)))
                 .collect();
                 if moved.is_empty() {
                     continue;
@@ -673,8 +700,8 @@ fn claim(o: &Obj<'_, '_>, cx: &Cx<'_>, prefix: &str) -> Res<Option<Converted>> {
                 let mut exactly = r.remove("exactly").filter(|e| !e.is_null()).unwrap_or_else(Y::map);
                 let exactly_node = request_nodes.get(i).and_then(|n| n.get("exactly"));
                 mapping(o, &format!("{prefix}.devices.requests[{i}].exactly"), Some(&exactly), exactly_node)?;
-                for (k, v) in moved {
-                    exactly.set(&k, v);
+                for (k, v, c) in moved {
+                    exactly.set(&k, v).extend(c);
                 }
                 r.set("exactly", exactly).push(note("the request's fields moved into exactly (resource.k8s.io/v1)"));
             }
@@ -706,9 +733,13 @@ fn spec_of<'y>(o: &Obj<'_, '_>, y: &'y mut Y) -> Res<&'y mut Y> {
 }
 
 fn pod(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    let membership = label_membership(o, cx.ix);
+    if membership.is_none() && !classic::has_claim_sources(o, "spec") {
+        return Ok(None);
+    }
     let mut y = cx.y(o.node);
     let mut changed = classic::flatten_claim_sources(o, &mut y, "spec")?;
-    if let Some((k, group)) = label_membership(o, cx.ix) {
+    if let Some((k, group)) = membership {
         let key = k.as_str().unwrap_or_default();
         let s = spec_of(o, &mut y)?;
         s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::text(&group), Vec::new())])).push(note(
@@ -721,6 +752,9 @@ fn pod(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
 
 /// A workload (Deployment, Job, ...) whose pod template names claims through `source`.
 fn pod_template_owner(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    if !classic::has_claim_sources(o, "spec.template.spec") {
+        return Ok(None);
+    }
     let mut y = cx.y(o.node);
     let changed = classic::flatten_claim_sources(o, &mut y, "spec.template.spec")?;
     Ok(changed.then(|| vec![(y, Vec::new())]))
@@ -1044,4 +1078,52 @@ pub fn printed(sources: &[Source], outcome: &Outcome) -> String {
         }
     }
     out
+}
+
+/// `convert` on one text: what it prints and what it names.
+#[cfg(test)]
+fn convert_str(text: &str) -> (String, Vec<Refusal>) {
+    let sources = vec![Source { name: "t.yaml".into(), text: text.into() }];
+    let outcome = convert(&sources).expect("the text is YAML");
+    (printed(&sources, &outcome), outcome.refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::convert_str;
+
+    #[test]
+    fn comments_above_fields_are_kept_in_a_converted_object() {
+        let text = "# the group\napiVersion: scheduling.k8s.io/v1alpha3\nkind: PodGroup\nmetadata: {name: g, namespace: a}\n\
+                    spec:\n  # four workers\n  minCount: 4\n  #\n  # priority\n  priorityClassName: x\n";
+        let (out, _) = convert_str(text);
+        assert!(out.starts_with("# the group\n# muster convert: apiVersion"), "{out}");
+        assert!(out.contains("  # four workers\n  # muster convert: spec.minCount became"), "{out}");
+        assert!(out.contains("  #\n  # priority\n  priorityClassName: x\n"), "{out}");
+        assert_eq!(out.matches("the group").count(), 1, "{out}");
+    }
+
+    #[test]
+    fn no_comment_is_taken_from_a_block_scalar_or_for_a_flow_entry() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {scheduling.k8s.io/group-name: g}\n\
+                    spec:\n  containers:\n  - name: c\n    image: i\n    args:\n    - |\n      # a shell comment\n    \
+                    command: [a,\n      # flow\n      b]\n";
+        let (out, _) = convert_str(text);
+        assert_eq!(out.matches("# a shell comment").count(), 1, "{out}");
+        assert!(!out.contains("    # a shell comment\n    command"), "{out}");
+    }
+
+    #[test]
+    fn a_list_keeps_the_items_it_does_not_convert_as_written() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n# first\n- {apiVersion: v1, kind: Node, metadata: {name: n}}  # as is\n\
+                    - apiVersion: scheduling.k8s.io/v1alpha3\n  kind: PodGroup\n  metadata: {name: g}\n  spec: {minCount: 2}\n\
+                    - apiVersion: v1   # last\n  kind: Node\n  metadata: {name: m}\n";
+        let (out, refused) = convert_str(text);
+        assert!(refused.is_empty(), "{refused:?}");
+        assert!(out.starts_with("apiVersion: v1\nkind: List\nitems:\n# first\n- {apiVersion: v1, kind: Node, metadata: {name: n}}  # as is\n# muster convert"), "{out}");
+        assert!(
+            out.ends_with("        minCount: 2\n- apiVersion: v1   # last\n  kind: Node\n  metadata: {name: m}\n"),
+            "{out}"
+        );
+    }
 }

@@ -69,14 +69,19 @@ fn claim_reason(o: &Obj<'_, '_>) -> Option<String> {
     ))
 }
 
+/// Does the pod spec at `spec_path` name a claim through `source`?
+pub(super) fn has_claim_sources(o: &Obj<'_, '_>, spec_path: &str) -> bool {
+    seq(o.get(&format!("{spec_path}.resourceClaims"))).iter().any(|n| n.get("source").is_some())
+}
+
 /// Writes the fields of each `resourceClaims[].source` of the pod spec at `spec_path` in the
 /// entry itself; true when there was one.
 pub(super) fn flatten_claim_sources(o: &Obj<'_, '_>, y: &mut Y, spec_path: &str) -> Res<bool> {
-    let field = format!("{spec_path}.resourceClaims");
-    let nodes = seq(o.get(&field));
-    if !nodes.iter().any(|n| n.get("source").is_some()) {
+    if !has_claim_sources(o, spec_path) {
         return Ok(false);
     }
+    let field = format!("{spec_path}.resourceClaims");
+    let nodes = seq(o.get(&field));
     let Some(Y::Seq(items)) = y.path_mut(&field) else { return Ok(false) };
     for (i, (item, node)) in items.iter_mut().zip(nodes).enumerate() {
         let Y::Map(entries) = item else { continue };
@@ -100,4 +105,50 @@ pub(super) fn flatten_claim_sources(o: &Obj<'_, '_>, y: &mut Y, spec_path: &str)
         entries.splice(at..at, fields);
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::convert_str;
+
+    #[test]
+    fn every_classic_kind_is_named_with_why() {
+        for kind in
+            ["ResourceClass", "ResourceClaimParameters", "PodSchedulingContext", "ResourceSlice", "ResourceClaim"]
+        {
+            let text = format!("apiVersion: resource.k8s.io/v1alpha2\nkind: {kind}\nmetadata: {{name: x}}\n");
+            let (out, refused) = convert_str(&text);
+            assert_eq!(out, text);
+            assert!(
+                refused[0].why.starts_with(&format!("resource.k8s.io/v1alpha2 {kind} is classic DRA")),
+                "{refused:?}"
+            );
+        }
+        let template = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec:\n  spec:\n    \
+                        parametersRef: {kind: P, name: p}\n";
+        let (_, refused) = convert_str(template);
+        assert!(refused[0].why.starts_with("spec.spec.parametersRef: classic DRA"), "{refused:?}");
+    }
+
+    #[test]
+    fn a_pod_templates_claim_source_is_moved_into_the_entry() {
+        let text = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template:\n    spec:\n      \
+                    resourceClaims:\n      - name: c\n        source: {resourceClaimName: shared}\n      containers: [{name: c, image: i}]\n      \
+                    restartPolicy: Never\n";
+        let (out, _) = convert_str(text);
+        assert!(
+            out.contains(
+                "      - name: c\n        # muster convert: spec.template.spec.resourceClaims[0].source's fields"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("        resourceClaimName: shared\n") && !out.contains("source:"), "{out}");
+        let both = text.replace("source:", "resourceClaimName: other\n        source:");
+        let (out, refused) = convert_str(&both);
+        assert_eq!(out, both);
+        assert!(
+            refused[0].why.contains("written both in the entry and in spec.template.spec.resourceClaims[0].source"),
+            "{refused:?}"
+        );
+    }
 }

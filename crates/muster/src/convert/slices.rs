@@ -52,3 +52,31 @@ fn unwrap_basic(o: &Obj<'_, '_>, field: &str, device: &mut Y, node: &muster_mani
     entries.splice(at..at, fields);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::convert_str;
+
+    const HEAD: &str = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  \
+                        driver: d.example\n  nodeName: n\n  pool: {name: n, generation: 1, resourceSliceCount: 1}\n  devices:\n";
+
+    #[test]
+    fn a_device_without_basic_fields_keeps_its_name() {
+        let (out, refused) = convert_str(&format!("{HEAD}  - name: a\n    basic:\n  - name: b\n    basic: {{}}\n"));
+        assert!(refused.is_empty(), "{refused:?}");
+        assert!(out.contains("  devices:\n  - name: a\n  - name: b\n") && !out.contains("    basic"), "{out}");
+    }
+
+    #[test]
+    fn a_field_written_twice_is_named_and_the_slice_kept() {
+        let text = format!(
+            "{HEAD}  - name: a\n    attributes: {{x: {{int: 1}}}}\n    basic: {{attributes: {{x: {{int: 2}}}}}}\n"
+        );
+        let (out, refused) = convert_str(&text);
+        assert_eq!(out, text);
+        assert_eq!(
+            refused[0].why,
+            "spec.devices[0].attributes: written both in the device and in spec.devices[0].basic; cannot tell which one holds"
+        );
+    }
+}

@@ -39,21 +39,28 @@ pub(super) fn pod_group(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> 
         workload_ref(o, cx, s, r)?;
     }
     disruption_mode(s, "spec", disruption)?;
-    let min_y = s.remove("minCount");
-    s.remove("scheduleTimeoutSeconds");
+    let min_y = s.take("minCount");
+    let timeout_comments = s.take("scheduleTimeoutSeconds").map(|(_, c)| c).unwrap_or_default();
     if policy.is_none() {
-        let (p, why) = match min_y {
-            Some(m) => (
+        let (p, comments, why) = match min_y {
+            Some((m, c)) => (
                 Y::Map(vec![("gang".into(), Y::Map(vec![("minCount".into(), m, Vec::new())]), Vec::new())]),
+                c,
                 "spec.minCount became spec.schedulingPolicy.gang.minCount".to_string(),
             ),
             None => (
                 Y::Map(vec![("basic".into(), Y::map(), Vec::new())]),
+                Vec::new(),
                 "spec.schedulingPolicy is required; basic (no gang) assumed, write gang: {minCount: N} for all-or-nothing"
                     .to_string(),
             ),
         };
-        s.set_first("schedulingPolicy", p).push(note(why));
+        let c = s.set_first("schedulingPolicy", p);
+        c.extend(comments);
+        c.push(note(why));
+    }
+    if let Some((_, _, c)) = s.entries_mut().first_mut() {
+        c.extend(timeout_comments);
     }
     if let Some(t) = timeout {
         let t = check::flow(t);
@@ -154,4 +161,41 @@ pub(super) fn workload(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
         }
     }
     Ok(Some(vec![(y, version_note(o, BETA).into_iter().collect())]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::convert_str;
+
+    #[test]
+    fn a_half_converted_pod_group_is_completed() {
+        let text = "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g}\nspec:\n  \
+                    podGroupTemplateRef: {workload: {workloadName: w, podGroupTemplateName: t}}\n  \
+                    schedulingPolicy: {basic: {}}\n";
+        let (out, _) = convert_str(text);
+        assert!(out.contains("  workloadRef:\n    workloadName: w\n    templateName: t\n"), "{out}");
+    }
+
+    #[test]
+    fn an_unknown_disruption_mode_or_reference_is_named() {
+        for (spec, why) in [
+            ("disruptionMode: Gang", "spec.disruptionMode: \"Gang\" is neither Pod nor PodGroup; cannot convert it"),
+            (
+                "podGroupTemplateRef: {job: {name: j}}",
+                "spec.podGroupTemplateRef: unknown field \"job\" (1.36 has only workload); cannot convert it",
+            ),
+            (
+                "podGroupTemplateRef: x",
+                "spec.podGroupTemplateRef: expected a mapping {workload: {workloadName, podGroupTemplateName}}; cannot convert it",
+            ),
+        ] {
+            let text = format!(
+                "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {{name: g}}\nspec:\n  \
+                 schedulingPolicy: {{basic: {{}}}}\n  {spec}\n"
+            );
+            let (out, refused) = convert_str(&text);
+            assert_eq!(out, text);
+            assert_eq!(refused[0].why, why);
+        }
+    }
 }
