@@ -32,6 +32,9 @@ pub(super) fn pod_group(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> 
     if !old_shape && policy.is_some() && served(o) {
         return Ok(None);
     }
+    if let (Some(m), Some(p)) = (min, policy) {
+        same_gang_size(m, p)?;
+    }
     let mut y = cx.y(o.node);
     y.set("apiVersion", Y::plain(BETA));
     let s = spec_of(o, &mut y)?;
@@ -59,6 +62,12 @@ pub(super) fn pod_group(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> 
         c.extend(comments);
         c.push(note(why));
     }
+    if let (Some(m), Some(_)) = (min, policy) {
+        s.comment(
+            "schedulingPolicy",
+            note(format!("dropped spec.minCount: {}, as in schedulingPolicy", check::flow(m))),
+        );
+    }
     if let Some((_, _, c)) = s.entries_mut().first_mut() {
         c.extend(timeout_comments);
     }
@@ -74,6 +83,23 @@ pub(super) fn pod_group(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> 
     }
     rename_scheduled_condition(&mut y);
     Ok(Some(vec![(y, version_note(o, BETA).into_iter().collect())]))
+}
+
+/// Both `spec.minCount` and `spec.schedulingPolicy`: dropping minCount keeps the meaning only when
+/// the policy is a gang of that size.
+fn same_gang_size(min: &Node<'_>, policy: &Node<'_>) -> Res<()> {
+    let gang = policy.get("gang").and_then(|g| g.get("minCount")).and_then(|n| n.as_str());
+    if gang.is_some() && gang == min.as_str() {
+        return Ok(());
+    }
+    Err(Refuse {
+        pos: min.pos,
+        why: format!(
+            "spec.minCount: {} and spec.schedulingPolicy: {} both give the gang's size; cannot tell which one holds",
+            check::flow(min),
+            check::flow(policy)
+        ),
+    })
 }
 
 /// `podGroupTemplateRef: {workload: {workloadName, podGroupTemplateName}}` → `workloadRef:
@@ -174,6 +200,25 @@ mod tests {
                     schedulingPolicy: {basic: {}}\n";
         let (out, _) = convert_str(text);
         assert!(out.contains("  workloadRef:\n    workloadName: w\n    templateName: t\n"), "{out}");
+    }
+
+    #[test]
+    fn a_min_count_beside_a_policy_is_dropped_only_when_they_agree() {
+        let text = |min: u32| {
+            format!(
+                "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: g}}\nspec:\n  \
+                 schedulingPolicy: {{gang: {{minCount: 4}}}}\n  minCount: {min}\n"
+            )
+        };
+        let (out, refused) = convert_str(&text(4));
+        assert!(refused.is_empty() && !out.contains("\n  minCount:"), "{out}");
+        assert!(out.contains("# muster convert: dropped spec.minCount: 4, as in schedulingPolicy"), "{out}");
+        let (out, refused) = convert_str(&text(8));
+        assert_eq!(out, text(8));
+        assert!(
+            refused[0].why.starts_with("spec.minCount: 8 and spec.schedulingPolicy: {gang: {minCount: 4}}"),
+            "{refused:?}"
+        );
     }
 
     #[test]
