@@ -359,6 +359,15 @@ fn claim(o: &Obj<'_, '_>, cx: &Cx<'_>, prefix: &str) -> Res<Option<Converted>> {
                 let exactly_node = request_nodes.get(i).and_then(|n| n.get("exactly"));
                 mapping(o, &format!("{prefix}.devices.requests[{i}].exactly"), Some(&exactly), exactly_node)?;
                 for (k, v, c) in moved {
+                    if exactly.get(&k).is_some() {
+                        let field = format!("{prefix}.devices.requests[{i}]");
+                        return Err(Refuse {
+                            pos: request_nodes.get(i).and_then(|n| n.get(&k)).map_or(o.node.pos, |n| n.pos),
+                            why: format!(
+                                "{field}.{k}: written both in the request and in {field}.exactly; cannot tell which one holds"
+                            ),
+                        });
+                    }
                     exactly.set(&k, v).extend(c);
                 }
                 r.set("exactly", exactly).push(note("the request's fields moved into exactly (resource.k8s.io/v1)"));
@@ -769,6 +778,20 @@ mod tests {
         let (out, _) = convert_str(text);
         assert_eq!(out.matches("# a shell comment").count(), 1, "{out}");
         assert!(!out.contains("    # a shell comment\n    command"), "{out}");
+    }
+
+    #[test]
+    fn a_request_field_written_twice_is_named() {
+        let text = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: {name: c}\nspec:\n  devices:\n    \
+                    requests:\n    - name: r\n      deviceClassName: a\n      exactly: {deviceClassName: b}\n";
+        let (out, refused) = convert_str(text);
+        assert_eq!(out, text);
+        assert_eq!(refused[0].pos.map(|p| p.line), Some(8));
+        assert_eq!(
+            refused[0].why,
+            "spec.devices.requests[0].deviceClassName: written both in the request and in \
+             spec.devices.requests[0].exactly; cannot tell which one holds"
+        );
     }
 
     #[test]
