@@ -182,6 +182,12 @@ fn device_taint_rule(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
         }
     }
     let taints: Vec<Y> = match spec.and_then(|s| s.get("taints")) {
+        Some(t) if spec.is_some_and(|s| s.get("taint").is_some()) => {
+            return Err(Refuse {
+                pos: t.pos,
+                why: "spec.taints and spec.taint: both written; cannot tell which taints the rules carry".into(),
+            });
+        }
         Some(t) => seq(Some(t)).iter().map(|n| cx.y(n)).collect(),
         None => spec.and_then(|s| s.get("taint")).map(|n| cx.y(n)).into_iter().collect(),
     };
@@ -792,6 +798,15 @@ mod tests {
             "spec.devices.requests[0].deviceClassName: written both in the request and in \
              spec.devices.requests[0].exactly; cannot tell which one holds"
         );
+    }
+
+    #[test]
+    fn a_taint_rule_with_taint_and_taints_is_named() {
+        let text = "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata: {name: r}\nspec:\n  \
+                    nodeName: n\n  deviceName: gpu-0\n  taint: {key: a, effect: NoSchedule}\n  taints: [{key: b, effect: NoSchedule}]\n";
+        let (out, refused) = convert_str(text);
+        assert_eq!(out, text);
+        assert!(refused[0].why.starts_with("spec.taints and spec.taint: both written"), "{refused:?}");
     }
 
     #[test]
