@@ -1,319 +1,93 @@
 //! `muster convert`: rewrites the outdated forms `muster check` names (workload-spec.md §12) into
-//! Kubernetes 1.37 objects.
+//! Kubernetes 1.37 objects, and never changes what a valid object means.
 //!
-//! Documents that need no change are copied byte for byte, comments included. A document that
-//! does is written anew from its located tree (the comment lines before it are kept), and every
-//! change made on an assumption carries a `# muster convert: ...` comment. What is converted:
+//! Documents that need no change are copied byte for byte, comments included, and so are the
+//! items of a List that need none. An object that does is written anew from its located tree,
+//! keeping the comment lines written above its fields, and every change made on an assumption
+//! carries a `# muster convert: ...` comment. What is converted:
 //!
 //! - DeviceTaintRule (`spec.nodeName`, `spec.deviceName`, `spec.taints[]`) → resource.k8s.io/v1
 //!   with `spec.deviceSelector {driver, pool, device}` and one rule per taint; the pool is the node
 //!   name (node-local drivers name their pool after the node), the driver comes from a slice that
 //!   publishes the device, or from the input's DeviceClass selectors, or is left to fill in;
-//! - DeviceClass → resource.k8s.io/v1, CEL rewritten ([`crate::check::cel_text::rewrite`]);
+//! - DeviceClass → resource.k8s.io/v1, a CEL selector that does not compile rewritten
+//!   ([`crate::check::cel_text::rewrite`]) when the rewrite compiles; one that compiles is kept;
+//! - ResourceSlice → resource.k8s.io/v1, v1beta1's `basic:` unwrapped ([`slices`]);
 //! - ResourceClaimTemplate / ResourceClaim: `deviceClassName` + `count` in the claim spec, or
 //!   v1beta1's request fields, → `devices.requests[].exactly`;
-//! - PodGroup → scheduling.k8s.io/v1beta1 with `schedulingPolicy.gang.minCount`,
-//!   `scheduleTimeoutSeconds` dropped;
-//! - pods that join a PodGroup by label → `spec.schedulingGroup.podGroupName`.
+//! - PodGroup and Workload → scheduling.k8s.io/v1beta1 ([`workload`]);
+//! - pods that join a PodGroup by label → `spec.schedulingGroup.podGroupName`; pods' (and pod
+//!   templates') `resourceClaims[].source` → its fields in the entry ([`classic`]).
+//!
+//! Classic DRA objects cannot be converted faithfully ([`classic`]): they are kept as written and
+//! named with why, as is any object whose conversion meets a field of the wrong shape. The output
+//! is then judged by [`check::check`]; every object it finds an error in is named too, so that
+//! `convert` exits 0 exactly when `check` passes what it printed.
 
 use std::fmt::Write as _;
 
-use muster_manifest::yaml::{Node, Resolved, Value, resolve_plain};
+use muster_manifest::Pos;
+use muster_manifest::yaml::{Node, Value};
 
 use crate::check::cel_text;
 use crate::check::{self, Index, Obj, Source, label_membership, objects_of, request_name, seq, str_of};
 use crate::text;
 
-/// A YAML tree to write: scalars keep their text and whether they were quoted; map entries
-/// carry the comment lines written before them.
-#[derive(Clone, Debug, PartialEq)]
-enum Y {
-    Scalar(String, Style),
-    Seq(Vec<Y>),
-    Map(Vec<(String, Y, Vec<String>)>),
-}
+mod classic;
+mod slices;
+mod tree;
+mod workload;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Style {
-    /// Written plain (its YAML reading depends on the text: `4` is a number).
-    Plain,
-    /// Always a string.
-    Quoted,
-    /// A string written as a folded block (`>-`), one line per line of the text.
-    Folded,
-}
-
-impl Y {
-    fn from_node(n: &Node<'_>) -> Y {
-        match &n.value {
-            Value::Scalar { text, plain } => {
-                Y::Scalar(text.to_string(), if *plain { Style::Plain } else { Style::Quoted })
-            }
-            Value::Seq(items) => Y::Seq(items.iter().map(Y::from_node).collect()),
-            Value::Map(entries) => Y::Map(
-                entries
-                    .iter()
-                    .map(|(k, v)| (k.as_str().unwrap_or("").to_string(), Y::from_node(v), Vec::new()))
-                    .collect(),
-            ),
-        }
-    }
-
-    fn plain(s: &str) -> Y {
-        Y::Scalar(s.to_string(), Style::Plain)
-    }
-
-    /// A string from the input (a name): plain when it reads back as that string, quoted when
-    /// plain it would read as something else (`true`, `1`, `~`, `a: b`).
-    fn text(s: &str) -> Y {
-        match resolve_plain(s) {
-            Resolved::Str if !needs_quotes(s) => Y::plain(s),
-            _ => Y::string(s),
-        }
-    }
-
-    fn string(s: &str) -> Y {
-        Y::Scalar(s.to_string(), Style::Quoted)
-    }
-
-    fn map() -> Y {
-        Y::Map(Vec::new())
-    }
-
-    fn get(&self, key: &str) -> Option<&Y> {
-        match self {
-            Y::Map(e) => e.iter().find(|(k, _, _)| k == key).map(|(_, v, _)| v),
-            _ => None,
-        }
-    }
-
-    fn get_mut(&mut self, key: &str) -> Option<&mut Y> {
-        match self {
-            Y::Map(e) => e.iter_mut().find(|(k, _, _)| k == key).map(|(_, v, _)| v),
-            _ => None,
-        }
-    }
-
-    fn path_mut(&mut self, path: &str) -> Option<&mut Y> {
-        path.split('.').try_fold(self, |y, k| y.get_mut(k))
-    }
-
-    fn remove(&mut self, key: &str) -> Option<Y> {
-        match self {
-            Y::Map(e) => e.iter().position(|(k, _, _)| k == key).map(|i| e.remove(i).1),
-            _ => None,
-        }
-    }
-
-    /// Is this written as nothing (`key:`, `~`, `null`), which reads as an empty mapping?
-    fn is_null(&self) -> bool {
-        matches!(self, Y::Scalar(s, Style::Plain) if matches!(resolve_plain(s), Resolved::Null))
-    }
-
-    /// The entries of a mapping; a value of another kind is replaced by an empty mapping first
-    /// (callers check with [`mapping`] that it is a mapping or nothing).
-    fn entries_mut(&mut self) -> &mut Vec<(String, Y, Vec<String>)> {
-        if !matches!(self, Y::Map(_)) {
-            *self = Y::map();
-        }
-        match self {
-            Y::Map(e) => e,
-            _ => unreachable!("made a mapping above"),
-        }
-    }
-
-    /// Sets `key` (in place if present, else appended) and returns its comment list.
-    fn set(&mut self, key: &str, value: Y) -> &mut Vec<String> {
-        let e = self.entries_mut();
-        let i = match e.iter().position(|(k, _, _)| k == key) {
-            Some(i) => {
-                e[i].1 = value;
-                i
-            }
-            None => {
-                e.push((key.to_string(), value, Vec::new()));
-                e.len() - 1
-            }
-        };
-        &mut e[i].2
-    }
-
-    /// Inserts `key` first.
-    fn set_first(&mut self, key: &str, value: Y) -> &mut Vec<String> {
-        let e = self.entries_mut();
-        e.retain(|(k, _, _)| k != key);
-        e.insert(0, (key.to_string(), value, Vec::new()));
-        &mut e[0].2
-    }
-
-    fn comment(&mut self, key: &str, note: String) {
-        if let Y::Map(e) = self
-            && let Some((_, _, c)) = e.iter_mut().find(|(k, _, _)| k == key)
-        {
-            c.push(note);
-        }
-    }
-
-    fn str(&self) -> Option<&str> {
-        match self {
-            Y::Scalar(s, _) => Some(s),
-            _ => None,
-        }
-    }
-}
+use tree::{Src, Style, Y, indentation, write_doc, write_seq};
 
 /// Checks that `field` of `o` (its value in the tree being rewritten is `y`) is a mapping or
 /// nothing, as a rewrite that adds keys to it needs; the error names the object, the field and
 /// where it is written.
-fn mapping(o: &Obj<'_, '_>, field: &str, y: Option<&Y>, node: Option<&Node<'_>>) -> anyhow::Result<()> {
+fn mapping(o: &Obj<'_, '_>, field: &str, y: Option<&Y>, node: Option<&Node<'_>>) -> Res<()> {
     let what = match y {
         None | Some(Y::Map(_)) => return Ok(()),
         Some(y) if y.is_null() => return Ok(()),
         Some(Y::Seq(_)) => "a list".to_string(),
-        Some(Y::Scalar(s, _)) => format!("the scalar {}", crate::text::clip(&serde_json::to_string(s)?, 60)),
+        Some(Y::Scalar(s, _)) => format!("the scalar {}", crate::text::clip(&text::double_quoted(s), 60)),
     };
     let pos = node.map_or(o.node.pos, |n| n.pos);
-    anyhow::bail!("line {pos}: {}: {field}: expected a mapping, found {what}; cannot convert it", o.display())
+    Err(Refuse { pos, why: format!("{field}: expected a mapping, found {what}; cannot convert it") })
+}
+
+/// Why an object cannot be converted, and where.
+#[derive(Debug)]
+struct Refuse {
+    pos: Pos,
+    why: String,
+}
+
+type Res<T> = Result<T, Refuse>;
+
+/// An object `convert` leaves as written, and why: it could not be converted faithfully, or the
+/// output would not be a valid 1.37 object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub file: usize,
+    /// Where in the input; None when only the converted output places it.
+    pub pos: Option<Pos>,
+    pub object: String,
+    pub why: String,
+}
+
+/// What converting one object reads besides the object: the input's index and its file's text.
+struct Cx<'c> {
+    ix: &'c Index,
+    src: &'c Src<'c>,
+}
+
+impl Cx<'_> {
+    fn y(&self, n: &Node<'_>) -> Y {
+        Y::from_node(n, self.src)
+    }
 }
 
 fn note(s: impl std::fmt::Display) -> String {
     format!("muster convert: {s}")
-}
-
-// ---------------------------------------------------------------------------------------------
-// Writing YAML.
-
-fn needs_quotes(s: &str) -> bool {
-    s.is_empty()
-        || s.starts_with(|c: char| " -?:,[]{}#&*!|>'\"%@`".contains(c))
-        || s.ends_with([' ', ':'])
-        || s.contains(": ")
-        || s.contains(" #")
-        || s.contains(text::special)
-}
-
-fn scalar(s: &str, style: Style) -> String {
-    match style {
-        Style::Plain if !needs_quotes(s) => s.to_string(),
-        _ if !s.contains(['\\']) && !s.contains(text::special) => {
-            format!("'{}'", s.replace('\'', "''"))
-        }
-        _ => text::double_quoted(s),
-    }
-}
-
-fn key(k: &str) -> String {
-    if needs_quotes(k) || matches!(muster_manifest::yaml::resolve_plain(k), muster_manifest::yaml::Resolved::Null) {
-        scalar(k, Style::Quoted)
-    } else {
-        k.to_string()
-    }
-}
-
-fn comments(out: &mut String, indent: usize, c: &[String]) {
-    for line in c.iter().flat_map(|c| c.lines()) {
-        let _ = writeln!(out, "{:indent$}# {}", "", text::one_line(line));
-    }
-}
-
-/// The value after `key:` (a scalar, `{}`, `[]`) or None when it goes on the next lines.
-fn inline(y: &Y) -> Option<String> {
-    match y {
-        Y::Scalar(s, Style::Folded) if s.contains(|c| text::special(c) && c != '\n') => Some(scalar(s, Style::Quoted)),
-        Y::Scalar(s, Style::Folded) if s.contains('\n') || s.len() > 60 => None,
-        Y::Scalar(s, Style::Folded) => Some(scalar(s, Style::Quoted)),
-        Y::Scalar(s, _) if s.contains('\n') && literal_ok(s) => None,
-        Y::Scalar(s, style) => Some(scalar(s, *style)),
-        Y::Seq(v) if v.is_empty() => Some("[]".into()),
-        Y::Map(e) if e.is_empty() => Some("{}".into()),
-        _ => None,
-    }
-}
-
-/// Can a multi-line string be written as a literal block (`|`)?
-fn literal_ok(s: &str) -> bool {
-    !s.starts_with([' ', '\n'])
-        && !s.contains(['\r', '\t'])
-        && !s.trim_end_matches('\n').ends_with(' ')
-        && !s.ends_with("\n\n")
-        && !s.contains(|c| text::special(c) && c != '\n')
-}
-
-/// Writes the value of an entry whose `key:` is already written (without a newline).
-fn value_after_key(out: &mut String, y: &Y, indent: usize) {
-    if let Some(s) = inline(y) {
-        let _ = writeln!(out, " {s}");
-        return;
-    }
-    match y {
-        Y::Scalar(s, Style::Folded) => {
-            out.push_str(" >-\n");
-            for l in s.lines() {
-                let _ = writeln!(out, "{:w$}{l}", "", w = indent + 2);
-            }
-        }
-        Y::Scalar(s, _) => {
-            out.push_str(if s.ends_with('\n') { " |\n" } else { " |-\n" });
-            for l in s.trim_end_matches('\n').lines() {
-                if l.is_empty() {
-                    out.push('\n');
-                } else {
-                    let _ = writeln!(out, "{:w$}{l}", "", w = indent + 2);
-                }
-            }
-        }
-        Y::Map(e) => {
-            out.push('\n');
-            write_map(out, e, indent + 2);
-        }
-        Y::Seq(items) => {
-            out.push('\n');
-            write_seq(out, items, indent);
-        }
-    }
-}
-
-fn write_map(out: &mut String, entries: &[(String, Y, Vec<String>)], indent: usize) {
-    for (k, v, c) in entries {
-        comments(out, indent, c);
-        let _ = write!(out, "{:indent$}{}:", "", key(k));
-        value_after_key(out, v, indent);
-    }
-}
-
-/// Sequence items at `indent` (`- ` at the key's indentation, as kubectl writes them).
-fn write_seq(out: &mut String, items: &[Y], indent: usize) {
-    for item in items {
-        match item {
-            Y::Map(e) if !e.is_empty() => {
-                comments(out, indent, &e[0].2);
-                let (k, v, _) = &e[0];
-                let _ = write!(out, "{:indent$}- {}:", "", key(k));
-                value_after_key(out, v, indent + 2);
-                write_map(out, &e[1..], indent + 2);
-            }
-            Y::Seq(inner) if !inner.is_empty() => {
-                let _ = writeln!(out, "{:indent$}-", "");
-                write_seq(out, inner, indent + 2);
-            }
-            other => {
-                let s = inline(other).unwrap_or_else(|| match other {
-                    Y::Scalar(s, _) => text::double_quoted(s),
-                    _ => unreachable!("non-empty collections are handled above"),
-                });
-                let _ = writeln!(out, "{:indent$}- {s}", "");
-            }
-        }
-    }
-}
-
-/// One document: its comment lines, then the object.
-fn write_doc(out: &mut String, y: &Y, doc_comments: &[String]) {
-    comments(out, 0, doc_comments);
-    match y {
-        Y::Map(e) => write_map(out, e, 0),
-        other => value_after_key(out, other, 0),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -324,14 +98,18 @@ type Converted = Vec<(Y, Vec<String>)>;
 
 /// Converts one object, or None when it is already in its 1.37 form; an error when a field the
 /// rewrite adds to is not a mapping.
-fn convert_object(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
+fn convert_object(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    classic::refuse(o)?;
     match o.kind.as_str() {
-        "DeviceTaintRule" => device_taint_rule(o, ix),
-        "DeviceClass" => Ok(device_class(o)),
-        "ResourceClaim" => claim(o, "spec"),
-        "ResourceClaimTemplate" => claim(o, "spec.spec"),
-        "PodGroup" => pod_group(o),
-        "Pod" => pod(o, ix),
+        "DeviceTaintRule" => device_taint_rule(o, cx),
+        "DeviceClass" => Ok(device_class(o, cx)),
+        "ResourceSlice" => slices::resource_slice(o, cx),
+        "ResourceClaim" => claim(o, cx, "spec"),
+        "ResourceClaimTemplate" => claim(o, cx, "spec.spec"),
+        "PodGroup" => workload::pod_group(o, cx),
+        "Workload" => workload::workload(o, cx),
+        "Pod" => pod(o, cx),
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" => pod_template_owner(o, cx),
         _ => Ok(None),
     }
 }
@@ -340,14 +118,15 @@ fn version_note(o: &Obj<'_, '_>, to: &str) -> Option<String> {
     (o.api_version != to).then(|| note(format!("apiVersion {} became {to}", o.api_version)))
 }
 
-fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
+fn device_taint_rule(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    let ix = cx.ix;
     const V1: &str = "resource.k8s.io/v1";
     let spec = o.get("spec");
     let old = spec.is_some_and(|s| ["nodeName", "deviceName", "taints"].iter().any(|k| s.get(k).is_some()));
     if !old && o.api_version == V1 {
         return Ok(None);
     }
-    let mut base = Y::from_node(o.node);
+    let mut base = cx.y(o.node);
     mapping(o, "spec", base.get("spec"), spec)?;
     mapping(o, "metadata", base.get("metadata"), o.get("metadata"))?;
     base.set("apiVersion", Y::plain(V1));
@@ -357,7 +136,7 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Conve
     let device = spec.and_then(|s| str_of(s.get("deviceName")));
     // The selector: what was there, then pool/device from the node and device names.
     let selector_node = spec.and_then(|s| s.get("deviceSelector"));
-    let mut selector = selector_node.map_or_else(Y::map, Y::from_node);
+    let mut selector = selector_node.map_or_else(Y::map, |n| cx.y(n));
     mapping(o, "spec.deviceSelector", Some(&selector), selector_node)?;
     if selector.is_null() {
         selector = Y::map();
@@ -403,8 +182,14 @@ fn device_taint_rule(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Conve
         }
     }
     let taints: Vec<Y> = match spec.and_then(|s| s.get("taints")) {
-        Some(t) => seq(Some(t)).iter().map(Y::from_node).collect(),
-        None => spec.and_then(|s| s.get("taint")).map(Y::from_node).into_iter().collect(),
+        Some(t) if spec.is_some_and(|s| s.get("taint").is_some()) => {
+            return Err(Refuse {
+                pos: t.pos,
+                why: "spec.taints and spec.taint: both written; cannot tell which taints the rules carry".into(),
+            });
+        }
+        Some(t) => seq(Some(t)).iter().map(|n| cx.y(n)).collect(),
+        None => spec.and_then(|s| s.get("taint")).map(|n| cx.y(n)).into_iter().collect(),
     };
     let mut out = Vec::new();
     let n = taints.len().max(1);
@@ -451,31 +236,33 @@ fn is_nvidia_device_name(d: &str) -> bool {
     d.strip_prefix("gpu-").is_some_and(|rest| rest.split('-').next().is_some_and(|m| m.parse::<u32>().is_ok()))
 }
 
-/// Rewrites the CEL selectors of a list (`selectors: [{cel: {expression}}]`) in place; true when
-/// one changed.
+/// Rewrites the CEL selectors of a list (`selectors: [{cel: {expression}}]`) that do not compile
+/// in place; true when one changed.
 fn rewrite_selectors(list: Option<&mut Y>) -> bool {
     let Some(Y::Seq(items)) = list else { return false };
     let mut changed = false;
     for sel in items {
         let Some(cel) = sel.get_mut("cel") else { continue };
         let Some(expr) = cel.get("expression").and_then(Y::str).map(str::to_string) else { continue };
+        // A selector that compiles has a meaning, which a rewrite would change: `check` warns
+        // about what it reads, `convert` keeps it as written.
+        if muster_cel::Env::default().compile(&expr).is_ok() {
+            continue;
+        }
+        // Rewritten only into an expression that compiles; otherwise kept, and `check` names it.
         let rw = cel_text::rewrite(&expr);
-        if rw.notes.is_empty() {
+        if rw.notes.is_empty() || muster_cel::Env::default().compile(&rw.text).is_err() {
             continue;
         }
         changed = true;
-        let mut notes: Vec<String> = rw.notes.iter().map(note).collect();
-        if let Err(e) = muster_cel::Env::default().compile(&rw.text) {
-            notes.push(note(format!("the rewritten expression does not compile, fix it by hand: {e}")));
-        }
-        cel.set("expression", Y::Scalar(rw.text, Style::Folded)).extend(notes);
+        cel.set("expression", Y::Scalar(rw.text, Style::Folded)).extend(rw.notes.iter().map(note));
     }
     changed
 }
 
-fn device_class(o: &Obj<'_, '_>) -> Option<Converted> {
+fn device_class(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Option<Converted> {
     const V1: &str = "resource.k8s.io/v1";
-    let mut y = Y::from_node(o.node);
+    let mut y = cx.y(o.node);
     let changed = rewrite_selectors(y.path_mut("spec.selectors"));
     if !changed && o.api_version == V1 {
         return None;
@@ -484,15 +271,20 @@ fn device_class(o: &Obj<'_, '_>) -> Option<Converted> {
     Some(vec![(y, version_note(o, V1).into_iter().collect())])
 }
 
-fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
+fn claim(o: &Obj<'_, '_>, cx: &Cx<'_>, prefix: &str) -> Res<Option<Converted>> {
     const V1: &str = "resource.k8s.io/v1";
-    let mut y = Y::from_node(o.node);
+    let mut y = cx.y(o.node);
     let mut changed = false;
     let cs_node = o.get(prefix);
     if let Some(cs) = y.path_mut(prefix) {
         // The flat form: deviceClassName, count (and friends) in the claim spec.
         if cs_node.is_some_and(|n| n.get("deviceClassName").is_some() || n.get("count").is_some()) {
             changed = true;
+            let moved_comments: Vec<String> =
+                ["deviceClassName", "count", "allocationMode", "selectors", "adminAccess"]
+                    .iter()
+                    .flat_map(|k| cs.comments_of(k))
+                    .collect();
             let class = cs.remove("deviceClassName");
             let count = cs.remove("count");
             let had_count = count.is_some();
@@ -525,30 +317,34 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
                 Y::Map(vec![("name".into(), Y::text(name), Vec::new()), ("exactly".into(), exactly, Vec::new())]);
             let devices_field = format!("{prefix}.devices");
             let devices_node = o.get(&devices_field);
-            let mut devices = cs.remove("devices").filter(|d| !d.is_null()).unwrap_or_else(Y::map);
+            let (devices, devices_comments) = cs.take("devices").unwrap_or((Y::map(), Vec::new()));
+            let mut devices = Some(devices).filter(|d| !d.is_null()).unwrap_or_else(Y::map);
             mapping(o, &devices_field, Some(&devices), devices_node)?;
             let mut requests = match devices.remove("requests") {
                 Some(Y::Seq(r)) => r,
                 None => Vec::new(),
                 Some(r) if r.is_null() => Vec::new(),
-                Some(_) => anyhow::bail!(
-                    "line {}: {}: {devices_field}.requests: expected a list; cannot convert it",
-                    devices_node.and_then(|d| d.get("requests")).map_or(o.node.pos, |n| n.pos),
-                    o.display()
-                ),
+                Some(_) => {
+                    return Err(Refuse {
+                        pos: devices_node.and_then(|d| d.get("requests")).map_or(o.node.pos, |n| n.pos),
+                        why: format!("{devices_field}.requests: expected a list; cannot convert it"),
+                    });
+                }
             };
             requests.insert(0, request);
             let what = if had_count { "deviceClassName and count" } else { "deviceClassName (count 1 assumed)" };
-            devices.set("requests", Y::Seq(requests)).push(note(format!(
+            let c = devices.set("requests", Y::Seq(requests));
+            c.extend(moved_comments);
+            c.push(note(format!(
                 "{prefix}.{what} became request {name:?} (containers may name it in resources.claims[].request)"
             )));
-            cs.set_first("devices", devices);
+            cs.set_first("devices", devices).extend(devices_comments);
         }
         // v1beta1 requests: the fields of `exactly` directly in the request.
         if let Some(Y::Seq(requests)) = cs.path_mut("devices.requests") {
             let request_nodes = check::seq(o.get(&format!("{prefix}.devices.requests")));
             for (i, r) in requests.iter_mut().enumerate() {
-                let moved: Vec<(String, Y)> = [
+                let moved: Vec<(String, Y, Vec<String>)> = [
                     "deviceClassName",
                     "allocationMode",
                     "count",
@@ -556,9 +352,10 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
                     "adminAccess",
                     "tolerations",
                     "capacity",
+                    "derivedAttributes",
                 ]
                 .into_iter()
-                .filter_map(|k| r.remove(k).map(|v| (k.to_string(), v)))
+                .filter_map(|k| r.take(k).map(|(v, c)| (k.to_string(), v, c)))
                 .collect();
                 if moved.is_empty() {
                     continue;
@@ -567,8 +364,17 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
                 let mut exactly = r.remove("exactly").filter(|e| !e.is_null()).unwrap_or_else(Y::map);
                 let exactly_node = request_nodes.get(i).and_then(|n| n.get("exactly"));
                 mapping(o, &format!("{prefix}.devices.requests[{i}].exactly"), Some(&exactly), exactly_node)?;
-                for (k, v) in moved {
-                    exactly.set(&k, v);
+                for (k, v, c) in moved {
+                    if exactly.get(&k).is_some() {
+                        let field = format!("{prefix}.devices.requests[{i}]");
+                        return Err(Refuse {
+                            pos: request_nodes.get(i).and_then(|n| n.get(&k)).map_or(o.node.pos, |n| n.pos),
+                            why: format!(
+                                "{field}.{k}: written both in the request and in {field}.exactly; cannot tell which one holds"
+                            ),
+                        });
+                    }
+                    exactly.set(&k, v).extend(c);
                 }
                 r.set("exactly", exactly).push(note("the request's fields moved into exactly (resource.k8s.io/v1)"));
             }
@@ -589,51 +395,9 @@ fn claim(o: &Obj<'_, '_>, prefix: &str) -> anyhow::Result<Option<Converted>> {
     Ok(Some(vec![(y, version_note(o, V1).into_iter().collect())]))
 }
 
-fn pod_group(o: &Obj<'_, '_>) -> anyhow::Result<Option<Converted>> {
-    const BETA: &str = "scheduling.k8s.io/v1beta1";
-    let spec = o.get("spec");
-    let min = spec.and_then(|s| s.get("minCount"));
-    let timeout = spec.and_then(|s| s.get("scheduleTimeoutSeconds"));
-    let policy = spec.and_then(|s| s.get("schedulingPolicy"));
-    let served = muster_manifest::object::supported_versions("PodGroup").contains(&o.api_version.as_str());
-    if min.is_none() && timeout.is_none() && policy.is_some() && served {
-        return Ok(None);
-    }
-    let mut y = Y::from_node(o.node);
-    y.set("apiVersion", Y::plain(BETA));
-    let s = spec_of(o, &mut y)?;
-    let min_y = s.remove("minCount");
-    s.remove("scheduleTimeoutSeconds");
-    if policy.is_none() {
-        let (p, why) = match min_y {
-            Some(m) => (
-                Y::Map(vec![("gang".into(), Y::Map(vec![("minCount".into(), m, Vec::new())]), Vec::new())]),
-                "spec.minCount became spec.schedulingPolicy.gang.minCount".to_string(),
-            ),
-            None => (
-                Y::Map(vec![("basic".into(), Y::map(), Vec::new())]),
-                "spec.schedulingPolicy is required; basic (no gang) assumed, write gang: {minCount: N} for all-or-nothing"
-                    .to_string(),
-            ),
-        };
-        s.set_first("schedulingPolicy", p).push(note(why));
-    }
-    if let Some(t) = timeout {
-        let t = check::flow(t);
-        // The note goes on the first entry (schedulingPolicy, set above or written first).
-        if let Some((_, _, c)) = s.entries_mut().first_mut() {
-            c.push(note(format!(
-                "dropped scheduleTimeoutSeconds: {t}: no such field in Kubernetes 1.37; the scheduler waits at most \
-                 its fixed 5-minute Permit timeout (muster: --gang-wait-timeout, default 300s)"
-            )));
-        }
-    }
-    Ok(Some(vec![(y, version_note(o, BETA).into_iter().collect())]))
-}
-
 /// The object's `spec` to rewrite: added when missing, an empty mapping when written as nothing
 /// (`spec:`), an error when it is not a mapping.
-fn spec_of<'y>(o: &Obj<'_, '_>, y: &'y mut Y) -> anyhow::Result<&'y mut Y> {
+fn spec_of<'y>(o: &Obj<'_, '_>, y: &'y mut Y) -> Res<&'y mut Y> {
     mapping(o, "spec", y.get("spec"), o.get("spec"))?;
     if y.get("spec").is_none_or(Y::is_null) {
         y.set("spec", Y::map());
@@ -641,24 +405,43 @@ fn spec_of<'y>(o: &Obj<'_, '_>, y: &'y mut Y) -> anyhow::Result<&'y mut Y> {
     Ok(y.get_mut("spec").expect("set above"))
 }
 
-fn pod(o: &Obj<'_, '_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
-    let Some((k, group)) = label_membership(o, ix) else { return Ok(None) };
-    let key = k.as_str().unwrap_or_default();
-    let mut y = Y::from_node(o.node);
-    let s = spec_of(o, &mut y)?;
-    s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::text(&group), Vec::new())])).push(note(
-        format!("joins PodGroup {group} (the label {key}: {group} has no effect on membership; it is kept)"),
-    ));
-    Ok(Some(vec![(y, Vec::new())]))
+fn pod(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    let membership = label_membership(o, cx.ix);
+    if membership.is_none() && !classic::has_claim_sources(o, "spec") {
+        return Ok(None);
+    }
+    let mut y = cx.y(o.node);
+    let mut changed = classic::flatten_claim_sources(o, &mut y, "spec")?;
+    if let Some((k, group)) = membership {
+        let key = k.as_str().unwrap_or_default();
+        let s = spec_of(o, &mut y)?;
+        s.set_first("schedulingGroup", Y::Map(vec![("podGroupName".into(), Y::text(&group), Vec::new())])).push(note(
+            format!("joins PodGroup {group} (the label {key}: {group} has no effect on membership; it is kept)"),
+        ));
+        changed = true;
+    }
+    Ok(changed.then(|| vec![(y, Vec::new())]))
+}
+
+/// A workload (Deployment, Job, ...) whose pod template names claims through `source`.
+fn pod_template_owner(o: &Obj<'_, '_>, cx: &Cx<'_>) -> Res<Option<Converted>> {
+    if !classic::has_claim_sources(o, "spec.template.spec") {
+        return Ok(None);
+    }
+    let mut y = cx.y(o.node);
+    let changed = classic::flatten_claim_sources(o, &mut y, "spec.template.spec")?;
+    Ok(changed.then(|| vec![(y, Vec::new())]))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Files.
 
-/// Converts one file's text; None when nothing in it changes.
-fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<String>> {
+/// Converts one file's text; None when nothing in it changes. Objects that cannot be converted
+/// are kept as written and added to `refused`.
+fn convert_text(file: usize, text: &str, ix: &Index, refused: &mut Vec<Refusal>) -> anyhow::Result<Option<String>> {
     let mut out = String::new();
     let mut changed = false;
+    let all_lines: Vec<&str> = text.lines().collect();
     for piece in check::pieces(text) {
         let ptext = &text[piece.range.clone()];
         let Some(docs) = &piece.docs else {
@@ -666,10 +449,9 @@ fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<St
             let e = muster_manifest::yaml::parse_stream_at(ptext, piece.line_offset).expect_err("it failed before");
             anyhow::bail!("line {}: invalid YAML: {}", e.pos, e.message);
         };
-        let mut converted: Vec<Option<Converted>> = Vec::new();
-        for d in docs {
-            converted.push(convert_doc(file, &d.root, ix)?);
-        }
+        let srcs: Vec<Src<'_>> = docs.iter().map(|d| Src { lines: &all_lines, floor: d.pos.line }).collect();
+        let converted: Vec<Option<DocOut>> =
+            docs.iter().zip(&srcs).map(|(d, src)| convert_doc(file, &d.root, &Cx { ix, src }, refused)).collect();
         if converted.iter().all(Option::is_none) {
             out.push_str(ptext);
             continue;
@@ -690,11 +472,26 @@ fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<St
         if !head.is_empty() && !head.ends_with('\n') {
             out.push('\n');
         }
-        for (i, (d, c)) in docs.iter().zip(converted).enumerate() {
+        let one = docs.len() == 1;
+        for (i, ((d, c), src)) in docs.iter().zip(converted).zip(&srcs).enumerate() {
             if i > 0 {
                 out.push_str("---\n");
             }
-            let parts = c.unwrap_or_else(|| vec![(Y::from_node(&d.root), Vec::new())]);
+            let parts = match c {
+                None => vec![(Y::from_node(&d.root, src), Vec::new())],
+                Some(DocOut::Docs(parts)) => parts,
+                Some(DocOut::List(items, rebuilt)) => {
+                    let body = &lines[first_line.saturating_sub(1).min(tail_start)..tail_start.min(lines.len())];
+                    let first = piece.line_offset + first_line as u32;
+                    match one.then(|| splice_list(body, first, &d.root, items)).flatten() {
+                        Some(text) => {
+                            out.push_str(&text);
+                            continue;
+                        }
+                        None => rebuilt,
+                    }
+                }
+            };
             for (j, (y, notes)) in parts.iter().enumerate() {
                 if j > 0 {
                     out.push_str("---\n");
@@ -707,22 +504,37 @@ fn convert_text(file: usize, text: &str, ix: &Index) -> anyhow::Result<Option<St
     Ok(changed.then_some(out))
 }
 
+/// A document converted.
+enum DocOut {
+    /// The documents that replace it.
+    Docs(Converted),
+    /// A List: what each item became (None: as written), and the list written anew.
+    List(Vec<Option<Converted>>, Converted),
+}
+
 /// A document converted (a `List` item by item), or None when nothing in it changes.
-fn convert_doc(file: usize, root: &Node<'_>, ix: &Index) -> anyhow::Result<Option<Converted>> {
+fn convert_doc(file: usize, root: &Node<'_>, cx: &Cx<'_>, refused: &mut Vec<Refusal>) -> Option<DocOut> {
     let mut objs = Vec::new();
     objects_of(file, root, None, &mut objs);
     let is_list = !objs.is_empty() && !objs[0].node.pos.eq(&root.pos);
+    let mut one = |o: &Obj<'_, '_>| match convert_object(o, cx) {
+        Ok(c) => c,
+        Err(r) => {
+            refused.push(Refusal { file, pos: Some(r.pos), object: o.display(), why: r.why });
+            None
+        }
+    };
     if !is_list {
-        return objs.first().map_or(Ok(None), |o| convert_object(o, ix));
+        return objs.first().and_then(&mut one).map(DocOut::Docs);
     }
-    let converted: Vec<Option<Converted>> = objs.iter().map(|o| convert_object(o, ix)).collect::<Result<_, _>>()?;
+    let converted: Vec<Option<Converted>> = objs.iter().map(&mut one).collect();
     if converted.iter().all(Option::is_none) {
-        return Ok(None);
+        return None;
     }
     let mut items = Vec::new();
-    for (o, c) in objs.iter().zip(converted) {
+    for (o, c) in objs.iter().zip(converted.iter().cloned()) {
         match c {
-            None => items.push(Y::from_node(o.node)),
+            None => items.push(cx.y(o.node)),
             Some(parts) => {
                 for (mut y, notes) in parts {
                     if let Y::Map(e) = &mut y
@@ -735,13 +547,83 @@ fn convert_doc(file: usize, root: &Node<'_>, ix: &Index) -> anyhow::Result<Optio
             }
         }
     }
-    let mut list = Y::from_node(root);
+    let mut list = cx.y(root);
     list.set("items", Y::Seq(items));
-    Ok(Some(vec![(list, Vec::new())]))
+    let rebuilt = vec![(list, Vec::new())];
+    let direct = seq(root.get("items"));
+    if direct.len() == objs.len() && direct.iter().zip(&objs).all(|(n, o)| n.pos == o.node.pos) {
+        return Some(DocOut::List(converted, rebuilt));
+    }
+    Some(DocOut::Docs(rebuilt))
 }
 
-/// The converted texts of the sources that change: (source index, text).
-pub fn convert(sources: &[Source]) -> anyhow::Result<Vec<(usize, String)>> {
+/// A List written one item per `- ` line, as the last field of the document: its text (`body`,
+/// the document's lines from line `first`) with each converted item written anew in its place and
+/// every other line as it was. None when the items are not laid out so.
+fn splice_list(body: &[&str], first: u32, root: &Node<'_>, converted: Vec<Option<Converted>>) -> Option<String> {
+    let Value::Map(entries) = &root.value else { return None };
+    if entries.last()?.0.as_str() != Some("items") {
+        return None;
+    }
+    let items_line = (entries.last()?.0.pos.line.checked_sub(first)?) as usize;
+    // Where each item starts (its `- ` line) and the comment lines directly above it.
+    let mut starts: Vec<(usize, usize)> = Vec::new();
+    let mut floor = items_line;
+    for item in seq(root.get("items")) {
+        let at = item.pos.line.checked_sub(first)? as usize;
+        let line = body.get(at)?;
+        let prefix: String = line.chars().take((item.pos.col as usize).saturating_sub(1)).collect();
+        if at <= floor || prefix.trim() != "-" {
+            return None;
+        }
+        let mut from = at;
+        while from > floor + 1 && body[from - 1].trim_start().starts_with('#') {
+            from -= 1;
+        }
+        starts.push((from, indentation(line)));
+        floor = at;
+    }
+    let mut out: String = body[..starts.first()?.0].concat();
+    for (i, c) in converted.into_iter().enumerate() {
+        let (from, indent) = starts[i];
+        let to = starts.get(i + 1).map_or(body.len(), |s| s.0);
+        match c {
+            None => out.push_str(&body[from..to].concat()),
+            Some(parts) => {
+                for (mut y, notes) in parts {
+                    if let Y::Map(e) = &mut y
+                        && let Some(first) = e.first_mut()
+                    {
+                        first.2.splice(0..0, notes);
+                    }
+                    write_seq(&mut out, &[y], indent);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// What `convert` made of the input: the texts of the files that change (source index, text),
+/// and every object that is not a valid 1.37 object in that output, with why.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub texts: Vec<(usize, String)>,
+    pub refused: Vec<Refusal>,
+}
+
+impl Outcome {
+    /// The text of source `i` after conversion.
+    pub fn text<'s>(&'s self, i: usize, sources: &'s [Source]) -> &'s str {
+        self.texts.iter().find(|(j, _)| *j == i).map_or(sources[i].text.as_str(), |(_, t)| t.as_str())
+    }
+}
+
+/// Converts every source. An object that cannot be converted faithfully is kept as written and
+/// named in [`Outcome::refused`]; so is every object that `check` finds an error in once
+/// converted, so that an empty `refused` means `check` passes the output. An error when a file
+/// is not YAML.
+pub fn convert(sources: &[Source]) -> anyhow::Result<Outcome> {
     let parsed: Vec<Vec<check::Piece<'_>>> = sources.iter().map(|s| check::pieces(&s.text)).collect();
     let mut objects = Vec::new();
     for (file, ps) in parsed.iter().enumerate() {
@@ -752,20 +634,60 @@ pub fn convert(sources: &[Source]) -> anyhow::Result<Vec<(usize, String)>> {
         }
     }
     let ix = Index::build(&objects);
-    let mut out = Vec::new();
+    let mut outcome = Outcome::default();
     for (file, s) in sources.iter().enumerate() {
-        match convert_text(file, &s.text, &ix) {
-            Ok(Some(t)) => out.push((file, t)),
+        match convert_text(file, &s.text, &ix, &mut outcome.refused) {
+            Ok(Some(t)) => outcome.texts.push((file, t)),
             Ok(None) => {}
             Err(e) => anyhow::bail!("{}: {e}", s.name),
         }
     }
-    Ok(out)
+    recheck(sources, &mut outcome);
+    Ok(outcome)
+}
+
+/// Adds what `check` finds wrong in the output to `refused` (objects already refused are named
+/// once). Positions are kept for files that did not change, where they are the input's.
+fn recheck(sources: &[Source], outcome: &mut Outcome) {
+    let output: Vec<Source> = (0..sources.len())
+        .map(|i| Source { name: sources[i].name.clone(), text: outcome.text(i, sources).to_string() })
+        .collect();
+    let mut found = Vec::new();
+    for f in check::check(&output) {
+        if f.severity != check::Severity::Error {
+            continue;
+        }
+        let object = f.object.clone().unwrap_or_default();
+        if outcome.refused.iter().any(|r| r.file == f.file && r.object == object) {
+            continue;
+        }
+        let changed = outcome.texts.iter().any(|(j, _)| *j == f.file);
+        let why = match &f.field {
+            Some(field) => format!("{field}: {}", f.message),
+            None => f.message.clone(),
+        };
+        found.push(Refusal { file: f.file, pos: f.pos.filter(|_| !changed), object, why });
+    }
+    outcome.refused.extend(found);
+}
+
+/// `file:line:col: Object: why`, as `check` places its findings.
+fn refusal_line(sources: &[Source], r: &Refusal) -> String {
+    let mut s = format!("error: {}", sources[r.file].name);
+    if let Some(p) = r.pos {
+        let _ = write!(s, ":{p}");
+    }
+    if !r.object.is_empty() {
+        let _ = write!(s, ": {}", text::one_line(&r.object));
+    }
+    let _ = write!(s, ": {}", r.why.replace('\n', "\n    "));
+    s
 }
 
 /// `muster convert PATH [-w]`: the converted files to standard output (several files each after a
-/// `# Source: PATH` line), or written in place. Exit status 2 when the input cannot be read or
-/// parsed.
+/// `# Source: PATH` line), or written in place. Exit status 1 when some object is not a valid
+/// 1.37 object in the output (each is named on standard error, with why; the rest is converted),
+/// 2 when the input cannot be read or parsed.
 pub fn run(path: &std::path::Path, write: bool) -> anyhow::Result<std::process::ExitCode> {
     use std::process::ExitCode;
     let sources = match check::read_inputs(std::slice::from_ref(&path.to_path_buf())) {
@@ -777,30 +699,49 @@ pub fn run(path: &std::path::Path, write: bool) -> anyhow::Result<std::process::
             return Ok(ExitCode::from(2));
         }
     };
-    let converted = match convert(&sources) {
+    let outcome = match convert(&sources) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e:#}");
             return Ok(ExitCode::from(2));
         }
     };
+    if write && sources.iter().any(|s| &*s.name == "<stdin>") {
+        anyhow::bail!("-w cannot write standard input back; leave it out to print the result");
+    }
     if write {
-        if sources.iter().any(|s| &*s.name == "<stdin>") {
-            anyhow::bail!("-w cannot write standard input back; leave it out to print the result");
-        }
-        for (i, text) in &converted {
+        for (i, text) in &outcome.texts {
             std::fs::write(&*sources[*i].name, text)?;
             eprintln!("converted {}", sources[*i].name);
         }
-        if converted.is_empty() {
+        if outcome.texts.is_empty() {
             eprintln!("nothing to convert");
         }
+    } else {
+        print!("{}", printed(&sources, &outcome));
+    }
+    for r in &outcome.refused {
+        eprintln!("{}", refusal_line(&sources, r));
+    }
+    if outcome.refused.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
+    let n = outcome.refused.len();
+    eprintln!(
+        "{n} error{}: the objects named are not valid Kubernetes 1.37 objects in the output, as `muster check` judges \
+         them (those that could not be converted are kept as written); everything else is converted",
+        if n == 1 { "" } else { "s" }
+    );
+    Ok(ExitCode::from(1))
+}
+
+/// What `convert` prints: every file, converted or as written, each after a `# Source: PATH`
+/// line when there are several.
+pub fn printed(sources: &[Source], outcome: &Outcome) -> String {
     let several = sources.len() > 1;
     let mut out = String::new();
     for (i, s) in sources.iter().enumerate() {
-        let text = converted.iter().find(|(j, _)| *j == i).map_or(s.text.as_str(), |(_, t)| t.as_str());
+        let text = outcome.text(i, sources);
         if several {
             let _ = writeln!(out, "# Source: {}", s.name);
         }
@@ -809,6 +750,76 @@ pub fn run(path: &std::path::Path, write: bool) -> anyhow::Result<std::process::
             out.push('\n');
         }
     }
-    print!("{out}");
-    Ok(ExitCode::SUCCESS)
+    out
+}
+
+/// `convert` on one text: what it prints and what it names.
+#[cfg(test)]
+fn convert_str(text: &str) -> (String, Vec<Refusal>) {
+    let sources = vec![Source { name: "t.yaml".into(), text: text.into() }];
+    let outcome = convert(&sources).expect("the text is YAML");
+    (printed(&sources, &outcome), outcome.refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::convert_str;
+
+    #[test]
+    fn comments_above_fields_are_kept_in_a_converted_object() {
+        let text = "# the group\napiVersion: scheduling.k8s.io/v1alpha3\nkind: PodGroup\nmetadata: {name: g, namespace: a}\n\
+                    spec:\n  # four workers\n  minCount: 4\n  #\n  # priority\n  priorityClassName: x\n";
+        let (out, _) = convert_str(text);
+        assert!(out.starts_with("# the group\n# muster convert: apiVersion"), "{out}");
+        assert!(out.contains("  # four workers\n  # muster convert: spec.minCount became"), "{out}");
+        assert!(out.contains("  #\n  # priority\n  priorityClassName: x\n"), "{out}");
+        assert_eq!(out.matches("the group").count(), 1, "{out}");
+    }
+
+    #[test]
+    fn no_comment_is_taken_from_a_block_scalar_or_for_a_flow_entry() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {scheduling.k8s.io/group-name: g}\n\
+                    spec:\n  containers:\n  - name: c\n    image: i\n    args:\n    - |\n      # a shell comment\n    \
+                    command: [a,\n      # flow\n      b]\n";
+        let (out, _) = convert_str(text);
+        assert_eq!(out.matches("# a shell comment").count(), 1, "{out}");
+        assert!(!out.contains("    # a shell comment\n    command"), "{out}");
+    }
+
+    #[test]
+    fn a_request_field_written_twice_is_named() {
+        let text = "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: {name: c}\nspec:\n  devices:\n    \
+                    requests:\n    - name: r\n      deviceClassName: a\n      exactly: {deviceClassName: b}\n";
+        let (out, refused) = convert_str(text);
+        assert_eq!(out, text);
+        assert_eq!(refused[0].pos.map(|p| p.line), Some(8));
+        assert_eq!(
+            refused[0].why,
+            "spec.devices.requests[0].deviceClassName: written both in the request and in \
+             spec.devices.requests[0].exactly; cannot tell which one holds"
+        );
+    }
+
+    #[test]
+    fn a_taint_rule_with_taint_and_taints_is_named() {
+        let text = "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata: {name: r}\nspec:\n  \
+                    nodeName: n\n  deviceName: gpu-0\n  taint: {key: a, effect: NoSchedule}\n  taints: [{key: b, effect: NoSchedule}]\n";
+        let (out, refused) = convert_str(text);
+        assert_eq!(out, text);
+        assert!(refused[0].why.starts_with("spec.taints and spec.taint: both written"), "{refused:?}");
+    }
+
+    #[test]
+    fn a_list_keeps_the_items_it_does_not_convert_as_written() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n# first\n- {apiVersion: v1, kind: Node, metadata: {name: n}}  # as is\n\
+                    - apiVersion: scheduling.k8s.io/v1alpha3\n  kind: PodGroup\n  metadata: {name: g}\n  spec: {minCount: 2}\n\
+                    - apiVersion: v1   # last\n  kind: Node\n  metadata: {name: m}\n";
+        let (out, refused) = convert_str(text);
+        assert!(refused.is_empty(), "{refused:?}");
+        assert!(out.starts_with("apiVersion: v1\nkind: List\nitems:\n# first\n- {apiVersion: v1, kind: Node, metadata: {name: n}}  # as is\n# muster convert"), "{out}");
+        assert!(
+            out.ends_with("        minCount: 2\n- apiVersion: v1   # last\n  kind: Node\n  metadata: {name: m}\n"),
+            "{out}"
+        );
+    }
 }

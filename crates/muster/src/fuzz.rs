@@ -1,6 +1,8 @@
 //! Mutation fuzzing of the input edge: the repository's example manifests, mutated (bytes
 //! flipped, text cut, lines duplicated, deleted or re-indented, YAML punctuation inserted), go
-//! through the loader, `check` and `convert`; none may panic. Bounded so that it runs in seconds.
+//! through the loader, `check` and `convert`; none may panic, and `convert` keeps its promises
+//! (converting its output changes nothing; with nothing named, `check` passes its output).
+//! Bounded so that it runs in seconds.
 
 use proptest::prelude::*;
 
@@ -23,6 +25,10 @@ const SEEDS: &[&str] = &[
     include_str!("../../../tests/check/unknown-attributes.yaml"),
     include_str!("../../../tests/bad-input/13-bad-list-item.json"),
     include_str!("../../../tests/bad-input/14-wrong-shape.yaml"),
+    include_str!("../../../tests/convert/beta-slices.yaml"),
+    include_str!("../../../tests/convert/classic-dra.yaml"),
+    include_str!("../../../tests/convert/valid-selectors.yaml"),
+    include_str!("../../../tests/convert/workload-v1alpha2.yaml"),
 ];
 
 /// Text that YAML gives a meaning to, inserted at random places.
@@ -140,9 +146,19 @@ fn read_every_way(text: &str) {
     let _ = check::human(&sources, &findings);
     let _ = check::json(&sources, &findings);
     if let Ok(converted) = convert::convert(&sources) {
-        for (_, out) in converted {
-            let _ = muster_manifest::load_str("converted.yaml", &out);
+        for (_, out) in &converted.texts {
+            let _ = muster_manifest::load_str("converted.yaml", out);
         }
+        // Converting what convert printed changes nothing; with nothing named, check passes it.
+        let printed = convert::printed(&sources, &converted);
+        let again = vec![Source { name: "fuzz.yaml".into(), text: printed.clone() }];
+        if converted.refused.is_empty() {
+            let errors: Vec<_> =
+                check::check(&again).into_iter().filter(|f| f.severity == check::Severity::Error).collect();
+            assert!(errors.is_empty(), "convert named nothing, check finds {errors:?} in\n{printed}");
+        }
+        let twice = convert::convert(&again).expect("convert's output is YAML");
+        assert_eq!(convert::printed(&again, &twice), printed, "converting the output changed it");
     }
 }
 

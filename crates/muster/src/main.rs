@@ -66,8 +66,13 @@ enum Command {
     /// cannot be read.
     Check(CheckArgs),
     /// Rewrite manifests that hold the outdated forms `muster check` names into Kubernetes 1.37
-    /// objects (to standard output, or in place with -w); objects already valid are kept as
-    /// written. Changes made on an assumption carry a `# muster convert:` comment.
+    /// objects (to standard output, or in place with -w); objects already valid are kept byte for
+    /// byte, their selectors never rewritten. Changes made on an assumption carry a `# muster
+    /// convert:` comment. Objects that cannot be converted faithfully (classic DRA:
+    /// resource.k8s.io/v1alpha2, resourceClassName, parametersRef) are kept as written; they, and
+    /// every object `muster check` still finds an error in, are named on standard error with why.
+    /// Exits 0 when the output checks clean, 1 when an object is named, 2 when the input cannot
+    /// be read.
     Convert(ConvertArgs),
     /// Run conformance data: `muster conformance allocator DIR` runs every AllocationCase file in
     /// DIR through the allocator, prints `PASS name` or `FAIL name: what differs` per case and

@@ -323,10 +323,10 @@ fn workload_objects_check_clean_and_convert_keeps_them_byte_for_byte() {
         assert_eq!(code, Some(0), "{dir}: {f:?}");
         assert!(f.is_empty(), "{dir}: {f:?}");
         let path = format!("{dir}/{file}");
-        let path = path.as_str();
-        let o = muster(&["convert", path]);
-        assert_eq!(o.status.code(), Some(0), "{path}: {}", stderr(&o));
-        assert_eq!(stdout(&o), std::fs::read_to_string(root().join(path)).unwrap(), "{path}");
+        let o = muster(&["convert", dir]);
+        assert_eq!(o.status.code(), Some(0), "{dir}: {}", stderr(&o));
+        let written = std::fs::read_to_string(root().join(&path)).unwrap();
+        assert!(stdout(&o).contains(&written), "{path}");
     }
 }
 

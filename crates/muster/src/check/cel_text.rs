@@ -334,6 +334,12 @@ pub fn nvidia_name_problem(capacity: bool, name: &str) -> Option<(String, Option
     }
 }
 
+/// An attribute naming NVLink or NVSwitch grouping, which is not a device attribute.
+fn is_nvlink(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("nvlink") || n.contains("nvswitch")
+}
+
 /// A rewritten expression and what was assumed doing it (for `# muster convert:` comments).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rewrite {
@@ -431,7 +437,8 @@ fn operand_start(t: &[Tok<'_>], end: usize) -> Option<usize> {
 ///   the vendor's driver (`gpu.nvidia.com`);
 /// - `memory` read as an attribute to the capacity it is;
 /// - `model == 'H100'` on NVIDIA devices to `productName.contains('H100')`;
-/// - a clause on an attribute NVIDIA's driver does not publish (`nvlink`) is dropped, with a note;
+/// - a clause on NVLink (`nvlink == true`), which NVIDIA's driver does not publish as an attribute,
+///   is dropped with a note; a clause on another name it does not publish is kept, with a note;
 /// - `x >= 80Gi` (not CEL) to `x.compareTo(quantity('80Gi')) >= 0`;
 /// - and `device.driver == '<driver>' &&` is put first when the selector reads one driver's
 ///   attributes without testing the driver (class selectors run on every device of every driver).
@@ -477,7 +484,8 @@ pub fn rewrite(src: &str) -> Rewrite {
                     edits.push((r.map_word.0, r.map_word.1, "attributes".into()));
                     notes.push(format!("{name} is an attribute of {NVIDIA_DRIVER} devices, not a capacity"));
                 }
-                Some(_) if !r.guard => drop_clause = Some(name.clone()),
+                Some(_) if !r.guard && is_nvlink(name) => drop_clause = Some(name.clone()),
+                Some((why, _)) if !r.guard => notes.push(format!("kept `{}`: {why}", clause.trim())),
                 Some(_) => {}
             }
         }
