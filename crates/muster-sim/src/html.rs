@@ -178,16 +178,19 @@ fn worst(out: &mut String, report: &Report, n: usize) {
     out.push_str("</table>\n");
 }
 
-/// The page.
-pub fn render(report: &Report, title: &str) -> String {
-    let s = &report.summary;
-    let mut out = String::new();
-    let _ = write!(
-        out,
+/// The page's head and title.
+fn head(title: &str) -> String {
+    format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;max-width:780px}}figure{{margin:16px 0}}figcaption{{font-weight:600}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left}}.k{{color:#555}}</style></head><body>\n<h1>{}</h1>\n",
         esc(title),
         esc(title)
-    );
+    )
+}
+
+/// The page.
+pub fn render(report: &Report, title: &str) -> String {
+    let s = &report.summary;
+    let mut out = head(title);
     let p = |x: Option<f64>| x.map_or_else(|| "-".into(), human_seconds);
     let _ = writeln!(
         out,
@@ -231,6 +234,69 @@ pub fn render(report: &Report, title: &str) -> String {
     worst(&mut out, report, 20);
     out.push_str("</body></html>\n");
     out
+}
+
+/// The page of a comparison (`muster sim --compare`): the summaries side by side, then devices
+/// allocated, pods pending and the wait CDF with one line per run.
+pub fn render_comparison(runs: &[(String, Report)], title: &str) -> String {
+    let mut out = head(title);
+    out.push_str("<table><tr><th></th>");
+    for (i, (name, _)) in runs.iter().enumerate() {
+        let _ = write!(out, "<th style=\"color:{}\">{}</th>", PALETTE[i % PALETTE.len()], esc(name));
+    }
+    out.push_str("</tr>\n");
+    for (label, values) in crate::compare::rows(runs) {
+        let _ = write!(out, "<tr><td>{}</td>", esc(label));
+        for v in values {
+            let _ = write!(out, "<td>{}</td>", esc(&v));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    let x_max = runs.iter().map(|(_, r)| r.summary.simulated_seconds).fold(1.0, f64::max);
+    let devices = runs.iter().map(|(_, r)| r.devices).max().unwrap_or(0).max(1) as f64;
+    let series = |f: fn(&Sample) -> f64| -> Vec<Vec<(f64, f64)>> {
+        runs.iter()
+            .map(|(_, r)| thin(&r.samples, 1500).iter().map(|x| (x.at as f64 / 1000.0, f(x))).collect())
+            .collect()
+    };
+    overlay(&mut out, "Devices allocated", "devices", runs, &series(|x| x.allocated as f64), x_max, Some(devices));
+    overlay(&mut out, "Pods pending", "pods", runs, &series(|x| x.pending_pods as f64), x_max, None);
+    let cdfs: Vec<Vec<(f64, f64)>> = runs.iter().map(|(_, r)| wait_cdf(r)).collect();
+    let wait_max = cdfs.iter().flat_map(|c| c.last().map(|p| p.0)).fold(1.0, f64::max);
+    overlay(&mut out, "Wait until running, CDF of all jobs", "share of started jobs", runs, &cdfs, wait_max, Some(1.0));
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// One figure with a line per run, in the runs' colours.
+fn overlay(
+    out: &mut String,
+    title: &str,
+    y_label: &str,
+    runs: &[(String, Report)],
+    lines: &[Vec<(f64, f64)>],
+    x_max: f64,
+    ceiling: Option<f64>,
+) {
+    let y_max = ceiling.unwrap_or_else(|| lines.iter().flatten().map(|p| p.1).fold(1.0, f64::max));
+    frame(out, title, x_max, y_max, y_label);
+    for (i, ((name, _), points)) in runs.iter().zip(lines).enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        steps(out, points, x_max, y_max, color);
+        legend(out, i, name, color);
+    }
+    out.push_str("</svg></figure>\n");
+}
+
+/// The CDF of every started job's wait.
+fn wait_cdf(report: &Report) -> Vec<(f64, f64)> {
+    let mut waits: Vec<f64> = report.jobs.iter().filter_map(|j| j.wait_seconds).collect();
+    waits.sort_by(f64::total_cmp);
+    let n = waits.len().max(1) as f64;
+    let mut points = vec![(0.0, 0.0)];
+    points.extend(waits.iter().enumerate().map(|(k, w)| (*w, (k + 1) as f64 / n)));
+    points
 }
 
 #[cfg(test)]

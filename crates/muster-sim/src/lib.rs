@@ -30,9 +30,10 @@
 //! wait is measured to its first start (`restarts` counts the rest); PodGroup status conditions
 //! and events are not written back; binding never fails and takes no time. Not yet: the Alibaba
 //! openb importer, device taints and GPU failures in the timeline, HPA scale-to-zero and cold
-//! starts, `--compare`, fragmentation and per-reason unschedulable counts in the report. The
+//! starts, fragmentation and per-reason unschedulable counts in the report. The
 //! trace has no random field yet, so `--seed` is only recorded.
 
+pub mod compare;
 pub mod html;
 pub mod report;
 pub mod trace;

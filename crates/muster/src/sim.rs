@@ -40,6 +40,12 @@ pub struct SimArgs {
     /// As for `muster plan`.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Run the same trace again under another scheduler configuration and put the runs side by
+    /// side in one report (repeatable): `least-allocated`, `most-allocated`, or a
+    /// KubeSchedulerConfiguration file. With one, it is compared with the configuration the
+    /// other flags give.
+    #[arg(long, value_name = "CONFIG")]
+    compare: Vec<String>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -54,15 +60,6 @@ fn parse_until(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
-    let mut config = SchedulerConfig::default();
-    let mut names = Vec::new();
-    if let Some(path) = &args.config {
-        names = crate::config::load(path, &mut config)?;
-    }
-    if let Some(s) = args.scoring {
-        config.scoring_strategy = s.into();
-    }
-    let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names) };
     let text = std::fs::read_to_string(&args.trace)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.trace.display()))?;
     let trace = match Trace::parse(&args.trace.display().to_string(), &text) {
@@ -72,11 +69,93 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let mut runs = Vec::new();
+    // The flags' configuration runs alone, or beside one --compare; several --compare run alone.
+    let mut configs = Vec::new();
+    if args.compare.len() <= 1 {
+        configs.push((base_label(&args), base_config(&args)?));
+    }
+    for c in &args.compare {
+        configs.push((c.clone(), compared_config(c)?));
+    }
+    for (label, (config, names)) in configs {
+        match simulate(&args, &trace, config, &names)? {
+            Ok(report) => runs.push((label, report)),
+            Err(code) => return Ok(code),
+        }
+    }
+    let title = format!("muster sim: {}", args.trace.display());
+    let rendered = match (&runs[..], args.output) {
+        ([(_, report)], SimFormat::Json) => report.json(),
+        ([(_, report)], SimFormat::Text) => report.text(),
+        ([(_, report)], SimFormat::Html) => muster_sim::html::render(report, &title),
+        (_, SimFormat::Json) => muster_sim::compare::json(&runs),
+        (_, SimFormat::Text) => muster_sim::compare::text(&runs),
+        (_, SimFormat::Html) => muster_sim::html::render_comparison(&runs, &title),
+    };
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, rendered).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?
+        }
+        None => print!("{rendered}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The configuration `--config` and `--scoring` give, with the scheduler names of its profiles.
+fn base_config(args: &SimArgs) -> anyhow::Result<(SchedulerConfig, Vec<String>)> {
+    let mut config = SchedulerConfig::default();
+    let mut names = Vec::new();
+    if let Some(path) = &args.config {
+        names = crate::config::load(path, &mut config)?;
+    }
+    if let Some(s) = args.scoring {
+        config.scoring_strategy = s.into();
+    }
+    Ok((config, names))
+}
+
+/// The name of the flags' configuration in a comparison.
+fn base_label(args: &SimArgs) -> String {
+    match (&args.config, args.scoring) {
+        (Some(path), _) => path.display().to_string(),
+        (None, Some(crate::Scoring::MostAllocated)) => "most-allocated".into(),
+        (None, _) => "least-allocated".into(),
+    }
+}
+
+/// One `--compare` value: a scoring strategy's name or a configuration file.
+fn compared_config(value: &str) -> anyhow::Result<(SchedulerConfig, Vec<String>)> {
+    let mut config = SchedulerConfig::default();
+    match value {
+        "least-allocated" => config.scoring_strategy = muster_sched::ScoringStrategy::LeastAllocated,
+        "most-allocated" => config.scoring_strategy = muster_sched::ScoringStrategy::MostAllocated,
+        path => {
+            let path = std::path::Path::new(path);
+            if !path.exists() {
+                anyhow::bail!("--compare {value}: neither least-allocated, most-allocated nor a configuration file");
+            }
+            let names = crate::config::load(path, &mut config)?;
+            return Ok((config, names));
+        }
+    }
+    Ok((config, Vec::new()))
+}
+
+/// One run of the trace over the cluster under `config`: the report, or the exit code of input
+/// the run refused.
+fn simulate(
+    args: &SimArgs,
+    trace: &Trace,
+    config: SchedulerConfig,
+    names: &[String],
+) -> anyhow::Result<Result<muster_sim::report::Report, ExitCode>> {
+    let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names.to_vec()) };
     let loaded = muster_manifest::load_paths(&args.paths)
         .and_then(|m| memory::World::from_manifests_with(m, &names, memory::Options::default()));
     let mut world = match loaded {
         Ok(w) => w,
-        Err(diags) => return Ok(crate::refuse(&diags, "; nothing was simulated")),
+        Err(diags) => return Ok(Err(crate::refuse(&diags, "; nothing was simulated"))),
     };
     let dra = muster_sched::DraContext {
         index: muster_alloc::SliceIndex::new(&world.slices),
@@ -98,17 +177,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         samples: matches!(args.output, SimFormat::Html),
         default_class,
     };
-    let report = Sim::new(engine, trace, options).run().map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
-    let rendered = match args.output {
-        SimFormat::Json => report.json(),
-        SimFormat::Text => report.text(),
-        SimFormat::Html => muster_sim::html::render(&report, &format!("muster sim: {}", args.trace.display())),
-    };
-    match &args.out {
-        Some(path) => {
-            std::fs::write(path, rendered).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?
-        }
-        None => print!("{rendered}"),
-    }
-    Ok(ExitCode::SUCCESS)
+    let report =
+        Sim::new(engine, trace.clone(), options).run().map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
+    Ok(Ok(report))
 }

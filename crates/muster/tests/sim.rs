@@ -179,3 +179,36 @@ fn the_html_report_is_self_contained_and_the_same_twice() {
     assert!(paths.iter().all(|d| d.contains(" L")), "{paths:?}");
     assert!(html.contains("<td>a</td><td>default</td>"), "the worst-waits table lists the jobs");
 }
+
+/// `--compare`: the same trace under LeastAllocated and MostAllocated, side by side. On the
+/// packing trace MostAllocated keeps a node whole for the 4-GPU job, which then does not wait.
+#[test]
+fn compare_runs_the_trace_under_each_configuration_side_by_side() {
+    let base = ["sim", "tests/sim/packing-least/cluster.yaml", "--trace", "tests/sim/packing-least/trace.yaml"];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let o = common::muster(&args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        common::stdout(&o)
+    };
+    let json = with(&["--compare", "most-allocated", "-o", "json"]);
+    assert_eq!(json, with(&["--compare", "most-allocated", "-o", "json"]), "the same bytes twice");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!((runs[0]["name"].as_str(), runs[1]["name"].as_str()), (Some("least-allocated"), Some("most-allocated")));
+    assert_eq!(lookup(&runs[0], "jobs[big].waitSeconds").unwrap(), &Value::from(3540.0));
+    assert_eq!(lookup(&runs[1], "jobs[big].waitSeconds").unwrap(), &Value::from(0.0));
+    let text = with(&["--compare", "least-allocated", "--compare", "most-allocated"]);
+    assert!(text.lines().next().unwrap().ends_with("least-allocated   most-allocated"), "{text}");
+    assert!(text.contains("wait p95                           59m00s               0s"), "{text}");
+    let html = with(&["--compare", "most-allocated", "-o", "html"]);
+    assert_eq!(html.matches("<figure>").count(), 3, "allocation, pending, wait CDF");
+    assert!(html.contains(">least-allocated</th>") && html.contains(">most-allocated</th>"));
+    let o = common::muster(&[&base[..], &["--compare", "fastest"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        common::stderr(&o)
+            .contains("--compare fastest: neither least-allocated, most-allocated nor a configuration file")
+    );
+}
