@@ -15,6 +15,7 @@ use muster_alloc::AllocatedState;
 mod assume;
 mod attempt;
 mod composite;
+mod equivalence;
 mod group;
 mod pod_preemption;
 mod preemption;
@@ -260,6 +261,13 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     memo: Vec<ScoreMemo>,
     /// During a topology-constrained group cycle: the nodes of the domain being tried.
     node_filter: Option<Vec<bool>>,
+    /// Pods found unschedulable (preemption included) since the cluster last changed, one per
+    /// class of equivalent pods ([`equivalence::equivalent`]): a pod equivalent to one of them
+    /// gets its verdict without a cycle. Emptied at every batch and whenever anything is placed.
+    failed_classes: Vec<(PodId, FitError)>,
+    /// Attempts answered from `failed_classes` (for benchmarks).
+    pub reused_verdicts: u64,
+    reuse_verdicts: bool,
 }
 
 impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
@@ -288,6 +296,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             plugin_scores: Vec::new(),
             memo,
             node_filter: None,
+            failed_classes: Vec::new(),
+            reused_verdicts: 0,
+            reuse_verdicts: true,
         }
     }
 
@@ -310,6 +321,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
 
     /// The scheduler's cluster, for changes between cycles (the store's `apply`).
     pub fn cluster_mut(&mut self) -> &mut Cluster {
+        self.failed_classes.clear();
         &mut self.cluster
     }
 
@@ -322,6 +334,13 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// check the reuse never changes a decision.
     pub fn without_dra_memo(mut self) -> Self {
         self.dra_memo.disable_reuse();
+        self
+    }
+
+    /// Every pod gets a cycle of its own, even when an equivalent pod was just found
+    /// unschedulable: for tests that check the reuse never changes a decision.
+    pub fn without_verdict_reuse(mut self) -> Self {
+        self.reuse_verdicts = false;
         self
     }
 
@@ -458,6 +477,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         observe: &mut dyn FnMut(QueueEntry, &Cluster),
     ) -> usize {
         let mut cycles = 0;
+        self.failed_classes.clear();
         while let Some(entry) = queue.pop(now) {
             cycles += 1;
             observe(entry, &self.cluster);
@@ -526,20 +546,36 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     pub fn schedule(&mut self, entry: QueueEntry, plan: &mut Plan) -> Attempted {
         let (failed_before, victims_before) = (plan.unschedulable.len(), plan.victims());
         match entry {
+            QueueEntry::Pod(pod) if self.reuse_verdict(pod, plan) => {}
             QueueEntry::Pod(pod) => match self.schedule_one(pod) {
-                Outcome::Placed(node) => plan.placements.push((pod, node)),
+                Outcome::Placed(node) => {
+                    self.failed_classes.clear();
+                    plan.placements.push((pod, node))
+                }
                 // PostFilter: DefaultPreemption.
                 Outcome::Unschedulable(e) => match self.preempt_for_pod(pod, &e) {
                     Some(p) => {
+                        self.failed_classes.clear();
                         plan.placements.push((pod, p.node));
                         let preemption = PodPreemptionResult { pod, victims: p.victims, against_budgets: p.against };
                         plan.pod_preemptions.push(preemption);
                     }
-                    None => plan.unschedulable.push((pod, e)),
+                    None => {
+                        if self.reuse_verdicts && equivalence::cacheable(&self.cluster, pod, &e) {
+                            self.failed_classes.push((pod, e.clone()));
+                        }
+                        plan.unschedulable.push((pod, e))
+                    }
                 },
             },
-            QueueEntry::Group(g) => self.schedule_group(g, plan),
-            QueueEntry::Composite(r) => self.schedule_composite(r, plan),
+            QueueEntry::Group(g) => {
+                self.failed_classes.clear();
+                self.schedule_group(g, plan)
+            }
+            QueueEntry::Composite(r) => {
+                self.failed_classes.clear();
+                self.schedule_composite(r, plan)
+            }
         }
         let pending: Vec<PodId> = match entry {
             QueueEntry::Pod(p) if self.cluster.pod(p).state != PodState::Pending => Vec::new(),
@@ -553,6 +589,18 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             .filter(|(p, _)| pending.contains(p))
             .fold(Wake::NONE, |w, (_, e)| w.union(wake_for(e)));
         Attempted { pending: !pending.is_empty(), wake, freed: plan.victims() > victims_before }
+    }
+
+    /// A pod equivalent to one found unschedulable since the cluster last changed gets the same
+    /// verdict, without a cycle: Filter and preemption would decide the same on the same state.
+    fn reuse_verdict(&mut self, pod: PodId, plan: &mut Plan) -> bool {
+        let c = &*self.cluster;
+        let Some((_, e)) = self.failed_classes.iter().find(|(r, _)| equivalence::equivalent(c, *r, pod)) else {
+            return false;
+        };
+        plan.unschedulable.push((pod, e.clone()));
+        self.reused_verdicts += 1;
+        true
     }
 
     /// A generation value no state had before ([`Cluster::fresh_generation`]).

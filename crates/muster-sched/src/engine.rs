@@ -39,6 +39,17 @@ impl<'d> Engine<'d> {
         self
     }
 
+    /// Every pod gets a cycle of its own (see [`Scheduler::without_verdict_reuse`]).
+    pub fn without_verdict_reuse(mut self) -> Self {
+        self.scheduler = self.scheduler.without_verdict_reuse();
+        self
+    }
+
+    /// Pods given an equivalent pod's verdict without a cycle of their own, so far.
+    pub fn reused_verdicts(&self) -> u64 {
+        self.scheduler.reused_verdicts
+    }
+
     pub fn cluster(&self) -> &Cluster {
         self.scheduler.cluster()
     }

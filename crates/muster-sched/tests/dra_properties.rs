@@ -130,7 +130,7 @@ proptest! {
             };
             let mut s = Scheduler::with_dra(&mut cluster, SchedulerConfig::default(), &ctx);
             if !memo {
-                s = s.without_dra_memo();
+                s = s.without_dra_memo().without_verdict_reuse();
             }
             let plan = s.plan();
             let placements: Vec<(String, String)> = plan

@@ -82,7 +82,7 @@ fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize, memo: bo
         features: muster_alloc::Features::kubernetes_1_37(),
     };
     let engine = Engine::new(c, SchedulerConfig::default(), Some(&ctx));
-    let engine = if memo { engine } else { engine.without_dra_memo() };
+    let engine = if memo { engine } else { engine.without_dra_memo().without_verdict_reuse() };
     let options = Options {
         devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
         default_class: Some("gpu".into()),
@@ -129,7 +129,7 @@ proptest! {
         let again = simulate(&shapes, &drains, nodes, true)?;
         prop_assert_eq!(report.json(), again.json());
         // The allocator's remembered verdicts (kept across claims confirmed, released and
-        // preempted) never change a decision.
+        // preempted) and the verdicts of equivalent pods never change a decision.
         let fresh = simulate(&shapes, &drains, nodes, false)?;
         prop_assert_eq!(report.json(), fresh.json());
     }

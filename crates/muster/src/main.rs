@@ -285,6 +285,10 @@ enum BenchCommand {
         /// Stop after this many seconds of wall time and report how far the simulation got.
         #[arg(long, value_name = "SECONDS")]
         wall_limit: Option<f64>,
+        /// Give every pod a cycle of its own, even right after an equivalent pod was found
+        /// unschedulable (the A/B of that reuse).
+        #[arg(long)]
+        without_verdict_reuse: bool,
     },
     /// Compile and evaluate the H100 selector of issue 3 over generated GPU device views.
     Cel {
@@ -563,9 +567,9 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Churn { nodes, running, events, seed } => {
             print!("{}", bench::churn(nodes, running, events, seed)?)
         }
-        BenchCommand::Sim { nodes, jobs, days, seed, scoring, wall_limit } => {
+        BenchCommand::Sim { nodes, jobs, days, seed, scoring, wall_limit, without_verdict_reuse } => {
             let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
-            print!("{}", bench::sim(nodes, jobs, days, seed, &config, wall_limit)?)
+            print!("{}", bench::sim(nodes, jobs, days, seed, &config, wall_limit, !without_verdict_reuse)?)
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),
         BenchCommand::AllocConformance { dir, reps } => print!("{}", bench::alloc_conformance(&dir, reps)?),

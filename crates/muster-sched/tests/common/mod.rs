@@ -69,7 +69,7 @@ pub fn plan_with_dra(cluster: &mut Cluster, slices: &[ResourceSlice], classes: &
     let ctx = dra(slices, classes);
     let mut s = Scheduler::with_dra(cluster, SchedulerConfig::default(), &ctx);
     if !memo {
-        s = s.without_dra_memo();
+        s = s.without_dra_memo().without_verdict_reuse();
     }
     s.plan()
 }

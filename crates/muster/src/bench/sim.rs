@@ -73,6 +73,7 @@ pub fn sim(
     seed: u64,
     config: &SchedulerConfig,
     wall_limit: Option<f64>,
+    verdict_reuse: bool,
 ) -> anyhow::Result<String> {
     let (node_objs, slices, classes) = super::h100_cluster(nodes)?;
     let trace = trace(jobs, days, seed);
@@ -88,6 +89,7 @@ pub fn sim(
     let devices = (nodes * NODE_GPUS) as u64;
     let wall = Wall(Instant::now());
     let engine = Engine::new(cluster, config.clone(), Some(&ctx));
+    let engine = if verdict_reuse { engine } else { engine.without_verdict_reuse() };
     let options = Options { until: None, seed, devices, samples: false, default_class: None };
     let mut sim = Sim::new(engine, trace, options).with_stopwatch(&wall);
     let mut steps = 0u64;
@@ -103,6 +105,7 @@ pub fn sim(
         }
     }
     let timing = sim.timing();
+    let reused = sim.engine().reused_verdicts();
     let report = sim.report();
     let total = wall.nanos() as f64 / 1e9;
     let s = &report.summary;
@@ -114,7 +117,7 @@ pub fn sim(
         None => String::new(),
     };
     Ok(format!(
-        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable, {} gang attempts\n  simulated {:.1} days: {} finished, {} running, {} pending; GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  peak RSS: {:.0} MiB\n",
+        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable ({reused} of them by an equivalent pod's verdict), {} gang attempts\n  simulated {:.1} days: {} finished, {} running, {} pending; GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  peak RSS: {:.0} MiB\n",
         s.events,
         s.steps,
         s.events as f64 / total,

@@ -1,0 +1,79 @@
+//! Equivalent pods: two pending pods that every Filter plugin and DefaultPreemption judge alike on
+//! any cluster state, so that once one is found unschedulable the other is too until the cluster
+//! changes. kube-scheduler tries each (upstream dropped its equivalence cache in 1.12); muster
+//! gives the second the first's verdict without a cycle, which changes no decision and no reason.
+//!
+//! Equivalent means equal in everything a Filter, PreFilter or PostFilter reads: requests,
+//! priority and preemption policy, namespace, labels and owners (inter-pod affinity, spreading and
+//! its default constraints), node selector, affinity, tolerations, spread constraints, host ports,
+//! the nominated node, and claims with equal specs that nobody has allocated or reserved. A
+//! plugin that reads a new part of a pod must add it here. Only verdicts made of per-node
+//! rejections are reused: a PreFilter or group message may name the pod's own objects.
+
+use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod};
+
+use super::*;
+use crate::cluster::PodInfo;
+
+/// Whether the verdict `e` on `pod` may serve equivalent pods.
+pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
+    e.pre_filter_message.is_none() && e.group_message.is_none() && own_claims_free(c, c.pod(pod))
+}
+
+/// Whether pending pods `a` and `b` are judged alike by every plugin on any state.
+pub(super) fn equivalent(c: &Cluster, a: PodId, b: PodId) -> bool {
+    let (pa, pb) = (c.pod(a), c.pod(b));
+    a != b
+        && pa.shape == pb.shape
+        && pa.requests == pb.requests
+        && pa.non_zero == pb.non_zero
+        && pa.priority == pb.priority
+        && pa.dra_extended == pb.dra_extended
+        && pb.stale_extended_claim.is_none()
+        && own_claims_free(c, pb)
+        && same_claim_specs(c, pa, pb)
+        && same_pod(&pa.pod, &pb.pod)
+}
+
+/// Not in a PodGroup, and every claim resolved, unallocated and reserved for nobody.
+fn own_claims_free(c: &Cluster, p: &PodInfo) -> bool {
+    p.group.is_none()
+        && p.claims.iter().all(|r| {
+            r.as_ref().is_ok_and(|id| {
+                let status = c.claims[id.index()].claim.status.as_ref();
+                status.is_none_or(|s| s.allocation.is_none() && s.reserved_for.as_ref().is_none_or(Vec::is_empty))
+            })
+        })
+}
+
+fn same_claim_specs(c: &Cluster, a: &PodInfo, b: &PodInfo) -> bool {
+    a.claims.len() == b.claims.len()
+        && a.claims.iter().zip(&b.claims).all(|(x, y)| match (x, y) {
+            (Ok(x), Ok(y)) => c.claims[x.index()].claim.spec == c.claims[y.index()].claim.spec,
+            _ => false,
+        })
+}
+
+fn same_pod(a: &Pod, b: &Pod) -> bool {
+    let (ma, mb) = (&a.metadata, &b.metadata);
+    let (Some(sa), Some(sb)) = (&a.spec, &b.spec) else { return false };
+    let nominated = |p: &Pod| p.status.as_ref().and_then(|s| s.nominated_node_name.clone());
+    ma.namespace == mb.namespace
+        && ma.labels == mb.labels
+        && ma.owner_references == mb.owner_references
+        && sa.node_selector == sb.node_selector
+        && sa.affinity == sb.affinity
+        && sa.tolerations == sb.tolerations
+        && sa.topology_spread_constraints == sb.topology_spread_constraints
+        && sa.preemption_policy == sb.preemption_policy
+        && sa.priority_class_name == sb.priority_class_name
+        && sa.scheduler_name == sb.scheduler_name
+        && sa.node_name == sb.node_name
+        && ports(&sa.containers) == ports(&sb.containers)
+        && ports(sa.init_containers.as_deref().unwrap_or(&[])) == ports(sb.init_containers.as_deref().unwrap_or(&[]))
+        && nominated(a) == nominated(b)
+}
+
+fn ports(containers: &[Container]) -> Vec<(Option<&str>, &[ContainerPort])> {
+    containers.iter().map(|c| (c.restart_policy.as_deref(), c.ports.as_deref().unwrap_or(&[]))).collect()
+}
