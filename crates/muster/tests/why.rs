@@ -97,6 +97,20 @@ fn gang_that_cannot_be_placed_together() {
 }
 
 #[test]
+fn gang_members_agree_with_the_counts_when_the_cycle_stops_early() {
+    let dir = "tests/scenarios/gang-stops-early";
+    let out = [why("podgroup/ml/crew", &[dir]), why("pod/ml/worker-d", &[dir])].join("\n");
+    assert!(out.contains("1 of its 4 pending pods fit, 2 do not, 1 not tried"), "{out}");
+    assert!(out.contains("member ml/worker-d: not tried"), "{out}");
+    assert_eq!(out.matches("  member ml/worker-").count(), 4, "{out}");
+    assert!(
+        out.contains("worker-d: unschedulable\n") && out.contains("  not tried: the group's cycle stopped"),
+        "{out}"
+    );
+    insta::assert_snapshot!("why_gang_stops_early", out);
+}
+
+#[test]
 fn gang_waiting_for_its_pods() {
     let out =
         [why("podgroup/ml/eval", &["tests/why/gang.yaml"]), why("pod/ml/eval-0", &["tests/why/gang.yaml"])].join("\n");
