@@ -239,6 +239,10 @@ fn state_text(c: &Cluster, state: &PodState) -> String {
     }
 }
 
+/// What `why` says of preemption after an attempt a Filter error aborted.
+const NO_PREEMPTION_AFTER_ERROR: &str =
+    "not attempted: kube-scheduler runs PostFilter only when no node fits, not after an error";
+
 /// A gang member its failed cycle never tried.
 const NOT_TRIED: &str = "not tried: the group's cycle stopped once minCount was out of reach";
 
@@ -416,6 +420,19 @@ impl Why<'_> {
                 );
                 j["verdict"] = json!({"status": "placed", "node": self.node_name(n), "devices": devices,
                     "otherFeasibleNodes": others});
+            }
+            Verdict::Unschedulable(e) if e.error.is_some() && info.group.is_none() => {
+                let node = e.error.as_ref().map_or("", |f| self.node_name(f.node));
+                let _ = writeln!(text, "pod {key}: scheduler error");
+                let _ = writeln!(text, "  {}", e.message());
+                let _ = writeln!(
+                    text,
+                    "  the attempt stopped at node {node}: a Filter error aborts kube-scheduler's cycle whatever \
+                     the other nodes say (PodScheduled=False, reason SchedulerError; no preemption; retried after backoff)"
+                );
+                j["verdict"] = json!({"status": "scheduler-error", "message": e.message(), "node": node,
+                    "reason": e.reason()});
+                j["preemption"] = json!(NO_PREEMPTION_AFTER_ERROR);
             }
             Verdict::Unschedulable(e) => {
                 let _ = writeln!(text, "pod {key}: unschedulable");
