@@ -225,6 +225,24 @@ fn special_kind(meta: &std::fs::Metadata) -> &'static str {
     "a special file"
 }
 
+/// The entry of `node` whose key is `key` in other letter cases (`apiversion` for `apiVersion`).
+fn miscased_key<'n, 'a>(node: &'n Node<'a>, key: &str) -> Option<(&'n Node<'a>, &'n Node<'a>)> {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str().is_some_and(|k| k != key && k.eq_ignore_ascii_case(key)))
+            .map(|(k, v)| (k, v)),
+        _ => None,
+    }
+}
+
+/// Where each document of `text` starts (byte offset, lines before it), one cut per document.
+fn document_cuts(text: &str) -> Vec<(usize, u32)> {
+    let mut cuts = yaml::split_documents(text, 0);
+    cuts.dedup_by_key(|c| c.0);
+    cuts
+}
+
 /// Texts larger than this are parsed in pieces, in parallel.
 const PIECE_BYTES: usize = 256 * 1024;
 
@@ -278,9 +296,19 @@ impl Loader {
         }
     }
 
+    /// Parses and adds one piece of whole documents. When it is not valid YAML and holds several
+    /// documents, each is parsed alone: a bad document is reported and does not hide the others.
     fn add_piece(&mut self, file: &Arc<str>, text: &str, line_offset: u32) {
         let docs = match yaml::parse_stream_at(text, line_offset) {
             Ok(d) => d,
+            Err(_) if document_cuts(text).len() > 1 => {
+                let cuts = document_cuts(text);
+                for (i, &(start, line)) in cuts.iter().enumerate() {
+                    let end = cuts.get(i + 1).map_or(text.len(), |c| c.0);
+                    self.add_piece(file, &text[start..end], line_offset + line);
+                }
+                return;
+            }
             Err(e) => {
                 self.errors.push(Diagnostic {
                     file: file.clone(),
@@ -312,15 +340,36 @@ impl Loader {
             return;
         }
         let field_str = |key: &str| node.get(key).and_then(|n| n.as_str()).filter(|s| !s.is_empty());
-        let (api_version, kind) = match (field_str("apiVersion"), field_str("kind"), list_default) {
+        // A key spelled with other letter cases (`apiversion`, `Kind`) is reported, and its value
+        // read, so that the rest of the object is checked too.
+        let mut miscased: Vec<(&str, String)> = Vec::new();
+        let mut type_field = |key: &'static str| {
+            field_str(key).or_else(|| {
+                let (k, v) = miscased_key(node, key)?;
+                self.errors.push(diag(
+                    k.pos,
+                    None,
+                    Some(key),
+                    format!("required field is missing; found {:?} (field names are case-sensitive)", k.as_str()?),
+                ));
+                miscased.push((key, k.as_str()?.to_string()));
+                v.as_str().filter(|s| !s.is_empty())
+            })
+        };
+        let (v, k) = (type_field("apiVersion"), type_field("kind"));
+        let (api_version, kind) = match (v, k, list_default) {
             (Some(v), Some(k), _) => (v, k),
             (v, k, Some((dv, dk))) => (v.unwrap_or(dv), k.unwrap_or(dk)),
             (None, _, None) => {
-                self.errors.push(diag(node.pos, None, Some("apiVersion"), "required field is missing".into()));
+                if !miscased.iter().any(|(key, _)| *key == "apiVersion") {
+                    self.errors.push(diag(node.pos, None, Some("apiVersion"), "required field is missing".into()));
+                }
                 return;
             }
             (_, None, None) => {
-                self.errors.push(diag(node.pos, None, Some("kind"), "required field is missing".into()));
+                if !miscased.iter().any(|(key, _)| *key == "kind") {
+                    self.errors.push(diag(node.pos, None, Some("kind"), "required field is missing".into()));
+                }
                 return;
             }
         };
@@ -371,7 +420,12 @@ impl Loader {
             }
             Some(Err(errs)) => {
                 let object = name_of();
-                for e in errs {
+                // The miscased keys were reported above, not again as unknown fields.
+                let reported = |e: &crate::de::DeError| {
+                    e.path.as_deref().unwrap_or("").is_empty()
+                        && miscased.iter().any(|(_, k)| e.message == format!("unknown field {k:?}"))
+                };
+                for e in errs.into_iter().filter(|e| !reported(e)) {
                     self.errors.push(Diagnostic {
                         file: file.clone(),
                         pos: e.pos.or(Some(node.pos)),
@@ -427,5 +481,38 @@ impl Loader {
             }
         }
         if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::load_str;
+
+    fn errors(text: &str) -> Vec<String> {
+        load_str("f.yaml", text).unwrap_err().iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_miscased_type_key_is_reported_and_the_object_still_checked() {
+        let e = errors("apiversion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containerz: []}\n");
+        assert_eq!(
+            e,
+            [
+                "f.yaml:1:1: apiVersion: required field is missing; found \"apiversion\" (field names are case-sensitive)",
+                "f.yaml:4:8: Pod p: spec: unknown field \"containerz\"",
+            ]
+        );
+        let e = errors("apiVersion: v1\nKIND: Node\nmetadata: {name: n}\n");
+        assert_eq!(e, ["f.yaml:2:1: kind: required field is missing; found \"KIND\" (field names are case-sensitive)"]);
+    }
+
+    #[test]
+    fn a_document_that_is_not_yaml_hides_none_of_the_others() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: a\n  x: [\n---\napiVersion: v1\nkind: Node\n\
+                    metadata: {name: b}\nspec: {bad: 1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: c}\n";
+        let e = errors(text);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].starts_with("f.yaml:4:4: invalid YAML"), "{e:?}");
+        assert_eq!(e[1], "f.yaml:9:8: Node b: spec: unknown field \"bad\"");
     }
 }

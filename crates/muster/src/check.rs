@@ -207,7 +207,9 @@ pub(crate) fn objects_of<'n, 'a>(
     if !matches!(node.value, Value::Map(_)) {
         return;
     }
-    let (api_version, kind) = match (str_of(node.get("apiVersion")), str_of(node.get("kind")), list_default) {
+    // A key in other letter cases (`apiversion`) is read as the loader reads it (it reports it).
+    let field = |key: &str| str_of(node.get(key)).or_else(|| str_of(miscased(node, key)));
+    let (api_version, kind) = match (field("apiVersion"), field("kind"), list_default) {
         (Some(v), Some(k), _) => (v.to_string(), k.to_string()),
         (v, k, Some((dv, dk))) => (v.unwrap_or(dv).to_string(), k.unwrap_or(dk).to_string()),
         _ => return,
@@ -226,6 +228,12 @@ pub(crate) fn objects_of<'n, 'a>(
         String::new()
     };
     out.push(Obj { file, node, api_version, kind, name, namespace });
+}
+
+/// The value under `key` spelled in other letter cases, if the mapping has one.
+fn miscased<'n, 'a>(node: &'n Node<'a>, key: &str) -> Option<&'n Node<'a>> {
+    let Value::Map(entries) = &node.value else { return None };
+    entries.iter().find(|(k, _)| k.as_str().is_some_and(|k| k != key && k.eq_ignore_ascii_case(key))).map(|(_, v)| v)
 }
 
 // ---------------------------------------------------------------------------------------------

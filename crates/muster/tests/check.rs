@@ -363,8 +363,9 @@ fn check_and_plan_reject_negative_quantities_alike() {
 }
 
 /// `check` and `plan` judge what the API server refuses alike (gang sizes, taint effects,
-/// toleration and node affinity operators, PriorityClasses, device requests): every error `plan`
-/// gives (exit 2) is one `check` gives (exit 1), with the same file, line, object and field.
+/// toleration and node affinity operators, PriorityClasses, device requests, keys in the wrong
+/// letter case, a document that is not YAML among valid ones): every error `plan` gives (exit 2)
+/// is one `check` gives (exit 1), with the same file, line, object and field.
 #[test]
 fn check_and_plan_reject_api_server_rules_alike() {
     for (path, errors) in [
@@ -373,6 +374,7 @@ fn check_and_plan_reject_api_server_rules_alike() {
         ("tests/bad-input/18-priority-classes.yaml", 3),
         ("tests/bad-input/19-device-count.yaml", 4),
         ("tests/bad-input/21-resource-slices.yaml", 2),
+        ("tests/bad-input/22-miscased-keys.yaml", 5),
     ] {
         let (c, p) = (muster(&["check", path]), muster(&["plan", path]));
         assert_eq!(c.status.code(), Some(1), "{path}");
