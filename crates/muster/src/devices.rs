@@ -155,13 +155,7 @@ pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> a
                 node: node_of(slice, d),
                 matched: true,
                 error: None,
-                tested: tested
-                    .iter()
-                    .map(|t| {
-                        let word = if t.0 { "capacity" } else { "attribute" };
-                        (format!("{word} {}/{}", t.1, t.2), tested_value(&slice.spec.driver, d, t))
-                    })
-                    .collect(),
+                tested: tested_row(&tested, &slice.spec.driver, d),
             };
             match DeviceView::new(&slice.spec.driver, d) {
                 Err(e) => {
@@ -259,11 +253,54 @@ pub fn table(rows: &[Row], filtered: bool) -> String {
     out
 }
 
+/// What the selector texts `sources` test, as the devices of `slices` report it (for `check`'s
+/// warning on a claim whose selectors select nothing): `attribute d/n: "x" (2), absent (1);
+/// capacity ...`; `None` when they test no attribute or capacity.
+pub(crate) fn what_selectors_test(sources: &[&str], slices: &[&ResourceSlice]) -> Option<String> {
+    let tested = tested_names(sources);
+    let rows: Vec<Row> = slices
+        .iter()
+        .flat_map(|s| s.spec.devices.iter().flatten().map(move |d| (s, d)))
+        .map(|(s, d)| Row {
+            driver: String::new(),
+            pool: String::new(),
+            device: String::new(),
+            node: String::new(),
+            matched: false,
+            error: None,
+            tested: tested_row(&tested, &s.spec.driver, d),
+        })
+        .collect();
+    tested_summary(&rows)
+}
+
+/// A device's values of the tested names, labelled `attribute d/n` or `capacity d/n`.
+fn tested_row(
+    tested: &[(bool, String, String)],
+    driver: &str,
+    d: &k8s_openapi::api::resource::v1::Device,
+) -> Vec<(String, String)> {
+    tested
+        .iter()
+        .map(|t| {
+            let word = if t.0 { "capacity" } else { "attribute" };
+            (format!("{word} {}/{}", t.1, t.2), tested_value(driver, d, t))
+        })
+        .collect()
+}
+
 /// The usual cause of a selector that matches nothing is an attribute or capacity that is not
 /// what the author assumed (an "80GB" H100 reports 81559Mi, less than 80Gi; a product name
 /// spelled differently): each attribute and capacity the selectors test, with the values the
 /// devices report and how many report each.
 fn push_no_match_note(out: &mut String, rows: &[Row]) {
+    if let Some(summary) = tested_summary(rows) {
+        let _ = writeln!(out, "note: no device matches; what the selectors test, as the devices report it: {summary}");
+    }
+}
+
+/// Each tested name with the values the rows report and how many report each.
+fn tested_summary(rows: &[Row]) -> Option<String> {
     let mut seen: Vec<(&str, BTreeMap<&str, usize>)> = Vec::new();
     for r in rows {
         for (name, value) in &r.tested {
@@ -278,7 +315,7 @@ fn push_no_match_note(out: &mut String, rows: &[Row]) {
         }
     }
     if seen.is_empty() {
-        return;
+        return None;
     }
     let parts: Vec<String> = seen
         .iter()
@@ -287,11 +324,7 @@ fn push_no_match_note(out: &mut String, rows: &[Row]) {
             format!("{name}: {}", values.join(", "))
         })
         .collect();
-    let _ = writeln!(
-        out,
-        "note: no device matches; what the selectors test, as the devices report it: {}",
-        parts.join("; ")
-    );
+    Some(parts.join("; "))
 }
 
 /// The CEL cost budget of one command: [`muster_cel::Budget::COMMAND`], or `MUSTER_CEL_BUDGET`

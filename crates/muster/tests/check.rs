@@ -435,3 +435,22 @@ fn devices_refuses_the_slices_plan_refuses() {
     assert_eq!(listed.len(), 2, "{listed:?}");
     assert_eq!(listed, errors(stderr(&p)));
 }
+
+/// A claim's (or template's, or subrequest's) own selectors that, with its class, select no device
+/// of the input are a warning naming what the devices report for what the selectors test; a
+/// template spelled as the driver publishes is clean.
+#[test]
+fn claim_selectors_that_select_no_device_are_a_warning() {
+    let path = "tests/check/claim-selects-nothing.yaml";
+    let o = muster(&["check", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains(&format!(
+        "{path}:35:9: warning: ResourceClaim ml/misspelled: spec.devices.requests[0].exactly.selectors: with class gpu, \
+         selects none of the 2 devices of the input's ResourceSlices; the devices report attribute gpu.example.com/family: \"Hopper\" (2)"
+    )), "{out}");
+    assert!(out.contains("ResourceClaimTemplate ml/too-big: spec.spec.devices.requests[0].firstAvailable[0].selectors: with class gpu, selects none"), "{out}");
+    assert!(out.contains("the devices report capacity gpu.example.com/memory: 80Gi (2)"), "{out}");
+    assert!(!out.contains("ml/hopper"), "{out}");
+    assert!(out.contains("0 errors, 2 warnings"), "{out}");
+}
