@@ -250,8 +250,18 @@ const PIECE_BYTES: usize = 256 * 1024;
 struct Loader {
     manifests: Manifests,
     errors: Vec<Diagnostic>,
+    /// Every named object of a kind muster reads, loaded or not, in input order: the same object
+    /// twice is an error even when one of them is invalid (as `check` reports it).
+    identities: Vec<Identity>,
     allow_duplicates: bool,
     as_written: bool,
+}
+
+/// An object's identity (API group, kind, namespace, name), its name for messages, and where it is.
+struct Identity {
+    key: (String, String, String, String),
+    display: String,
+    origin: Origin,
 }
 
 impl Loader {
@@ -289,6 +299,7 @@ impl Loader {
         for r in results {
             let part = r.into_inner().expect("no worker panics").expect("every piece is processed");
             self.manifests.objects.extend(part.manifests.objects);
+            self.identities.extend(part.identities);
             for (k, n) in part.manifests.ignored {
                 *self.manifests.ignored.entry(k).or_default() += n;
             }
@@ -393,11 +404,27 @@ impl Loader {
         let name_of = || {
             let meta = node.get("metadata");
             let name = meta.and_then(|m| m.get("name")).and_then(Node::as_str).unwrap_or("<unnamed>");
-            match meta.and_then(|m| m.get("namespace")).and_then(Node::as_str) {
+            // As the API server would name it: a namespaced object without one is in `default`.
+            let named = name != "<unnamed>";
+            let default =
+                (named && !self.as_written && object::kind_is_namespaced(kind) == Some(true)).then_some("default");
+            match meta.and_then(|m| m.get("namespace")).and_then(Node::as_str).or(default) {
                 Some(ns) => format!("{kind} {ns}/{name}"),
                 None => format!("{kind} {name}"),
             }
         };
+        // The identity as the API server would key it, for the duplicate check.
+        let name = node.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).filter(|n| !n.is_empty());
+        if let Some(name) = name.filter(|_| !supported_versions(kind).is_empty()) {
+            let group = api_version.split_once('/').map_or("", |(g, _)| g);
+            let display = name_of();
+            let ns = display.split_once(' ').and_then(|(_, n)| n.split_once('/')).map_or("", |(ns, _)| ns);
+            self.identities.push(Identity {
+                key: (group.to_string(), kind.to_string(), ns.to_string(), name.to_string()),
+                display: display.clone(),
+                origin: origin.clone(),
+            });
+        }
         match object::decode(api_version, kind, node) {
             Some(Ok(mut obj)) => {
                 let meta = obj.metadata_mut();
@@ -460,24 +487,17 @@ impl Loader {
             return if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) };
         }
         // The same object twice is an error naming both places.
-        let mut seen: HashMap<(&str, &str, &str, &str), &Origin> = HashMap::new();
-        for l in &self.manifests.objects {
-            let m = l.object.metadata();
-            let key = (
-                l.object.group(),
-                l.object.kind(),
-                m.namespace.as_deref().unwrap_or(""),
-                m.name.as_deref().unwrap_or(""),
-            );
-            if let Some(first) = seen.insert(key, &l.origin) {
+        let mut seen: HashMap<&(String, String, String, String), &Origin> = HashMap::new();
+        for id in &self.identities {
+            if let Some(first) = seen.insert(&id.key, &id.origin) {
                 self.errors.push(Diagnostic {
-                    file: l.origin.file.clone(),
-                    pos: Some(l.origin.pos),
-                    object: Some(l.object.display_name()),
+                    file: id.origin.file.clone(),
+                    pos: Some(id.origin.pos),
+                    object: Some(id.display.clone()),
                     field: None,
                     message: format!("defined twice; first defined at {first}"),
                 });
-                seen.insert(key, first);
+                seen.insert(&id.key, first);
             }
         }
         if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) }
@@ -499,11 +519,25 @@ mod tests {
             e,
             [
                 "f.yaml:1:1: apiVersion: required field is missing; found \"apiversion\" (field names are case-sensitive)",
-                "f.yaml:4:8: Pod p: spec: unknown field \"containerz\"",
+                "f.yaml:4:8: Pod default/p: spec: unknown field \"containerz\"",
             ]
         );
         let e = errors("apiVersion: v1\nKIND: Node\nmetadata: {name: n}\n");
         assert_eq!(e, ["f.yaml:2:1: kind: required field is missing; found \"KIND\" (field names are case-sensitive)"]);
+    }
+
+    #[test]
+    fn an_invalid_object_defined_twice_is_reported_twice_over() {
+        let e = errors(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: high}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
+        );
+        assert_eq!(
+            e,
+            [
+                "f.yaml:4:18: Pod default/p: spec.priority: invalid type: string \"high\", expected i32",
+                "f.yaml:6:1: Pod default/p: defined twice; first defined at f.yaml:1:1",
+            ]
+        );
     }
 
     #[test]

@@ -454,3 +454,23 @@ fn claim_selectors_that_select_no_device_are_a_warning() {
     assert!(!out.contains("ml/hopper"), "{out}");
     assert!(out.contains("0 errors, 2 warnings"), "{out}");
 }
+
+/// For a whole tree of bad input, `check` reports every error `plan` reports, at the same file,
+/// line and column and on the same object (it may word an outdated form differently, and adds the
+/// references and CEL it alone checks).
+#[test]
+fn check_reports_every_error_plan_reports_for_a_tree() {
+    let (c, p) = (muster(&["check", "tests/bad-input"]), muster(&["plan", "tests/bad-input"]));
+    let (checked, planned) = (stdout(&c), stderr(&p));
+    let plan_errors: Vec<&str> = planned.lines().filter_map(|l| l.strip_prefix("error: ")).collect();
+    assert!(plan_errors.len() >= 19, "{planned}");
+    for line in &plan_errors {
+        // `file:line:col: Object name: ...` → the place and the object.
+        let (place, rest) = line.split_once(": ").unwrap();
+        let object = rest.split(": ").next().unwrap();
+        let wanted = format!("{place}: error: {object}");
+        assert!(checked.contains(&wanted), "{wanted}\n{checked}");
+    }
+    let check_errors = checked.lines().filter(|l| l.contains(": error: ")).count();
+    assert!(check_errors >= plan_errors.len(), "{checked}");
+}
