@@ -85,6 +85,45 @@ impl Manifests {
 /// Reads `paths` (files, directories walked recursively for `*.yaml`, `*.yml` and `*.json`, or `-`
 /// for standard input). Returns every problem found, not only the first.
 pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, Vec<Diagnostic>> {
+    read_paths(paths).finish()
+}
+
+/// What [`load_paths_partial`] read: the objects that loaded, every problem, and the names
+/// (`Kind namespace/name` or `Kind name`) of the objects that did not load.
+pub struct Partial {
+    pub manifests: Manifests,
+    pub errors: Vec<Diagnostic>,
+    pub not_loaded: Vec<String>,
+}
+
+/// [`load_paths`] for reporting problems: whatever loads is kept even when something does not,
+/// so that later layers (the cluster model) can report theirs too.
+pub fn load_paths_partial<P: AsRef<Path>>(paths: &[P]) -> Partial {
+    read_paths(paths).partial()
+}
+
+/// [`load_paths_partial`] over texts already read, as `(name, text)`.
+pub fn load_texts_partial(texts: &[(&str, &str)]) -> Partial {
+    let mut loader = Loader::default();
+    for (name, text) in texts {
+        loader.add_text(name, text);
+    }
+    loader.partial()
+}
+
+impl Partial {
+    /// Does `d` (a later layer's problem) only echo an object that did not load: is it about
+    /// one, or does it name one (`PriorityClass "x"`)?
+    pub fn echoes(&self, d: &Diagnostic) -> bool {
+        self.not_loaded.iter().any(|n| {
+            let (kind, name) = n.split_once(' ').unwrap_or((n, ""));
+            let name = name.rsplit('/').next().unwrap_or(name);
+            d.object.as_deref() == Some(n.as_str()) || d.message.contains(&format!("{kind} \"{name}\""))
+        })
+    }
+}
+
+fn read_paths<P: AsRef<Path>>(paths: &[P]) -> Loader {
     let mut loader = Loader::default();
     for p in paths {
         let p = p.as_ref();
@@ -110,7 +149,7 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, Vec<Diagnost
             }
         }
     }
-    loader.finish()
+    loader
 }
 
 /// Parses one text as if read from `name`.
@@ -483,10 +522,22 @@ impl Loader {
     }
 
     fn finish(mut self) -> Result<Manifests, Vec<Diagnostic>> {
-        if self.allow_duplicates {
-            return if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) };
+        if !self.allow_duplicates {
+            self.report_duplicates();
         }
-        // The same object twice is an error naming both places.
+        if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) }
+    }
+
+    fn partial(mut self) -> Partial {
+        let loaded: std::collections::HashSet<String> =
+            self.manifests.objects.iter().map(|l| l.object.display_name()).collect();
+        let not_loaded = self.identities.iter().map(|i| i.display.clone()).filter(|d| !loaded.contains(d)).collect();
+        self.report_duplicates();
+        Partial { manifests: self.manifests, errors: self.errors, not_loaded }
+    }
+
+    /// The same object twice is an error naming both places.
+    fn report_duplicates(&mut self) {
         let mut seen: HashMap<&(String, String, String, String), &Origin> = HashMap::new();
         for id in &self.identities {
             if let Some(first) = seen.insert(&id.key, &id.origin) {
@@ -500,7 +551,6 @@ impl Loader {
                 seen.insert(&id.key, first);
             }
         }
-        if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) }
     }
 }
 

@@ -1192,15 +1192,14 @@ pub fn check(sources: &[Source]) -> Vec<Finding> {
 }
 
 /// What building the cluster model finds (the layer `plan` shares: negative quantities, a
-/// missing PriorityClass, a pod without a spec, ...), when every file loads: each problem on an
-/// object of the input that no other finding is about. When the model builds, its located
-/// warnings (an allocation naming a device no slice publishes) are warnings here too.
+/// missing PriorityClass, a pod without a spec, ...), from the objects that load, as `plan`
+/// reports it: each problem on an object of the input that no other finding is about and that
+/// does not only echo an object that did not load. When the model builds, its located warnings
+/// (an allocation naming a device no slice publishes) are warnings here too.
 fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
-    let mut all = muster_manifest::Manifests::default();
-    for s in sources {
-        let Ok(m) = muster_manifest::load_str(&s.name, &s.text) else { return };
-        all.objects.extend(m.objects);
-    }
+    let texts: Vec<(&str, &str)> = sources.iter().map(|s| (&*s.name, s.text.as_str())).collect();
+    let mut partial = muster_manifest::load_texts_partial(&texts);
+    let all = std::mem::take(&mut partial.manifests);
     // Objects of the input (not those a workload controller would create: their problems are
     // their template's, which the scan reports on the workload).
     let input: HashSet<String> = all.objects.iter().map(|l| default_namespace(&l.object.display_name())).collect();
@@ -1210,6 +1209,9 @@ fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
     };
     let named: HashSet<String> = findings.iter().filter_map(|f| f.object.clone()).collect();
     for d in diags {
+        if partial.echoes(&d) {
+            continue;
+        }
         let object = d.object.map(|o| default_namespace(&o));
         if object.as_ref().is_none_or(|o| named.contains(o) || !input.contains(o)) {
             continue;
