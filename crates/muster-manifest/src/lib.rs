@@ -12,6 +12,9 @@ pub mod object;
 pub mod providers;
 pub mod yaml;
 
-pub use load::{Diagnostic, Found, Loaded, Manifests, Origin, find_files, load_paths, load_str, load_str_documents};
+pub use load::{
+    Diagnostic, Found, Loaded, Manifests, Origin, Partial, find_files, load_paths, load_paths_partial, load_str,
+    load_str_documents, load_texts_partial,
+};
 pub use object::Object;
 pub use yaml::Pos;

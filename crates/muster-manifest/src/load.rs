@@ -88,6 +88,45 @@ impl Manifests {
 /// Reads `paths` (files, directories walked recursively for `*.yaml`, `*.yml` and `*.json`, or `-`
 /// for standard input). Returns every problem found, not only the first.
 pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, Vec<Diagnostic>> {
+    read_paths(paths).finish()
+}
+
+/// What [`load_paths_partial`] read: the objects that loaded, every problem, and the names
+/// (`Kind namespace/name` or `Kind name`) of the objects that did not load.
+pub struct Partial {
+    pub manifests: Manifests,
+    pub errors: Vec<Diagnostic>,
+    pub not_loaded: Vec<String>,
+}
+
+/// [`load_paths`] for reporting problems: whatever loads is kept even when something does not,
+/// so that later layers (the cluster model) can report theirs too.
+pub fn load_paths_partial<P: AsRef<Path>>(paths: &[P]) -> Partial {
+    read_paths(paths).partial()
+}
+
+/// [`load_paths_partial`] over texts already read, as `(name, text)`.
+pub fn load_texts_partial(texts: &[(&str, &str)]) -> Partial {
+    let mut loader = Loader::default();
+    for (name, text) in texts {
+        loader.add_text(name, text);
+    }
+    loader.partial()
+}
+
+impl Partial {
+    /// Does `d` (a later layer's problem) only echo an object that did not load: is it about
+    /// one, or does it name one (`PriorityClass "x"`)?
+    pub fn echoes(&self, d: &Diagnostic) -> bool {
+        self.not_loaded.iter().any(|n| {
+            let (kind, name) = n.split_once(' ').unwrap_or((n, ""));
+            let name = name.rsplit('/').next().unwrap_or(name);
+            d.object.as_deref() == Some(n.as_str()) || d.message.contains(&format!("{kind} \"{name}\""))
+        })
+    }
+}
+
+fn read_paths<P: AsRef<Path>>(paths: &[P]) -> Loader {
     let mut loader = Loader::default();
     for p in paths {
         let p = p.as_ref();
@@ -113,7 +152,7 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, Vec<Diagnost
             }
         }
     }
-    loader.finish()
+    loader
 }
 
 /// Parses one text as if read from `name`.
@@ -228,6 +267,24 @@ fn special_kind(meta: &std::fs::Metadata) -> &'static str {
     "a special file"
 }
 
+/// The entry of `node` whose key is `key` in other letter cases (`apiversion` for `apiVersion`).
+fn miscased_key<'n, 'a>(node: &'n Node<'a>, key: &str) -> Option<(&'n Node<'a>, &'n Node<'a>)> {
+    match &node.value {
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str().is_some_and(|k| k != key && k.eq_ignore_ascii_case(key)))
+            .map(|(k, v)| (k, v)),
+        _ => None,
+    }
+}
+
+/// Where each document of `text` starts (byte offset, lines before it), one cut per document.
+fn document_cuts(text: &str) -> Vec<(usize, u32)> {
+    let mut cuts = yaml::split_documents(text, 0);
+    cuts.dedup_by_key(|c| c.0);
+    cuts
+}
+
 /// Texts larger than this are parsed in pieces, in parallel.
 const PIECE_BYTES: usize = 256 * 1024;
 
@@ -235,8 +292,18 @@ const PIECE_BYTES: usize = 256 * 1024;
 struct Loader {
     manifests: Manifests,
     errors: Vec<Diagnostic>,
+    /// Every named object of a kind muster reads, loaded or not, in input order: the same object
+    /// twice is an error even when one of them is invalid (as `check` reports it).
+    identities: Vec<Identity>,
     allow_duplicates: bool,
     as_written: bool,
+}
+
+/// An object's identity (API group, kind, namespace, name), its name for messages, and where it is.
+struct Identity {
+    key: (String, String, String, String),
+    display: String,
+    origin: Origin,
 }
 
 impl Loader {
@@ -275,6 +342,7 @@ impl Loader {
             let part = r.into_inner().expect("no worker panics").expect("every piece is processed");
             self.manifests.objects.extend(part.manifests.objects);
             self.manifests.provided_templates.extend(part.manifests.provided_templates);
+            self.identities.extend(part.identities);
             for (k, n) in part.manifests.ignored {
                 *self.manifests.ignored.entry(k).or_default() += n;
             }
@@ -282,9 +350,19 @@ impl Loader {
         }
     }
 
+    /// Parses and adds one piece of whole documents. When it is not valid YAML and holds several
+    /// documents, each is parsed alone: a bad document is reported and does not hide the others.
     fn add_piece(&mut self, file: &Arc<str>, text: &str, line_offset: u32) {
         let docs = match yaml::parse_stream_at(text, line_offset) {
             Ok(d) => d,
+            Err(_) if document_cuts(text).len() > 1 => {
+                let cuts = document_cuts(text);
+                for (i, &(start, line)) in cuts.iter().enumerate() {
+                    let end = cuts.get(i + 1).map_or(text.len(), |c| c.0);
+                    self.add_piece(file, &text[start..end], line_offset + line);
+                }
+                return;
+            }
             Err(e) => {
                 self.errors.push(Diagnostic {
                     file: file.clone(),
@@ -316,15 +394,36 @@ impl Loader {
             return;
         }
         let field_str = |key: &str| node.get(key).and_then(|n| n.as_str()).filter(|s| !s.is_empty());
-        let (api_version, kind) = match (field_str("apiVersion"), field_str("kind"), list_default) {
+        // A key spelled with other letter cases (`apiversion`, `Kind`) is reported, and its value
+        // read, so that the rest of the object is checked too.
+        let mut miscased: Vec<(&str, String)> = Vec::new();
+        let mut type_field = |key: &'static str| {
+            field_str(key).or_else(|| {
+                let (k, v) = miscased_key(node, key)?;
+                self.errors.push(diag(
+                    k.pos,
+                    None,
+                    Some(key),
+                    format!("required field is missing; found {:?} (field names are case-sensitive)", k.as_str()?),
+                ));
+                miscased.push((key, k.as_str()?.to_string()));
+                v.as_str().filter(|s| !s.is_empty())
+            })
+        };
+        let (v, k) = (type_field("apiVersion"), type_field("kind"));
+        let (api_version, kind) = match (v, k, list_default) {
             (Some(v), Some(k), _) => (v, k),
             (v, k, Some((dv, dk))) => (v.unwrap_or(dv), k.unwrap_or(dk)),
             (None, _, None) => {
-                self.errors.push(diag(node.pos, None, Some("apiVersion"), "required field is missing".into()));
+                if !miscased.iter().any(|(key, _)| *key == "apiVersion") {
+                    self.errors.push(diag(node.pos, None, Some("apiVersion"), "required field is missing".into()));
+                }
                 return;
             }
             (_, None, None) => {
-                self.errors.push(diag(node.pos, None, Some("kind"), "required field is missing".into()));
+                if !miscased.iter().any(|(key, _)| *key == "kind") {
+                    self.errors.push(diag(node.pos, None, Some("kind"), "required field is missing".into()));
+                }
                 return;
             }
         };
@@ -348,11 +447,27 @@ impl Loader {
         let name_of = || {
             let meta = node.get("metadata");
             let name = meta.and_then(|m| m.get("name")).and_then(Node::as_str).unwrap_or("<unnamed>");
-            match meta.and_then(|m| m.get("namespace")).and_then(Node::as_str) {
+            // As the API server would name it: a namespaced object without one is in `default`.
+            let named = name != "<unnamed>";
+            let default =
+                (named && !self.as_written && object::kind_is_namespaced(kind) == Some(true)).then_some("default");
+            match meta.and_then(|m| m.get("namespace")).and_then(Node::as_str).or(default) {
                 Some(ns) => format!("{kind} {ns}/{name}"),
                 None => format!("{kind} {name}"),
             }
         };
+        // The identity as the API server would key it, for the duplicate check.
+        let name = node.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).filter(|n| !n.is_empty());
+        if let Some(name) = name.filter(|_| !supported_versions(kind).is_empty()) {
+            let group = api_version.split_once('/').map_or("", |(g, _)| g);
+            let display = name_of();
+            let ns = display.split_once(' ').and_then(|(_, n)| n.split_once('/')).map_or("", |(ns, _)| ns);
+            self.identities.push(Identity {
+                key: (group.to_string(), kind.to_string(), ns.to_string(), name.to_string()),
+                display: display.clone(),
+                origin: origin.clone(),
+            });
+        }
         match object::decode(api_version, kind, node) {
             Some(Ok(mut obj)) => {
                 let meta = obj.metadata_mut();
@@ -375,7 +490,12 @@ impl Loader {
             }
             Some(Err(errs)) => {
                 let object = name_of();
-                for e in errs {
+                // The miscased keys were reported above, not again as unknown fields.
+                let reported = |e: &crate::de::DeError| {
+                    e.path.as_deref().unwrap_or("").is_empty()
+                        && miscased.iter().any(|(_, k)| e.message == format!("unknown field {k:?}"))
+                };
+                for e in errs.into_iter().filter(|e| !reported(e)) {
                     self.errors.push(Diagnostic {
                         file: file.clone(),
                         pos: e.pos.or(Some(node.pos)),
@@ -411,30 +531,81 @@ impl Loader {
     }
 
     fn finish(mut self) -> Result<Manifests, Vec<Diagnostic>> {
-        if self.allow_duplicates {
-            return if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) };
+        if !self.allow_duplicates {
+            self.report_duplicates();
         }
-        // The same object twice is an error naming both places.
-        let mut seen: HashMap<(&str, &str, &str, &str), &Origin> = HashMap::new();
-        for l in &self.manifests.objects {
-            let m = l.object.metadata();
-            let key = (
-                l.object.group(),
-                l.object.kind(),
-                m.namespace.as_deref().unwrap_or(""),
-                m.name.as_deref().unwrap_or(""),
-            );
-            if let Some(first) = seen.insert(key, &l.origin) {
+        if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) }
+    }
+
+    fn partial(mut self) -> Partial {
+        let loaded: std::collections::HashSet<String> =
+            self.manifests.objects.iter().map(|l| l.object.display_name()).collect();
+        let not_loaded = self.identities.iter().map(|i| i.display.clone()).filter(|d| !loaded.contains(d)).collect();
+        self.report_duplicates();
+        Partial { manifests: self.manifests, errors: self.errors, not_loaded }
+    }
+
+    /// The same object twice is an error naming both places.
+    fn report_duplicates(&mut self) {
+        let mut seen: HashMap<&(String, String, String, String), &Origin> = HashMap::new();
+        for id in &self.identities {
+            if let Some(first) = seen.insert(&id.key, &id.origin) {
                 self.errors.push(Diagnostic {
-                    file: l.origin.file.clone(),
-                    pos: Some(l.origin.pos),
-                    object: Some(l.object.display_name()),
+                    file: id.origin.file.clone(),
+                    pos: Some(id.origin.pos),
+                    object: Some(id.display.clone()),
                     field: None,
                     message: format!("defined twice; first defined at {first}"),
                 });
-                seen.insert(key, first);
+                seen.insert(&id.key, first);
             }
         }
-        if self.errors.is_empty() { Ok(self.manifests) } else { Err(self.errors) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::load_str;
+
+    fn errors(text: &str) -> Vec<String> {
+        load_str("f.yaml", text).unwrap_err().iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_miscased_type_key_is_reported_and_the_object_still_checked() {
+        let e = errors("apiversion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containerz: []}\n");
+        assert_eq!(
+            e,
+            [
+                "f.yaml:1:1: apiVersion: required field is missing; found \"apiversion\" (field names are case-sensitive)",
+                "f.yaml:4:8: Pod default/p: spec: unknown field \"containerz\"",
+            ]
+        );
+        let e = errors("apiVersion: v1\nKIND: Node\nmetadata: {name: n}\n");
+        assert_eq!(e, ["f.yaml:2:1: kind: required field is missing; found \"KIND\" (field names are case-sensitive)"]);
+    }
+
+    #[test]
+    fn an_invalid_object_defined_twice_is_reported_twice_over() {
+        let e = errors(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: high}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
+        );
+        assert_eq!(
+            e,
+            [
+                "f.yaml:4:18: Pod default/p: spec.priority: invalid type: string \"high\", expected i32",
+                "f.yaml:6:1: Pod default/p: defined twice; first defined at f.yaml:1:1",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_document_that_is_not_yaml_hides_none_of_the_others() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: a\n  x: [\n---\napiVersion: v1\nkind: Node\n\
+                    metadata: {name: b}\nspec: {bad: 1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: c}\n";
+        let e = errors(text);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].starts_with("f.yaml:4:4: invalid YAML"), "{e:?}");
+        assert_eq!(e[1], "f.yaml:9:8: Node b: spec: unknown field \"bad\"");
     }
 }

@@ -57,6 +57,16 @@ macro_rules! kinds {
         /// Every (apiVersion, kind) muster reads.
         pub const SUPPORTED: &[(&str, &str)] = &[$((<$ty as Resource>::API_VERSION, <$ty as Resource>::KIND),)*];
 
+        /// Whether objects of `kind` (one muster reads) live in a namespace; `None` for other kinds.
+        pub fn kind_is_namespaced(kind: &str) -> Option<bool> {
+            $(
+                if kind == <$ty as Resource>::KIND {
+                    return Some(namespaced::<$ty>());
+                }
+            )*
+            None
+        }
+
         /// Decodes `node` as `apiVersion`/`kind`, or `None` when muster does not read that kind.
         pub(crate) fn decode(api_version: &str, kind: &str, node: &Node<'_>) -> Option<Result<Object, Vec<DeError>>> {
             $(

@@ -6,7 +6,9 @@
 //! the allocator only about the node the first one changed. One dense table per fingerprint
 //! (indexed by node) keeps the per-node lookup to an array index; at most [`MAX_TABLES`] tables
 //! are kept, the oldest replaced first, so a plan with thousands of distinct claim specs stays
-//! small. A forgotten verdict is only computed again: the allocator is deterministic.
+//! small. A forgotten verdict is only computed again: the allocator is deterministic. An error
+//! verdict is stored (the cycle reads it back) but the scheduler does not reuse it for another pod:
+//! its text names the claims of the pod it was computed for.
 
 use crate::cluster::NodeId;
 use crate::plugins::dynamic_resources::Verdict;

@@ -102,7 +102,7 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         .flat_map(|r| cluster.groups[r.group].members.iter().map(|m| m.0 as usize))
         .collect();
     for (pod, err) in &plan.unschedulable {
-        let reason = if errors.contains(&(pod.0 as usize)) { "SchedulerError" } else { "Unschedulable" };
+        let reason = if errors.contains(&(pod.0 as usize)) { "SchedulerError" } else { err.reason() };
         let message = err.message();
         out.push(Effect::PodUnschedulable { pod: *pod, reason, message: message.clone() });
         out.push(Effect::Event {

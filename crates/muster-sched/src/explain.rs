@@ -89,7 +89,8 @@ pub fn explain_pod_within(
             out.pre_filter = Some("pod uses DRA resource claims, but the plan has no DRA inputs".into());
             return out;
         }
-        if let Some(msg) = dynamic_resources::pre_filter(pod, cluster) {
+        let classes = dra.and_then(|ctx| dynamic_resources::pre_filter_classes(pod, cluster, ctx.classes));
+        if let Some(msg) = dynamic_resources::pre_filter(pod, cluster).or(classes) {
             out.pre_filter = Some(msg);
             return out;
         }

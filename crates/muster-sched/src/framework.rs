@@ -92,6 +92,27 @@ pub struct FitError {
     /// The pod-group cycle's verdict for a member of a group that was not placed; it replaces
     /// the per-node summary (the member may fit on its own).
     pub group_message: Option<String>,
+    /// A Filter plugin's error that aborted the attempt; it replaces the per-node summary.
+    pub error: Option<FilterError>,
+}
+
+/// A Filter plugin that returned an error on a node (not a rejection): kube-scheduler stops the
+/// attempt at once (`findNodesThatPassFilters`), whatever other nodes would say, runs no
+/// PostFilter, and gives the pod `PodScheduled=False` with reason `SchedulerError`; the pod is
+/// retried after its backoff.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterError {
+    pub plugin: &'static str,
+    /// The node whose Filter failed.
+    pub node: NodeId,
+    pub error: String,
+}
+
+impl FilterError {
+    /// Upstream's text (`RunFilterPlugins` wraps a plugin's error status).
+    pub fn message(&self) -> String {
+        format!("running {:?} filter plugin: {}", self.plugin, self.error)
+    }
 }
 
 impl FitError {
@@ -103,6 +124,7 @@ impl FitError {
             node_statuses: Vec::new(),
             pre_filter_message: Some(message),
             group_message: None,
+            error: None,
         }
     }
 
@@ -114,7 +136,26 @@ impl FitError {
             node_statuses: Vec::new(),
             pre_filter_message: None,
             group_message: Some(message),
+            error: None,
         }
+    }
+
+    /// The attempt ended with a Filter plugin's error on `node`.
+    pub fn filter_error(num_all_nodes: usize, plugin: &'static str, node: NodeId, error: String) -> Self {
+        FitError {
+            num_all_nodes,
+            rejections: Vec::new(),
+            node_statuses: Vec::new(),
+            pre_filter_message: None,
+            group_message: None,
+            error: Some(FilterError { plugin, node, error }),
+        }
+    }
+
+    /// The `PodScheduled=False` condition's reason: `SchedulerError` when an error aborted the
+    /// attempt, `Unschedulable` otherwise.
+    pub fn reason(&self) -> &'static str {
+        if self.error.is_some() { "SchedulerError" } else { "Unschedulable" }
     }
 
     /// Reason → number of nodes that gave it.
@@ -137,6 +178,9 @@ impl FitError {
     pub fn message(&self) -> String {
         if let Some(g) = &self.group_message {
             return g.clone();
+        }
+        if let Some(e) = &self.error {
+            return e.message();
         }
         let mut msg = format!("0/{} nodes are available:", self.num_all_nodes);
         if let Some(p) = &self.pre_filter_message {

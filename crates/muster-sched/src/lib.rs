@@ -31,7 +31,7 @@ pub use cycle::{
 };
 pub use effects::Effect;
 pub use engine::Engine;
-pub use framework::{FitError, Rejection};
+pub use framework::{FilterError, FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;
 pub use plugins::node_resources_fit::ScoringStrategy;
 pub use queue::Backoff;

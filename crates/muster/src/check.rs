@@ -11,8 +11,9 @@
 //!    exist in the input.
 //! 3. CEL: every selector compiles (`muster_cel`), errors placed on the line of the expression.
 //! 4. Attributes and capacities that selectors read exist on some device of the input's
-//!    ResourceSlices, and each DeviceClass selects at least one of them (when there are slices;
-//!    without slices, what NVIDIA's driver publishes is the reference).
+//!    ResourceSlices, and each DeviceClass selects at least one of them, as does each claim
+//!    request's own selectors with its class (when there are slices; without slices, what NVIDIA's
+//!    driver publishes is the reference).
 //!
 //! Exit status: 0 without errors (warnings allowed), 1 with errors, 2 when the input cannot be read.
 
@@ -207,7 +208,9 @@ pub(crate) fn objects_of<'n, 'a>(
     if !matches!(node.value, Value::Map(_)) {
         return;
     }
-    let (api_version, kind) = match (str_of(node.get("apiVersion")), str_of(node.get("kind")), list_default) {
+    // A key in other letter cases (`apiversion`) is read as the loader reads it (it reports it).
+    let field = |key: &str| str_of(node.get(key)).or_else(|| str_of(miscased(node, key)));
+    let (api_version, kind) = match (field("apiVersion"), field("kind"), list_default) {
         (Some(v), Some(k), _) => (v.to_string(), k.to_string()),
         (v, k, Some((dv, dk))) => (v.unwrap_or(dv).to_string(), k.unwrap_or(dk).to_string()),
         _ => return,
@@ -228,6 +231,12 @@ pub(crate) fn objects_of<'n, 'a>(
     out.push(Obj { file, node, api_version, kind, name, namespace });
 }
 
+/// The value under `key` spelled in other letter cases, if the mapping has one.
+fn miscased<'n, 'a>(node: &'n Node<'a>, key: &str) -> Option<&'n Node<'a>> {
+    let Value::Map(entries) = &node.value else { return None };
+    entries.iter().find(|(k, _)| k.as_str().is_some_and(|k| k != key && k.eq_ignore_ascii_case(key))).map(|(_, v)| v)
+}
+
 // ---------------------------------------------------------------------------------------------
 // What the input defines, for references and for inferring a driver.
 
@@ -239,6 +248,8 @@ pub(crate) struct Index {
     /// DeviceClass name → the driver domains its selectors read (vendor domains mapped to their
     /// driver) or test with `device.driver == '...'`.
     pub class_drivers: BTreeMap<String, BTreeSet<String>>,
+    /// DeviceClass name → its selectors' CEL texts (`None`: a selector without one).
+    pub class_selectors: BTreeMap<String, Option<Vec<String>>>,
     pub slices: Vec<ResourceSlice>,
     /// ResourceClaimTemplates that objects of the input will have made at run time.
     pub provided_templates: Vec<muster_manifest::providers::ProvidedTemplate>,
@@ -273,6 +284,11 @@ impl Index {
                         }
                     }
                     ix.class_drivers.insert(o.name.clone(), drivers);
+                    let texts = seq(o.get("spec.selectors"))
+                        .iter()
+                        .map(|sel| get_path(sel, "cel.expression").and_then(Node::as_str).map(str::to_string))
+                        .collect();
+                    ix.class_selectors.entry(o.name.clone()).or_insert(texts);
                 }
                 "ResourceSlice" if o.api_version == "resource.k8s.io/v1" => {
                     if let Ok(s) = muster_manifest::de::from_node::<ResourceSlice>(o.node) {
@@ -884,17 +900,77 @@ impl<'s> Checker<'s> {
                 }
             }
             self.class_ref(o, get_path(req, "exactly.deviceClassName"), &format!("{path}.exactly.deviceClassName"));
-            for (j, sel) in seq(get_path(req, "exactly.selectors")).iter().enumerate() {
-                self.cel(o, sel, &format!("{path}.exactly.selectors[{j}].cel.expression"), owner, j);
+            if let Some(exactly) = req.get("exactly") {
+                self.request_selectors(o, exactly, &format!("{path}.exactly"), owner);
             }
             for (k, sub) in seq(req.get("firstAvailable")).iter().enumerate() {
                 let sp = format!("{path}.firstAvailable[{k}]");
                 self.class_ref(o, sub.get("deviceClassName"), &format!("{sp}.deviceClassName"));
-                for (j, sel) in seq(sub.get("selectors")).iter().enumerate() {
-                    self.cel(o, sel, &format!("{sp}.selectors[{j}].cel.expression"), owner, j);
-                }
+                self.request_selectors(o, sub, &sp, owner);
             }
         }
+    }
+
+    /// A request's (or subrequest's) selectors: each compiled and checked, then, with its class's,
+    /// evaluated on the input's devices as the allocator evaluates them (class first): a warning
+    /// when together they select none of them (a vendor attribute value no device publishes).
+    fn request_selectors(&mut self, o: &Obj<'_, '_>, req: &Node<'_>, path: &str, owner: SelectorOwner<'_>) {
+        let sels = seq(req.get("selectors"));
+        let mut programs = Vec::new();
+        for (j, sel) in sels.iter().enumerate() {
+            programs.extend(self.cel(o, sel, &format!("{path}.selectors[{j}].cel.expression"), owner, j));
+        }
+        let Some(class) = str_of(req.get("deviceClassName")) else { return };
+        let Some(Some(class_texts)) = self.ix.class_selectors.get(class) else { return };
+        let class_programs: Option<Vec<_>> = class_texts.iter().map(|t| self.env.compile(t).ok()).collect();
+        let (Some(class_programs), false) = (class_programs, programs.is_empty()) else { return };
+        if programs.len() < sels.len() || self.devices.is_empty() {
+            return;
+        }
+        let (mut matched, mut evaluated, mut first_error) = (0usize, 0usize, None);
+        'devices: for (id, view) in &self.devices {
+            let Ok(view) = view else { continue };
+            let mut ok = true;
+            for (from_class, (i, p)) in class_programs
+                .iter()
+                .enumerate()
+                .map(|x| (true, x))
+                .chain(programs.iter().enumerate().map(|x| (false, x)))
+            {
+                let Some(verdict) = self.env.eval_charged(p, view, &self.budget) else { break 'devices };
+                match verdict {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => {
+                        let who = if from_class { SelectorOwner::Class(class) } else { owner };
+                        first_error.get_or_insert_with(|| muster_cel::selector_runtime_error(who, i, id, &e));
+                    }
+                }
+                ok = false;
+                break;
+            }
+            matched += usize::from(ok);
+            evaluated += 1;
+        }
+        if matched > 0 || evaluated < self.devices.iter().filter(|(_, v)| v.is_ok()).count() {
+            return;
+        }
+        let n = self.devices.len();
+        let texts: Vec<&str> =
+            sels.iter().filter_map(|s| get_path(s, "cel.expression").and_then(Node::as_str)).collect();
+        let why = match first_error {
+            Some(e) => format!("the selectors fail on some of them, first: {e}"),
+            None => {
+                let slices: Vec<&ResourceSlice> = self.ix.slices.iter().collect();
+                match crate::devices::what_selectors_test(&texts, &slices) {
+                    Some(t) => format!("the devices report {t}"),
+                    None => format!("`muster devices PATH... --class {class} --selector ...` shows each verdict"),
+                }
+            }
+        };
+        let m = format!("with class {class}, selects none of the {n} devices of the input's ResourceSlices; {why}");
+        let pos = entry(req, "selectors").map_or(req.pos, |(k, _)| k.pos);
+        self.push(o, pos, Severity::Warning, &format!("{path}.selectors"), m, None, false);
     }
 
     fn pod_group(&mut self, o: &Obj<'_, '_>) {
@@ -1138,15 +1214,14 @@ pub fn check(sources: &[Source]) -> Vec<Finding> {
 }
 
 /// What building the cluster model finds (the layer `plan` shares: negative quantities, a
-/// missing PriorityClass, a pod without a spec, ...), when every file loads: each problem on an
-/// object of the input that no other finding is about. When the model builds, its located
-/// warnings (an allocation naming a device no slice publishes) are warnings here too.
+/// missing PriorityClass, a pod without a spec, ...), from the objects that load, as `plan`
+/// reports it: each problem on an object of the input that no other finding is about and that
+/// does not only echo an object that did not load. When the model builds, its located warnings
+/// (an allocation naming a device no slice publishes) are warnings here too.
 fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
-    let mut all = muster_manifest::Manifests::default();
-    for s in sources {
-        let Ok(m) = muster_manifest::load_str(&s.name, &s.text) else { return };
-        all.objects.extend(m.objects);
-    }
+    let texts: Vec<(&str, &str)> = sources.iter().map(|s| (&*s.name, s.text.as_str())).collect();
+    let mut partial = muster_manifest::load_texts_partial(&texts);
+    let all = std::mem::take(&mut partial.manifests);
     // Objects of the input (not those a workload controller would create: their problems are
     // their template's, which the scan reports on the workload).
     let input: HashSet<String> = all.objects.iter().map(|l| default_namespace(&l.object.display_name())).collect();
@@ -1156,6 +1231,9 @@ fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
     };
     let named: HashSet<String> = findings.iter().filter_map(|f| f.object.clone()).collect();
     for d in diags {
+        if partial.echoes(&d) {
+            continue;
+        }
         let object = d.object.map(|o| default_namespace(&o));
         if object.as_ref().is_none_or(|o| named.contains(o) || !input.contains(o)) {
             continue;

@@ -19,8 +19,63 @@ pub struct Row {
     pub node: String,
     pub matched: bool,
     pub error: Option<String>,
-    /// Capacities, as `domain/name` → quantity text (to explain a selector that matches nothing).
-    pub capacity: Vec<(String, String)>,
+    /// What the selectors test, as this device reports it: (`attribute domain/name` or
+    /// `capacity domain/name`, the value as text or `absent`), to explain a selector that
+    /// matches nothing.
+    pub tested: Vec<(String, String)>,
+}
+
+/// The attributes and capacities `sources` (selector texts) read: (is a capacity, domain, name),
+/// each once, in order of first mention.
+fn tested_names(sources: &[&str]) -> Vec<(bool, String, String)> {
+    let mut out: Vec<(bool, String, String)> = Vec::new();
+    for r in sources.iter().flat_map(|s| crate::check::cel_text::refs(s)) {
+        let Some(name) = r.name else { continue };
+        let key = (r.capacity, r.domain, name);
+        if !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+/// A device's value of one tested attribute or capacity: its text, or `absent`. Names without a
+/// domain in the slice belong to the driver's domain.
+fn tested_value(driver: &str, d: &k8s_openapi::api::resource::v1::Device, t: &(bool, String, String)) -> String {
+    let (capacity, domain, name) = t;
+    let qualified = format!("{domain}/{name}");
+    let matches = |k: &String| *k == qualified || (domain == driver && k == name);
+    let value = if *capacity {
+        d.capacity.iter().flatten().find(|(k, _)| matches(k)).map(|(_, c)| c.value.0.clone())
+    } else {
+        d.attributes.iter().flatten().find(|(k, _)| matches(k)).map(|(_, a)| attribute_text(a))
+    };
+    value.unwrap_or_else(|| "absent".into())
+}
+
+/// An attribute's value as a selector compares it (strings quoted).
+fn attribute_text(a: &k8s_openapi::api::resource::v1::DeviceAttribute) -> String {
+    let list = |items: Vec<String>| format!("[{}]", items.join(", "));
+    let quote = |s: &String| format!("{s:?}");
+    if let Some(v) = a.bool {
+        v.to_string()
+    } else if let Some(v) = a.int {
+        v.to_string()
+    } else if let Some(v) = &a.string {
+        quote(v)
+    } else if let Some(v) = &a.version {
+        format!("semver {v}")
+    } else if let Some(v) = &a.bools {
+        list(v.iter().map(ToString::to_string).collect())
+    } else if let Some(v) = &a.ints {
+        list(v.iter().map(ToString::to_string).collect())
+    } else if let Some(v) = &a.strings {
+        list(v.iter().map(quote).collect())
+    } else if let Some(v) = &a.versions {
+        list(v.iter().map(|v| format!("semver {v}")).collect())
+    } else {
+        "no value".into()
+    }
 }
 
 /// Which node(s) a device is available on, as the slice says.
@@ -45,6 +100,7 @@ pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> a
     let env = Env::default();
     // (class selector index, or None for --selector, program)
     let mut programs: Vec<(Option<usize>, std::sync::Arc<Program>)> = Vec::new();
+    let mut sources: Vec<String> = Vec::new();
     if let Some(name) = class {
         let c: &DeviceClass = m
             .objects
@@ -62,12 +118,15 @@ pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> a
                 anyhow::anyhow!("{}", muster_cel::selector_compile_error(SelectorOwner::Class(name), i, &e))
             })?;
             programs.push((Some(i), p));
+            sources.push(cel.expression.clone());
         }
     }
     if let Some(expr) = selector {
         let p = env.compile(expr).map_err(|e| anyhow::anyhow!("--selector: CEL compile error: {e}"))?;
         programs.push((None, p));
+        sources.push(expr.to_string());
     }
+    let tested = tested_names(&sources.iter().map(String::as_str).collect::<Vec<_>>());
     let mut slices: Vec<&ResourceSlice> = m
         .objects
         .iter()
@@ -96,15 +155,7 @@ pub fn evaluate(m: &Manifests, class: Option<&str>, selector: Option<&str>) -> a
                 node: node_of(slice, d),
                 matched: true,
                 error: None,
-                capacity: d
-                    .capacity
-                    .iter()
-                    .flatten()
-                    .map(|(k, v)| {
-                        let k = if k.contains('/') { k.clone() } else { format!("{}/{k}", slice.spec.driver) };
-                        (k, v.value.0.clone())
-                    })
-                    .collect(),
+                tested: tested_row(&tested, &slice.spec.driver, d),
             };
             match DeviceView::new(&slice.spec.driver, d) {
                 Err(e) => {
@@ -194,18 +245,7 @@ pub fn table(rows: &[Row], filtered: bool) -> String {
     if filtered {
         let _ = writeln!(out, "{matched} of {} devices match", rows.len());
         if matched == 0 && !rows.is_empty() {
-            // The usual cause is a capacity or attribute that is not what the author assumed
-            // (an "80GB" H100 reports 81559Mi, less than 80Gi): show what the devices report.
-            let mut seen: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-            for r in rows {
-                for (k, v) in &r.capacity {
-                    *seen.entry((k, v)).or_default() += 1;
-                }
-            }
-            if !seen.is_empty() {
-                let caps: Vec<String> = seen.iter().map(|((k, v), n)| format!("{k}={v} ({n})")).collect();
-                let _ = writeln!(out, "note: no device matches; the capacities they report: {}", caps.join(", "));
-            }
+            push_no_match_note(&mut out, rows);
         }
     } else {
         let _ = writeln!(out, "{} devices", rows.len());
@@ -213,8 +253,99 @@ pub fn table(rows: &[Row], filtered: bool) -> String {
     out
 }
 
+/// What the selector texts `sources` test, as the devices of `slices` report it (for `check`'s
+/// warning on a claim whose selectors select nothing): `attribute d/n: "x" (2), absent (1);
+/// capacity ...`; `None` when they test no attribute or capacity.
+pub(crate) fn what_selectors_test(sources: &[&str], slices: &[&ResourceSlice]) -> Option<String> {
+    let tested = tested_names(sources);
+    let rows: Vec<Row> = slices
+        .iter()
+        .flat_map(|s| s.spec.devices.iter().flatten().map(move |d| (s, d)))
+        .map(|(s, d)| Row {
+            driver: String::new(),
+            pool: String::new(),
+            device: String::new(),
+            node: String::new(),
+            matched: false,
+            error: None,
+            tested: tested_row(&tested, &s.spec.driver, d),
+        })
+        .collect();
+    tested_summary(&rows)
+}
+
+/// A device's values of the tested names, labelled `attribute d/n` or `capacity d/n`.
+fn tested_row(
+    tested: &[(bool, String, String)],
+    driver: &str,
+    d: &k8s_openapi::api::resource::v1::Device,
+) -> Vec<(String, String)> {
+    tested
+        .iter()
+        .map(|t| {
+            let word = if t.0 { "capacity" } else { "attribute" };
+            (format!("{word} {}/{}", t.1, t.2), tested_value(driver, d, t))
+        })
+        .collect()
+}
+
+/// The usual cause of a selector that matches nothing is an attribute or capacity that is not
+/// what the author assumed (an "80GB" H100 reports 81559Mi, less than 80Gi; a product name
+/// spelled differently): each attribute and capacity the selectors test, with the values the
+/// devices report and how many report each.
+fn push_no_match_note(out: &mut String, rows: &[Row]) {
+    if let Some(summary) = tested_summary(rows) {
+        let _ = writeln!(out, "note: no device matches; what the selectors test, as the devices report it: {summary}");
+    }
+}
+
+/// Each tested name with the values the rows report and how many report each.
+fn tested_summary(rows: &[Row]) -> Option<String> {
+    let mut seen: Vec<(&str, BTreeMap<&str, usize>)> = Vec::new();
+    for r in rows {
+        for (name, value) in &r.tested {
+            let i = match seen.iter().position(|(n, _)| n == name) {
+                Some(i) => i,
+                None => {
+                    seen.push((name, BTreeMap::new()));
+                    seen.len() - 1
+                }
+            };
+            *seen[i].1.entry(value).or_default() += 1;
+        }
+    }
+    if seen.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = seen
+        .iter()
+        .map(|(name, values)| {
+            let values: Vec<String> = values.iter().map(|(v, n)| format!("{v} ({n})")).collect();
+            format!("{name}: {}", values.join(", "))
+        })
+        .collect();
+    Some(parts.join("; "))
+}
+
 /// The CEL cost budget of one command: [`muster_cel::Budget::COMMAND`], or `MUSTER_CEL_BUDGET`
 /// when set to a number.
 pub fn command_budget() -> u64 {
     std::env::var("MUSTER_CEL_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(muster_cel::Budget::COMMAND)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tested_names;
+
+    #[test]
+    fn tested_names_are_the_attributes_and_capacities_read_once_each() {
+        let names = tested_names(&[
+            "device.attributes['a.example.com'].model == 'x' && device.capacity['a.example.com'].memory.isGreaterThan(quantity('1Gi'))",
+            "has(device.attributes['a.example.com'].model) && device.driver == 'a.example.com'",
+        ]);
+        assert_eq!(
+            names,
+            [(false, "a.example.com".into(), "model".into()), (true, "a.example.com".into(), "memory".into())]
+        );
+    }
 }

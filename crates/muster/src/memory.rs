@@ -372,7 +372,8 @@ pub fn changed_claims(cluster: &Cluster, now: Option<&Time>) -> Vec<(ResourceCla
 }
 
 /// The pods a plan changed, as the API server would hold them after binding (spec.nodeName set,
-/// PodScheduled=True) or after a failed attempt (PodScheduled=False, reason Unschedulable).
+/// PodScheduled=True) or after a failed attempt (PodScheduled=False, reason Unschedulable, or
+/// SchedulerError when a Filter error aborted the attempt).
 pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
     let mut out = Vec::with_capacity(plan.placements.len() + plan.unschedulable.len());
     for (pod_id, node_id) in &plan.placements {
@@ -385,7 +386,7 @@ pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
     }
     for (pod_id, err) in &plan.unschedulable {
         let mut pod = (*cluster.pod(*pod_id).pod).clone();
-        set_scheduled_condition(&mut pod, "False", Some("Unschedulable"), Some(err.message()));
+        set_scheduled_condition(&mut pod, "False", Some(err.reason()), Some(err.message()));
         out.push(pod);
     }
     // Preemption victims get DisruptionTarget before the scheduler deletes them.

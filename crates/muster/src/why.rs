@@ -239,6 +239,22 @@ fn state_text(c: &Cluster, state: &PodState) -> String {
     }
 }
 
+/// What `why` says of preemption after an attempt a Filter error aborted.
+const NO_PREEMPTION_AFTER_ERROR: &str =
+    "not attempted: kube-scheduler runs PostFilter only when no node fits, not after an error";
+
+/// A gang member its failed cycle never tried.
+const NOT_TRIED: &str = "not tried: the group's cycle stopped once minCount was out of reach";
+
+/// The pending members (in the cycle's `order`) a failed gang cycle never tried: those after the
+/// ones that fit or failed, as its outcome counts them.
+fn untried_members<'o>(result: Option<&muster_sched::GroupResult>, order: &'o [PodId]) -> &'o [PodId] {
+    match result.map(|r| &r.outcome) {
+        Some(GroupOutcome::Unschedulable { placed, failed, .. }) => order.get(placed + failed..).unwrap_or(&[]),
+        _ => &[],
+    }
+}
+
 fn group_outcome_text(o: &GroupOutcome, gang: bool) -> &'static str {
     match o {
         GroupOutcome::Scheduled { .. } => "scheduled",
@@ -405,6 +421,19 @@ impl Why<'_> {
                 j["verdict"] = json!({"status": "placed", "node": self.node_name(n), "devices": devices,
                     "otherFeasibleNodes": others});
             }
+            Verdict::Unschedulable(e) if e.error.is_some() && info.group.is_none() => {
+                let node = e.error.as_ref().map_or("", |f| self.node_name(f.node));
+                let _ = writeln!(text, "pod {key}: scheduler error");
+                let _ = writeln!(text, "  {}", e.message());
+                let _ = writeln!(
+                    text,
+                    "  the attempt stopped at node {node}: a Filter error aborts kube-scheduler's cycle whatever \
+                     the other nodes say (PodScheduled=False, reason SchedulerError; no preemption; retried after backoff)"
+                );
+                j["verdict"] = json!({"status": "scheduler-error", "message": e.message(), "node": node,
+                    "reason": e.reason()});
+                j["preemption"] = json!(NO_PREEMPTION_AFTER_ERROR);
+            }
             Verdict::Unschedulable(e) => {
                 let _ = writeln!(text, "pod {key}: unschedulable");
                 let _ = writeln!(text, "  {}", e.message());
@@ -421,10 +450,12 @@ impl Why<'_> {
             let result = plan.groups.iter().find(|r| r.group == g);
             let outcome = result.map_or("not attempted", |r| group_outcome_text(&r.outcome, group.gang));
             let _ = writeln!(text, "  podgroup {}: {outcome}", group.key);
-            if !reserved.is_empty() {
-                let list: Vec<&str> = reserved.iter().map(|p| self.pod_key(*p)).collect();
-                let _ =
-                    writeln!(text, "  explained as the group's cycle tried it, after reserving {}", list.join(", "));
+            let list: Vec<&str> = reserved.iter().map(|p| self.pod_key(*p)).collect();
+            let after = if list.is_empty() { String::new() } else { format!(" after reserving {}", list.join(", ")) };
+            if untried_members(result, &c.pending_members(g)).contains(&pod) {
+                let _ = writeln!(text, "  {NOT_TRIED}; the nodes as an attempt{after} would see them:");
+            } else if !list.is_empty() {
+                let _ = writeln!(text, "  explained as the group's cycle tried it,{after}");
             }
             if matches!(result.map(|r| &r.outcome), Some(GroupOutcome::Waiting { .. } | GroupOutcome::SchedulerError)) {
                 let _ = writeln!(text, "  the group's cycle did not try it; the nodes as an attempt would see them:");
@@ -535,11 +566,13 @@ impl Why<'_> {
         // member kept where it fits.
         let attempted = matches!(result.map(|r| &r.outcome), Some(GroupOutcome::Unschedulable { .. }));
         let trial = attempted.then(|| self.before(c.entry_of_group(g), Some((g, &order))).1);
+        let untried = untried_members(result, &order);
         let mut members = Vec::new();
         for m in &group.members {
             let info = c.pod(*m);
             let (status, detail) = match (verdict(&plan, *m), &trial) {
                 (Verdict::Placed(n), _) => ("placed", format!("placed on node {}", self.node_name(n))),
+                (Verdict::Unschedulable(_), Some(_)) if untried.contains(m) => ("not-tried", NOT_TRIED.to_string()),
                 (Verdict::Unschedulable(_), Some(t)) => match verdict(t, *m) {
                     Verdict::Placed(n) => (
                         "rolled-back",

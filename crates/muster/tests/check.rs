@@ -363,8 +363,9 @@ fn check_and_plan_reject_negative_quantities_alike() {
 }
 
 /// `check` and `plan` judge what the API server refuses alike (gang sizes, taint effects,
-/// toleration and node affinity operators, PriorityClasses, device requests): every error `plan`
-/// gives (exit 2) is one `check` gives (exit 1), with the same file, line, object and field.
+/// toleration and node affinity operators, PriorityClasses, device requests, keys in the wrong
+/// letter case, a document that is not YAML among valid ones): every error `plan` gives (exit 2)
+/// is one `check` gives (exit 1), with the same file, line, object and field.
 #[test]
 fn check_and_plan_reject_api_server_rules_alike() {
     for (path, errors) in [
@@ -373,7 +374,8 @@ fn check_and_plan_reject_api_server_rules_alike() {
         ("tests/bad-input/18-priority-classes.yaml", 3),
         ("tests/bad-input/19-device-count.yaml", 4),
         ("tests/bad-input/21-resource-slices.yaml", 2),
-        ("tests/bad-input/22-admin-access.yaml", 2),
+        ("tests/bad-input/22-miscased-keys.yaml", 5),
+        ("tests/bad-input/23-admin-access.yaml", 2),
     ] {
         let (c, p) = (muster(&["check", path]), muster(&["plan", path]));
         assert_eq!(c.status.code(), Some(1), "{path}");
@@ -449,4 +451,48 @@ fn devices_refuses_the_slices_plan_refuses() {
     let listed = errors(stderr(&d));
     assert_eq!(listed.len(), 2, "{listed:?}");
     assert_eq!(listed, errors(stderr(&p)));
+}
+
+/// A claim's (or template's, or subrequest's) own selectors that, with its class, select no device
+/// of the input are a warning naming what the devices report for what the selectors test; a
+/// template spelled as the driver publishes is clean.
+#[test]
+fn claim_selectors_that_select_no_device_are_a_warning() {
+    let path = "tests/check/claim-selects-nothing.yaml";
+    let o = muster(&["check", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains(&format!(
+        "{path}:35:9: warning: ResourceClaim ml/misspelled: spec.devices.requests[0].exactly.selectors: with class gpu, \
+         selects none of the 2 devices of the input's ResourceSlices; the devices report attribute gpu.example.com/family: \"Hopper\" (2)"
+    )), "{out}");
+    assert!(out.contains("ResourceClaimTemplate ml/too-big: spec.spec.devices.requests[0].firstAvailable[0].selectors: with class gpu, selects none"), "{out}");
+    assert!(out.contains("the devices report capacity gpu.example.com/memory: 80Gi (2)"), "{out}");
+    assert!(!out.contains("ml/hopper"), "{out}");
+    assert!(out.contains("0 errors, 2 warnings"), "{out}");
+}
+
+/// For a whole tree of bad input (files that do not load beside files whose objects break the
+/// API server's rules), `check` and `plan` report the same number of errors, each of `plan`'s on
+/// an object `check` names in the same file (`check` words an outdated form as such, and places a
+/// missing reference on its field).
+#[test]
+fn check_and_plan_report_as_many_errors_for_a_tree() {
+    let (c, p) = (muster(&["check", "tests/bad-input"]), muster(&["plan", "tests/bad-input"]));
+    let (checked, planned) = (stdout(&c), stderr(&p));
+    let plan_errors: Vec<&str> = planned.lines().filter_map(|l| l.strip_prefix("error: ")).collect();
+    let check_errors: Vec<&str> = checked.lines().filter(|l| l.contains(": error: ")).collect();
+    assert!(plan_errors.len() >= 39, "{planned}");
+    assert_eq!(check_errors.len(), plan_errors.len(), "{checked}\n{planned}");
+    assert!(planned.contains(&format!("{} errors in the input", plan_errors.len())), "{planned}");
+    for line in &plan_errors {
+        // `file:line:col: Object name: ...` → the file and the object.
+        let (place, rest) = line.split_once(": ").unwrap();
+        let file = place.split(':').next().unwrap();
+        let object = rest.split(": ").next().unwrap();
+        assert!(
+            check_errors.iter().any(|c| c.starts_with(file) && c.contains(&format!(": error: {object}"))),
+            "{line}\n{checked}"
+        );
+    }
 }

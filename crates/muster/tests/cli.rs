@@ -240,6 +240,23 @@ fn devices_shows_which_devices_a_class_selects() {
 }
 
 #[test]
+fn devices_no_match_note_names_only_what_the_selectors_test() {
+    let o = muster(&["devices", "tests/devices/no-match.yaml", "--class", "h100"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let note = out.lines().find(|l| l.starts_with("note: no device matches")).expect("a note");
+    assert!(
+        note.contains("attribute gpu.example.com/productName: \"Example H100 80GB HBM3\" (2), absent (1)"),
+        "{note}"
+    );
+    assert!(note.contains("capacity gpu.example.com/memory: 81559Mi (2), absent (1)"), "{note}");
+    for untested in ["multiprocessors", "copyEngines", "decoders", "architecture"] {
+        assert!(!note.contains(untested), "{untested} is not tested by the selector: {note}");
+    }
+    insta::assert_snapshot!("devices_no_match_note", out);
+}
+
+#[test]
 fn devices_json_contract() {
     let o = muster(&["devices", "examples/gpu-devices", "--class", "nvidia-h100", "-o", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -273,7 +273,7 @@ fn long_refused_input_is_not_echoed_in_full() {
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
-        err.contains("<stdin>:6:13: Pod p: spec.priority: invalid type: string \"xxx"),
+        err.contains("<stdin>:6:13: Pod default/p: spec.priority: invalid type: string \"xxx"),
         "{}",
         &err[..err.len().min(500)]
     );

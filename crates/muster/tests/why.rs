@@ -88,12 +88,40 @@ fn selector_runtime_error_names_the_device() {
 }
 
 #[test]
+fn a_cel_runtime_error_aborts_the_attempt_and_names_each_pods_own_claim() {
+    let dir = "tests/scenarios/cel-runtime-error-per-claim";
+    let out = why("pod/ml/train-1", &[dir]);
+    assert!(out.contains("pod ml/train-1: scheduler error"), "{out}");
+    assert!(out.contains("running \"DynamicResources\" filter plugin: claim ml/train-1-gpu-"), "{out}");
+    assert!(!out.contains("train-0"), "another pod's claim is named: {out}");
+    assert!(!out.contains("nodes are available"), "{out}");
+    insta::assert_snapshot!("why_cel_runtime_error_per_claim", out);
+    let o = muster(&["plan", dir, "-o", "yaml"]);
+    let yaml = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(yaml.matches("reason: SchedulerError").count(), 3, "{yaml}");
+}
+
+#[test]
 fn gang_that_cannot_be_placed_together() {
     let out = [why("podgroup/ml/training", &["tests/why/gang.yaml"]), why("pod/ml/worker-2", &["tests/why/gang.yaml"])]
         .join("\n");
     assert!(out.contains("after reserving ml/worker-0, ml/worker-1"), "{out}");
     assert!(out.contains("node node-1  NodeResourcesFit: Insufficient cpu"), "{out}");
     insta::assert_snapshot!("why_gang_cannot_be_placed", out);
+}
+
+#[test]
+fn gang_members_agree_with_the_counts_when_the_cycle_stops_early() {
+    let dir = "tests/scenarios/gang-stops-early";
+    let out = [why("podgroup/ml/crew", &[dir]), why("pod/ml/worker-d", &[dir])].join("\n");
+    assert!(out.contains("1 of its 4 pending pods fit, 2 do not, 1 not tried"), "{out}");
+    assert!(out.contains("member ml/worker-d: not tried"), "{out}");
+    assert_eq!(out.matches("  member ml/worker-").count(), 4, "{out}");
+    assert!(
+        out.contains("worker-d: unschedulable\n") && out.contains("  not tried: the group's cycle stopped"),
+        "{out}"
+    );
+    insta::assert_snapshot!("why_gang_stops_early", out);
 }
 
 #[test]

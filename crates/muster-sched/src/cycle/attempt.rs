@@ -83,8 +83,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             Some("no nodes available to schedule pods".to_string())
         } else {
             pre_filter(&state, cluster, dra.is_some(), undo.is_some()).or_else(|| {
-                let (ctx, _) = dra?;
-                dynamic_resources::pre_filter_devices(pod, cluster, ctx)
+                let (ctx, _) = dra.filter(|_| has_dra_claims(pod))?;
+                dynamic_resources::pre_filter_classes(pod, cluster, ctx.classes)
+                    .or_else(|| dynamic_resources::pre_filter_devices(pod, cluster, ctx))
             })
         };
         if let Some(message) = pre_filter {
@@ -94,6 +95,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 node_statuses: Vec::new(),
                 pre_filter_message: Some(message),
                 group_message: None,
+                error: None,
             });
         }
         let to_find = self.num_feasible_nodes_to_find(num_nodes);
@@ -155,7 +157,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             // The allocator's answer depends only on the claims' specs and the devices in use:
             // reuse it while neither changed.
             let at = Generations { node: generations.0[node_id.0 as usize], shared: generations.1 };
-            if memo.get(table, node_id, at).is_none() {
+            // An error is never reused: its text names the claims of the pod it was computed for.
+            if !matches!(memo.get(table, node_id, at), Some(Ok(_))) {
                 let v = match extended {
                     None => dynamic_resources::allocate(&pending, node, ctx, alloc_state),
                     Some(claim) => {
@@ -191,13 +194,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 };
                 match verdict {
                     Some(Err(message)) => {
-                        return Outcome::Unschedulable(FitError {
-                            num_all_nodes: num_nodes,
-                            rejections: Vec::new(),
-                            node_statuses: Vec::new(),
-                            pre_filter_message: Some(message.clone()),
-                            group_message: None,
-                        });
+                        // Upstream aborts the attempt; the nodes filtered before count as processed.
+                        self.next_start_node_index = (self.next_start_node_index + processed - 1) % num_nodes;
+                        let message = message.clone();
+                        return Outcome::Unschedulable(FitError::filter_error(
+                            num_nodes,
+                            dynamic_resources::NAME,
+                            node_id,
+                            message,
+                        ));
                     }
                     Some(Ok(Err(_))) => feasible = false,
                     Some(Ok(Ok(_))) | None => {}
@@ -261,6 +266,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 node_statuses,
                 pre_filter_message: None,
                 group_message: None,
+                error: None,
             });
         }
 
@@ -388,6 +394,11 @@ fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool, in_group_cyc
         _ => {}
     }
     None
+}
+
+/// True when the pod has claims of its own (DynamicResources' PreFilter has work to do).
+fn has_dra_claims(pod: &crate::cluster::PodInfo) -> bool {
+    !pod.claims.is_empty()
 }
 
 /// The Filter plugins in kube-scheduler's order; the first rejection wins.

@@ -303,7 +303,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let (min, gang, children) = (info.min_group_count, info.gang, info.children.clone());
         let mut ok = 0;
         let mut reasons: Vec<String> = Vec::new();
+        let mut tried = 0;
         for (i, child) in children.iter().enumerate() {
+            tried += 1;
             let r = match *child {
                 GroupNode::Group(g) => self.place_leaf(g, within, out),
                 GroupNode::Composite(k) => self.place_composite(k, within, out),
@@ -321,7 +323,16 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             return Ok(());
         }
         let policy = if gang { format!("minGroupCount {min}") } else { "at least one".to_string() };
-        Err(format!("{ok} of {} child groups can be scheduled ({policy}): {}", children.len(), reasons.join("; ")))
+        // The counts add up to the children: those that can be scheduled, those that cannot, and
+        // those never tried once minGroupCount was out of reach.
+        let untried = children.len() - tried;
+        let not_tried = if untried > 0 { format!(", {untried} not tried") } else { String::new() };
+        Err(format!(
+            "{ok} of {} child groups can be scheduled, {} cannot{not_tried} ({policy}): {}",
+            children.len(),
+            reasons.len(),
+            reasons.join("; ")
+        ))
     }
 
     /// One PodGroup of a tree, inside `within`. It counts as scheduled when placed now or when

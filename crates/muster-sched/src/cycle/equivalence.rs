@@ -8,7 +8,8 @@
 //! its default constraints), node selector, affinity, tolerations, spread constraints, host ports,
 //! the nominated node, and claims with equal specs that nobody has allocated or reserved. A
 //! plugin that reads a new part of a pod must add it here. Only verdicts made of per-node
-//! rejections are reused: a PreFilter or group message may name the pod's own objects.
+//! rejections are reused: a PreFilter or group message, or a plugin's error, may name the pod's
+//! own objects.
 
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod};
 
@@ -17,7 +18,7 @@ use crate::cluster::PodInfo;
 
 /// Whether the verdict `e` on `pod` may serve equivalent pods.
 pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
-    e.pre_filter_message.is_none() && e.group_message.is_none() && own_claims_free(c, c.pod(pod))
+    e.pre_filter_message.is_none() && e.group_message.is_none() && e.error.is_none() && own_claims_free(c, c.pod(pod))
 }
 
 /// Whether pending pods `a` and `b` are judged alike by every plugin on any state.

@@ -275,9 +275,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             .map(|(p, e)| format!(" (first failure: {}: {})", c.pod(*p).key, e.message()))
             .unwrap_or_default();
         let message = format!(
-            "podgroup {key} cannot be placed together: {placed} of its {} pending pods fit, {} do not, {scheduled} already running, minCount {min}; nothing was placed{first}",
-            pending.len(),
-            failed.len(),
+            "podgroup {key} cannot be placed together: {}, {scheduled} already running, minCount {min}; nothing was placed{first}",
+            tried_counts(placed, failed.len(), pending.len()),
         );
         let outcome = GroupOutcome::Unschedulable { placed, scheduled, failed: failed.len() };
         let failed = all(&message);
@@ -468,4 +467,30 @@ pub(super) fn priority_mismatch(
 /// A scheduled PodGroup's reason: what it placed, what already ran, its minCount.
 pub(super) fn scheduled_message(key: &str, placed: usize, running: usize, min: usize) -> String {
     format!("podgroup {key}: {placed} placed, {running} already running, minCount {min}")
+}
+
+/// How a failed gang cycle's pending pods went, so that the counts add up to `pending`: those
+/// that fit, those that did not, and those never tried (the cycle stops once minCount is out of
+/// reach).
+pub(super) fn tried_counts(placed: usize, failed: usize, pending: usize) -> String {
+    let untried = pending.saturating_sub(placed + failed);
+    let mut text = format!("{placed} of its {pending} pending pods fit, {failed} do not");
+    if untried > 0 {
+        text.push_str(&format!(", {untried} not tried (minCount was out of reach)"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tried_counts;
+
+    #[test]
+    fn the_counts_add_up_to_the_pending_pods() {
+        assert_eq!(tried_counts(3, 1, 4), "3 of its 4 pending pods fit, 1 do not");
+        assert_eq!(
+            tried_counts(0, 1, 2),
+            "0 of its 2 pending pods fit, 1 do not, 1 not tried (minCount was out of reach)"
+        );
+    }
 }

@@ -62,6 +62,25 @@ pub fn pre_filter_devices(pod: &PodInfo, cluster: &Cluster, ctx: &DraContext<'_>
     None
 }
 
+/// PreFilter, what needs the classes: every request of a claim still to allocate names a
+/// DeviceClass that exists (`request <name>: device class <class> does not exist`; a subrequest is
+/// named `<request>/<subrequest>`). The pod waits for the class; no Filter runs.
+pub fn pre_filter_classes(pod: &PodInfo, cluster: &Cluster, classes: &[DeviceClass]) -> Option<String> {
+    let exists = |name: &str| name.is_empty() || classes.iter().any(|c| c.metadata.name.as_deref() == Some(name));
+    for c in pod.claims.iter().flatten().map(|c| &cluster.claims[*c].claim).filter(|c| !allocated(c)) {
+        let requests = c.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.requests.as_deref());
+        for r in requests.unwrap_or(&[]) {
+            let named = r.exactly.iter().map(|e| (r.name.clone(), &e.device_class_name));
+            let subs =
+                r.first_available.iter().flatten().map(|s| (format!("{}/{}", r.name, s.name), &s.device_class_name));
+            if let Some((request, class)) = named.chain(subs).find(|(_, class)| !exists(class)) {
+                return Some(format!("request {request}: device class {class} does not exist"));
+            }
+        }
+    }
+    None
+}
+
 /// PreFilter: every claim must exist, and a claim may not be reserved by more than 256 pods.
 /// A special extended-resources claim from an earlier attempt makes the attempt fail, as
 /// upstream's Filter does (its PostFilter then deletes the claim and the pod is retried).
