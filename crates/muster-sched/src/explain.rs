@@ -19,8 +19,8 @@ use crate::plugins::dynamic_resources::{self, DraContext};
 pub enum NodeVerdict {
     /// Every Filter passes: the pod could go there.
     Feasible,
-    /// A node Filter (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit) rejects
-    /// the node: the first one, in upstream's order.
+    /// A node Filter (NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts,
+    /// NodeResourcesFit) rejects the node: the first one, in upstream's order.
     Filter(Rejection),
     /// DynamicResources rejects the node, with the accounting of the claims it tried to allocate
     /// (empty when an allocated claim is not available on the node).

@@ -39,6 +39,8 @@ pub struct CycleState<'a> {
     pub node_selector: Option<&'a BTreeMap<String, String>>,
     pub required_affinity: Option<&'a NodeSelector>,
     pub preferred_affinity: &'a [PreferredSchedulingTerm],
+    /// The containers' host ports (NodePorts); empty for most pods.
+    pub host_ports: Vec<crate::plugins::node_ports::HostPort<'a>>,
 }
 
 impl<'a> CycleState<'a> {
@@ -67,6 +69,7 @@ impl<'a> CycleState<'a> {
             preferred_affinity: node_affinity
                 .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_deref())
                 .unwrap_or(&[]),
+            host_ports: crate::plugins::node_ports::host_ports(&pod.pod),
         }
     }
 

@@ -8,7 +8,7 @@ use super::*;
 use crate::dra_memo::Generations;
 use crate::framework::{CycleState, Rejection};
 use crate::plugins::dynamic_resources::{self, ExtendedClaim, NodeAllocation};
-use crate::plugins::{node_affinity, node_resources_fit, node_unschedulable, taint_toleration};
+use crate::plugins::{node_affinity, node_ports, node_resources_fit, node_unschedulable, taint_toleration};
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -109,8 +109,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
         // comparisons.
         let has_claims = !pod.claims.is_empty() || !pod.dra_extended.is_empty();
-        let simple_pod =
-            state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
+        let simple_pod = state.only_inline_requests
+            && state.node_selector.is_none()
+            && state.required_affinity.is_none()
+            && state.host_ports.is_empty();
         // Filter with DynamicResources last, as in kube-scheduler's default order. A problem no
         // node can fix fails the whole attempt.
         let (pending, fingerprint) =
@@ -399,6 +401,7 @@ pub fn run_filters(
     node_unschedulable::filter(state, node)?;
     taint_toleration::filter(state, node)?;
     node_affinity::filter(state, node)?;
+    node_ports::filter(state, node, cluster)?;
     node_resources_fit::filter(state, node, &cluster.resources)?;
     Ok(())
 }

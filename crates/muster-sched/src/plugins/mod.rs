@@ -2,6 +2,7 @@
 
 pub mod dynamic_resources;
 pub mod node_affinity;
+pub mod node_ports;
 pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
