@@ -8,8 +8,11 @@ use crate::dra_memo::DraMemo;
 use crate::fastdiv::Divisor;
 use crate::framework::FitError;
 use crate::plugins::dynamic_resources::DraContext;
+use crate::plugins::inter_pod_affinity::InterPodAffinityArgs;
 use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
+use crate::plugins::pod_topology_spread::PodTopologySpreadArgs;
 use crate::queue::{Millis, OrderKey, SchedulingQueue, Wake};
+use crate::topology::TopologyCache;
 use muster_alloc::AllocatedState;
 
 mod assume;
@@ -19,7 +22,7 @@ mod group;
 mod pod_preemption;
 mod preemption;
 mod scoring;
-pub use attempt::{Reserved, run_filters};
+pub use attempt::{Reserved, run_all_filters, run_filters};
 pub use composite::CompositeResult;
 pub use group::{DomainTrial, GANG_WAIT_TIMEOUT_REASON};
 use group::{GroupAttempt, Members, best_domain, more, priority_mismatch};
@@ -33,11 +36,20 @@ pub struct ScoreWeights {
     pub balanced_allocation: i64,
     pub taint_toleration: i64,
     pub node_affinity: i64,
+    pub pod_topology_spread: i64,
+    pub inter_pod_affinity: i64,
 }
 
 impl Default for ScoreWeights {
     fn default() -> Self {
-        ScoreWeights { node_resources_fit: 1, balanced_allocation: 1, taint_toleration: 3, node_affinity: 2 }
+        ScoreWeights {
+            node_resources_fit: 1,
+            balanced_allocation: 1,
+            taint_toleration: 3,
+            node_affinity: 2,
+            pod_topology_spread: 2,
+            inter_pod_affinity: 2,
+        }
     }
 }
 
@@ -53,6 +65,10 @@ pub struct SchedulerConfig {
     /// How long a gang may wait for its pods before muster marks it (upstream has no such field;
     /// its only wait is a fixed 5-minute Permit timeout, removed in 1.38).
     pub gang_wait_timeout_seconds: u64,
+    /// PodTopologySpread's `pluginConfig` args.
+    pub pod_topology_spread: PodTopologySpreadArgs,
+    /// InterPodAffinity's `pluginConfig` args.
+    pub inter_pod_affinity: InterPodAffinityArgs,
 }
 
 impl Default for SchedulerConfig {
@@ -63,6 +79,8 @@ impl Default for SchedulerConfig {
             weights: ScoreWeights::default(),
             percentage_of_nodes_to_score: 0,
             gang_wait_timeout_seconds: 300,
+            pod_topology_spread: PodTopologySpreadArgs::default(),
+            inter_pod_affinity: InterPodAffinityArgs::default(),
         }
     }
 }
@@ -228,6 +246,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     memo: Vec<ScoreMemo>,
     /// During a topology-constrained group cycle: the nodes of the domain being tried.
     node_filter: Option<Vec<bool>>,
+    /// PodTopologySpread's and InterPodAffinity's domains and per-node counts.
+    topology: TopologyCache,
 }
 
 impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
@@ -256,6 +276,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             plugin_scores: Vec::new(),
             memo,
             node_filter: None,
+            topology: TopologyCache::default(),
         }
     }
 

@@ -179,6 +179,8 @@ fn set_weight(w: &mut muster_sched::ScoreWeights, plugin: &str, weight: i64, fil
                 balanced_allocation: 0,
                 taint_toleration: 0,
                 node_affinity: 0,
+                pod_topology_spread: 0,
+                inter_pod_affinity: 0,
             }
         }
         other => bail!(

@@ -701,6 +701,16 @@ impl Why<'_> {
                     json!({"status": "rejected", "plugin": r.plugin, "reason": reason}),
                 )
             }
+            NodeVerdict::InterPod { rejection: r, detail } => {
+                let reason = r.reasons.join("; ");
+                let mut lines = vec![format!("{}: {reason}", r.plugin)];
+                lines.extend(detail.iter().cloned());
+                let mut j = json!({"status": "rejected", "plugin": r.plugin, "reason": reason});
+                if let Some(d) = detail {
+                    j["detail"] = json!(d);
+                }
+                (lines, j)
+            }
             NodeVerdict::Dra { rejection, claims } => {
                 let reason = rejection.reasons.join("; ");
                 let mut lines: Vec<String> = claims.iter().flat_map(|c| self.claim_lines(c)).collect();
