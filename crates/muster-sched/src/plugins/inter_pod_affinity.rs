@@ -426,3 +426,7 @@ fn normalize(raw: &[i64]) -> Vec<i64> {
         .map(|s| if diff > 0 { (MAX_NODE_SCORE as f64 * ((s - min) as f64 / diff as f64)) as i64 } else { 0 })
         .collect()
 }
+
+#[cfg(test)]
+#[path = "inter_pod_affinity_tests.rs"]
+mod tests;
