@@ -62,13 +62,27 @@ impl Domains {
     }
 }
 
-/// One memo: a value per node, each valid at the recorded node generation.
+/// One memo: a value per node, each valid at the recorded node generation; and totals per
+/// domain of topology keys, kept up to date as nodes change.
 #[derive(Clone, Debug)]
 struct NodeMemo<T> {
     key: u64,
     at: Vec<u64>,
     values: Vec<T>,
     used: u64,
+    /// (topology key, its domains, the values summed per domain).
+    totals: Vec<(Arc<str>, Arc<Domains>, Vec<i64>)>,
+}
+
+/// Per-domain sums of a memo's values for one topology key.
+pub type Totals = (Arc<str>, Arc<Domains>, Vec<i64>);
+
+/// How many totals one memo keeps.
+const MAX_TOTALS: usize = 8;
+
+/// Whether two interned keys are the same key.
+pub fn same_key(a: &Arc<str>, b: &Arc<str>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
 }
 
 /// How many memos of each kind are kept (the least recently used is replaced).
@@ -116,22 +130,23 @@ pub struct NodeMemos {
 }
 
 impl NodeMemos {
-    /// `count(node)` for every node (0 for those `skip` says), refreshed where the node changed.
-    pub fn counts(
-        &mut self,
-        cluster: &Cluster,
-        key: u64,
-        skip: impl Fn(&NodeInfo) -> bool,
-        count: impl Fn(&NodeInfo) -> u32,
-    ) -> &[u32] {
+    /// `count(node)` for every node, refreshed where the node changed.
+    pub fn counts(&mut self, cluster: &Cluster, key: u64, count: impl Fn(&NodeInfo) -> u32) -> &[u32] {
         self.clock += 1;
         let memo = memo_for(&mut self.counts, key, cluster.nodes.len(), self.clock);
-        refresh(memo, cluster, skip, count);
+        let changed = refresh(memo, cluster, |_| false, count);
+        for (_, domains, totals) in &mut memo.totals {
+            for (i, old) in &changed {
+                if let Some(d) = domains.of(NodeId(*i as u32)) {
+                    totals[d as usize] += i64::from(memo.values[*i]) - i64::from(*old);
+                }
+            }
+        }
         &memo.values
     }
 
     /// [`NodeMemos::counts`] for weighted per-key contributions (what existing pods' terms give
-    /// the incoming pod).
+    /// the incoming pod); nodes `skip` says contribute nothing.
     pub fn scores(
         &mut self,
         cluster: &Cluster,
@@ -141,21 +156,95 @@ impl NodeMemos {
     ) -> &[KeyScores] {
         self.clock += 1;
         let memo = memo_for(&mut self.scores, key, cluster.nodes.len(), self.clock);
-        refresh(memo, cluster, skip, score);
+        let changed = refresh(memo, cluster, skip, score);
+        // A key no total sums yet: they are all summed again from every node.
+        let new_key = changed
+            .iter()
+            .flat_map(|(i, _)| &memo.values[*i])
+            .any(|(x, _)| !memo.totals.iter().any(|(k, _, _)| same_key(k, x)));
+        if new_key {
+            memo.totals.clear();
+        }
+        for (k, domains, totals) in &mut memo.totals {
+            for (i, old) in &changed {
+                let Some(d) = domains.of(NodeId(*i as u32)) else { continue };
+                let now: i64 = memo.values[*i].iter().filter(|(x, _)| same_key(x, k)).map(|(_, v)| v).sum();
+                let was: i64 = old.iter().filter(|(x, _)| same_key(x, k)).map(|(_, v)| v).sum();
+                totals[d as usize] += now - was;
+            }
+        }
         &memo.values
     }
 }
 
+impl TopologyCache {
+    /// The per-domain totals of the count memo `key` over the domains of `topology_key` (after
+    /// [`NodeMemos::counts`] refreshed it).
+    pub fn count_totals(&mut self, cluster: &Cluster, key: u64, topology_key: &Arc<str>) -> Totals {
+        let domains = self.domains.get(cluster, topology_key);
+        let memo = self.memos.counts.iter_mut().find(|m| m.key == key).expect("counts() made the memo");
+        totals_of(memo, topology_key, domains, |v| i64::from(*v))
+    }
+
+    /// The per-domain totals of the score memo `key` for every topology key its values name
+    /// (after [`NodeMemos::scores`] refreshed it).
+    pub fn score_totals(&mut self, cluster: &Cluster, key: u64) -> Vec<Totals> {
+        let Some(i) = self.memos.scores.iter().position(|m| m.key == key) else { return Vec::new() };
+        let mut keys: Vec<Arc<str>> = self.memos.scores[i].totals.iter().map(|(k, _, _)| k.clone()).collect();
+        // Keys not summed yet (a new memo, or a key that appeared): found among the values.
+        if keys.is_empty()
+            || self.memos.scores[i].totals.iter().any(|(k, d, _)| !Arc::ptr_eq(d, &self.domains.get(cluster, k)))
+        {
+            keys.clear();
+            for v in self.memos.scores[i].values.iter().flatten() {
+                if !keys.iter().any(|k| same_key(k, &v.0)) {
+                    keys.push(v.0.clone());
+                }
+            }
+            self.memos.scores[i].totals.clear();
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let domains = self.domains.get(cluster, &k);
+            let memo = &mut self.memos.scores[i];
+            let sum = |v: &KeyScores| v.iter().filter(|(x, _)| same_key(x, &k)).map(|(_, s)| s).sum::<i64>();
+            out.push(totals_of(memo, &k, domains, sum));
+        }
+        out
+    }
+}
+
+/// The memo's totals for `key` over `domains`, built from every node's value when missing.
+fn totals_of<T>(memo: &mut NodeMemo<T>, key: &Arc<str>, domains: Arc<Domains>, value: impl Fn(&T) -> i64) -> Totals {
+    if let Some(t) = memo.totals.iter().find(|(k, d, _)| same_key(k, key) && Arc::ptr_eq(d, &domains)) {
+        return t.clone();
+    }
+    let mut totals = vec![0i64; domains.len()];
+    for (i, v) in memo.values.iter().enumerate() {
+        if let Some(d) = domains.of(NodeId(i as u32)) {
+            totals[d as usize] += value(v);
+        }
+    }
+    if memo.totals.len() >= MAX_TOTALS {
+        memo.totals.clear();
+    }
+    memo.totals.retain(|(k, _, _)| !same_key(k, key));
+    let t = (key.clone(), domains, totals);
+    memo.totals.push(t.clone());
+    t
+}
+
 fn memo_for<T: Clone + Default>(memos: &mut Vec<NodeMemo<T>>, key: u64, nodes: usize, clock: u64) -> &mut NodeMemo<T> {
+    let fresh = || NodeMemo { key, at: Vec::new(), values: Vec::new(), used: 0, totals: Vec::new() };
     let i = match memos.iter().position(|m| m.key == key) {
         Some(i) => i,
         None if memos.len() < MAX_MEMOS => {
-            memos.push(NodeMemo { key, at: Vec::new(), values: Vec::new(), used: 0 });
+            memos.push(fresh());
             memos.len() - 1
         }
         None => {
             let (i, _) = memos.iter().enumerate().min_by_key(|(_, m)| m.used).expect("MAX_MEMOS > 0");
-            memos[i] = NodeMemo { key, at: Vec::new(), values: Vec::new(), used: 0 };
+            memos[i] = fresh();
             i
         }
     };
@@ -164,21 +253,28 @@ fn memo_for<T: Clone + Default>(memos: &mut Vec<NodeMemo<T>>, key: u64, nodes: u
     if memo.at.len() != nodes {
         memo.at.resize(nodes, u64::MAX);
         memo.values.resize(nodes, T::default());
+        // Totals were summed over the old node list.
+        memo.totals.clear();
     }
     memo
 }
 
+/// Recomputes the values of the nodes whose generation moved; returns them with their old
+/// values.
 fn refresh<T: Default>(
     memo: &mut NodeMemo<T>,
     cluster: &Cluster,
     skip: impl Fn(&NodeInfo) -> bool,
     compute: impl Fn(&NodeInfo) -> T,
-) {
+) -> Vec<(usize, T)> {
+    let mut changed = Vec::new();
     for (i, node) in cluster.nodes.iter().enumerate() {
         if memo.at[i] == node.generation {
             continue;
         }
         memo.at[i] = node.generation;
-        memo.values[i] = if skip(node) { T::default() } else { compute(node) };
+        let new = if skip(node) { T::default() } else { compute(node) };
+        changed.push((i, std::mem::replace(&mut memo.values[i], new)));
     }
+    changed
 }

@@ -105,7 +105,7 @@ fn counts(c: &Cluster, key: &str, app: &str) -> BTreeMap<String, i64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
     fn spread_and_anti_affinity_hold(

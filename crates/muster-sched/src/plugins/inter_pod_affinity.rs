@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Rejection};
 use crate::plugins::pod_matcher::{Namespaces, Operator, PodMatcher, Selector, label_key_requirements, pod_labels};
-use crate::topology::{DomainCache, Domains, KeyScores, NO_DOMAIN, TopologyCache};
+use crate::topology::{DomainCache, Domains, KeyScores, TopologyCache, Totals, same_key};
 
 pub const NAME: &str = "InterPodAffinity";
 pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
@@ -62,7 +62,7 @@ impl AffinityTerm {
                 selector: Selector::from_label_selector(t.namespace_selector.as_ref()),
             },
             selector,
-            topology_key: Arc::from(t.topology_key.as_str()),
+            topology_key: intern(&t.topology_key),
         }
     }
 
@@ -71,6 +71,20 @@ impl AffinityTerm {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         self.namespaces.matches(ns) && self.selector.matches(pod)
     }
+}
+
+/// Topology keys shared by every term naming them (compared by pointer first); at most 1024.
+fn intern(key: &str) -> Arc<str> {
+    static KEYS: std::sync::Mutex<Vec<Arc<str>>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut keys) = KEYS.lock() else { return Arc::from(key) };
+    if let Some(k) = keys.iter().find(|k| &***k == key) {
+        return k.clone();
+    }
+    let k: Arc<str> = Arc::from(key);
+    if keys.len() < 1024 {
+        keys.push(k.clone());
+    }
+    k
 }
 
 /// A preferred term and its weight.
@@ -158,7 +172,7 @@ fn entry<'a>(
     cluster: &Cluster,
     cache: &mut DomainCache,
 ) -> &'a mut DomainCounts {
-    let i = match all.iter().position(|d| d.key == *key) {
+    let i = match all.iter().position(|d| same_key(&d.key, key)) {
         Some(i) => i,
         None => {
             let domains = cache.get(cluster, key);
@@ -210,27 +224,33 @@ pub fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, cache: &mut Topolog
         let all: Vec<&AffinityTerm> = t.required_affinity.iter().collect();
         let m = matcher(&all);
         s.self_affinity = m.matches(&state.pod.pod);
-        let TopologyCache { domains, memos } = cache;
-        let counts = memos.counts(cluster, m.fingerprint(), |_| false, |n| m.count_on(n, cluster));
+        let fp = m.fingerprint();
+        cache.memos.counts(cluster, fp, |n| m.count_on(n, cluster));
         for term in &t.required_affinity {
-            add_per_domain(entry(&mut s.affinity, &term.topology_key, cluster, domains), counts);
+            let totals = cache.count_totals(cluster, fp, &term.topology_key);
+            add_totals(&mut s.affinity, &totals, 1, cluster, &mut cache.domains);
         }
         s.affinity_empty = s.affinity.iter().all(|e| e.counts.iter().all(|c| *c == 0));
     }
     for term in &t.required_anti_affinity {
         let m = matcher(&[term]);
-        let TopologyCache { domains, memos } = &mut *cache;
-        let counts = memos.counts(cluster, m.fingerprint(), |_| false, |n| m.count_on(n, cluster));
-        add_per_domain(entry(&mut s.anti_affinity, &term.topology_key, cluster, domains), counts);
+        let fp = m.fingerprint();
+        cache.memos.counts(cluster, fp, |n| m.count_on(n, cluster));
+        let totals = cache.count_totals(cluster, fp, &term.topology_key);
+        add_totals(&mut s.anti_affinity, &totals, 1, cluster, &mut cache.domains);
     }
     Some(Box::new(s))
 }
 
-fn add_per_domain(e: &mut DomainCounts, per_node: &[u32]) {
-    for (i, c) in per_node.iter().enumerate() {
-        if *c > 0 && e.domains.ids[i] != NO_DOMAIN {
-            e.counts[e.domains.ids[i] as usize] += i64::from(*c);
-        }
+/// Adds per-domain totals (times `factor`) to the entry of their key.
+fn add_totals(all: &mut Vec<DomainCounts>, totals: &Totals, factor: i64, cluster: &Cluster, domains: &mut DomainCache) {
+    let (key, d, t) = totals;
+    let e = entry(all, key, cluster, domains);
+    if !Arc::ptr_eq(&e.domains, d) {
+        return;
+    }
+    for (c, x) in e.counts.iter_mut().zip(t) {
+        *c += x * factor;
     }
 }
 
@@ -243,10 +263,10 @@ fn existing_anti_affinity(
     cache: &mut TopologyCache,
 ) {
     let pod = &state.pod.pod;
-    let TopologyCache { domains, memos } = cache;
-    let per_node = memos.scores(
+    let key = pod_signature(pod) ^ 0xa7a7;
+    cache.memos.scores(
         cluster,
-        pod_signature(pod) ^ 0xa7a7,
+        key,
         |n| n.anti_affinity_pods == 0,
         |n| {
             let mut keys: KeyScores = Vec::new();
@@ -259,23 +279,13 @@ fn existing_anti_affinity(
             keys
         },
     );
-    add_per_node(&mut s.existing_anti_affinity, per_node, cluster, domains);
-}
-
-/// Adds per-node contributions by key to the domains of each node.
-fn add_per_node(all: &mut Vec<DomainCounts>, per_node: &[KeyScores], cluster: &Cluster, domains: &mut DomainCache) {
-    for (i, keys) in per_node.iter().enumerate().filter(|(_, v)| !v.is_empty()) {
-        for (key, n) in keys {
-            let e = entry(all, key, cluster, domains);
-            if let Some(d) = e.domains.of(NodeId(i as u32)) {
-                e.counts[d as usize] += n;
-            }
-        }
+    for totals in cache.score_totals(cluster, key) {
+        add_totals(&mut s.existing_anti_affinity, &totals, 1, cluster, &mut cache.domains);
     }
 }
 
-fn count_at(all: &[DomainCounts], key: &str, node: NodeId) -> Option<i64> {
-    let e = all.iter().find(|e| &*e.key == key)?;
+fn count_at(all: &[DomainCounts], key: &Arc<str>, node: NodeId) -> Option<i64> {
+    let e = all.iter().find(|e| same_key(&e.key, key))?;
     let d = e.domains.of(node)?;
     Some(e.counts[d as usize])
 }
@@ -350,14 +360,10 @@ pub fn score(
             t.preferred_affinity.iter().map(|w| (w, 1)).chain(t.preferred_anti_affinity.iter().map(|w| (w, -1)));
         for (w, sign) in weighted {
             let m = matcher(&[&w.term]);
-            let TopologyCache { domains, memos } = &mut *cache;
-            let counts = memos.counts(cluster, m.fingerprint(), |_| false, |n| m.count_on(n, cluster));
-            let e = entry(&mut topology, &w.term.topology_key, cluster, domains);
-            for (i, c) in counts.iter().enumerate() {
-                if *c > 0 && e.domains.ids[i] != NO_DOMAIN {
-                    e.counts[e.domains.ids[i] as usize] += i64::from(*c) * w.weight * sign;
-                }
-            }
+            let fp = m.fingerprint();
+            cache.memos.counts(cluster, fp, |n| m.count_on(n, cluster));
+            let totals = cache.count_totals(cluster, fp, &w.term.topology_key);
+            add_totals(&mut topology, &totals, w.weight * sign, cluster, &mut cache.domains);
         }
     }
     existing_terms_score(&mut topology, state, cluster, cache, args);
@@ -385,14 +391,11 @@ fn existing_terms_score(
     }
     let pod = &state.pod.pod;
     let hard = args.hard_pod_affinity_weight;
-    let TopologyCache { domains, memos } = cache;
-    let per_node = memos.scores(
-        cluster,
-        pod_signature(pod) ^ (hard as u64).rotate_left(17),
-        |n| n.affinity_pods == 0,
-        |n| existing_on(n, cluster, pod, hard),
-    );
-    add_per_node(topology, per_node, cluster, domains);
+    let key = pod_signature(pod) ^ (hard as u64).rotate_left(17);
+    cache.memos.scores(cluster, key, |n| n.affinity_pods == 0, |n| existing_on(n, cluster, pod, hard));
+    for totals in cache.score_totals(cluster, key) {
+        add_totals(topology, &totals, 1, cluster, &mut cache.domains);
+    }
 }
 
 /// What the terms of the pods on one node give the incoming pod, by topology key.

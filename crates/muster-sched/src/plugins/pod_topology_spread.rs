@@ -125,6 +125,11 @@ fn parse(
         .collect()
 }
 
+/// Whether some node may not count for the constraint (a policy to honour that can reject).
+fn needs_node(c: &Constraint, state: &CycleState<'_>) -> bool {
+    c.honor_taints || (c.honor_node_affinity && (state.node_selector.is_some() || state.required_affinity.is_some()))
+}
+
 /// Whether the node counts for the constraint (`matchNodeInclusionPolicies`).
 fn included(c: &Constraint, state: &CycleState<'_>, node: &NodeInfo) -> bool {
     (!c.honor_node_affinity || node_affinity::filter(state, node).is_ok())
@@ -166,20 +171,31 @@ pub fn pre_filter(
     if constraints.is_empty() {
         return None;
     }
+    if let [c] = &constraints[..]
+        && !needs_node(c, state)
+    {
+        // One constraint counting every node with its key: the memo's per-domain totals.
+        let fp = c.matcher.fingerprint();
+        cache.memos.counts(cluster, fp, |n| c.matcher.count_on(n, cluster));
+        let (_, domains, counts) = cache.count_totals(cluster, fp, &Arc::from(c.topology_key.as_str()));
+        let min = counts.iter().copied().min().unwrap_or(i64::from(i32::MAX));
+        let keys = vec![KeyCounts { num_domains: domains.len() as i64, domains, counts, min }];
+        return Some(Box::new(SpreadFilter { constraints, keys }));
+    }
     let domains: Vec<Arc<Domains>> = constraints.iter().map(|c| cache.domains.get(cluster, &c.topology_key)).collect();
     let mut keys: Vec<KeyCounts> = domains
         .iter()
         .map(|d| KeyCounts { domains: d.clone(), counts: vec![0; d.len()], num_domains: 0, min: 0 })
         .collect();
     let mut eligible: Vec<Vec<bool>> = domains.iter().map(|d| vec![false; d.len()]).collect();
+    let all_keys: Vec<bool> = (0..cluster.nodes.len()).map(|i| has_all_keys(&domains, NodeId(i as u32))).collect();
     for (ci, c) in constraints.iter().enumerate() {
         // Constraints sharing a key share its counts (the first one's entry).
         let k = constraints.iter().position(|o| o.topology_key == c.topology_key).unwrap_or(ci);
-        let counts =
-            cache.memos.counts(cluster, c.matcher.fingerprint(), |_| false, |n| c.matcher.count_on(n, cluster));
+        let check = needs_node(c, state);
+        let counts = cache.memos.counts(cluster, c.matcher.fingerprint(), |n| c.matcher.count_on(n, cluster));
         for (i, node) in cluster.nodes.iter().enumerate() {
-            let id = NodeId(i as u32);
-            if !has_all_keys(&domains, id) || !included(c, state, node) {
+            if !all_keys[i] || (check && !included(c, state, node)) {
                 continue;
             }
             let d = domains[ci].ids[i] as usize;
@@ -274,8 +290,7 @@ pub fn score(
         }
         let size = if hostname { scored } else { wanted.iter().filter(|w| **w).count() + usize::from(missing) };
         let weight = ((size + 2) as f64).ln();
-        let counts =
-            cache.memos.counts(cluster, c.matcher.fingerprint(), |_| false, |n| c.matcher.count_on(n, cluster));
+        let counts = cache.memos.counts(cluster, c.matcher.fingerprint(), |n| c.matcher.count_on(n, cluster));
         let mut per_domain = vec![0i64; d.len()];
         if !hostname {
             for (i, node) in cluster.nodes.iter().enumerate() {
