@@ -28,11 +28,14 @@ impl HostPort<'_> {
     }
 }
 
-/// The host ports of a pod's containers (not its init containers), those with `hostPort > 0`.
+/// The host ports of a pod's containers and sidecars (init containers with `restartPolicy:
+/// Always`; other init containers have exited before the pod runs), those with `hostPort > 0`.
 pub fn host_ports(pod: &Pod) -> Vec<HostPort<'_>> {
-    let containers = pod.spec.as_ref().map_or(&[][..], |s| &s.containers[..]);
-    containers
+    let Some(spec) = pod.spec.as_ref() else { return Vec::new() };
+    let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    spec.containers
         .iter()
+        .chain(sidecars)
         .flat_map(|c| c.ports.iter().flatten())
         .filter(|p| p.host_port.is_some_and(|h| h > 0))
         .map(|p| HostPort {
@@ -145,6 +148,27 @@ mod tests {
     fn empty_ip_and_protocol_are_the_defaults() {
         assert!(!fits(&[("", "", 8001)], &[("TCP", "10.0.0.1", 8001)]));
         assert!(fits(&[("", "", 8001)], &[("UDP", "10.0.0.1", 8001)]));
+    }
+
+    #[test]
+    fn sidecar_host_ports_count_and_other_init_containers_do_not() {
+        let with_init = |restart: Option<&str>| {
+            let mut p = pod("incoming", None, &[]);
+            let c: k8s_openapi::api::core::v1::Container = serde_json::from_value(json!({
+                "name": "init", "restartPolicy": restart,
+                "ports": [{"containerPort": 8001, "hostPort": 8001, "protocol": "TCP"}]
+            }))
+            .unwrap();
+            p.spec.as_mut().unwrap().init_containers = Some(vec![c]);
+            p
+        };
+        assert_eq!(host_ports(&with_init(Some("Always"))).len(), 1);
+        assert!(host_ports(&with_init(None)).is_empty());
+    }
+
+    #[test]
+    fn wildcard_used_for_both_protocols() {
+        assert!(!fits(&[("UDP", "127.0.0.1", 8001)], &[("TCP", "0.0.0.0", 8001), ("UDP", "0.0.0.0", 8001)]));
     }
 
     #[test]
