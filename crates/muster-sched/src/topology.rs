@@ -278,3 +278,53 @@ fn refresh<T: Default>(
     }
     changed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::PodId;
+    use crate::plugins::pod_matcher::{Namespaces, PodMatcher, Selector};
+    use crate::plugins::test_cluster::{cluster, pod, zoned};
+    use serde_json::json;
+
+    fn matcher() -> PodMatcher {
+        let sel =
+            Selector::from_label_selector(Some(&serde_json::from_value(json!({"matchLabels": {"app": "x"}})).unwrap()));
+        PodMatcher { all: vec![(Namespaces::One("default".into()), sel)], skip_terminating: true }
+    }
+
+    fn totals(cache: &mut TopologyCache, c: &Cluster, m: &PodMatcher) -> Vec<i64> {
+        let fp = m.fingerprint();
+        cache.memos.counts(c, fp, |n| m.count_on(n, c));
+        cache.count_totals(c, fp, &Arc::from("zone")).2
+    }
+
+    /// Totals kept across changes equal totals computed afresh, through Reserve-like accounting
+    /// and its undo.
+    #[test]
+    fn totals_follow_the_nodes_that_changed() {
+        let nodes = vec![zoned("a", "z1"), zoned("b", "z1"), zoned("c", "z2")];
+        let pods = vec![
+            pod("e1", &[("app", "x")], Some("a"), json!({})),
+            pod("p1", &[("app", "x")], None, json!({})),
+            pod("p2", &[("app", "y")], None, json!({})),
+        ];
+        let mut c = cluster(nodes, pods);
+        let m = matcher();
+        let mut kept = TopologyCache::default();
+        assert_eq!(totals(&mut kept, &c, &m), vec![1, 0]);
+        let (p1, p2) = (PodId(1), PodId(2));
+        let before = c.nodes[2].generation;
+        let info = c.pods[1].clone();
+        let _ = c.nodes[2].account(&info, p1, 1);
+        c.nodes[2].generation = c.fresh_generation();
+        let other = c.pods[2].clone();
+        let _ = c.nodes[0].account(&other, p2, 1);
+        assert_eq!(totals(&mut kept, &c, &m), vec![1, 1]);
+        assert_eq!(totals(&mut TopologyCache::default(), &c, &m), vec![1, 1]);
+        // Unreserve puts the generation back with the pods.
+        let _ = c.nodes[2].account(&info, p1, -1);
+        c.nodes[2].generation = before;
+        assert_eq!(totals(&mut kept, &c, &m), vec![1, 0]);
+    }
+}
