@@ -280,3 +280,78 @@ fn nothing_to_score_without_terms() {
         cluster(nodes(), vec![pod("p", &[], None, json!({})), pod("e", &[("app", "db")], Some("node-a"), json!({}))]);
     assert_eq!(affinity_scores(&c, "p", &Default::default()), None);
 }
+
+#[test]
+fn namespace_selector_by_name_label() {
+    let t =
+        term(HOST, app("db"), json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "data"}}}));
+    let c = cluster(
+        nodes(),
+        vec![
+            pod("p", &[], None, required("podAffinity", vec![t])),
+            pod("e1", &[("app", "db")], Some("node-a"), json!({})),
+            pod("e2", &[("app", "db")], Some("node-x"), json!({"_namespace": "data"})),
+        ],
+    );
+    // The selector names "data" only: the pod's own namespace is not added.
+    assert_eq!(fits(&c, "p"), names(&["node-x"]));
+}
+
+#[test]
+fn existing_anti_affinity_in_another_namespace_names_the_pods_namespace() {
+    let t = term(HOST, app("web"), json!({"namespaces": ["default"]}));
+    let c = cluster(
+        nodes(),
+        vec![
+            pod("p", &[("app", "web")], None, json!({})),
+            pod("e", &[], Some("node-b"), {
+                let mut s = required("podAntiAffinity", vec![t]);
+                s["_namespace"] = json!("other");
+                s
+            }),
+        ],
+    );
+    assert_eq!(fits(&c, "p"), names(&["node-a", "node-x"]));
+}
+
+#[test]
+fn anti_affinity_by_zone_closes_the_whole_zone() {
+    let c = cluster(
+        nodes(),
+        vec![
+            pod("p", &[("app", "web")], None, required("podAntiAffinity", vec![term("zone", app("web"), json!({}))])),
+            pod("e", &[("app", "web")], Some("node-x"), json!({})),
+        ],
+    );
+    assert_eq!(fits(&c, "p"), names(&["node-a", "node-b"]));
+}
+
+#[test]
+fn existing_pods_preferred_affinity_raises_their_zone() {
+    let c = cluster(
+        nodes(),
+        vec![
+            pod("p", &[("app", "web")], None, json!({})),
+            pod("e", &[], Some("node-x"), preferred("podAffinity", vec![(7, term("zone", app("web"), json!({})))])),
+        ],
+    );
+    assert_eq!(affinity_scores(&c, "p", &Default::default()), Some(vec![0, 0, 100]));
+}
+
+#[test]
+fn preferred_terms_of_several_weights() {
+    let spec = preferred(
+        "podAffinity",
+        vec![(3, term(HOST, app("db"), json!({}))), (1, term("zone", app("cache"), json!({})))],
+    );
+    let c = cluster(
+        nodes(),
+        vec![
+            pod("p", &[], None, spec),
+            pod("e1", &[("app", "db")], Some("node-a"), json!({})),
+            pod("e2", &[("app", "cache")], Some("node-x"), json!({})),
+        ],
+    );
+    // a: 3, b: 0, x: 1 → scaled between 0 and 3.
+    assert_eq!(affinity_scores(&c, "p", &Default::default()), Some(vec![100, 0, 33]));
+}

@@ -352,3 +352,52 @@ fn list_defaults_can_be_hard() {
     let (hard, system) = constraints(&state, &args, "DoNotSchedule");
     assert_eq!((hard.len(), system), (1, false));
 }
+
+#[test]
+fn score_with_zone_and_hostname_constraints() {
+    let c = cluster(
+        four_nodes(),
+        vec![
+            incoming(vec![
+                constraint("zone", 1, "ScheduleAnyway", json!({})),
+                constraint("kubernetes.io/hostname", 1, "ScheduleAnyway", json!({})),
+            ]),
+            on("a1", "node-a"),
+            on("a2", "node-a"),
+            on("x1", "node-x"),
+        ],
+    );
+    // zone w = ln 4, hostname w = ln 6: a 6.36 → 6, b 2.77 → 3, x 3.18 → 3, y 1.39 → 1.
+    assert_eq!(spread_scores(&c, "p", &Default::default()), Some(vec![16, 66, 66, 100]));
+}
+
+#[test]
+fn larger_max_skew_waters_the_score_down() {
+    let c = cluster(
+        four_nodes(),
+        vec![
+            incoming(vec![constraint("kubernetes.io/hostname", 3, "ScheduleAnyway", json!({}))]),
+            on("a1", "node-a"),
+            on("a2", "node-a"),
+            on("x1", "node-x"),
+        ],
+    );
+    // cnt * ln 6 + 2: a 6, b 2, x 4, y 2.
+    assert_eq!(spread_scores(&c, "p", &Default::default()), Some(vec![33, 100, 66, 100]));
+}
+
+#[test]
+fn score_counts_pods_on_nodes_that_are_not_scored() {
+    let c = cluster(
+        four_nodes(),
+        vec![
+            incoming(vec![constraint("zone", 1, "ScheduleAnyway", json!({}))]),
+            on("a1", "node-a"),
+            on("a2", "node-a"),
+        ],
+    );
+    let state = CycleState::new(&c.pods[c.pods.iter().position(|p| p.name() == "p").unwrap()]);
+    // Only node-b and node-x feasible: zone1 still counts node-a's two pods.
+    let s = score(&state, &[NodeId(1), NodeId(2)], &c, &mut TopologyCache::default(), &Default::default());
+    assert_eq!(s, Some(vec![0, 100]));
+}
