@@ -13,6 +13,7 @@ use crate::cluster::{Cluster, NodeId, PodId};
 use crate::cycle::run_all_filters;
 use crate::framework::{CycleState, Rejection};
 use crate::plugins::dynamic_resources::{self, DraContext};
+use crate::plugins::pod_topology_spread::PodTopologySpreadArgs;
 use crate::plugins::{inter_pod_affinity, pod_topology_spread};
 
 /// What one node says to the pod.
@@ -81,6 +82,18 @@ pub fn explain_pod_within(
     dra: Option<&DraContext<'_>>,
     budget: Option<&muster_cel::Budget>,
 ) -> PodExplanation {
+    explain_pod_configured(cluster, pod_id, dra, budget, &PodTopologySpreadArgs::default())
+}
+
+/// [`explain_pod_within`] with PodTopologySpread's args (its default constraints) from the
+/// scheduler's configuration.
+pub fn explain_pod_configured(
+    cluster: &Cluster,
+    pod_id: PodId,
+    dra: Option<&DraContext<'_>>,
+    budget: Option<&muster_cel::Budget>,
+    spread: &PodTopologySpreadArgs,
+) -> PodExplanation {
     let pod = cluster.pod(pod_id);
     let mut state = CycleState::new(pod);
     let mut out = PodExplanation { pre_filter: None, nodes: Vec::new() };
@@ -104,9 +117,7 @@ pub fn explain_pod_within(
         out.pre_filter = Some(format!("{msg}: the pod waits until its PodGroup exists"));
         return out;
     }
-    // The default plugin args (`why` does not read the configuration).
-    let args = crate::plugins::pod_topology_spread::PodTopologySpreadArgs::default();
-    state.pre_filter_inter_pod(cluster, &mut crate::topology::TopologyCache::default(), &args);
+    state.pre_filter_inter_pod(cluster, &mut crate::topology::TopologyCache::default(), spread);
     let allocated = dra
         .filter(|_| has_claims)
         .map(|ctx| AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features));

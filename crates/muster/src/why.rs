@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use muster_alloc::explain::{ClaimExplanation, ConstraintExplanation, DeviceStatus, RequestExplanation, Wanted};
 use muster_controllers::eviction::{DeviceKey, taint_text};
-use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod_within};
+use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod_configured};
 use muster_sched::{
     Cluster, CompositeId, DraContext, FitError, GroupId, GroupNode, GroupOutcome, NodeId, Plan, PodId, PodState,
     QueueEntry, Scheduler, SchedulerConfig, SchedulerNames,
@@ -345,11 +345,29 @@ impl Why<'_> {
                 let earlier: &[PodId] = if priorities.len() > 1 { &[] } else { &order[..at] };
                 let (snap, step) = self.before(c.entry_of_group(g), Some((g, earlier)));
                 let reserved = step.placements.iter().map(|(p, _)| *p).collect();
-                (explain_pod_within(&snap, pod, Some(&self.dra()), Some(&self.budget)), reserved)
+                (
+                    explain_pod_configured(
+                        &snap,
+                        pod,
+                        Some(&self.dra()),
+                        Some(&self.budget),
+                        &self.config.pod_topology_spread,
+                    ),
+                    reserved,
+                )
             }
             _ => {
                 let (snap, _) = self.before(QueueEntry::Pod(pod), None);
-                (explain_pod_within(&snap, pod, Some(&self.dra()), Some(&self.budget)), Vec::new())
+                (
+                    explain_pod_configured(
+                        &snap,
+                        pod,
+                        Some(&self.dra()),
+                        Some(&self.budget),
+                        &self.config.pod_topology_spread,
+                    ),
+                    Vec::new(),
+                )
             }
         }
     }
