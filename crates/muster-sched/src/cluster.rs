@@ -107,6 +107,10 @@ pub struct NodeInfo {
     pub unschedulable: bool,
     pub has_taints: bool,
     pub has_prefer_no_schedule_taint: bool,
+    /// Pods on the node with pod affinity or anti-affinity terms, and those with required
+    /// anti-affinity (InterPodAffinity looks at these nodes only).
+    pub affinity_pods: u32,
+    pub anti_affinity_pods: u32,
     pub detail: Box<NodeDetail>,
 }
 
@@ -145,8 +149,10 @@ impl NodeInfo {
         if i < INLINE { self.requested[i] } else { self.detail.scalar_requested.get(i - INLINE).copied().unwrap_or(0) }
     }
 
-    /// Adds a pod's requests (Reserve / assume); `sign` -1 removes them (Unreserve).
-    pub fn account(&mut self, pod: &PodInfo, id: PodId, sign: i64) {
+    /// Adds a pod's requests (Reserve / assume); `sign` -1 removes them (Unreserve). Returns
+    /// what the cluster-wide counts of pods with affinity terms change by ([`Cluster::inter_pod`]).
+    #[must_use]
+    pub fn account(&mut self, pod: &PodInfo, id: PodId, sign: i64) -> InterPodPods {
         for &(rid, v) in &pod.requests {
             let i = rid.0 as usize;
             if i < INLINE {
@@ -168,6 +174,26 @@ impl NodeInfo {
         } else {
             self.detail.pods.retain(|p| *p != id);
         }
+        let Some(terms) = pod.affinity.as_deref() else { return InterPodPods::default() };
+        let anti = i64::from(!terms.required_anti_affinity.is_empty());
+        self.affinity_pods = (i64::from(self.affinity_pods) + sign) as u32;
+        self.anti_affinity_pods = (i64::from(self.anti_affinity_pods) + sign * anti) as u32;
+        InterPodPods { with_affinity: sign, required_anti_affinity: sign * anti }
+    }
+}
+
+/// How many pods on nodes have pod affinity or anti-affinity terms, and required anti-affinity:
+/// when none has, InterPodAffinity is skipped for pods without terms of their own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InterPodPods {
+    pub with_affinity: i64,
+    pub required_anti_affinity: i64,
+}
+
+impl InterPodPods {
+    pub fn add(&mut self, d: InterPodPods) {
+        self.with_affinity += d.with_affinity;
+        self.required_anti_affinity += d.required_anti_affinity;
     }
 }
 
@@ -278,6 +304,8 @@ pub struct PodInfo {
     /// The PodGroup the pod joins (`spec.schedulingGroup.podGroupName`): an index into
     /// [`Cluster::groups`], or why it is not there.
     pub group: Option<Result<GroupId, String>>,
+    /// The pod's pod affinity and anti-affinity terms, parsed; `None` when it has none.
+    pub affinity: Option<std::sync::Arc<crate::plugins::inter_pod_affinity::AffinityTerms>>,
 }
 
 impl PodInfo {
@@ -295,6 +323,7 @@ impl PodInfo {
             dra_extended: Vec::new(),
             stale_extended_claim: None,
             group: None,
+            affinity: None,
         }
     }
 
@@ -384,6 +413,10 @@ pub struct Cluster {
     pub default_priority_class: Option<String>,
     /// Which pods this scheduler serves (`schedulerName`).
     pub scheduler_names: SchedulerNames,
+    /// Pods on nodes with pod affinity terms (see [`InterPodPods`]).
+    pub inter_pod: InterPodPods,
+    /// Moves whenever the store adds, changes or removes a node (topology domains are rebuilt).
+    pub topology_generation: u64,
     /// Pod shapes seen so far, with their ids.
     shapes: HashMap<ShapeKey, u32>,
     /// Source of generation values (see [`Cluster::fresh_generation`]).
@@ -598,7 +631,8 @@ impl Cluster {
             };
             let id = PodId(c.pods.len() as u32);
             if let PodState::Bound(n) = info.state {
-                c.nodes[n.0 as usize].account(&info, id, 1);
+                let d = c.nodes[n.0 as usize].account(&info, id, 1);
+                c.inter_pod.add(d);
             }
             c.pods.push(info);
         }
@@ -688,6 +722,8 @@ impl Cluster {
             unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
             has_taints: !taints.is_empty(),
             has_prefer_no_schedule_taint: has_prefer,
+            affinity_pods: 0,
+            anti_affinity_pods: 0,
             detail: Box::new(NodeDetail {
                 labels: node.metadata.labels.clone().unwrap_or_default(),
                 name,
@@ -776,7 +812,9 @@ impl Cluster {
                 next
             }
         };
+        let affinity = crate::plugins::inter_pod_affinity::AffinityTerms::of(&pod);
         Ok(PodInfo {
+            affinity,
             pod,
             key,
             priority,
@@ -1401,7 +1439,9 @@ impl Cluster {
     /// verdicts for that state, without ever matching a verdict of another state.
     pub fn fresh_generation(&mut self) -> u64 {
         // Above the generations `NodeInfo::account` counts up from 0 while a snapshot is built.
-        self.generation_counter = self.generation_counter.max(1 << 40) + 1;
+        // A stride, so that the `+ 1`s of `NodeInfo::account` from one fresh value never reach
+        // the next one.
+        self.generation_counter = self.generation_counter.max(1 << 40) + (1 << 20);
         self.generation_counter
     }
 

@@ -8,8 +8,11 @@ use crate::dra_memo::DraMemo;
 use crate::fastdiv::Divisor;
 use crate::framework::FitError;
 use crate::plugins::dynamic_resources::DraContext;
+use crate::plugins::inter_pod_affinity::InterPodAffinityArgs;
 use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
+use crate::plugins::pod_topology_spread::PodTopologySpreadArgs;
 use crate::queue::{Millis, OrderKey, SchedulingQueue, Wake};
+use crate::topology::TopologyCache;
 use muster_alloc::AllocatedState;
 
 mod assume;
@@ -20,7 +23,7 @@ mod group;
 mod pod_preemption;
 mod preemption;
 mod scoring;
-pub use attempt::{Reserved, run_filters};
+pub use attempt::{Reserved, run_all_filters, run_filters};
 pub use composite::CompositeResult;
 pub use group::{DomainTrial, GANG_WAIT_TIMEOUT_REASON};
 use group::{GroupAttempt, Members, best_domain, more, priority_mismatch};
@@ -34,11 +37,20 @@ pub struct ScoreWeights {
     pub balanced_allocation: i64,
     pub taint_toleration: i64,
     pub node_affinity: i64,
+    pub pod_topology_spread: i64,
+    pub inter_pod_affinity: i64,
 }
 
 impl Default for ScoreWeights {
     fn default() -> Self {
-        ScoreWeights { node_resources_fit: 1, balanced_allocation: 1, taint_toleration: 3, node_affinity: 2 }
+        ScoreWeights {
+            node_resources_fit: 1,
+            balanced_allocation: 1,
+            taint_toleration: 3,
+            node_affinity: 2,
+            pod_topology_spread: 2,
+            inter_pod_affinity: 2,
+        }
     }
 }
 
@@ -73,6 +85,10 @@ pub struct SchedulerConfig {
     pub placement_weights: PlacementWeights,
     /// `podInitialBackoffSeconds` and `podMaxBackoffSeconds`, in milliseconds.
     pub backoff: crate::queue::Backoff,
+    /// PodTopologySpread's `pluginConfig` args.
+    pub pod_topology_spread: PodTopologySpreadArgs,
+    /// InterPodAffinity's `pluginConfig` args.
+    pub inter_pod_affinity: InterPodAffinityArgs,
 }
 
 impl Default for SchedulerConfig {
@@ -85,6 +101,8 @@ impl Default for SchedulerConfig {
             gang_wait_timeout_seconds: 300,
             placement_weights: PlacementWeights::default(),
             backoff: crate::queue::Backoff::default(),
+            pod_topology_spread: PodTopologySpreadArgs::default(),
+            inter_pod_affinity: InterPodAffinityArgs::default(),
         }
     }
 }
@@ -268,6 +286,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     /// Attempts answered from `failed_classes` (for benchmarks).
     pub reused_verdicts: u64,
     reuse_verdicts: bool,
+    /// PodTopologySpread's and InterPodAffinity's domains and per-node counts.
+    topology: TopologyCache,
 }
 
 impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
@@ -299,6 +319,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             failed_classes: Vec::new(),
             reused_verdicts: 0,
             reuse_verdicts: true,
+            topology: TopologyCache::default(),
         }
     }
 

@@ -10,18 +10,23 @@ use muster_alloc::AllocatedState;
 use muster_alloc::explain::{ClaimExplanation, Explainer};
 
 use crate::cluster::{Cluster, NodeId, PodId};
-use crate::cycle::run_filters;
+use crate::cycle::run_all_filters;
 use crate::framework::{CycleState, Rejection};
 use crate::plugins::dynamic_resources::{self, DraContext};
+use crate::plugins::pod_topology_spread::PodTopologySpreadArgs;
+use crate::plugins::{inter_pod_affinity, pod_topology_spread};
 
 /// What one node says to the pod.
 #[derive(Clone, Debug, PartialEq)]
 pub enum NodeVerdict {
     /// Every Filter passes: the pod could go there.
     Feasible,
-    /// A node Filter (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit) rejects
-    /// the node: the first one, in upstream's order.
+    /// A node Filter (NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts,
+    /// NodeResourcesFit) rejects the node: the first one, in upstream's order.
     Filter(Rejection),
+    /// PodTopologySpread or InterPodAffinity rejects the node, with what it counted there (which
+    /// constraint and domain's skew, which term's pods).
+    InterPod { rejection: Rejection, detail: Option<String> },
     /// DynamicResources rejects the node, with the accounting of the claims it tried to allocate
     /// (empty when an allocated claim is not available on the node).
     Dra { rejection: Rejection, claims: Vec<ClaimExplanation> },
@@ -34,7 +39,9 @@ impl NodeVerdict {
     pub fn plugin(&self) -> Option<&'static str> {
         match self {
             NodeVerdict::Feasible => None,
-            NodeVerdict::Filter(r) | NodeVerdict::Dra { rejection: r, .. } => Some(r.plugin),
+            NodeVerdict::Filter(r)
+            | NodeVerdict::Dra { rejection: r, .. }
+            | NodeVerdict::InterPod { rejection: r, .. } => Some(r.plugin),
             NodeVerdict::DraError { .. } => Some(dynamic_resources::NAME),
         }
     }
@@ -75,8 +82,20 @@ pub fn explain_pod_within(
     dra: Option<&DraContext<'_>>,
     budget: Option<&muster_cel::Budget>,
 ) -> PodExplanation {
+    explain_pod_configured(cluster, pod_id, dra, budget, &PodTopologySpreadArgs::default())
+}
+
+/// [`explain_pod_within`] with PodTopologySpread's args (its default constraints) from the
+/// scheduler's configuration.
+pub fn explain_pod_configured(
+    cluster: &Cluster,
+    pod_id: PodId,
+    dra: Option<&DraContext<'_>>,
+    budget: Option<&muster_cel::Budget>,
+    spread: &PodTopologySpreadArgs,
+) -> PodExplanation {
     let pod = cluster.pod(pod_id);
-    let state = CycleState::new(pod);
+    let mut state = CycleState::new(pod);
     let mut out = PodExplanation { pre_filter: None, nodes: Vec::new() };
     if cluster.node_order.is_empty() {
         out.pre_filter = Some("no nodes available to schedule pods".into());
@@ -99,6 +118,7 @@ pub fn explain_pod_within(
         out.pre_filter = Some(format!("{msg}: the pod waits until its PodGroup exists"));
         return out;
     }
+    state.pre_filter_inter_pod(cluster, &mut crate::topology::TopologyCache::default(), spread);
     let allocated = dra
         .filter(|_| has_claims)
         .map(|ctx| AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features));
@@ -108,7 +128,15 @@ pub fn explain_pod_within(
     ids.sort_by(|a, b| cluster.node(*a).name().cmp(cluster.node(*b).name()));
     for node_id in ids {
         let node = cluster.node(node_id);
-        let verdict = match run_filters(&state, node, cluster) {
+        let verdict = match run_all_filters(&state, node_id, node, cluster) {
+            Err(r) if r.plugin == pod_topology_spread::NAME => {
+                let detail = state.spread.as_deref().and_then(|s| pod_topology_spread::explain(s, node_id));
+                NodeVerdict::InterPod { rejection: r, detail }
+            }
+            Err(r) if r.plugin == inter_pod_affinity::NAME => {
+                let detail = state.pod_affinity.as_deref().and_then(|s| inter_pod_affinity::explain(s, node_id));
+                NodeVerdict::InterPod { rejection: r, detail }
+            }
             Err(r) => NodeVerdict::Filter(r),
             Ok(()) => match (dra, &allocated) {
                 (Some(ctx), Some(allocated)) => {

@@ -39,6 +39,12 @@ pub struct CycleState<'a> {
     pub node_selector: Option<&'a BTreeMap<String, String>>,
     pub required_affinity: Option<&'a NodeSelector>,
     pub preferred_affinity: &'a [PreferredSchedulingTerm],
+    /// The containers' host ports (NodePorts); empty for most pods.
+    pub host_ports: Vec<crate::plugins::node_ports::HostPort<'a>>,
+    /// PodTopologySpread's and InterPodAffinity's PreFilter state; `None` when the plugin is
+    /// skipped for the pod (set by [`CycleState::pre_filter_inter_pod`]).
+    pub spread: Option<Box<crate::plugins::pod_topology_spread::SpreadFilter>>,
+    pub pod_affinity: Option<Box<crate::plugins::inter_pod_affinity::AffinityFilter>>,
 }
 
 impl<'a> CycleState<'a> {
@@ -67,7 +73,22 @@ impl<'a> CycleState<'a> {
             preferred_affinity: node_affinity
                 .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_deref())
                 .unwrap_or(&[]),
+            host_ports: crate::plugins::node_ports::host_ports(&pod.pod),
+            spread: None,
+            pod_affinity: None,
         }
+    }
+
+    /// PreFilter of PodTopologySpread and InterPodAffinity, which count the pods around each
+    /// node (`cache` keeps per-node counts across attempts).
+    pub fn pre_filter_inter_pod(
+        &mut self,
+        cluster: &crate::cluster::Cluster,
+        cache: &mut crate::topology::TopologyCache,
+        spread: &crate::plugins::pod_topology_spread::PodTopologySpreadArgs,
+    ) {
+        self.spread = crate::plugins::pod_topology_spread::pre_filter(self, cluster, cache, spread);
+        self.pod_affinity = crate::plugins::inter_pod_affinity::pre_filter(self, cluster, cache);
     }
 
     #[inline]

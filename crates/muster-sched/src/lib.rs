@@ -19,6 +19,7 @@ pub mod framework;
 pub mod plugins;
 pub mod queue;
 pub mod store;
+pub mod topology;
 pub mod validate;
 
 pub use cluster::{

@@ -93,7 +93,7 @@ impl Wake {
         let node = Wake::NODE_ADDED.union(Wake::NODE_CHANGED);
         match plugin {
             "NodeUnschedulable" | "TaintToleration" | "NodeAffinity" => node,
-            "NodeResourcesFit" => node.union(Wake::ASSIGNED_POD_DELETED),
+            "NodeResourcesFit" | "NodePorts" => node.union(Wake::ASSIGNED_POD_DELETED),
             "DynamicResources" => node.union(Wake::CLAIM_CHANGED).union(Wake::DEVICES_CHANGED),
             _ => Wake::ANY,
         }

@@ -189,6 +189,7 @@ impl Cluster {
         let mut info = self.node_info(node)?;
         let name = info.name().to_string();
         info.generation = self.fresh_generation();
+        self.topology_generation = info.generation;
         let mut applied = Applied::default();
         let prefers = usize::from(info.has_prefer_no_schedule_taint);
         match self.index().nodes.get(&name).copied() {
@@ -202,6 +203,8 @@ impl Cluster {
                 info.requested = old.requested;
                 info.non_zero_requested = old.non_zero_requested;
                 info.num_pods = old.num_pods;
+                info.affinity_pods = old.affinity_pods;
+                info.anti_affinity_pods = old.anti_affinity_pods;
                 info.detail.scalar_requested = std::mem::take(&mut old.detail.scalar_requested);
                 info.detail.pods = std::mem::take(&mut old.detail.pods);
                 *old = info;
@@ -217,9 +220,9 @@ impl Cluster {
                 self.index().prefer_no_schedule += prefers;
                 // Pods bound to this node before it was seen now count on it.
                 for pod in self.index().elsewhere.remove(&name).unwrap_or_default() {
-                    let Cluster { nodes, pods, .. } = self;
+                    let Cluster { nodes, pods, inter_pod, .. } = self;
                     pods[pod.0 as usize].state = PodState::Bound(id);
-                    nodes[id.0 as usize].account(&pods[pod.0 as usize], pod, 1);
+                    inter_pod.add(nodes[id.0 as usize].account(&pods[pod.0 as usize], pod, 1));
                 }
                 self.node_order = crate::cluster::zone_interleaved_order(&self.nodes);
                 applied.wake = Wake::NODE_ADDED;
@@ -234,9 +237,9 @@ impl Cluster {
         let mut applied = Applied::default();
         let on_node = self.nodes[id.0 as usize].detail.pods.clone();
         for pod in on_node {
-            let Cluster { nodes, pods, index, .. } = self;
+            let Cluster { nodes, pods, index, inter_pod, .. } = self;
             let info = &mut pods[pod.0 as usize];
-            nodes[id.0 as usize].account(info, pod, -1);
+            inter_pod.add(nodes[id.0 as usize].account(info, pod, -1));
             // A pod assumed there goes back to the queue; a bound one stays bound to a node the
             // store no longer has (the pod garbage collector deletes it).
             if let PodState::Assumed(_) = info.state {
@@ -248,6 +251,7 @@ impl Cluster {
             }
         }
         let generation = self.fresh_generation();
+        self.topology_generation = generation;
         let had = usize::from(self.nodes[id.0 as usize].has_prefer_no_schedule_taint);
         let index = self.index();
         index.prefer_no_schedule -= had;
@@ -443,10 +447,10 @@ impl Cluster {
     /// the state it had. Its slot stays.
     fn take_pod(&mut self, id: PodId, applied: &mut Applied) -> PodState {
         let entry = self.entry_of(id);
-        let Cluster { nodes, pods, groups, index, .. } = self;
+        let Cluster { nodes, pods, groups, index, inter_pod, .. } = self;
         let info = &mut pods[id.0 as usize];
         if let Some(n) = info.state.on_node() {
-            nodes[n.0 as usize].account(info, id, -1);
+            inter_pod.add(nodes[n.0 as usize].account(info, id, -1));
         }
         if let PodState::BoundElsewhere(node) = &info.state
             && let Some(list) = index.as_mut().expect("built by apply").elsewhere.get_mut(node)
@@ -482,7 +486,8 @@ impl Cluster {
             applied.wake = applied.wake.union(Wake::POD_CHANGED);
         }
         if let Some(n) = info.state.on_node() {
-            self.nodes[n.0 as usize].account(&info, id, 1);
+            let d = self.nodes[n.0 as usize].account(&info, id, 1);
+            self.inter_pod.add(d);
         }
         if let PodState::BoundElsewhere(node) = &info.state {
             self.index().elsewhere.entry(node.clone()).or_default().push(id);

@@ -129,7 +129,7 @@ proptest! {
         // Every placed pod passes every Filter on its node, judged without itself.
         for (pod, node) in &plan.placements {
             let mut without = cluster.node(*node).clone();
-            without.account(cluster.pod(*pod), *pod, -1);
+            let _ = without.account(cluster.pod(*pod), *pod, -1);
             prop_assert!(run_filters(&CycleState::new(cluster.pod(*pod)), &without, &cluster).is_ok());
         }
         // A pod left pending fits nowhere, even now (placing pods only takes capacity away).

@@ -4,6 +4,7 @@
 //! into BENCHMARKS.md.
 
 mod churn;
+mod inter_pod;
 mod output;
 mod sim;
 
@@ -19,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use muster_sched::{Cluster, GroupOutcome, Plan, QueueEntry, Scheduler, SchedulerConfig, SchedulerNames};
 
 pub use churn::churn;
+pub use inter_pod::{Shape, inter_pod};
 pub use sim::sim;
 
 fn q(s: &str) -> Quantity {

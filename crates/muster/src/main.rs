@@ -254,6 +254,21 @@ enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
         scoring: Scoring,
     },
+    /// scheduler_perf's inter-pod shapes (TopologySpreading, SchedulingPodAntiAffinity,
+    /// SchedulingPreferredPodAffinity): NODES SchedulingBasic nodes in 3 zones, INIT_PODS bound,
+    /// PODS pending with the shape's spread or affinity. Times the plan cycle.
+    InterPod {
+        #[arg(long, value_enum)]
+        shape: InterPodShape,
+        #[arg(long, default_value_t = 5000)]
+        nodes: usize,
+        #[arg(long, default_value_t = 5000)]
+        init_pods: usize,
+        #[arg(long, default_value_t = 10000)]
+        pods: usize,
+        #[arg(long, default_value_t = 5)]
+        iterations: usize,
+    },
     /// A living cluster through the engine: NODES SchedulingBasic nodes with RUNNING pods bound,
     /// then EVENTS changes (a running pod finishes, a pod arrives, a node is cordoned or returns),
     /// each applied alone and followed by scheduling until nothing is ready; placed pods are
@@ -377,6 +392,13 @@ enum Format {
     /// What the live scheduler would send to the API server, in order (evictions, claim
     /// statuses, bindings, PodScheduled=False, events).
     Effects,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum InterPodShape {
+    TopologySpreading,
+    PodAntiAffinity,
+    PreferredPodAffinity,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -591,6 +613,14 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Plan { nodes, pods, shapes, iterations, scoring } => {
             let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
             print!("{}", bench::plan(nodes, pods, shapes, iterations, &config)?);
+        }
+        BenchCommand::InterPod { shape, nodes, init_pods, pods, iterations } => {
+            let shape = match shape {
+                InterPodShape::TopologySpreading => bench::Shape::TopologySpreading,
+                InterPodShape::PodAntiAffinity => bench::Shape::PodAntiAffinity,
+                InterPodShape::PreferredPodAffinity => bench::Shape::PreferredPodAffinity,
+            };
+            print!("{}", bench::inter_pod(shape, nodes, init_pods, pods, iterations, &SchedulerConfig::default())?)
         }
         BenchCommand::Churn { nodes, running, events, seed } => {
             print!("{}", bench::churn(nodes, running, events, seed)?)

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use muster_alloc::explain::{ClaimExplanation, ConstraintExplanation, DeviceStatus, RequestExplanation, Wanted};
 use muster_controllers::eviction::{DeviceKey, taint_text};
-use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod_within};
+use muster_sched::explain::{NodeVerdict, PodExplanation, explain_pod_configured};
 use muster_sched::{
     Cluster, CompositeId, DraContext, FitError, GroupId, GroupNode, GroupOutcome, NodeId, Plan, PodId, PodState,
     QueueEntry, Scheduler, SchedulerConfig, SchedulerNames,
@@ -361,11 +361,29 @@ impl Why<'_> {
                 let earlier: &[PodId] = if priorities.len() > 1 { &[] } else { &order[..at] };
                 let (snap, step) = self.before(c.entry_of_group(g), Some((g, earlier)));
                 let reserved = step.placements.iter().map(|(p, _)| *p).collect();
-                (explain_pod_within(&snap, pod, Some(&self.dra()), Some(&self.budget)), reserved)
+                (
+                    explain_pod_configured(
+                        &snap,
+                        pod,
+                        Some(&self.dra()),
+                        Some(&self.budget),
+                        &self.config.pod_topology_spread,
+                    ),
+                    reserved,
+                )
             }
             _ => {
                 let (snap, _) = self.before(QueueEntry::Pod(pod), None);
-                (explain_pod_within(&snap, pod, Some(&self.dra()), Some(&self.budget)), Vec::new())
+                (
+                    explain_pod_configured(
+                        &snap,
+                        pod,
+                        Some(&self.dra()),
+                        Some(&self.budget),
+                        &self.config.pod_topology_spread,
+                    ),
+                    Vec::new(),
+                )
             }
         }
     }
@@ -733,6 +751,16 @@ impl Why<'_> {
                     vec![format!("{}: {reason}", r.plugin)],
                     json!({"status": "rejected", "plugin": r.plugin, "reason": reason}),
                 )
+            }
+            NodeVerdict::InterPod { rejection: r, detail } => {
+                let reason = r.reasons.join("; ");
+                let mut lines = vec![format!("{}: {reason}", r.plugin)];
+                lines.extend(detail.iter().cloned());
+                let mut j = json!({"status": "rejected", "plugin": r.plugin, "reason": reason});
+                if let Some(d) = detail {
+                    j["detail"] = json!(d);
+                }
+                (lines, j)
             }
             NodeVerdict::Dra { rejection, claims } => {
                 let reason = rejection.reasons.join("; ");

@@ -297,3 +297,20 @@ fn a_pod_created_by_a_controller_names_its_workload() {
         serde_json::json!({"by": "ReplicaSet ml/infer-6d566d64ff", "workload": "Deployment ml/infer"})
     );
 }
+
+#[test]
+fn topology_spread_skew() {
+    let out = why("pod/ml/serve-6-pinned-a", &["tests/scenarios/spread-zones"]);
+    assert!(
+        out.contains("topology.kubernetes.io/zone=a: 3 matching pod(s) + 1 - global minimum 2 > maxSkew 1"),
+        "{out}"
+    );
+    insta::assert_snapshot!("why_topology_spread", out);
+}
+
+#[test]
+fn existing_pods_anti_affinity() {
+    let out = why("pod/llm/e-decode-debug", &["tests/scenarios/inference-anti-affinity"]);
+    assert!(out.contains("InterPodAffinity: node(s) didn't satisfy existing pods anti-affinity rules"), "{out}");
+    insta::assert_snapshot!("why_existing_anti_affinity", out);
+}

@@ -8,7 +8,10 @@ use super::*;
 use crate::dra_memo::Generations;
 use crate::framework::{CycleState, Rejection};
 use crate::plugins::dynamic_resources::{self, ExtendedClaim, NodeAllocation};
-use crate::plugins::{node_affinity, node_resources_fit, node_unschedulable, taint_toleration};
+use crate::plugins::{
+    inter_pod_affinity, node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread,
+    taint_toleration,
+};
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -29,9 +32,9 @@ pub struct Reserved {
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
     pub(super) fn unreserve(&mut self, r: Reserved) {
-        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
         let node = &mut nodes[r.node.0 as usize];
-        node.account(&pods[r.pod.0 as usize], r.pod, -1);
+        inter_pod.add(node.account(&pods[r.pod.0 as usize], r.pod, -1));
         debug_assert_eq!(
             pods[r.pod.0 as usize].state,
             PodState::Assumed(r.node),
@@ -76,7 +79,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     pub(super) fn attempt(&mut self, pod_id: PodId, undo: Option<&mut Vec<Reserved>>) -> Outcome {
         let cluster = &*self.cluster;
         let pod = cluster.pod(pod_id);
-        let state = CycleState::new(pod);
+        let mut state = CycleState::new(pod);
         let num_nodes = cluster.node_order.len();
         let dra = self.dra.as_ref();
         let pre_filter = if num_nodes == 0 {
@@ -88,6 +91,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     .or_else(|| dynamic_resources::pre_filter_devices(pod, cluster, ctx))
             })
         };
+        if pre_filter.is_none() {
+            state.pre_filter_inter_pod(cluster, &mut self.topology, &self.config.pod_topology_spread);
+        }
         if let Some(message) = pre_filter {
             return Outcome::Unschedulable(FitError {
                 num_all_nodes: num_nodes,
@@ -111,8 +117,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
         // comparisons.
         let has_claims = !pod.claims.is_empty() || !pod.dra_extended.is_empty();
-        let simple_pod =
-            state.only_inline_requests && state.node_selector.is_none() && state.required_affinity.is_none();
+        let simple_pod = state.only_inline_requests
+            && state.node_selector.is_none()
+            && state.required_affinity.is_none()
+            && state.host_ports.is_empty()
+            && state.spread.is_none()
+            && state.pod_affinity.is_none();
         // Filter with DynamicResources last, as in kube-scheduler's default order. A problem no
         // node can fix fails the whole attempt.
         let (pending, fingerprint) =
@@ -181,7 +191,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let mut feasible = if simple_pod && !node.unschedulable && !node.has_taints {
                 fits_inline(&state, node)
             } else {
-                run_filters(&state, node, cluster).is_ok()
+                run_all_filters(&state, node_id, node, cluster).is_ok()
             };
             if feasible && has_claims {
                 let verdict = match dra_filter(memo, node_id) {
@@ -225,7 +235,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let mut node_statuses: Vec<(NodeId, u16)> = Vec::with_capacity(self.rejected.len());
             for &node_id in &self.rejected {
                 let node = cluster.node(node_id);
-                let r = match run_filters(&state, node, cluster) {
+                let r = match run_all_filters(&state, node_id, node, cluster) {
                     Err(r) => r,
                     Ok(()) => match dra_filter(memo, node_id) {
                         DraFilter::Rejected(r) => r,
@@ -282,6 +292,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 scores: &mut self.scores,
                 plugin_scores: &mut self.plugin_scores,
                 memo: &mut self.memo,
+                topology: &mut self.topology,
             };
             scoring.select_host(&state)
         };
@@ -314,9 +325,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             self.dra_shared_generation,
         );
         let fresh = self.fresh_generation();
-        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
         debug_assert_eq!(pods[pod_id.0 as usize].state, PodState::Pending, "Reserve of a pod that is not pending");
-        nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1);
+        inter_pod.add(nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1));
         nodes[chosen.0 as usize].generation = fresh;
         pods[pod_id.0 as usize].state = PodState::Assumed(chosen);
         let mut claim_undo = undo.is_some().then(dynamic_resources::ClaimUndo::default);
@@ -401,7 +412,25 @@ fn has_dra_claims(pod: &crate::cluster::PodInfo) -> bool {
     !pod.claims.is_empty()
 }
 
-/// The Filter plugins in kube-scheduler's order; the first rejection wins.
+/// Every Filter plugin but DynamicResources, in kube-scheduler's order: the node plugins, then
+/// PodTopologySpread and InterPodAffinity (from the state their PreFilter left).
+pub fn run_all_filters(
+    state: &CycleState<'_>,
+    node_id: NodeId,
+    node: &crate::cluster::NodeInfo,
+    cluster: &Cluster,
+) -> Result<(), Rejection> {
+    run_filters(state, node, cluster)?;
+    if let Some(s) = &state.spread {
+        pod_topology_spread::filter(s, node_id)?;
+    }
+    if let Some(s) = &state.pod_affinity {
+        inter_pod_affinity::filter(s, node_id)?;
+    }
+    Ok(())
+}
+
+/// The node Filter plugins in kube-scheduler's order; the first rejection wins.
 pub fn run_filters(
     state: &CycleState<'_>,
     node: &crate::cluster::NodeInfo,
@@ -410,6 +439,7 @@ pub fn run_filters(
     node_unschedulable::filter(state, node)?;
     taint_toleration::filter(state, node)?;
     node_affinity::filter(state, node)?;
+    node_ports::filter(state, node, cluster)?;
     node_resources_fit::filter(state, node, &cluster.resources)?;
     Ok(())
 }

@@ -4,8 +4,8 @@
 //! gives the second the first's verdict without a cycle, which changes no decision and no reason.
 //!
 //! Equivalent means equal in everything a Filter, PreFilter or PostFilter reads: requests,
-//! priority and preemption policy, namespace, labels and owners (inter-pod affinity, spreading and
-//! its default constraints), node selector, affinity, tolerations, spread constraints, host ports,
+//! priority and preemption policy, namespace, owners (spreading's default constraints), labels
+//! where inter-pod terms can read them, node selector, affinity, tolerations, spread constraints, host ports,
 //! the nominated node, and claims with equal specs that nobody has allocated or reserved. A
 //! plugin that reads a new part of a pod must add it here. Only verdicts made of per-node
 //! rejections are reused: a PreFilter or group message, or a plugin's error, may name the pod's
@@ -33,7 +33,18 @@ pub(super) fn equivalent(c: &Cluster, a: PodId, b: PodId) -> bool {
         && pb.stale_extended_claim.is_none()
         && own_claims_free(c, pb)
         && same_claim_specs(c, pa, pb)
-        && same_pod(&pa.pod, &pb.pod)
+        && same_pod(&pa.pod, &pb.pod, labels_matter(c, &pa.pod))
+}
+
+/// Labels decide a Filter verdict only through inter-pod terms: an existing pod's required
+/// anti-affinity, or the pod's own affinity or spread constraints (which may select the pod
+/// itself). Without any, pods that differ only in labels are judged alike.
+fn labels_matter(c: &Cluster, p: &Pod) -> bool {
+    let spec = p.spec.as_ref();
+    let affinity = spec.and_then(|s| s.affinity.as_ref());
+    c.inter_pod.required_anti_affinity > 0
+        || affinity.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
+        || spec.and_then(|s| s.topology_spread_constraints.as_ref()).is_some_and(|t| !t.is_empty())
 }
 
 /// Not in a PodGroup, and every claim resolved, unallocated and reserved for nobody.
@@ -55,12 +66,12 @@ fn same_claim_specs(c: &Cluster, a: &PodInfo, b: &PodInfo) -> bool {
         })
 }
 
-fn same_pod(a: &Pod, b: &Pod) -> bool {
+fn same_pod(a: &Pod, b: &Pod, labels_matter: bool) -> bool {
     let (ma, mb) = (&a.metadata, &b.metadata);
     let (Some(sa), Some(sb)) = (&a.spec, &b.spec) else { return false };
     let nominated = |p: &Pod| p.status.as_ref().and_then(|s| s.nominated_node_name.clone());
     ma.namespace == mb.namespace
-        && ma.labels == mb.labels
+        && (!labels_matter || ma.labels == mb.labels)
         && ma.owner_references == mb.owner_references
         && sa.node_selector == sb.node_selector
         && sa.affinity == sb.affinity

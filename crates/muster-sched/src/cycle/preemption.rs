@@ -210,8 +210,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             unreachable!("only pods on a node are evicted or forgotten")
         };
         debug_assert!(self.cluster.node(node).detail.pods.contains(&pod), "evict of a pod its node does not count");
-        let Cluster { nodes, pods, .. } = &mut *self.cluster;
-        nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1);
+        let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
+        inter_pod.add(nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1));
         pods[pod.0 as usize].state = PodState::Preempted(node);
         let fresh = self.fresh_generation();
         self.cluster.nodes[node.0 as usize].generation = fresh;
@@ -251,13 +251,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// Puts back what [`Scheduler::evict`] removed (a victim reprieved).
     pub(super) fn restore(&mut self, e: Evicted) {
-        let Cluster { nodes, pods, .. } = &mut *self.cluster;
+        let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
         debug_assert_eq!(
             pods[e.pod.0 as usize].state,
             PodState::Preempted(e.node),
             "restore of a pod not evicted there"
         );
-        nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1);
+        inter_pod.add(nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1));
         pods[e.pod.0 as usize].state = PodState::Bound(e.node);
         let fresh = self.fresh_generation();
         self.cluster.nodes[e.node.0 as usize].generation = fresh;

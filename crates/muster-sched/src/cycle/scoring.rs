@@ -3,7 +3,10 @@
 
 use super::*;
 use crate::framework::{CycleState, MAX_NODE_SCORE};
-use crate::plugins::{node_affinity, node_resources_balanced_allocation, node_resources_fit, taint_toleration};
+use crate::plugins::{
+    inter_pod_affinity, node_affinity, node_resources_balanced_allocation, node_resources_fit, pod_topology_spread,
+    taint_toleration,
+};
 
 /// The Score phase's view of the scheduler: read-only inputs and reusable buffers.
 pub(super) struct Scoring<'a> {
@@ -15,6 +18,7 @@ pub(super) struct Scoring<'a> {
     pub(super) scores: &'a mut Vec<i64>,
     pub(super) plugin_scores: &'a mut Vec<i64>,
     pub(super) memo: &'a mut [ScoreMemo],
+    pub(super) topology: &'a mut crate::topology::TopologyCache,
 }
 
 /// A node's last NodeResourcesFit + BalancedAllocation score and what it was computed for.
@@ -81,6 +85,27 @@ impl Scoring<'_> {
             normalize(self.plugin_scores, false);
             for (s, p) in self.scores.iter_mut().zip(self.plugin_scores.iter()) {
                 *s += w.node_affinity * p;
+            }
+        }
+        if w.pod_topology_spread != 0
+            && let Some(p) = pod_topology_spread::score(
+                state,
+                self.feasible,
+                cluster,
+                self.topology,
+                &self.config.pod_topology_spread,
+            )
+        {
+            for (s, p) in self.scores.iter_mut().zip(p) {
+                *s += w.pod_topology_spread * p;
+            }
+        }
+        if w.inter_pod_affinity != 0
+            && let Some(p) =
+                inter_pod_affinity::score(state, self.feasible, cluster, self.topology, &self.config.inter_pod_affinity)
+        {
+            for (s, p) in self.scores.iter_mut().zip(p) {
+                *s += w.inter_pod_affinity * p;
             }
         }
         let mut best = 0;

@@ -48,17 +48,29 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
         "InterPodAffinity" => {
             if let Some(a) = read::<InterPodAffinityArgs>(j, &args_at, name, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
-                if let Some(w) = a.hard_pod_affinity_weight.filter(|w| !(0..=100).contains(w)) {
-                    j.error(&format!("{args_at}.hardPodAffinityWeight"), format!("{w}: not in valid range [0-100]"));
+                match a.hard_pod_affinity_weight {
+                    Some(w) if !(0..=100).contains(&w) => {
+                        j.error(&format!("{args_at}.hardPodAffinityWeight"), format!("{w}: not in valid range [0-100]"))
+                    }
+                    Some(w) => j.config.inter_pod_affinity.hard_pod_affinity_weight = i64::from(w),
+                    None => {}
                 }
-                not_run(j, &args_at, name);
+                if let Some(b) = a.ignore_preferred_terms_of_existing_pods {
+                    j.config.inter_pod_affinity.ignore_preferred_terms_of_existing_pods = b;
+                }
             }
         }
         "PodTopologySpread" => {
             if let Some(a) = read::<PodTopologySpreadArgs>(j, &args_at, name, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
                 pod_topology_spread(j, &args_at, &a);
-                not_run(j, &args_at, name);
+                j.config.pod_topology_spread = muster_sched::plugins::pod_topology_spread::PodTopologySpreadArgs {
+                    defaulting_type: match a.defaulting_type.as_deref() {
+                        Some("List") => muster_sched::plugins::pod_topology_spread::DefaultingType::List,
+                        _ => muster_sched::plugins::pod_topology_spread::DefaultingType::System,
+                    },
+                    default_constraints: a.default_constraints,
+                };
             }
         }
         "VolumeBinding" => {

@@ -359,18 +359,26 @@ impl Judge<'_, '_, '_> {
     }
 
     fn score_weights(&mut self, path: &str, plugins: Option<&schema::Plugins>) {
-        let w = &mut self.config.weights;
-        (w.node_resources_fit, w.balanced_allocation, w.taint_toleration, w.node_affinity) = (0, 0, 0, 0);
+        let mut w = muster_sched::ScoreWeights {
+            node_resources_fit: 0,
+            balanced_allocation: 0,
+            taint_toleration: 0,
+            node_affinity: 0,
+            pod_topology_spread: 0,
+            inter_pod_affinity: 0,
+        };
         for e in effective(plugins, "score") {
-            let w = &mut self.config.weights;
             match e.name.as_str() {
                 "NodeResourcesFit" => w.node_resources_fit = e.weight,
                 "NodeResourcesBalancedAllocation" => w.balanced_allocation = e.weight,
                 "TaintToleration" => w.taint_toleration = e.weight,
                 "NodeAffinity" => w.node_affinity = e.weight,
+                "PodTopologySpread" => w.pod_topology_spread = e.weight,
+                "InterPodAffinity" => w.inter_pod_affinity = e.weight,
                 _ => {}
             }
         }
+        self.config.weights = w;
         let _ = path;
     }
 

@@ -38,7 +38,7 @@ pub const IN_TREE: &[InTree] = &[
         support: Support::Runs,
     },
     InTree { name: "NodeAffinity", points: FILTERING, default_weight: 2, support: Support::Runs },
-    InTree { name: "NodePorts", points: &["preFilter", "filter"], default_weight: 0, support: Support::Missing },
+    InTree { name: "NodePorts", points: &["preFilter", "filter"], default_weight: 0, support: Support::Runs },
     InTree {
         name: "NodeResourcesFit",
         points: &["preFilter", "filter", "preScore", "score", "placementScore"],
@@ -59,8 +59,8 @@ pub const IN_TREE: &[InTree] = &[
         support: Support::Missing,
     },
     InTree { name: "VolumeZone", points: &["preFilter", "filter"], default_weight: 0, support: Support::Missing },
-    InTree { name: "PodTopologySpread", points: FILTERING, default_weight: 2, support: Support::Missing },
-    InTree { name: "InterPodAffinity", points: FILTERING, default_weight: 2, support: Support::Missing },
+    InTree { name: "PodTopologySpread", points: FILTERING, default_weight: 2, support: Support::Runs },
+    InTree { name: "InterPodAffinity", points: FILTERING, default_weight: 2, support: Support::Runs },
     InTree {
         name: "DynamicResources",
         points: &["preEnqueue", "preFilter", "filter", "postFilter", "reserve", "preBind", "podGroupPostFilter"],
