@@ -69,6 +69,9 @@ pub struct Manifests {
     /// ResourceClaimTemplates that ignored objects will have made at run time (a driver's
     /// controller), see [`crate::providers`].
     pub provided_templates: Vec<crate::providers::ProvidedTemplate>,
+    /// Objects read with a warning: those in a beta version Kubernetes 1.37 serves only where it
+    /// is enabled ([`crate::beta`]), read as their v1 form.
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Manifests {
@@ -342,6 +345,7 @@ impl Loader {
             let part = r.into_inner().expect("no worker panics").expect("every piece is processed");
             self.manifests.objects.extend(part.manifests.objects);
             self.manifests.provided_templates.extend(part.manifests.provided_templates);
+            self.manifests.warnings.extend(part.manifests.warnings);
             self.identities.extend(part.identities);
             for (k, n) in part.manifests.ignored {
                 *self.manifests.ignored.entry(k).or_default() += n;
@@ -468,7 +472,14 @@ impl Loader {
                 origin: origin.clone(),
             });
         }
-        match object::decode(api_version, kind, node) {
+        let decoded = object::decode(api_version, kind, node).or_else(|| {
+            let r = crate::beta::decode(api_version, kind, node)?;
+            let pos = node.get("apiVersion").map_or(node.pos, |n| n.pos);
+            let warning = crate::beta::warning(api_version, kind);
+            self.manifests.warnings.push(diag(pos, Some(name_of()), Some("apiVersion"), warning));
+            Some(r)
+        });
+        match decoded {
             Some(Ok(mut obj)) => {
                 let meta = obj.metadata_mut();
                 if meta.name.as_deref().unwrap_or("").is_empty() {

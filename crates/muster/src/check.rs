@@ -295,6 +295,14 @@ impl Index {
                         ix.slices.push(s);
                     }
                 }
+                // A beta slice publishes its devices as v1's would.
+                "ResourceSlice" => {
+                    if let Some(Ok(muster_manifest::Object::ResourceSlice(s))) =
+                        muster_manifest::beta::decode(&o.api_version, &o.kind, o.node)
+                    {
+                        ix.slices.push(*s);
+                    }
+                }
                 _ => {}
             }
         }
@@ -570,6 +578,15 @@ impl<'s> Checker<'s> {
             ),
         };
         let pos = o.get("apiVersion").map_or(o.node.pos, |n| n.pos);
+        // A beta version 1.37 still serves where it is enabled is read as v1, with a warning (the
+        // loader's, worded the same for `plan`).
+        if matches!((group, version), ("resource.k8s.io", "v1beta1" | "v1beta2"))
+            && muster_manifest::beta::decode(&o.api_version, &o.kind, o.node).is_some()
+        {
+            let message = muster_manifest::beta::warning(&o.api_version, &o.kind);
+            self.push(o, pos, Severity::Warning, "apiVersion", message, Some(fix_yaml("apiVersion", preferred)), true);
+            return;
+        }
         self.push(o, pos, Severity::Error, "apiVersion", message, Some(fix_yaml("apiVersion", preferred)), true);
     }
 
@@ -892,6 +909,13 @@ impl<'s> Checker<'s> {
                 let pos = first.pos;
                 for (kn, _) in &moved {
                     self.covered.insert((o.file, kn.pos));
+                }
+                // In a v1beta1 object it is the right form (read as v1, with the apiVersion's
+                // warning): its class and selectors are checked as v1's `exactly`'s are.
+                if o.api_version == "resource.k8s.io/v1beta1" {
+                    self.class_ref(o, req.get("deviceClassName"), &format!("{path}.deviceClassName"));
+                    self.request_selectors(o, req, &path, owner);
+                    continue;
                 }
                 self.push(o, pos, Severity::Error, &path, m, Some(fix), true);
                 self.class_ref(o, req.get("deviceClassName"), &format!("{path}.deviceClassName"));

@@ -193,8 +193,12 @@ impl World {
                 found.extend(muster_sched::validate::on("ResourceClaim", &object, warnings));
             }
             found.extend(namespaces.undefined(cluster.pods.iter().map(|p| &*p.pod)));
+            // Objects read in a beta version come first, as the loader found them.
+            let mut located = std::mem::take(&mut manifests.warnings);
+            cluster.warnings.extend(located.iter().map(ToString::to_string));
             cluster.warnings.extend(found.iter().map(ToString::to_string));
-            found.into_iter().map(|w| model_diagnostic(w, &origins)).collect()
+            located.extend(found.into_iter().map(|w| model_diagnostic(w, &origins)));
+            located
         };
         // The taints as published, with their sources; then the slices as the scheduler sees them.
         let (slices, taints) = scheduling_view(&slices, &rules, options.health_propagation);

@@ -161,11 +161,25 @@ fn check_names_older_forms_too() {
     let (code, f) = findings("tests/check/old-forms.yaml");
     assert_eq!(code, Some(1));
     assert!(has(&f, 11, "error", "spec.taints", "one rule per taint (2 rules)"));
-    assert!(has(&f, 18, "error", "apiVersion", "deprecated"));
-    assert!(has(&f, 28, "error", "spec.spec.devices.requests[0]", "deviceClassName, allocationMode, count moved into"));
+    // A v1beta1 template is read as v1 where the beta API is enabled: a warning, and its flat
+    // request is v1beta1's right form (a v1 object written so is an error, see below).
+    assert!(has(&f, 18, "warning", "apiVersion", "only where the beta API is enabled; read as resource.k8s.io/v1"));
+    assert!(!f.iter().any(|x| x["line"] == 28), "{f:#?}");
     assert!(has(&f, 38, "error", "spec.deviceClassName", "devices.requests[]"));
     assert!(has(&f, 54, "error", "spec.schedulingPolicy", "required value"));
     assert!(has(&f, 62, "warning", "spec.schedulingGroup", "scheduling.x-k8s.io/pod-group"));
+}
+
+/// The v1beta1 form of a request inside a v1 object is an error that says where the fields moved.
+#[test]
+fn a_v1_claim_with_v1beta1_request_fields_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("muster-check-flat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("flat.yaml");
+    std::fs::write(&path, "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: two, namespace: ml}\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpus\n        deviceClassName: gpu.example.com\n        count: 2\n").unwrap();
+    let (code, f) = findings(path.to_str().unwrap());
+    assert_eq!(code, Some(1));
+    assert!(has(&f, 9, "error", "spec.spec.devices.requests[0]", "deviceClassName, count moved into"), "{f:#?}");
 }
 
 #[test]

@@ -68,9 +68,12 @@ fn every_manifest_converts_into_what_check_passes_or_names_what_it_cannot() {
         // Idempotence: what convert printed converts to itself.
         let again = muster_stdin(&["convert", "-"], &out);
         assert_eq!(stdout(&again), out, "{file}: converting the output changed it");
-        // A file check passes without errors comes out as written.
+        // A file check passes without errors comes out as written (objects in a beta version,
+        // which check reads with a warning, are converted to v1).
         let written = std::fs::read_to_string(root().join(&file)).unwrap();
-        if muster(&["check", &file]).status.code() == Some(0) {
+        let checked = muster(&["check", &file]);
+        let beta = stdout(&checked).contains("only where the beta API is enabled");
+        if checked.status.code() == Some(0) && !beta {
             assert_eq!(out, written, "{file}: valid 1.37 input was changed");
             unchanged_valid += 1;
         }

@@ -132,7 +132,9 @@ fn old_versions_and_bad_args_are_errors() {
 
 #[test]
 fn inter_pod_plugins_take_their_weights_and_args() {
-    let (c, j) = ok(&format!("{HEAD}profiles:\n- plugins:\n    score:\n      enabled:\n      - name: PodTopologySpread\n        weight: 7\n  pluginConfig:\n  - name: InterPodAffinity\n    args:\n      hardPodAffinityWeight: 5\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n      - maxSkew: 1\n        topologyKey: topology.kubernetes.io/zone\n        whenUnsatisfiable: ScheduleAnyway\n"));
+    let (c, j) = ok(&format!(
+        "{HEAD}profiles:\n- plugins:\n    score:\n      enabled:\n      - name: PodTopologySpread\n        weight: 7\n  pluginConfig:\n  - name: InterPodAffinity\n    args:\n      hardPodAffinityWeight: 5\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n      - maxSkew: 1\n        topologyKey: topology.kubernetes.io/zone\n        whenUnsatisfiable: ScheduleAnyway\n"
+    ));
     assert!(j.warnings.is_empty(), "{:?}", j.warnings);
     assert_eq!((c.weights.pod_topology_spread, c.weights.inter_pod_affinity), (7, 2));
     assert_eq!(c.inter_pod_affinity.hard_pod_affinity_weight, 5);
