@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use muster_sched::{SchedulerConfig, SchedulerNames};
+use muster_sched::SchedulerNames;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -64,14 +64,7 @@ enum LogFormat {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     init_logs(args.log_format);
-    let mut config = SchedulerConfig::default();
-    let mut names = Vec::new();
-    if let Some(path) = &args.config {
-        names = crate::config::load(path, &mut config)?;
-    }
-    if let Some(s) = args.scoring {
-        config.scoring_strategy = s.into();
-    }
+    let (config, mut names) = crate::config::from_flags(args.config.as_deref(), args.scoring)?;
     if !args.scheduler_names.is_empty() {
         names = args.scheduler_names.clone();
     }

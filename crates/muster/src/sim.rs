@@ -104,15 +104,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
 
 /// The configuration `--config` and `--scoring` give, with the scheduler names of its profiles.
 fn base_config(args: &SimArgs) -> anyhow::Result<(SchedulerConfig, Vec<String>)> {
-    let mut config = SchedulerConfig::default();
-    let mut names = Vec::new();
-    if let Some(path) = &args.config {
-        names = crate::config::load(path, &mut config)?;
-    }
-    if let Some(s) = args.scoring {
-        config.scoring_strategy = s.into();
-    }
-    Ok((config, names))
+    crate::config::from_flags(args.config.as_deref(), args.scoring)
 }
 
 /// The name of the flags' configuration in a comparison.
@@ -135,8 +127,7 @@ fn compared_config(value: &str) -> anyhow::Result<(SchedulerConfig, Vec<String>)
             if !path.exists() {
                 anyhow::bail!("--compare {value}: neither least-allocated, most-allocated nor a configuration file");
             }
-            let names = crate::config::load(path, &mut config)?;
-            return Ok((config, names));
+            return crate::config::from_flags(Some(path), None);
         }
     }
     Ok((config, Vec::new()))

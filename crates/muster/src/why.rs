@@ -110,14 +110,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     };
-    let mut config = SchedulerConfig::default();
-    let mut names = Vec::new();
-    if let Some(path) = &args.config {
-        names = crate::config::load(path, &mut config)?;
-    }
-    if let Some(s) = args.scoring {
-        config.scoring_strategy = s.into();
-    }
+    let (mut config, mut names) = crate::config::from_flags(args.config.as_deref(), args.scoring)?;
     if let Some(p) = args.percentage_of_nodes_to_score {
         config.percentage_of_nodes_to_score = p;
     }

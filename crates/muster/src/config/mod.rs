@@ -63,6 +63,23 @@ pub fn load(path: &Path, config: &mut SchedulerConfig) -> anyhow::Result<Vec<Str
     apply(&file, &text, config)
 }
 
+/// The configuration the command line gives: `--config FILE` (if any) with `--scoring` over it,
+/// and the scheduler names of the file's profiles.
+pub fn from_flags(
+    path: Option<&Path>,
+    scoring: Option<crate::Scoring>,
+) -> anyhow::Result<(SchedulerConfig, Vec<String>)> {
+    let mut config = SchedulerConfig::default();
+    let mut names = Vec::new();
+    if let Some(path) = path {
+        names = load(path, &mut config)?;
+    }
+    if let Some(s) = scoring {
+        config.scoring_strategy = s.into();
+    }
+    Ok((config, names))
+}
+
 /// [`judge`], with the warnings printed and the errors as one error.
 pub fn apply(file: &str, text: &str, config: &mut SchedulerConfig) -> anyhow::Result<Vec<String>> {
     let j = judge(text, config);
