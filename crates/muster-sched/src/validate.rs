@@ -425,12 +425,76 @@ pub fn unpublished_allocations(
         .collect()
 }
 
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
+and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is \
+'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
+characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for \
+validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// `IsDNS1123Label`: a name such as a container's, a device's, a request's or a namespace.
+pub fn dns_label(value: &str, path: &str) -> Option<FieldError> {
+    if is_dns_label(value) {
+        return None;
+    }
+    let message = if value.len() > 63 {
+        format!("Invalid value: {value:?}: must be no more than 63 characters")
+    } else {
+        format!("Invalid value: {value:?}: {DNS1123_LABEL_MSG}")
+    };
+    Some((path.to_string(), message))
+}
+
+/// `IsDNS1123Subdomain`: an object's name (most kinds).
+pub fn dns_subdomain(value: &str, path: &str) -> Option<FieldError> {
+    let ok = !value.is_empty() && value.len() <= 253 && value.split('.').all(is_dns_label);
+    if ok {
+        return None;
+    }
+    let message = if value.len() > 253 {
+        format!("Invalid value: {value:?}: must be no more than 253 characters")
+    } else {
+        format!("Invalid value: {value:?}: {DNS1123_SUBDOMAIN_MSG}")
+    };
+    Some((path.to_string(), message))
+}
+
 /// Field errors as model errors on one object.
 pub fn on(kind: &'static str, object: &str, errors: Vec<FieldError>) -> Vec<ModelError> {
     errors
         .into_iter()
         .map(|(field, message)| ModelError { kind, object: object.to_string(), field: Some(field), message })
         .collect()
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_rfc_1123() {
+        assert_eq!(dns_subdomain("gpu-node.rack-1", "metadata.name"), None);
+        assert_eq!(dns_label("trainer", "spec.containers[0].name"), None);
+        for bad in ["stress-pod-__INDEX__", "{{.Index}}", "Upper", "-lead", "trail-", "a..b", ""] {
+            let (field, message) = dns_subdomain(bad, "metadata.name").expect(bad);
+            assert_eq!(field, "metadata.name");
+            assert!(
+                message.starts_with(&format!("Invalid value: {bad:?}: a lowercase RFC 1123 subdomain")),
+                "{message}"
+            );
+        }
+        assert!(dns_label("gpu.0", "spec.devices[0].name").is_some(), "no dots in a label");
+        assert!(dns_label(&"a".repeat(64), "x").unwrap().1.ends_with("must be no more than 63 characters"));
+    }
 }
 
 #[cfg(test)]

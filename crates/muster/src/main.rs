@@ -571,7 +571,9 @@ fn refused_slices(manifests: &muster_manifest::Manifests) -> Vec<muster_manifest
     for l in &manifests.objects {
         let muster_manifest::Object::ResourceSlice(slice) = &l.object else { continue };
         let name = slice.metadata.name.clone().unwrap_or_default();
-        for (field, message) in muster_sched::validate::resource_slice(slice) {
+        let mut errors = memory::object_names(&l.object);
+        errors.extend(muster_sched::validate::resource_slice(slice));
+        for (field, message) in errors {
             out.push(muster_manifest::Diagnostic {
                 file: l.origin.file.clone(),
                 pos: Some(l.origin.pos),

@@ -390,6 +390,7 @@ fn check_and_plan_reject_api_server_rules_alike() {
         ("tests/bad-input/21-resource-slices.yaml", 2),
         ("tests/bad-input/22-miscased-keys.yaml", 5),
         ("tests/bad-input/23-admin-access.yaml", 2),
+        ("tests/bad-input/24-names.yaml", 4),
     ] {
         let (c, p) = (muster(&["check", path]), muster(&["plan", path]));
         assert_eq!(c.status.code(), Some(1), "{path}");
