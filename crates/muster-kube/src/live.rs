@@ -6,7 +6,7 @@
 //! them ends the engine's epoch, and a new one starts over the same cluster and queue with the
 //! new slice index.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -499,17 +499,16 @@ async fn sleep_until(at: Option<Instant>) {
 /// `scheduler_scheduling_attempt_duration_seconds` counts it.
 fn observe_cycles(m: &crate::metrics::Metrics, cycles: &[(QueueEntry, std::time::Instant)], plan: &Plan) {
     let placed: HashSet<_> = plan.placements.iter().map(|(p, _)| *p).collect();
+    // Each group's and tree's last result in the batch, looked up once per cycle.
+    let groups: HashMap<_, _> = plan.groups.iter().map(|r| (r.group, &r.outcome)).collect();
+    let trees: HashMap<_, _> = plan.composites.iter().map(|r| (r.composite, &r.outcome)).collect();
     let end = std::time::Instant::now();
     for (i, (entry, at)) in cycles.iter().enumerate() {
         let until = cycles.get(i + 1).map_or(end, |(_, t)| *t);
         let outcome = match entry {
             QueueEntry::Pod(p) => Some(if placed.contains(p) { "scheduled" } else { "unschedulable" }),
-            QueueEntry::Group(g) => {
-                plan.groups.iter().rev().find(|r| r.group == *g).map(|r| outcome_result(&r.outcome))
-            }
-            QueueEntry::Composite(c) => {
-                plan.composites.iter().rev().find(|r| r.composite == *c).map(|r| outcome_result(&r.outcome))
-            }
+            QueueEntry::Group(g) => groups.get(g).map(|o| outcome_result(o)),
+            QueueEntry::Composite(c) => trees.get(c).map(|o| outcome_result(o)),
         };
         m.attempt_duration(outcome.unwrap_or("unschedulable"), until.duration_since(*at).as_secs_f64());
     }

@@ -16,10 +16,19 @@ use crate::yaml::Node;
 /// The kinds read in a beta version.
 const KINDS: &[&str] = &["DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceTaintRule"];
 
+/// Whether `api_version`/`kind` is a beta form muster reads (as v1, with [`warning`]).
+pub fn reads(api_version: &str, kind: &str) -> bool {
+    match api_version {
+        "resource.k8s.io/v1beta1" => KINDS.contains(&kind) && kind != "DeviceTaintRule",
+        "resource.k8s.io/v1beta2" => KINDS.contains(&kind),
+        _ => false,
+    }
+}
+
 /// `Some` when `api_version`/`kind` is a beta form muster converts: the v1 object, or the errors
 /// of decoding it in its own version.
 pub fn decode(api_version: &str, kind: &str, node: &Node<'_>) -> Option<Result<Object, Vec<DeError>>> {
-    if !KINDS.contains(&kind) {
+    if !reads(api_version, kind) {
         return None;
     }
     match api_version {

@@ -282,7 +282,7 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     /// Pods found unschedulable (preemption included) since the cluster last changed, one per
     /// class of equivalent pods ([`equivalence::equivalent`]): a pod equivalent to one of them
     /// gets its verdict without a cycle. Emptied at every batch and whenever anything is placed.
-    failed_classes: Vec<(PodId, FitError)>,
+    failed_classes: Vec<(equivalence::ClassKey, PodId, FitError)>,
     /// Attempts answered from `failed_classes` (for benchmarks).
     pub reused_verdicts: u64,
     reuse_verdicts: bool,
@@ -582,8 +582,12 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                         plan.pod_preemptions.push(preemption);
                     }
                     None => {
-                        if self.reuse_verdicts && equivalence::cacheable(&self.cluster, pod, &e) {
-                            self.failed_classes.push((pod, e.clone()));
+                        if self.reuse_verdicts
+                            && self.failed_classes.len() < equivalence::MAX_CLASSES
+                            && equivalence::cacheable(&self.cluster, pod, &e)
+                        {
+                            let key = equivalence::key(self.cluster.pod(pod));
+                            self.failed_classes.push((key, pod, e.clone()));
                         }
                         plan.unschedulable.push((pod, e))
                     }
@@ -616,7 +620,12 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// verdict, without a cycle: Filter and preemption would decide the same on the same state.
     fn reuse_verdict(&mut self, pod: PodId, plan: &mut Plan) -> bool {
         let c = &*self.cluster;
-        let Some((_, e)) = self.failed_classes.iter().find(|(r, _)| equivalence::equivalent(c, *r, pod)) else {
+        if self.failed_classes.is_empty() {
+            return false;
+        }
+        let key = equivalence::key(c.pod(pod));
+        let found = self.failed_classes.iter().find(|(k, r, _)| *k == key && equivalence::equivalent(c, *r, pod));
+        let Some((_, _, e)) = found else {
             return false;
         };
         plan.unschedulable.push((pod, e.clone()));

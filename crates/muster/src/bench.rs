@@ -100,6 +100,22 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
+/// Plans a copy of `base` `iterations` times (at least once): the median and best plan-cycle
+/// times, and how many pods the last plan placed.
+pub(crate) fn time_plans(base: &Cluster, config: &SchedulerConfig, iterations: usize) -> (Duration, Duration, usize) {
+    let mut runs = Vec::new();
+    let mut placed = 0;
+    for _ in 0..iterations.max(1) {
+        let mut cluster = base.clone();
+        let t = Instant::now();
+        let plan = Scheduler::new(&mut cluster, config.clone()).plan();
+        runs.push(t.elapsed());
+        placed = plan.placements.len();
+    }
+    runs.sort();
+    (runs[runs.len() / 2], runs[0], placed)
+}
+
 /// Times the plan cycle (not the generation or the snapshot build) `iterations` times.
 pub fn plan(
     nodes: usize,
@@ -113,18 +129,7 @@ pub fn plan(
     let base = Cluster::build(ns, ps, &[], &SchedulerNames::default())
         .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
     let build = t.elapsed();
-    let mut runs = Vec::new();
-    let mut placed = 0;
-    for _ in 0..iterations.max(1) {
-        let mut cluster = base.clone();
-        let t = Instant::now();
-        let plan = Scheduler::new(&mut cluster, config.clone()).plan();
-        runs.push(t.elapsed());
-        placed = plan.placements.len();
-    }
-    runs.sort();
-    let median = runs[runs.len() / 2];
-    let best = runs[0];
+    let (median, best, placed) = time_plans(&base, config, iterations);
     Ok(format!(
         "SchedulingBasic: {nodes} nodes, {pods} pending pods in {shapes} shape(s), {iterations} runs\n  snapshot build: {:.3} s\n  plan cycle: median {:.3} s ({:.0} pods/s), best {:.3} s ({:.0} pods/s)\n  placed: {placed}/{pods}\n  peak RSS: {:.0} MiB\n",
         secs(build),

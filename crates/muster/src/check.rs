@@ -580,9 +580,7 @@ impl<'s> Checker<'s> {
         let pos = o.get("apiVersion").map_or(o.node.pos, |n| n.pos);
         // A beta version 1.37 still serves where it is enabled is read as v1, with a warning (the
         // loader's, worded the same for `plan`).
-        if matches!((group, version), ("resource.k8s.io", "v1beta1" | "v1beta2"))
-            && muster_manifest::beta::decode(&o.api_version, &o.kind, o.node).is_some()
-        {
+        if muster_manifest::beta::reads(&o.api_version, &o.kind) {
             let message = muster_manifest::beta::warning(&o.api_version, &o.kind);
             self.push(o, pos, Severity::Warning, "apiVersion", message, Some(fix_yaml("apiVersion", preferred)), true);
             return;

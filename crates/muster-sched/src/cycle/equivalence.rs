@@ -16,6 +16,22 @@ use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod};
 use super::*;
 use crate::cluster::PodInfo;
 
+/// At most this many classes are remembered per batch: a batch of pods that are all different
+/// costs each pod at most this many key comparisons.
+pub(super) const MAX_CLASSES: usize = 64;
+
+/// What equivalent pods share and is cheap to compare, checked before [`equivalent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ClassKey {
+    shape: u32,
+    priority: i32,
+    claims: usize,
+}
+
+pub(super) fn key(p: &PodInfo) -> ClassKey {
+    ClassKey { shape: p.shape, priority: p.priority, claims: p.claims.len() }
+}
+
 /// Whether the verdict `e` on `pod` may serve equivalent pods.
 pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
     e.pre_filter_message.is_none() && e.group_message.is_none() && e.error.is_none() && own_claims_free(c, c.pod(pod))

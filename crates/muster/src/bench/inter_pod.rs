@@ -3,10 +3,8 @@
 //! memory: SchedulingBasic nodes (with zone and hostname labels), init pods already bound, then
 //! the measured pods pending. Times the plan cycle only.
 
-use std::time::Instant;
-
 use k8s_openapi::api::core::v1::Pod;
-use muster_sched::{Cluster, Scheduler, SchedulerConfig, SchedulerNames};
+use muster_sched::{Cluster, SchedulerConfig, SchedulerNames};
 use serde_json::json;
 
 use super::{basic_node, basic_pod, peak_rss_mib, secs};
@@ -114,21 +112,11 @@ pub fn inter_pod(
     config: &SchedulerConfig,
 ) -> anyhow::Result<String> {
     let base = objects(shape, nodes, init, measure);
-    let mut runs = Vec::new();
-    let mut placed = 0;
-    for _ in 0..iterations.max(1) {
-        let mut cluster = base.clone();
-        let t = Instant::now();
-        let plan = Scheduler::new(&mut cluster, config.clone()).plan();
-        runs.push(t.elapsed());
-        placed = plan.placements.len();
-    }
-    runs.sort();
-    let (median, best) = (runs[runs.len() / 2], runs[0]);
+    let (median, best, placed) = super::time_plans(&base, config, iterations);
     Ok(format!(
         "{}: {nodes} nodes (3 zones), {init} init pods bound, {measure} measured pods, {} runs\n  plan cycle: median {:.3} s ({:.0} pods/s), best {:.3} s ({:.0} pods/s)\n  placed: {placed}/{measure}\n  peak RSS: {:.0} MiB\n",
         shape.name(),
-        runs.len(),
+        iterations.max(1),
         secs(median),
         measure as f64 / secs(median),
         secs(best),

@@ -22,12 +22,12 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
     }
     match name {
         "NodeResourcesFit" => {
-            if let Some(a) = read::<NodeResourcesFitArgs>(j, &args_at, name, node) {
+            if let Some(a) = read::<NodeResourcesFitArgs>(j, &args_at, node) {
                 node_resources_fit(j, &args_at, a);
             }
         }
         "NodeResourcesBalancedAllocation" => {
-            if let Some(a) = read::<NodeResourcesBalancedAllocationArgs>(j, &args_at, name, node) {
+            if let Some(a) = read::<NodeResourcesBalancedAllocationArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
                 if !a.resources.is_empty() {
                     resources(j, &format!("{args_at}.resources"), &a.resources);
@@ -40,13 +40,13 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
             }
         }
         "DefaultPreemption" => {
-            if let Some(a) = read::<DefaultPreemptionArgs>(j, &args_at, name, node) {
+            if let Some(a) = read::<DefaultPreemptionArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
                 default_preemption(j, &args_at, &a);
             }
         }
         "InterPodAffinity" => {
-            if let Some(a) = read::<InterPodAffinityArgs>(j, &args_at, name, node) {
+            if let Some(a) = read::<InterPodAffinityArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
                 match a.hard_pod_affinity_weight {
                     Some(w) if !(0..=100).contains(&w) => {
@@ -61,7 +61,7 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
             }
         }
         "PodTopologySpread" => {
-            if let Some(a) = read::<PodTopologySpreadArgs>(j, &args_at, name, node) {
+            if let Some(a) = read::<PodTopologySpreadArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
                 pod_topology_spread(j, &args_at, &a);
                 j.config.pod_topology_spread = muster_sched::plugins::pod_topology_spread::PodTopologySpreadArgs {
@@ -74,7 +74,7 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
             }
         }
         "VolumeBinding" => {
-            if let Some(a) = read::<VolumeBindingArgs>(j, &args_at, name, node) {
+            if let Some(a) = read::<VolumeBindingArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
                 if let Some(t) = a.bind_timeout_seconds.filter(|t| *t < 0) {
                     j.error(&format!("{args_at}.bindTimeoutSeconds"), format!("{t}: must not be negative"));
@@ -83,7 +83,7 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
             }
         }
         "NodeAffinity" => {
-            if let Some(a) = read::<NodeAffinityArgs>(j, &args_at, name, node) {
+            if let Some(a) = read::<NodeAffinityArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
                 if a.added_affinity.is_some() {
                     j.error(&format!("{args_at}.addedAffinity"), "muster does not apply an added node affinity yet");
@@ -91,7 +91,7 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
             }
         }
         "DynamicResources" => {
-            if let Some(a) = read::<DynamicResourcesArgs>(j, &args_at, name, node) {
+            if let Some(a) = read::<DynamicResourcesArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
                 if a.filter_timeout.is_some() {
                     j.warn(
@@ -112,12 +112,7 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
 }
 
 /// The args as `T`; errors (unknown fields, wrong types) are reported under `at`.
-fn read<T: DeserializeOwned + Default>(
-    j: &mut Judge<'_, '_, '_>,
-    at: &str,
-    _name: &str,
-    node: Option<&Node<'_>>,
-) -> Option<T> {
+fn read<T: DeserializeOwned + Default>(j: &mut Judge<'_, '_, '_>, at: &str, node: Option<&Node<'_>>) -> Option<T> {
     let Some(node) = node.filter(|n| !n.is_null()) else { return Some(T::default()) };
     match muster_manifest::de::from_node::<T>(node) {
         Ok(v) => Some(v),

@@ -346,7 +346,7 @@ impl Judge<'_, '_, '_> {
                 }
             }
         }
-        self.score_weights(path, plugins);
+        self.score_weights(plugins);
         self.placement_weights(plugins);
         self.cannot_turn_off(path, plugins);
     }
@@ -375,7 +375,7 @@ impl Judge<'_, '_, '_> {
         }
     }
 
-    fn score_weights(&mut self, path: &str, plugins: Option<&schema::Plugins>) {
+    fn score_weights(&mut self, plugins: Option<&schema::Plugins>) {
         let mut w = muster_sched::ScoreWeights {
             node_resources_fit: 0,
             balanced_allocation: 0,
@@ -396,7 +396,6 @@ impl Judge<'_, '_, '_> {
             }
         }
         self.config.weights = w;
-        let _ = path;
     }
 
     fn placement_weights(&mut self, plugins: Option<&schema::Plugins>) {
