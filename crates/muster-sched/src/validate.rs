@@ -17,6 +17,17 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::cluster::ModelError;
 
+mod claims;
+mod dra_names;
+pub mod meta;
+mod pods;
+mod slices;
+
+pub use claims::status as claim_status;
+pub use meta::object_meta;
+pub use pods::pod_structure;
+pub use slices::device_taint_rule;
+
 /// A problem with one field: the API server's path and its message.
 pub type FieldError = (String, String);
 
@@ -27,7 +38,7 @@ pub fn unsupported(value: &str, supported: &[&str]) -> String {
 }
 
 /// `field.Invalid`: the value as Go's `%v`-ish rendering upstream prints (strings quoted).
-fn invalid(value: impl std::fmt::Display, detail: &str) -> String {
+pub(crate) fn invalid(value: impl std::fmt::Display, detail: &str) -> String {
     format!("Invalid value: {value}: {detail}")
 }
 
@@ -273,6 +284,7 @@ fn capacity(c: Option<&CapacityRequirements>, path: &str, out: &mut Vec<FieldErr
 /// path of the `devices` field (`spec.devices`, `spec.spec.devices`).
 pub fn device_claim(devices: &DeviceClaim, path: &str) -> Vec<FieldError> {
     let mut out = Vec::new();
+    claims::structure(devices, path, &mut out);
     for (i, r) in devices.requests.iter().flatten().enumerate() {
         let at = format!("{path}.requests[{i}]");
         if let Some(e) = r.exactly.as_ref() {
@@ -328,53 +340,95 @@ pub fn admin_access(
     )]
 }
 
-/// Upstream's limits on a ResourceSlice (`ResourceSliceMaxDevices`, `ResourceSliceMaxCounterSets`,
+/// Upstream's limits on a ResourceSlice (`ResourceSliceMaxDevices`,
+/// `ResourceSliceMaxDevicesWithAdvancedFeatures`, `ResourceSliceMaxCounterSets`,
 /// `ResourceSliceMaxCountersPerCounterSet`).
 pub const SLICE_MAX_DEVICES: usize = 128;
+pub const SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES: usize = 64;
 pub const SLICE_MAX_COUNTER_SETS: usize = 8;
 pub const COUNTER_SET_MAX_COUNTERS: usize = 32;
 
-/// A ResourceSlice: its driver and pool named; `devices` and `sharedCounters` not both (since
-/// 1.35 counter sets live in slices of their own); the list limits.
+/// A ResourceSlice as `validateResourceSliceSpec` checks it: driver and pool named, the pool's
+/// counts, where its devices live, `devices` and `sharedCounters` not both (since 1.35 counter
+/// sets live in slices of their own), the list limits (64 devices once any device has taints,
+/// consumes counters or has list attributes), and each device and counter set. A list over its
+/// limit is reported alone, as upstream does, without checking its items.
 pub fn resource_slice(slice: &k8s_openapi::api::resource::v1::ResourceSlice) -> Vec<FieldError> {
     let mut out = Vec::new();
     let spec = &slice.spec;
-    if spec.driver.is_empty() {
-        out.push(("spec.driver".into(), "Required value".into()));
-    }
-    if spec.pool.name.is_empty() {
-        out.push(("spec.pool.name".into(), "Required value".into()));
+    slices::pool_and_nodes(spec, &mut out);
+    if spec.devices.is_some() && spec.shared_counters.is_some() {
+        out.push(("spec".into(), invalid("\"\"", "only one of `sharedCounters` or `devices` is allowed")));
     }
     let devices = spec.devices.as_deref().unwrap_or_default();
     let counters = spec.shared_counters.as_deref().unwrap_or_default();
-    if !devices.is_empty() && !counters.is_empty() {
-        out.push((
-            "spec".into(),
-            "Forbidden: `devices` and `sharedCounters` cannot both be set (a slice publishes either devices or counter sets)"
-                .into(),
-        ));
-    }
-    too_many("spec.devices", devices.len(), SLICE_MAX_DEVICES, &mut out);
+    let advanced = devices.iter().any(|d| {
+        d.taints.as_ref().is_some_and(|t| !t.is_empty())
+            || d.consumes_counters.as_ref().is_some_and(|c| !c.is_empty())
+            || d.attributes
+                .iter()
+                .flatten()
+                .any(|(_, a)| a.bools.is_some() || a.ints.is_some() || a.strings.is_some() || a.versions.is_some())
+    });
+    let max_devices = if advanced { SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES } else { SLICE_MAX_DEVICES };
+    let before = out.len();
+    too_many("spec.devices", devices.len(), max_devices, &mut out);
     too_many("spec.sharedCounters", counters.len(), SLICE_MAX_COUNTER_SETS, &mut out);
     for (i, set) in counters.iter().enumerate() {
         let n = set.counters.len();
         too_many(&format!("spec.sharedCounters[{i}].counters"), n, COUNTER_SET_MAX_COUNTERS, &mut out);
     }
+    if out.len() == before {
+        slices::devices_and_counters(spec, &mut out);
+    }
     out
 }
 
 /// `field.TooMany`.
-fn too_many(path: &str, n: usize, max: usize, out: &mut Vec<FieldError>) {
+pub(crate) fn too_many(path: &str, n: usize, max: usize, out: &mut Vec<FieldError>) {
     if n > max {
         out.push((path.into(), format!("Too many: {n}: must have at most {max} items")));
     }
 }
 
-/// A DeviceClass's selectors (`spec.selectors[i]`).
+/// A DeviceClass (`validateDeviceClassSpec`): at most 32 selectors, each with its CEL and within
+/// the cost limit; at most 32 configs, each opaque with a driver; a valid `extendedResourceName`.
 pub fn device_class(class: &DeviceClass) -> Vec<FieldError> {
     let mut out = Vec::new();
-    selector_costs(class.spec.as_ref().and_then(|s| s.selectors.as_deref()), "spec", &mut out);
+    let Some(spec) = class.spec.as_ref() else { return out };
+    let selectors = spec.selectors.as_deref().unwrap_or_default();
+    if selectors.len() > claims::REQUESTS_MAX {
+        too_many("spec.selectors", selectors.len(), claims::REQUESTS_MAX, &mut out);
+    } else {
+        for (k, s) in selectors.iter().enumerate() {
+            if s.cel.is_none() {
+                out.push((format!("spec.selectors[{k}].cel"), "Required value".into()));
+            }
+        }
+        selector_costs(Some(selectors), "spec", &mut out);
+    }
+    let configs = spec.config.as_deref().unwrap_or_default();
+    too_many("spec.config", configs.len(), claims::REQUESTS_MAX, &mut out);
+    for (i, c) in configs.iter().enumerate().take(claims::REQUESTS_MAX) {
+        match c.opaque.as_ref() {
+            None => out.push((format!("spec.config[{i}].opaque"), "Required value".into())),
+            Some(o) => dra_names::driver_name(&o.driver, &format!("spec.config[{i}].opaque.driver"), &mut out),
+        }
+    }
+    if let Some(name) = spec.extended_resource_name.as_deref()
+        && !is_extended_resource_name(name)
+    {
+        let at = "spec.extendedResourceName".to_string();
+        out.push((at, invalid(format!("{name:?}"), "must be a valid extended resource name")));
+    }
     out
+}
+
+/// `IsExtendedResourceName`: a name with a domain outside `kubernetes.io/`, not itself a
+/// `requests.` name, whose `requests.` form is a qualified name.
+fn is_extended_resource_name(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    !native && !name.starts_with("requests.") && meta::qualified_name_problems(&format!("requests.{name}")).is_empty()
 }
 
 /// `validateCELSelector`: a selector whose worst-case cost, estimated as cel-go estimates it with
@@ -456,16 +510,18 @@ pub fn dns_label(value: &str, path: &str) -> Option<FieldError> {
 
 /// `IsDNS1123Subdomain`: an object's name (most kinds).
 pub fn dns_subdomain(value: &str, path: &str) -> Option<FieldError> {
-    let ok = !value.is_empty() && value.len() <= 253 && value.split('.').all(is_dns_label);
-    if ok {
-        return None;
-    }
-    let message = if value.len() > 253 {
-        format!("Invalid value: {value:?}: must be no more than 253 characters")
+    dns_subdomain_problem(value).map(|p| (path.to_string(), format!("Invalid value: {value:?}: {p}")))
+}
+
+/// What `IsDNS1123Subdomain` says about `value`, if anything.
+pub fn dns_subdomain_problem(value: &str) -> Option<&'static str> {
+    if value.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if value.is_empty() || !value.split('.').all(is_dns_label) {
+        Some(DNS1123_SUBDOMAIN_MSG)
     } else {
-        format!("Invalid value: {value:?}: {DNS1123_SUBDOMAIN_MSG}")
-    };
-    Some((path.to_string(), message))
+        None
+    }
 }
 
 /// Field errors as model errors on one object.
@@ -583,7 +639,7 @@ mod tests {
 #[cfg(test)]
 mod slice_tests {
     use super::*;
-    use k8s_openapi::api::resource::v1::{CounterSet, Device, ResourcePool, ResourceSlice, ResourceSliceSpec};
+    use k8s_openapi::api::resource::v1::{Counter, CounterSet, Device, ResourcePool, ResourceSlice, ResourceSliceSpec};
 
     fn slice(devices: usize, sets: usize) -> ResourceSlice {
         ResourceSlice {
@@ -594,7 +650,12 @@ mod slice_tests {
                 devices: (devices > 0)
                     .then(|| (0..devices).map(|i| Device { name: format!("gpu-{i}"), ..Default::default() }).collect()),
                 shared_counters: (sets > 0).then(|| {
-                    (0..sets).map(|i| CounterSet { name: format!("set-{i}"), ..Default::default() }).collect()
+                    (0..sets)
+                        .map(|i| CounterSet {
+                            name: format!("set-{i}"),
+                            counters: [("memory".to_string(), Counter { value: Quantity("80Gi".into()) })].into(),
+                        })
+                        .collect()
                 }),
                 ..Default::default()
             },
@@ -608,7 +669,7 @@ mod slice_tests {
         assert!(resource_slice(&slice(0, 2)).is_empty());
         let both = resource_slice(&slice(8, 1));
         assert_eq!(both.len(), 1);
-        assert!(both[0].1.starts_with("Forbidden: `devices` and `sharedCounters` cannot both be set"), "{both:?}");
+        assert_eq!(both[0].1, "Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed");
         assert_eq!(
             resource_slice(&slice(129, 0)),
             vec![("spec.devices".to_string(), "Too many: 129: must have at most 128 items".to_string())]

@@ -1251,13 +1251,28 @@ fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
         Err(diags) => (diags, Severity::Error),
         Ok(world) => (world.warnings, Severity::Warning),
     };
-    let named: HashSet<String> = findings.iter().filter_map(|f| f.object.clone()).collect();
+    // The scan's own findings, by object: a model error on a field the scan already reported
+    // (the same field, or one inside the other) is the same problem in other words.
+    let mut scanned: HashMap<String, Vec<Option<String>>> = HashMap::new();
+    for f in findings.iter() {
+        if let Some(o) = f.object.clone() {
+            scanned.entry(o).or_default().push(f.field.clone());
+        }
+    }
+    let seen = |object: &str, field: Option<&str>| {
+        scanned.get(object).is_some_and(|fields| {
+            fields.iter().any(|f| match (f.as_deref(), field) {
+                (Some(a), Some(b)) => a.starts_with(b) || b.starts_with(a),
+                _ => true,
+            })
+        })
+    };
     for d in diags {
         if partial.echoes(&d) {
             continue;
         }
         let object = d.object.map(|o| default_namespace(&o));
-        if object.as_ref().is_none_or(|o| named.contains(o) || !input.contains(o)) {
+        if object.as_ref().is_none_or(|o| seen(o, d.field.as_deref()) || !input.contains(o)) {
             continue;
         }
         let file = sources.iter().position(|s| *s.name == *d.file).unwrap_or(0);

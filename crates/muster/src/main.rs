@@ -18,6 +18,7 @@ mod run;
 mod sim;
 mod source;
 mod text;
+mod validation;
 mod why;
 
 use std::path::PathBuf;
@@ -62,7 +63,9 @@ enum Command {
     /// Validate manifests without scheduling: the strict schema, the outdated forms of older or
     /// simplified write-ups (each with its Kubernetes 1.37 form), references between objects, CEL
     /// selectors (compiled, and the attributes they read checked against the input's
-    /// ResourceSlices). Exits 0 without errors (warnings allowed), 1 with errors, 2 when the input
+    /// ResourceSlices), and every rule the 1.37 API server applies on create to the fields muster
+    /// reads (names, labels, enums, list limits, required fields), with its field path and
+    /// message, exactly as `plan` judges them. Exits 0 without errors (warnings allowed), 1 with errors, 2 when the input
     /// cannot be read.
     Check(CheckArgs),
     /// Rewrite manifests that hold the outdated forms `muster check` names into Kubernetes 1.37
@@ -571,7 +574,7 @@ fn refused_slices(manifests: &muster_manifest::Manifests) -> Vec<muster_manifest
     for l in &manifests.objects {
         let muster_manifest::Object::ResourceSlice(slice) = &l.object else { continue };
         let name = slice.metadata.name.clone().unwrap_or_default();
-        let mut errors = memory::object_names(&l.object);
+        let mut errors = validation::object(&l.object);
         errors.extend(muster_sched::validate::resource_slice(slice));
         for (field, message) in errors {
             out.push(muster_manifest::Diagnostic {

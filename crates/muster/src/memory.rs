@@ -92,7 +92,7 @@ impl World {
                 l.object.is_namespaced(),
             );
             origins.insert((l.object.kind(), key.clone()), l.origin);
-            bad.extend(muster_sched::validate::on(l.object.kind(), &key, object_names(&l.object)));
+            bad.extend(muster_sched::validate::on(l.object.kind(), &key, crate::validation::object(&l.object)));
             match l.object {
                 Object::Node(n) => nodes.push(*n),
                 Object::Namespace(n) => namespaces.add(*n),
@@ -259,59 +259,6 @@ fn api_server_rules(
     for c in classes {
         let name = c.metadata.name.clone().unwrap_or_default();
         out.extend(validate::on("DeviceClass", &name, validate::device_class(c)));
-    }
-    out
-}
-
-/// The names the API server checks on the objects muster reads: every object's name (a DNS
-/// subdomain; a Namespace's, a DNS label) and namespace, and the names inside that must be DNS
-/// labels (containers, device requests and subrequests, a slice's devices).
-pub(crate) fn object_names(o: &Object) -> Vec<muster_sched::validate::FieldError> {
-    use muster_sched::validate::{dns_label, dns_subdomain};
-    let meta = o.metadata();
-    let mut out = Vec::new();
-    if let Some(name) = meta.name.as_deref() {
-        out.extend(match o {
-            Object::Namespace(_) => dns_label(name, "metadata.name"),
-            _ => dns_subdomain(name, "metadata.name"),
-        });
-    }
-    if let Some(ns) = meta.namespace.as_deref().filter(|_| o.is_namespaced()) {
-        out.extend(dns_label(ns, "metadata.namespace"));
-    }
-    let requests = |devices: Option<&k8s_openapi::api::resource::v1::DeviceClaim>, path: &str, out: &mut Vec<_>| {
-        for (i, r) in devices.and_then(|d| d.requests.as_ref()).into_iter().flatten().enumerate() {
-            out.extend(dns_label(&r.name, &format!("{path}.requests[{i}].name")));
-            for (j, sub) in r.first_available.iter().flatten().enumerate() {
-                out.extend(dns_label(&sub.name, &format!("{path}.requests[{i}].firstAvailable[{j}].name")));
-            }
-        }
-    };
-    match o {
-        Object::Pod(p) => {
-            let spec = p.spec.as_ref();
-            for (list, field) in [
-                (spec.map(|s| &s.containers[..]), "containers"),
-                (spec.and_then(|s| s.init_containers.as_deref()), "initContainers"),
-            ] {
-                for (i, c) in list.into_iter().flatten().enumerate() {
-                    out.extend(dns_label(&c.name, &format!("spec.{field}[{i}].name")));
-                }
-            }
-        }
-        Object::ResourceClaim(c) => {
-            requests(c.spec.as_ref().and_then(|s| s.devices.as_ref()), "spec.devices", &mut out)
-        }
-        Object::ResourceClaimTemplate(t) => {
-            let devices = t.spec.as_ref().and_then(|s| s.spec.as_ref()).and_then(|s| s.devices.as_ref());
-            requests(devices, "spec.spec.devices", &mut out)
-        }
-        Object::ResourceSlice(s) => {
-            for (i, d) in s.spec.devices.iter().flatten().enumerate() {
-                out.extend(dns_label(&d.name, &format!("spec.devices[{i}].name")));
-            }
-        }
-        _ => {}
     }
     out
 }
