@@ -8,6 +8,7 @@
 pub mod beta;
 pub mod de;
 pub mod load;
+pub mod node_allocatable;
 pub mod object;
 pub mod providers;
 pub mod yaml;

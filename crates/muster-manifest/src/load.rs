@@ -472,6 +472,19 @@ impl Loader {
                 origin: origin.clone(),
             });
         }
+        // A device's 1.36 node-allocatable field, in its 1.37 form, with a warning each.
+        let rewritten = crate::node_allocatable::rewrite(kind, node);
+        for r in rewritten.iter().flat_map(|(_, done)| done) {
+            let warning = crate::node_allocatable::warning();
+            self.manifests.warnings.push(diag(r.pos, Some(name_of()), Some(&r.field), warning));
+        }
+        if rewritten.is_none() {
+            for r in crate::node_allocatable::in_1_37_form(kind, node) {
+                let warning = crate::node_allocatable::unacted();
+                self.manifests.warnings.push(diag(r.pos, Some(name_of()), Some(&r.field), warning));
+            }
+        }
+        let node = rewritten.as_ref().map_or(node, |(n, _)| n);
         let decoded = object::decode(api_version, kind, node).or_else(|| {
             let r = crate::beta::decode(api_version, kind, node)?;
             let pos = node.get("apiVersion").map_or(node.pos, |n| n.pos);

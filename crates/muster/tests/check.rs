@@ -511,3 +511,26 @@ fn check_and_plan_report_as_many_errors_for_a_tree() {
         );
     }
 }
+
+/// A device's node-allocatable resources in the 1.36 form are read as 1.37's with a warning that
+/// names the new form, worded alike by `check` and `plan`; `convert` writes the 1.37 form, which
+/// loads with only the note that muster does not act on the (alpha) feature.
+#[test]
+fn node_allocatable_resources_in_the_1_36_form_are_read_with_a_warning() {
+    let path = "tests/check/node-allocatable-1-36.yaml";
+    let (c, p) = (muster(&["check", path]), muster(&["plan", path]));
+    assert_eq!(c.status.code(), Some(0), "{}", stdout(&c));
+    assert_eq!(p.status.code(), Some(0), "{}", stderr(&p));
+    let want = "ResourceSlice n1-cpus: spec.devices[0].nodeAllocatableResourceMappings: the Kubernetes 1.36 form of \
+                node-allocatable resources (alpha, gate DRANodeAllocatableResources); read as 1.37's `nodeAllocatableResources`";
+    assert!(stdout(&c).contains(&format!("{path}:18:5: warning: {want}")), "{}", stdout(&c));
+    assert!(stdout(&p).contains(&format!("warning: {path}:18:5: {want}")), "{}", stdout(&p));
+    let converted = muster(&["convert", path]);
+    assert_eq!(converted.status.code(), Some(0), "{}", stderr(&converted));
+    let out = stdout(&converted);
+    assert!(out.contains("nodeAllocatableResources:") && out.contains("capacityMultiplier"), "{out}");
+    let m = muster_manifest::load_str("converted.yaml", &out).expect("loads");
+    let fields: Vec<_> = m.warnings.iter().filter_map(|w| w.field.clone()).collect();
+    assert_eq!(fields, ["spec.devices[0].nodeAllocatableResources"]);
+    assert!(m.warnings[0].message.contains("read but not acted on"), "{:?}", m.warnings);
+}
