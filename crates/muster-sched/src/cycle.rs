@@ -74,6 +74,8 @@ impl Default for PlacementWeights {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedulerConfig {
     pub scoring_strategy: ScoringStrategy,
+    /// RequestedToCapacityRatio's shape (scores scaled to 0..=100), used with that strategy.
+    pub utilization_shape: Vec<crate::plugins::node_resources_fit::ShapePoint>,
     /// Resource names and weights NodeResourcesFit scores; default cpu and memory, weight 1.
     pub scoring_resources: Vec<(String, i64)>,
     pub weights: ScoreWeights,
@@ -89,12 +91,21 @@ pub struct SchedulerConfig {
     pub pod_topology_spread: PodTopologySpreadArgs,
     /// InterPodAffinity's `pluginConfig` args.
     pub inter_pod_affinity: InterPodAffinityArgs,
+    /// NodeAffinity's `addedAffinity`: node affinity every pod must also meet (and prefer).
+    pub added_affinity: Option<AddedAffinity>,
 }
+
+/// NodeAffinity's `addedAffinity` (a `NodeAffinity`), comparable as configuration is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AddedAffinity(pub k8s_openapi::api::core::v1::NodeAffinity);
+
+impl Eq for AddedAffinity {}
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             scoring_strategy: ScoringStrategy::LeastAllocated,
+            utilization_shape: Vec::new(),
             scoring_resources: vec![("cpu".into(), 1), ("memory".into(), 1)],
             weights: ScoreWeights::default(),
             percentage_of_nodes_to_score: 0,
@@ -103,6 +114,7 @@ impl Default for SchedulerConfig {
             backoff: crate::queue::Backoff::default(),
             pod_topology_spread: PodTopologySpreadArgs::default(),
             inter_pod_affinity: InterPodAffinityArgs::default(),
+            added_affinity: None,
         }
     }
 }

@@ -13,7 +13,6 @@ use crate::cluster::{Cluster, NodeId, PodId};
 use crate::cycle::run_all_filters;
 use crate::framework::{CycleState, Rejection};
 use crate::plugins::dynamic_resources::{self, DraContext};
-use crate::plugins::pod_topology_spread::PodTopologySpreadArgs;
 use crate::plugins::{inter_pod_affinity, pod_topology_spread};
 
 /// What one node says to the pod.
@@ -82,20 +81,22 @@ pub fn explain_pod_within(
     dra: Option<&DraContext<'_>>,
     budget: Option<&muster_cel::Budget>,
 ) -> PodExplanation {
-    explain_pod_configured(cluster, pod_id, dra, budget, &PodTopologySpreadArgs::default())
+    explain_pod_configured(cluster, pod_id, dra, budget, &crate::SchedulerConfig::default())
 }
 
-/// [`explain_pod_within`] with PodTopologySpread's args (its default constraints) from the
-/// scheduler's configuration.
+/// [`explain_pod_within`] under the scheduler's configuration (PodTopologySpread's default
+/// constraints, NodeAffinity's added affinity).
 pub fn explain_pod_configured(
     cluster: &Cluster,
     pod_id: PodId,
     dra: Option<&DraContext<'_>>,
     budget: Option<&muster_cel::Budget>,
-    spread: &PodTopologySpreadArgs,
+    config: &crate::SchedulerConfig,
 ) -> PodExplanation {
+    let spread = &config.pod_topology_spread;
     let pod = cluster.pod(pod_id);
     let mut state = CycleState::new(pod);
+    state.add_affinity(config.added_affinity.as_ref());
     let mut out = PodExplanation { pre_filter: None, nodes: Vec::new() };
     if cluster.node_order.is_empty() {
         out.pre_filter = Some("no nodes available to schedule pods".into());

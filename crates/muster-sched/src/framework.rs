@@ -39,6 +39,9 @@ pub struct CycleState<'a> {
     pub node_selector: Option<&'a BTreeMap<String, String>>,
     pub required_affinity: Option<&'a NodeSelector>,
     pub preferred_affinity: &'a [PreferredSchedulingTerm],
+    /// NodeAffinity's `addedAffinity` from the configuration: applied to every pod besides its own.
+    pub added_required: Option<&'a NodeSelector>,
+    pub added_preferred: &'a [PreferredSchedulingTerm],
     /// The containers' host ports (NodePorts); empty for most pods.
     pub host_ports: Vec<crate::plugins::node_ports::HostPort<'a>>,
     /// PodTopologySpread's and InterPodAffinity's PreFilter state; `None` when the plugin is
@@ -73,10 +76,20 @@ impl<'a> CycleState<'a> {
             preferred_affinity: node_affinity
                 .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_deref())
                 .unwrap_or(&[]),
+            added_required: None,
+            added_preferred: &[],
             host_ports: crate::plugins::node_ports::host_ports(&pod.pod),
             spread: None,
             pod_affinity: None,
         }
+    }
+
+    /// NodeAffinity's `addedAffinity` (`NodeAffinityArgs`), which the scheduler enforces on every
+    /// pod in addition to the pod's own node affinity.
+    pub fn add_affinity(&mut self, added: Option<&'a crate::AddedAffinity>) {
+        let Some(a) = added else { return };
+        self.added_required = a.0.required_during_scheduling_ignored_during_execution.as_ref();
+        self.added_preferred = a.0.preferred_during_scheduling_ignored_during_execution.as_deref().unwrap_or(&[]);
     }
 
     /// PreFilter of PodTopologySpread and InterPodAffinity, which count the pods around each

@@ -27,13 +27,13 @@ pub use cluster::{
     NodeInfo, PodId, PodInfo, PodState, SchedulerNames, TreeError,
 };
 pub use cycle::{
-    Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, PlacementWeights, Plan,
+    AddedAffinity, Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, PlacementWeights, Plan,
     PodPreemptionResult, QueueEntry, Scheduler, SchedulerConfig, ScoreWeights,
 };
 pub use effects::Effect;
 pub use engine::Engine;
 pub use framework::{FilterError, FitError, Rejection};
 pub use plugins::dynamic_resources::DraContext;
-pub use plugins::node_resources_fit::ScoringStrategy;
+pub use plugins::node_resources_fit::{ScoringStrategy, ShapePoint};
 pub use queue::Backoff;
 pub use store::Change;

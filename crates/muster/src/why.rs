@@ -354,29 +354,11 @@ impl Why<'_> {
                 let earlier: &[PodId] = if priorities.len() > 1 { &[] } else { &order[..at] };
                 let (snap, step) = self.before(c.entry_of_group(g), Some((g, earlier)));
                 let reserved = step.placements.iter().map(|(p, _)| *p).collect();
-                (
-                    explain_pod_configured(
-                        &snap,
-                        pod,
-                        Some(&self.dra()),
-                        Some(&self.budget),
-                        &self.config.pod_topology_spread,
-                    ),
-                    reserved,
-                )
+                (explain_pod_configured(&snap, pod, Some(&self.dra()), Some(&self.budget), &self.config), reserved)
             }
             _ => {
                 let (snap, _) = self.before(QueueEntry::Pod(pod), None);
-                (
-                    explain_pod_configured(
-                        &snap,
-                        pod,
-                        Some(&self.dra()),
-                        Some(&self.budget),
-                        &self.config.pod_topology_spread,
-                    ),
-                    Vec::new(),
-                )
+                (explain_pod_configured(&snap, pod, Some(&self.dra()), Some(&self.budget), &self.config), Vec::new())
             }
         }
     }

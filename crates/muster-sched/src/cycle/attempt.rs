@@ -80,6 +80,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let cluster = &*self.cluster;
         let pod = cluster.pod(pod_id);
         let mut state = CycleState::new(pod);
+        state.add_affinity(self.config.added_affinity.as_ref());
         let num_nodes = cluster.node_order.len();
         let dra = self.dra.as_ref();
         let pre_filter = if num_nodes == 0 {
@@ -120,6 +121,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let simple_pod = state.only_inline_requests
             && state.node_selector.is_none()
             && state.required_affinity.is_none()
+            && state.added_required.is_none()
             && state.host_ports.is_empty()
             && state.spread.is_none()
             && state.pod_affinity.is_none();

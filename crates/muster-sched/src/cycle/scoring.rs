@@ -58,8 +58,8 @@ impl Scoring<'_> {
             }
             let mut v = 0;
             if fit_weight != 0 {
-                let raw =
-                    node_resources_fit::score(state, node, self.config.scoring_strategy, self.scored, self.weight_sum);
+                let (strategy, shape) = (self.config.scoring_strategy, &self.config.utilization_shape);
+                let raw = node_resources_fit::score(state, node, strategy, shape, self.scored, self.weight_sum);
                 v += fit_weight * raw;
             }
             if balanced_weight != 0 {
@@ -79,7 +79,7 @@ impl Scoring<'_> {
                 *s += w.taint_toleration * p;
             }
         }
-        if w.node_affinity != 0 && !state.preferred_affinity.is_empty() {
+        if w.node_affinity != 0 && node_affinity::scores(state) {
             self.plugin_scores.clear();
             self.plugin_scores.extend(self.feasible.iter().map(|n| node_affinity::score(state, cluster.node(*n))));
             normalize(self.plugin_scores, false);

@@ -17,6 +17,58 @@ pub enum ScoringStrategy {
     LeastAllocated,
     /// Prefer the fullest node: bin packing, which keeps whole GPU nodes free for large jobs.
     MostAllocated,
+    /// Score each resource's utilization through a broken-linear shape
+    /// (`SchedulerConfig::utilization_shape`).
+    RequestedToCapacityRatio,
+}
+
+/// One point of a RequestedToCapacityRatio shape: utilization 0..=100 and its score, already
+/// scaled to 0..=100 (the configuration's 0..=10 times ten).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShapePoint {
+    pub utilization: i64,
+    pub score: i64,
+}
+
+/// `helper.BuildBrokenLinearFunction`: the shape's score at `p`, interpolated between points,
+/// flat before the first and after the last.
+fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
+    for (i, point) in shape.iter().enumerate() {
+        if p <= point.utilization {
+            let Some(prev) = i.checked_sub(1).map(|j| shape[j]) else { return point.score };
+            let span = point.utilization - prev.utilization;
+            return prev.score + (point.score - prev.score) * (p - prev.utilization) / span.max(1);
+        }
+    }
+    shape.last().map_or(0, |p| p.score)
+}
+
+/// RequestedToCapacityRatio's score of one resource: a full (or over-full, or capacity-less)
+/// node scores as 100 % utilization.
+fn ratio_score(shape: &[ShapePoint], requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return broken_linear(shape, 100);
+    }
+    let utilization = if requested <= 0 { 0 } else { (requested as i128 * 100 / capacity as i128) as i64 };
+    broken_linear(shape, utilization)
+}
+
+/// `requestedToCapacityRatioScorer`: resources the node does not have, and resources scoring 0,
+/// take no part; the weighted mean is rounded.
+fn ratio(state: &CycleState<'_>, node: &NodeInfo, shape: &[ShapePoint], resources: &[ScoredResource]) -> i64 {
+    let (mut total, mut weights) = (0i64, 0i64);
+    for r in resources {
+        let (allocatable, requested) = allocatable_and_requested(state, node, r.id, true);
+        if allocatable == 0 {
+            continue;
+        }
+        let s = ratio_score(shape, requested, allocatable);
+        if s > 0 {
+            total += s * r.weight;
+            weights += r.weight;
+        }
+    }
+    if weights == 0 { 0 } else { (total * 2 + weights) / (weights * 2) }
 }
 
 /// A resource NodeResourcesFit scores and its weight (`scoringStrategy.resources`).
@@ -83,9 +135,14 @@ pub fn score(
     state: &CycleState<'_>,
     node: &NodeInfo,
     strategy: ScoringStrategy,
+    shape: &[ShapePoint],
     resources: &[ScoredResource],
     weight_sum: Divisor,
 ) -> i64 {
+    if strategy == ScoringStrategy::RequestedToCapacityRatio {
+        return ratio(state, node, shape, resources);
+    }
+    let most = strategy == ScoringStrategy::MostAllocated;
     let mut node_score = 0;
     let mut weights = 0;
     let mut all = true;
@@ -99,15 +156,12 @@ pub fn score(
             Some(d) => d.divide(n as u64) as i64,
             None => n / allocatable,
         };
-        let s = match strategy {
-            ScoringStrategy::LeastAllocated => {
-                if requested > allocatable {
-                    0
-                } else {
-                    divide((allocatable - requested) * MAX_NODE_SCORE)
-                }
-            }
-            ScoringStrategy::MostAllocated => divide(requested.clamp(0, allocatable) * MAX_NODE_SCORE),
+        let s = if most {
+            divide(requested.clamp(0, allocatable) * MAX_NODE_SCORE)
+        } else if requested > allocatable {
+            0
+        } else {
+            divide((allocatable - requested) * MAX_NODE_SCORE)
         };
         node_score += s * r.weight;
         weights += r.weight;
@@ -118,5 +172,29 @@ pub fn score(
         weight_sum.divide(node_score as u64) as i64
     } else {
         node_score / weights
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BIN_PACKING: [ShapePoint; 2] =
+        [ShapePoint { utilization: 0, score: 0 }, ShapePoint { utilization: 100, score: 100 }];
+
+    #[test]
+    fn the_shape_is_interpolated_and_flat_outside() {
+        let shape = [ShapePoint { utilization: 20, score: 0 }, ShapePoint { utilization: 80, score: 60 }];
+        assert_eq!(broken_linear(&shape, 0), 0);
+        assert_eq!(broken_linear(&shape, 50), 30);
+        assert_eq!(broken_linear(&shape, 95), 60);
+        assert_eq!(broken_linear(&BIN_PACKING, 37), 37);
+    }
+
+    #[test]
+    fn full_or_capacity_less_resources_score_as_full() {
+        assert_eq!(ratio_score(&BIN_PACKING, 5, 4), 100);
+        assert_eq!(ratio_score(&BIN_PACKING, 0, 0), 100);
+        assert_eq!(ratio_score(&BIN_PACKING, 1, 3), 33);
     }
 }

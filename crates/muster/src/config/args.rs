@@ -85,8 +85,8 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
         "NodeAffinity" => {
             if let Some(a) = read::<NodeAffinityArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
-                if a.added_affinity.is_some() {
-                    j.error(&format!("{args_at}.addedAffinity"), "muster does not apply an added node affinity yet");
+                if let Some(added) = a.added_affinity {
+                    added_affinity(j, &format!("{args_at}.addedAffinity"), added);
                 }
             }
         }
@@ -159,13 +159,80 @@ fn node_resources_fit(j: &mut Judge<'_, '_, '_>, at: &str, a: NodeResourcesFitAr
             Err(e) => j.error(&format!("{sat}.type"), e.to_string()),
         }
     }
-    if s.requested_to_capacity_ratio.is_some() && s.type_.as_deref() != Some("RequestedToCapacityRatio") {
-        j.error(&format!("{sat}.requestedToCapacityRatio"), "only allowed with type RequestedToCapacityRatio");
+    let rtcr = format!("{sat}.requestedToCapacityRatio");
+    match (&s.requested_to_capacity_ratio, s.type_.as_deref() == Some("RequestedToCapacityRatio")) {
+        (Some(_), false) => j.error(&rtcr, "Forbidden: must be nil when type is not RequestedToCapacityRatio"),
+        (None, true) => j.error(&rtcr, "Required value: must be specified when type is RequestedToCapacityRatio"),
+        (Some(r), true) => shape(j, &format!("{rtcr}.shape"), &r.shape),
+        (None, false) => {}
     }
     if !s.resources.is_empty() {
         resources(j, &format!("{sat}.resources"), &s.resources);
         j.config.scoring_resources =
             s.resources.iter().map(|r| (r.name.clone(), r.weight.filter(|w| *w != 0).unwrap_or(1))).collect();
+    }
+}
+
+/// `ValidateNodeAffinityArgs`: the added affinity's selectors parse as node selectors (known
+/// operators, values as each operator needs); a valid one is applied to every pod.
+fn added_affinity(j: &mut Judge<'_, '_, '_>, at: &str, added: k8s_openapi::api::core::v1::NodeAffinity) {
+    use muster_sched::validate::node_selector_requirement;
+    let before = j.errors_so_far();
+    let term = |j: &mut Judge<'_, '_, '_>, t: &k8s_openapi::api::core::v1::NodeSelectorTerm, path: String| {
+        for (list, name) in [(&t.match_expressions, "matchExpressions"), (&t.match_fields, "matchFields")] {
+            for (k, r) in list.iter().flatten().enumerate() {
+                if let Some((field, message)) = node_selector_requirement(r, &format!("{path}.{name}[{k}]")) {
+                    j.error(&field, message);
+                }
+            }
+        }
+    };
+    let required = "requiredDuringSchedulingIgnoredDuringExecution";
+    for (i, t) in added
+        .required_during_scheduling_ignored_during_execution
+        .iter()
+        .flat_map(|r| &r.node_selector_terms)
+        .enumerate()
+    {
+        term(j, t, format!("{at}.{required}.nodeSelectorTerms[{i}]"));
+    }
+    let preferred = "preferredDuringSchedulingIgnoredDuringExecution";
+    for (i, p) in added.preferred_during_scheduling_ignored_during_execution.iter().flatten().enumerate() {
+        term(j, &p.preference, format!("{at}.{preferred}[{i}].preference"));
+    }
+    if j.errors_so_far() == before {
+        j.config.added_affinity = Some(muster_sched::AddedAffinity(added));
+    }
+}
+
+/// `validateFunctionShape`: at least one point, utilizations increasing within 0..=100, scores
+/// within 0..=10; a valid shape is kept, its scores scaled to 0..=100.
+fn shape(j: &mut Judge<'_, '_, '_>, at: &str, points: &[super::schema::ShapePoint]) {
+    if points.is_empty() {
+        return j.error(at, "Required value: at least one point must be specified");
+    }
+    let before = j.errors_so_far();
+    if let Some(i) = (1..points.len()).find(|&i| points[i - 1].utilization >= points[i].utilization) {
+        let u = points[i].utilization;
+        j.error(
+            &format!("{at}[{i}].utilization"),
+            format!("Invalid value: {u}: values must be sorted in increasing order"),
+        );
+    }
+    for (i, p) in points.iter().enumerate() {
+        if !(0..=100).contains(&p.utilization) {
+            let u = p.utilization;
+            j.error(&format!("{at}[{i}].utilization"), format!("Invalid value: {u}: not in valid range [0, 100]"));
+        }
+        if !(0..=10).contains(&p.score) {
+            j.error(&format!("{at}[{i}].score"), format!("Invalid value: {}: not in valid range [0, 10]", p.score));
+        }
+    }
+    if j.errors_so_far() == before {
+        j.config.utilization_shape = points
+            .iter()
+            .map(|p| muster_sched::ShapePoint { utilization: p.utilization.into(), score: i64::from(p.score) * 10 })
+            .collect();
     }
 }
 

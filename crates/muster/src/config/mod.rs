@@ -48,10 +48,10 @@ pub fn parse_strategy(s: &str) -> anyhow::Result<ScoringStrategy> {
     match s {
         "LeastAllocated" | "least-allocated" => Ok(ScoringStrategy::LeastAllocated),
         "MostAllocated" | "most-allocated" => Ok(ScoringStrategy::MostAllocated),
-        "RequestedToCapacityRatio" => {
-            bail!("scoring strategy RequestedToCapacityRatio is not supported yet; use LeastAllocated or MostAllocated")
-        }
-        other => bail!("unknown scoring strategy {other:?}; use LeastAllocated or MostAllocated"),
+        "RequestedToCapacityRatio" => Ok(ScoringStrategy::RequestedToCapacityRatio),
+        other => bail!(
+            "Unsupported value: {other:?}: supported values: \"LeastAllocated\", \"MostAllocated\", \"RequestedToCapacityRatio\""
+        ),
     }
 }
 
@@ -175,6 +175,11 @@ struct Judge<'r, 'a, 'j> {
 }
 
 impl Judge<'_, '_, '_> {
+    /// How many errors were found so far (to tell whether a part was valid).
+    fn errors_so_far(&self) -> usize {
+        self.j.errors.len()
+    }
+
     fn error(&mut self, path: &str, message: impl Into<String>) {
         let pos = locate(self.root, path);
         self.j.errors.push(Problem { pos, path: path.into(), message: message.into() });

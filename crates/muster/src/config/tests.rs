@@ -141,3 +141,39 @@ fn inter_pod_plugins_take_their_weights_and_args() {
     assert_eq!(c.pod_topology_spread.defaulting_type, muster_sched::plugins::pod_topology_spread::DefaultingType::List);
     assert_eq!(c.pod_topology_spread.default_constraints[0].max_skew, 1);
 }
+
+#[test]
+fn requested_to_capacity_ratio_reads_its_shape_scaled_to_node_scores() {
+    let args = "  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: RequestedToCapacityRatio\n";
+    let shape = "        requestedToCapacityRatio:\n          shape:\n          - {utilization: 0, score: 0}\n          - {utilization: 100, score: 10}\n";
+    let (c, _) = ok(&format!("{HEAD}profiles:\n- schedulerName: muster\n{args}{shape}"));
+    assert_eq!(c.scoring_strategy, ScoringStrategy::RequestedToCapacityRatio);
+    let points: Vec<(i64, i64)> = c.utilization_shape.iter().map(|p| (p.utilization, p.score)).collect();
+    assert_eq!(points, [(0, 0), (100, 100)]);
+    let missing = errors(&format!("{HEAD}profiles:\n- schedulerName: muster\n{args}"));
+    assert!(missing[0].ends_with("scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio"), "{missing:?}");
+    let bad = "        requestedToCapacityRatio:\n          shape:\n          - {utilization: 50, score: 11}\n          - {utilization: 40, score: 1}\n";
+    let bad = errors(&format!("{HEAD}profiles:\n- schedulerName: muster\n{args}{bad}"));
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(bad[0].ends_with("shape[0].score: Invalid value: 11: not in valid range [0, 10]"), "{bad:?}");
+    assert!(
+        bad[1].ends_with("shape[1].utilization: Invalid value: 40: values must be sorted in increasing order"),
+        "{bad:?}"
+    );
+}
+
+#[test]
+fn added_affinity_is_applied_when_its_selectors_are_valid() {
+    let head = "  pluginConfig:\n  - name: NodeAffinity\n    args:\n      addedAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          nodeSelectorTerms:\n          - matchExpressions:\n";
+    let (c, j) = ok(&format!(
+        "{HEAD}profiles:\n- schedulerName: muster\n{head}            - {{key: pool, operator: In, values: [gpu]}}\n"
+    ));
+    assert!(j.warnings.is_empty(), "{:?}", j.warnings);
+    let added = c.added_affinity.expect("applied").0;
+    assert_eq!(added.required_during_scheduling_ignored_during_execution.unwrap().node_selector_terms.len(), 1);
+    let bad = errors(&format!(
+        "{HEAD}profiles:\n- schedulerName: muster\n{head}            - {{key: pool, operator: Like, values: [gpu]}}\n"
+    ));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].contains("addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator"), "{bad:?}");
+}
