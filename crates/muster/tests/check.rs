@@ -405,6 +405,38 @@ fn check_and_plan_reject_api_server_rules_alike() {
     }
 }
 
+/// A gang's device topology (beyond upstream): a malformed key or scope is an error in `check`
+/// and `plan` alike, with the object and the annotation; an attribute no device publishes is a
+/// warning that names what the driver publishes.
+#[test]
+fn device_topology_annotations_are_checked() {
+    let path = "tests/check/device-topology.yaml";
+    let (code, f) = findings(path);
+    assert_eq!(code, Some(1));
+    let field = "metadata.annotations[muster.dev/device-topology-key]";
+    assert!(has(&f, 15, "error", field, "must be a fully qualified device attribute"), "{f:#?}");
+    let scope = "metadata.annotations[muster.dev/device-topology-scope]";
+    assert!(has(&f, 24, "error", scope, "Unsupported value: \"rack\""), "{f:#?}");
+    assert!(
+        has(
+            &f,
+            38,
+            "warning",
+            field,
+            "no device of the input's ResourceSlices has the attribute gpu.nvidia.com/cliqueId"
+        ),
+        "{f:#?}"
+    );
+    assert!(has(&f, 38, "warning", field, "attributes under 'gpu.nvidia.com': cliqueID, type"), "{f:#?}");
+    let p = muster(&["plan", path]);
+    assert_eq!(p.status.code(), Some(2), "{}", stderr(&p));
+    assert!(
+        stderr(&p).contains("PodGroup ml/bare-name: metadata.annotations[muster.dev/device-topology-key]"),
+        "{}",
+        stderr(&p)
+    );
+}
+
 /// An input that lists its Namespaces but not one its pods live in: `check` warns (exit 0) and
 /// `plan` plans with the same warning, once per namespace.
 #[test]
