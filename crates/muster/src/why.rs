@@ -687,7 +687,10 @@ impl Why<'_> {
             } else {
                 String::new()
             };
-            let devices = t.devices.map(|(total, free)| format!(", {total} devices, {free} free")).unwrap_or_default();
+            let devices = t
+                .devices
+                .map(|(total, free)| format!(", {total} devices, {} in use", total - free))
+                .unwrap_or_default();
             let mut line = format!(
                 "    {} ({} node{}{devices}): {} of {pending} fit{stopped}{}",
                 t.value,
@@ -713,7 +716,7 @@ impl Why<'_> {
                 "firstFailure": t.failed.first().map(|(p, e)| json!({"pod": self.pod_key(*p), "reason": e.message()})),
             }));
             if let (Some((total, free)), Some(last)) = (t.devices, out.last_mut()) {
-                last["devices"] = json!({"total": total, "free": free});
+                last["devices"] = json!({"total": total, "inUse": total - free});
             }
         }
         j["domains"] = json!({"key": key, "domains": out});
