@@ -140,3 +140,44 @@ proptest! {
         prop_assert_eq!(with_memo, without, "reusing verdicts changed the plan");
     }
 }
+
+/// A PodGroup whose annotations are malformed (a world that did not check them, as a live one)
+/// is a SchedulerError naming the annotation, and nothing is placed.
+#[test]
+fn a_malformed_device_topology_is_the_groups_error() {
+    let (nodes, slices) = slices(&[2, 2], &[]);
+    let (mut pgs, pods) = groups_and_pods(&[(2, 2, 1, true, false)]);
+    pgs[0].metadata.annotations.as_mut().unwrap().insert("muster.dev/device-topology-scope".into(), "rack".into());
+    let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(pgs);
+    cluster.add_claims(Vec::new(), &common::gpu_templates());
+    let plan = common::plan_with_dra(&mut cluster, &slices, &common::gpu_class(), true);
+    let r = &plan.groups[0];
+    assert_eq!(r.outcome, GroupOutcome::SchedulerError);
+    assert!(
+        r.message
+            .starts_with("podgroup ml/g0: metadata.annotations[muster.dev/device-topology-scope]: Unsupported value"),
+        "{}",
+        r.message
+    );
+    assert!(plan.placements.is_empty());
+}
+
+/// Without any device publishing the attribute, the group's reason says so.
+#[test]
+fn an_attribute_no_device_publishes_places_nothing() {
+    let (nodes, slices) = slices(&[2, 2], &[]);
+    let (mut pgs, pods) = groups_and_pods(&[(2, 2, 1, true, false)]);
+    pgs[0]
+        .metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert("muster.dev/device-topology-key".into(), "gpu.example.com/rack".into());
+    let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(pgs);
+    cluster.add_claims(Vec::new(), &common::gpu_templates());
+    let plan = common::plan_with_dra(&mut cluster, &slices, &common::gpu_class(), true);
+    assert_eq!(plan.groups[0].message, "podgroup ml/g0: no device publishes the attribute gpu.example.com/rack");
+    assert!(plan.placements.is_empty());
+}
