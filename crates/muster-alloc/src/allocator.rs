@@ -17,6 +17,7 @@ use muster_api::quantity::{Format, format_of};
 use muster_cel::{DeviceView, Env, SelectorOwner};
 
 use crate::constraints::{Kind as ConstraintKind, Tracker};
+use crate::domain::DeviceDomain;
 use crate::pools::{Cand, Gathered, SliceIndex, device_matches};
 use crate::state::{AllocatedState, DeviceId, Features};
 
@@ -164,6 +165,10 @@ struct Call<'a, 'b, 's> {
     drawn: HashMap<usize, BTreeMap<(String, String), i128>>,
     /// Capacity taken by shares placed in this call, per device, in nano-units.
     allocating_capacity: Fast<Key, BTreeMap<String, i128>>,
+    /// The topology domain the devices must come from ([`Allocator::allocate_within`]).
+    domain: Option<&'b DeviceDomain>,
+    /// An `All` request matches a device outside `domain`: no solution here.
+    all_outside_domain: bool,
 }
 
 pub(crate) fn claim_name(c: &ResourceClaim) -> String {
@@ -210,6 +215,18 @@ impl<'a, 's: 'a> Allocator<'a, 's> {
 
     /// Allocates `claims` together on `node`.
     pub fn allocate(&self, node: Option<&Node>, claims: &[&'a ResourceClaim]) -> Result<Outcome, AllocError> {
+        self.allocate_within(node, claims, None)
+    }
+
+    /// Allocates `claims` together on `node`, taking devices of `domain`'s constrained drivers
+    /// only from the domain [beyond upstream]. An `All` request that matches a device outside the
+    /// domain has no solution (it never gets fewer devices). `None` is [`Allocator::allocate`].
+    pub fn allocate_within(
+        &self,
+        node: Option<&Node>,
+        claims: &[&'a ResourceClaim],
+        domain: Option<&DeviceDomain>,
+    ) -> Result<Outcome, AllocError> {
         if claims.is_empty() {
             return Ok(Outcome::Allocated(Vec::new()));
         }
@@ -225,10 +242,15 @@ impl<'a, 's: 'a> Allocator<'a, 's> {
             available: HashMap::new(),
             drawn: HashMap::new(),
             allocating_capacity: Fast::default(),
+            domain,
+            all_outside_domain: false,
         };
         for (ci, c) in claims.iter().enumerate() {
             let prepared = call.prepare(ci, c)?;
             call.claims.push(prepared);
+        }
+        if call.all_outside_domain {
+            return Ok(Outcome::Unsatisfiable);
         }
         match call.search(0, 0, 0, 0, false, None)? {
             Search::Found => Ok(Outcome::Allocated(call.build()?)),
@@ -440,12 +462,18 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
                 if self.selectable(&c, ci, ri, si, &req, claim)?
                     && (!f.consumable_capacity || self.capacity_fits(&c, &req, false).is_some())
                 {
+                    self.all_outside_domain |= !self.in_domain(&c);
                     all.push(c);
                 }
             }
             req.all = all;
         }
         Ok(req)
+    }
+
+    /// Is the device inside the call's topology domain (always, without one)?
+    fn in_domain(&self, c: &Cand<'a>) -> bool {
+        self.domain.is_none_or(|d| d.allows(&c.slice_ref.spec.driver, self.view(c).as_deref()))
     }
 
     fn view(&self, c: &Cand<'a>) -> Result<Arc<DeviceView>, muster_cel::DeviceError> {
@@ -571,6 +599,9 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
                     continue;
                 }
             } else if c.dedicated(self.alloc.allocated) || allocating.is_some_and(|cs| !cs.is_empty()) {
+                continue;
+            }
+            if !self.in_domain(&c) {
                 continue;
             }
             // `selectable` needs the request while borrowing the call mutably: lend it the claims.

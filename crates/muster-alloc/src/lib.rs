@@ -30,10 +30,12 @@
 
 mod allocator;
 mod constraints;
+mod domain;
 pub mod explain;
 mod pools;
 mod state;
 
 pub use allocator::{AllocError, Allocator, MAX_DEVICES_PER_CLAIM, Outcome};
+pub use domain::{DeviceDomain, DomainValue, NodeDomains, values_of};
 pub use pools::SliceIndex;
 pub use state::{AllocatedState, DeviceId, Features};

@@ -242,6 +242,21 @@ impl<'a> SliceIndex<'a> {
         None
     }
 
+    /// The cluster's slices, in input order.
+    pub(crate) fn slices(&self) -> &'a [ResourceSlice] {
+        self.slices
+    }
+
+    /// A device of the pool's newest generation: (slice in the cluster's list, device in it).
+    pub(crate) fn find_device(&self, driver: &str, pool: &str, device: &str) -> Option<(usize, usize)> {
+        let ids = self.by_pool.get(driver).and_then(|p| p.get(pool))?;
+        let newest = ids.iter().map(|i| self.slices[*i].spec.pool.generation).max()?;
+        ids.iter().filter(|i| self.slices[**i].spec.pool.generation == newest).find_map(|i| {
+            let devices = self.slices[*i].spec.devices.as_deref().unwrap_or(&[]);
+            devices.iter().position(|d| d.name == device).map(|d| (*i, d))
+        })
+    }
+
     fn pool(&self, driver: &str, pool: &str) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
         self.by_pool.get(driver).and_then(|p| p.get(pool)).into_iter().flatten().map(|i| &self.slices[*i])
     }

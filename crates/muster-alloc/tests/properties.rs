@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use muster_alloc::{AllocatedState, Allocator, Features, Outcome, SliceIndex};
+use muster_alloc::{AllocatedState, Allocator, DeviceDomain, DomainValue, Features, Outcome, SliceIndex};
 use muster_cel::Env;
 use proptest::prelude::*;
 use serde_json::json;
@@ -183,6 +183,43 @@ proptest! {
         for (pool, used) in drawn {
             let p: usize = pool.trim_start_matches("pool-").parse().unwrap();
             prop_assert!(used <= u32::from(pools[p].1), "{} draws {} of {}", pool, used, pools[p].1);
+        }
+    }
+
+    /// A gang's device domain (beyond upstream): within it, every device of the constrained driver
+    /// has the domain's value; what fits within a domain fits without one; no domain is
+    /// `allocate` exactly.
+    #[test]
+    fn allocations_within_a_domain_stay_inside_it(
+        pools in prop::collection::vec((prop::collection::vec(dev(), 1..6), 2u8..8), 1..3),
+        specs in prop::collection::vec(claim(), 1..3),
+        value in 0i64..2,
+    ) {
+        let slices = slices(&pools);
+        let claims = claims(&specs);
+        let classes = classes();
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": "node-1"}})).unwrap();
+        let env = Env::default();
+        let index = SliceIndex::new(&slices);
+        let state = AllocatedState::default();
+        let refs: Vec<&ResourceClaim> = claims.iter().collect();
+        let allocator = Allocator::new(Features::kubernetes_1_37(), &state, &classes, &index, &env);
+        let domain = DeviceDomain {
+            attribute: "drv/numa".into(),
+            value: DomainValue::Int(value),
+            drivers: std::sync::Arc::new(["drv".to_string()].into()),
+            list_types: false,
+        };
+        let unrestricted = allocator.allocate(Some(&node), &refs);
+        prop_assert_eq!(&unrestricted, &allocator.allocate_within(Some(&node), &refs, None));
+        let within = allocator.allocate_within(Some(&node), &refs, Some(&domain));
+        if let Ok(Outcome::Allocated(results)) = &within {
+            prop_assert!(matches!(unrestricted, Ok(Outcome::Allocated(_))), "fits within a domain, not without");
+            for x in results.iter().flat_map(|a| a.devices.iter()).flat_map(|d| d.results.iter().flatten()) {
+                let p: usize = x.pool.trim_start_matches("pool-").parse().unwrap();
+                let i: usize = x.device.trim_start_matches("dev-").parse().unwrap();
+                prop_assert_eq!(i64::from(pools[p].0[i].numa), value, "{}/{} outside the domain", x.pool, x.device);
+            }
         }
     }
 }

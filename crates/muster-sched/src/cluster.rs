@@ -430,6 +430,9 @@ pub struct Cluster {
     /// make at run time, by (namespace, name), with the object that makes them: a pod naming one
     /// waits for it, and its reason says so.
     pub template_providers: HashMap<(String, String), String>,
+    /// Each Workload's annotations (`namespace/name`), for what a PodGroup naming it inherits
+    /// (the device topology, [`crate::device_topology`]); set before [`Cluster::add_pod_groups`].
+    pub workload_annotations: HashMap<String, BTreeMap<String, String>>,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
@@ -523,6 +526,9 @@ pub struct GroupInfo {
     pub priority: Result<i32, String>,
     /// `schedulingConstraints.topology[0].key`: all members in one domain of this node label.
     pub topology_key: Option<String>,
+    /// The device-attribute topology of its annotations or its Workload's [beyond upstream];
+    /// `Err` says what is wrong with them.
+    pub device_topology: Option<Result<crate::device_topology::DeviceTopology, String>>,
 }
 
 /// The annotation that marks the special claim kube-scheduler creates for a pod's extended
@@ -1095,7 +1101,43 @@ impl Cluster {
             g.metadata.namespace.as_deref().unwrap_or("default"),
             g.metadata.name.as_deref().unwrap_or_default()
         );
-        GroupInfo { key, group: g, min_count, gang, members: Vec::new(), parent: None, priority, topology_key }
+        let device_topology = self.device_topology_of(&g);
+        GroupInfo {
+            key,
+            group: g,
+            min_count,
+            gang,
+            members: Vec::new(),
+            parent: None,
+            priority,
+            topology_key,
+            device_topology,
+        }
+    }
+
+    /// A PodGroup's device topology: its own annotations, else those of the Workload its
+    /// `spec.workloadRef` names (same namespace).
+    fn device_topology_of(&self, g: &PodGroup) -> Option<Result<crate::device_topology::DeviceTopology, String>> {
+        use crate::device_topology::{KEY_ANNOTATION, SCOPE_ANNOTATION, from_annotations};
+        let own = g.metadata.annotations.as_ref();
+        let asks = |a: &BTreeMap<String, String>| a.contains_key(KEY_ANNOTATION) || a.contains_key(SCOPE_ANNOTATION);
+        let (annotations, whose) = match own.filter(|a| asks(a)) {
+            Some(a) => (a, String::new()),
+            None => {
+                let ns = g.metadata.namespace.as_deref().unwrap_or("default");
+                let name = &g.spec.workload_ref.as_ref()?.workload_name;
+                (
+                    self.workload_annotations.get(&format!("{ns}/{name}")).filter(|a| asks(a))?,
+                    format!("workload {ns}/{name}: "),
+                )
+            }
+        };
+        from_annotations(Some(annotations)).map(|r| {
+            r.map_err(|errors| {
+                let list: Vec<String> = errors.iter().map(|(f, m)| format!("{whose}{f}: {m}")).collect();
+                list.join("; ")
+            })
+        })
     }
 
     fn resolve_priority(&self, priority: Option<i32>, class: Option<&str>) -> Result<i32, String> {

@@ -18,6 +18,7 @@ use muster_alloc::AllocatedState;
 mod assume;
 mod attempt;
 mod composite;
+mod device_domains;
 mod equivalence;
 mod group;
 mod pod_preemption;
@@ -291,6 +292,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     memo: Vec<ScoreMemo>,
     /// During a topology-constrained group cycle: the nodes of the domain being tried.
     node_filter: Option<Vec<bool>>,
+    /// During a group cycle with a device topology: the device domain being tried.
+    device_filter: Option<std::sync::Arc<device_domains::DeviceRestriction>>,
     /// Pods found unschedulable (preemption included) since the cluster last changed, one per
     /// class of equivalent pods ([`equivalence::equivalent`]): a pod equivalent to one of them
     /// gets its verdict without a cycle. Emptied at every batch and whenever anything is placed.
@@ -328,6 +331,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             plugin_scores: Vec::new(),
             memo,
             node_filter: None,
+            device_filter: None,
             failed_classes: Vec::new(),
             reused_verdicts: 0,
             reuse_verdicts: true,

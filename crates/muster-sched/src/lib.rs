@@ -10,6 +10,7 @@
 
 pub mod cluster;
 pub mod cycle;
+pub mod device_topology;
 mod dra_memo;
 pub mod effects;
 pub mod engine;

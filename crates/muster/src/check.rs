@@ -523,11 +523,15 @@ impl<'s> Checker<'s> {
             "DeviceClass" => self.device_class(o),
             "ResourceClaim" => self.claim_spec(o, "spec"),
             "ResourceClaimTemplate" => self.claim_spec(o, "spec.spec"),
-            "PodGroup" => self.pod_group(o),
+            "PodGroup" => {
+                self.pod_group(o);
+                self.device_topology(o);
+            }
             "Workload" => {
                 for (i, t) in seq(o.get("spec.podGroupTemplates")).iter().enumerate() {
                     self.priority_class(o, t, &format!("spec.podGroupTemplates[{i}].priorityClassName"));
                 }
+                self.device_topology(o);
             }
             "Pod" => self.pod(o),
             "KubeSchedulerConfiguration" => self.findings.extend(crate::config::findings(o.file, o.node)),
@@ -993,6 +997,68 @@ impl<'s> Checker<'s> {
         let m = format!("with class {class}, selects none of the {n} devices of the input's ResourceSlices; {why}");
         let pos = entry(req, "selectors").map_or(req.pos, |(k, _)| k.pos);
         self.push(o, pos, Severity::Warning, &format!("{path}.selectors"), m, None, false);
+    }
+
+    /// Beyond upstream: a gang's device topology key names an attribute some device of the
+    /// input's slices publishes (a malformed key or scope is the model's error, reported once).
+    fn device_topology(&mut self, o: &Obj<'_, '_>) {
+        use muster_sched::device_topology::{KEY_ANNOTATION, SCOPE_ANNOTATION};
+        let Some((_, v)) = o.get("metadata.annotations").and_then(|a| entry(a, KEY_ANNOTATION)) else { return };
+        let Some((domain, name)) = str_of(Some(v)).and_then(|k| k.split_once('/')) else { return };
+        if self.attributes.get(domain).is_some_and(|n| n.contains(name)) {
+            let scope = o.get("metadata.annotations").and_then(|a| entry(a, SCOPE_ANNOTATION));
+            if str_of(scope.map(|(_, v)| v)) != Some("node") {
+                self.one_value_everywhere(o, v.pos, &format!("{domain}/{name}"));
+            }
+            return;
+        }
+        if self.devices.is_empty() {
+            return;
+        }
+        let known = match self.attributes.get(domain) {
+            Some(names) => {
+                format!("attributes under '{domain}': {}", names.iter().cloned().collect::<Vec<_>>().join(", "))
+            }
+            None => format!(
+                "no device has attributes under '{domain}'; their domains: {}",
+                self.attributes.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        };
+        let m = format!(
+            "no device of the input's ResourceSlices has the attribute {domain}/{name}, so the group fits in no domain \
+             ({known})"
+        );
+        let field = format!("metadata.annotations[{KEY_ANNOTATION}]");
+        self.push(o, v.pos, Severity::Warning, &field, m, None, false);
+    }
+
+    /// In cluster scope, every node's devices having one and the same value of `key` makes one
+    /// domain of unrelated nodes: the mark of IDs that only mean something within a node.
+    fn one_value_everywhere(&mut self, o: &Obj<'_, '_>, pos: Pos, key: &str) {
+        let mut per_node: BTreeMap<&str, BTreeSet<muster_alloc::DomainValue>> = BTreeMap::new();
+        for sl in &self.ix.slices {
+            let Some(node) = sl.spec.node_name.as_deref() else { continue };
+            for d in sl.spec.devices.iter().flatten() {
+                if let Ok(view) = DeviceView::new(&sl.spec.driver, d) {
+                    per_node.entry(node).or_default().extend(muster_alloc::values_of(&view, key, false));
+                }
+            }
+        }
+        // Nodes whose devices lack the attribute are in no domain.
+        let sets: Vec<&BTreeSet<muster_alloc::DomainValue>> = per_node.values().filter(|v| !v.is_empty()).collect();
+        let Some(first) = sets.first().copied() else { return };
+        if sets.len() < 2 || first.len() != 1 || sets.iter().any(|v| *v != first) {
+            return;
+        }
+        let value = first.iter().next().map(ToString::to_string).unwrap_or_default();
+        let m = format!(
+            "{key} is {value} on all {} nodes that publish it: in cluster scope they make one domain; if the value only \
+             means something within a node (a Fabric Manager partition), set {}: node",
+            sets.len(),
+            muster_sched::device_topology::SCOPE_ANNOTATION
+        );
+        let field = format!("metadata.annotations[{}]", muster_sched::device_topology::KEY_ANNOTATION);
+        self.push(o, pos, Severity::Warning, &field, m, None, false);
     }
 
     fn pod_group(&mut self, o: &Obj<'_, '_>) {

@@ -82,6 +82,7 @@ impl World {
         let mut budgets = Vec::new();
         let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
         let mut workloads = Workloads::default();
+        let mut workload_annotations = HashMap::new();
         let (mut device_classes, mut slices, mut claims, mut templates, mut rules, mut groups) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut namespaces = Namespaces::default();
@@ -93,6 +94,20 @@ impl World {
             );
             origins.insert((l.object.kind(), key.clone()), l.origin);
             bad.extend(muster_sched::validate::on(l.object.kind(), &key, crate::validation::object(&l.object)));
+            // Beyond upstream: a gang's device topology, on a PodGroup or the Workload it names.
+            if matches!(l.object.kind(), "PodGroup" | "Workload") {
+                let annotations = l.object.metadata().annotations.as_ref();
+                bad.extend(muster_sched::validate::on(
+                    l.object.kind(),
+                    &key,
+                    muster_sched::device_topology::errors(annotations),
+                ));
+                if l.object.kind() == "Workload"
+                    && let Some(a) = annotations
+                {
+                    workload_annotations.insert(key.clone(), a.clone());
+                }
+            }
             match l.object {
                 Object::Node(n) => nodes.push(*n),
                 Object::Namespace(n) => namespaces.add(*n),
@@ -161,6 +176,7 @@ impl World {
             return Err(bad.into_iter().map(|e| model_diagnostic(e, &origins)).collect());
         }
         // PodGroups first: a member's claim entry identical to its group's is the group's claim.
+        cluster.workload_annotations = workload_annotations;
         cluster.add_pod_groups(groups);
         cluster.add_composite_pod_groups(composites);
         cluster.add_disruption_budgets(budgets);

@@ -597,11 +597,21 @@ impl Why<'_> {
                 let _ = writeln!(text, "first member that does not fit: {}{after}", self.pod_key(m));
                 j["explained"] = json!({"pod": self.pod_key(m), "reservedBefore": list});
                 let mut explanation = explanation;
-                if let Some(key) = &topology_key {
-                    // Nodes without the label are never eligible for a constrained group.
+                if let Some((key, in_domains)) = &topology_key {
+                    // Nodes without the label (or in no device domain) are never eligible for a
+                    // constrained group.
                     let before = explanation.nodes.len();
-                    explanation.nodes.retain(|n| c.node(n.node).detail.labels.contains_key(key));
-                    if explanation.nodes.len() < before {
+                    match in_domains {
+                        Some(nodes) => explanation.nodes.retain(|n| nodes.contains(&n.node)),
+                        None => explanation.nodes.retain(|n| c.node(n.node).detail.labels.contains_key(key)),
+                    }
+                    if explanation.nodes.len() < before && in_domains.is_some() {
+                        let _ = writeln!(
+                            text,
+                            "({} node(s) in no {key} domain are not eligible and not listed)",
+                            before - explanation.nodes.len()
+                        );
+                    } else if explanation.nodes.len() < before {
                         let _ = writeln!(
                             text,
                             "({} node(s) without the label {key} are not eligible and not listed)",
@@ -621,8 +631,15 @@ impl Why<'_> {
 
     /// The domains of a topology-constrained PodGroup, each tried from the snapshot its cycle
     /// started from and rolled back: how many members fit, the first that did not and why, and
-    /// which domain the plan chose. Returns the topology key (`None`: no constraint).
-    fn domains(&self, g: GroupId, plan: &Plan, text: &mut String, j: &mut Value) -> Option<String> {
+    /// which domain the plan chose. Returns the topology key (`None`: no constraint) and, with a
+    /// device attribute, the nodes of its domains.
+    fn domains(
+        &self,
+        g: GroupId,
+        plan: &Plan,
+        text: &mut String,
+        j: &mut Value,
+    ) -> Option<(String, Option<std::collections::HashSet<NodeId>>)> {
         let c = &self.world.cluster;
         let (mut snap, _) = self.before(c.entry_of_group(g), None);
         let dra = self.dra();
@@ -637,6 +654,7 @@ impl Why<'_> {
             }
         };
         let key = trials[0].key.clone();
+        let by_device = trials[0].devices.is_some();
         let members = &c.groups[g].members;
         let pending = members.iter().filter(|m| c.pod(**m).state == PodState::Pending).count();
         let placed: std::collections::HashSet<NodeId> =
@@ -651,8 +669,12 @@ impl Why<'_> {
             } else {
                 String::new()
             };
+            let devices = t
+                .devices
+                .map(|(total, free)| format!(", {total} devices, {} in use", total - free))
+                .unwrap_or_default();
             let mut line = format!(
-                "    {} ({} node{}): {} of {pending} fit{stopped}{}",
+                "    {} ({} node{}{devices}): {} of {pending} fit{stopped}{}",
                 t.value,
                 t.nodes.len(),
                 if t.nodes.len() == 1 { "" } else { "s" },
@@ -675,9 +697,13 @@ impl Why<'_> {
                 "chosen": chosen,
                 "firstFailure": t.failed.first().map(|(p, e)| json!({"pod": self.pod_key(*p), "reason": e.message()})),
             }));
+            if let (Some((total, free)), Some(last)) = (t.devices, out.last_mut()) {
+                last["devices"] = json!({"total": total, "inUse": total - free});
+            }
         }
         j["domains"] = json!({"key": key, "domains": out});
-        Some(key)
+        let in_domains = by_device.then(|| trials.iter().flat_map(|t| t.nodes.iter().copied()).collect());
+        Some((key, in_domains))
     }
 
     /// Per-node lines and JSON.

@@ -405,6 +405,42 @@ fn check_and_plan_reject_api_server_rules_alike() {
     }
 }
 
+/// A gang's device topology (beyond upstream): a malformed key or scope is an error in `check`
+/// and `plan` alike, with the object and the annotation; an attribute no device publishes is a
+/// warning that names what the driver publishes, and so is one value on every node in cluster
+/// scope.
+#[test]
+fn device_topology_annotations_are_checked() {
+    let path = "tests/check/device-topology.yaml";
+    let (code, f) = findings(path);
+    assert_eq!(code, Some(1));
+    let field = "metadata.annotations[muster.dev/device-topology-key]";
+    assert!(has(&f, 16, "error", field, "must be a fully qualified device attribute"), "{f:#?}");
+    let scope = "metadata.annotations[muster.dev/device-topology-scope]";
+    assert!(has(&f, 25, "error", scope, "Unsupported value: \"rack\""), "{f:#?}");
+    assert!(
+        has(
+            &f,
+            39,
+            "warning",
+            field,
+            "no device of the input's ResourceSlices has the attribute gpu.nvidia.com/cliqueId"
+        ),
+        "{f:#?}"
+    );
+    assert!(has(&f, 39, "warning", field, "attributes under 'gpu.nvidia.com': cliqueID, partition8, type"), "{f:#?}");
+    let one = "gpu.nvidia.com/partition8 is 0 on all 2 nodes that publish it: in cluster scope they make one domain";
+    assert!(has(&f, 74, "warning", field, one), "{f:#?}");
+    assert_eq!(f.len(), 4, "{f:#?}");
+    let p = muster(&["plan", path]);
+    assert_eq!(p.status.code(), Some(2), "{}", stderr(&p));
+    assert!(
+        stderr(&p).contains("PodGroup ml/bare-name: metadata.annotations[muster.dev/device-topology-key]"),
+        "{}",
+        stderr(&p)
+    );
+}
+
 /// An input that lists its Namespaces but not one its pods live in: `check` warns (exit 0) and
 /// `plan` plans with the same warning, once per namespace.
 #[test]

@@ -24,6 +24,7 @@ const NOT_LIVE: &[(&str, &str)] = &[
     ("composite-preemption", "CompositePodGroups are not watched yet"),
     ("podgroup-claim", "PodGroups with resourceClaims are not taken one at a time yet"),
     ("podgroup-claim-rollback", "PodGroups with resourceClaims are not taken one at a time yet"),
+    ("device-topology-workload", "Workloads are not watched yet: the PodGroups' device topology comes from theirs"),
 ];
 
 /// What a world did: pods bound (pod → node), pods left unschedulable, devices per claim,

@@ -270,6 +270,17 @@ fn topology_domains_each_with_what_fits_and_the_first_failure() {
     assert!(chosen.contains("rack-a (2 nodes): 2 of 2 fit, feasible\n"), "{chosen}");
 }
 
+/// Beyond upstream: a gang's device domains, each with its devices and what fits, and the node
+/// list limited to the domains' nodes.
+#[test]
+fn device_topology_domains_each_with_their_devices() {
+    let out = why("podgroup/ml/train-c", &["tests/scenarios/device-topology-clique"]);
+    insta::assert_snapshot!("why_device_topology_domains", out);
+    let all = why("podgroup/ml/a-all", &["tests/scenarios/device-topology-partition"]);
+    assert!(all.contains("domains of gpu.nvidia.com/partition4 (scope node)"), "{all}");
+    assert!(all.contains("    hgx-1/1 (1 node, 4 devices, 0 in use): 0 of 1 fit"), "{all}");
+}
+
 #[test]
 fn classic_preemption_for_a_pod_outside_groups() {
     let out = why("pod/apps/polite", &["tests/scenarios/pod-preemption"]);

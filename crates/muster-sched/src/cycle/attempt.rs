@@ -135,6 +135,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // resources the nodes do not advertise (usually one).
         let mut extended_claims: Vec<ExtendedClaim> = Vec::new();
         let mut last_table: Option<(u64, usize)> = None;
+        // In a gang's device domain: the restriction, unless it removes nothing on the node.
+        let device_filter = self.device_filter.as_deref();
         // DynamicResources' Filter for one node; the allocator's verdict is left in the memo.
         let mut dra_filter = |memo: &mut DraMemo, node_id: NodeId| -> DraFilter {
             let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return DraFilter::Fits };
@@ -142,8 +144,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if let Err(r) = dynamic_resources::allocated_claims_fit(pod, node, cluster) {
                 return DraFilter::Rejected(r);
             }
-            let mask = dynamic_resources::extended_mask(pod, node);
             let mut fingerprint = fingerprint;
+            let mut restriction = None;
+            if let Some(d) = device_filter {
+                if let Err(r) = dynamic_resources::allocated_claims_in_domain(pod, cluster, ctx, &d.domain) {
+                    return DraFilter::Rejected(r);
+                }
+                if !d.uniform[node_id.0 as usize] {
+                    fingerprint = (fingerprint.rotate_left(11) ^ d.salt).wrapping_mul(0x100_0000_01b3);
+                    restriction = Some(&d.domain);
+                }
+            }
+            let mask = dynamic_resources::extended_mask(pod, node);
             let extended = if mask == 0 {
                 None
             } else {
@@ -172,11 +184,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             // An error is never reused: its text names the claims of the pod it was computed for.
             if !matches!(memo.get(table, node_id, at), Some(Ok(_))) {
                 let v = match extended {
-                    None => dynamic_resources::allocate(&pending, node, ctx, alloc_state),
+                    None => dynamic_resources::allocate(&pending, node, ctx, alloc_state, restriction),
                     Some(claim) => {
                         let mut claims = pending.clone();
                         claims.push(claim);
-                        dynamic_resources::allocate(&claims, node, ctx, alloc_state)
+                        dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction)
                     }
                 };
                 memo.put(table, node_id, at, v);

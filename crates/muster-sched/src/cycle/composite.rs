@@ -264,13 +264,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let winner = if domains.len() == 1 {
             0
         } else {
-            let mut feasible: Vec<(usize, i64, usize)> = Vec::new();
+            let mut feasible: Vec<super::group::Feasible> = Vec::new();
             let mut summaries: Vec<String> = Vec::new();
             for (di, (value, nodes)) in domains.iter().enumerate() {
                 let mask = self.mask(nodes);
                 let mut trial = TreePlacement::default();
                 match self.run_children(ci, Some(&mask), &mut trial) {
-                    Ok(()) => feasible.push((di, self.most_allocated(nodes), running + trial.placed.len())),
+                    Ok(()) => feasible.push((di, self.most_allocated(nodes), running + trial.placed.len(), 0)),
                     Err(m) if summaries.len() < 5 => summaries.push(format!("{value}: {m}")),
                     Err(_) => {}
                 }
@@ -357,10 +357,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             };
         }
         let topology_key = info.topology_key.clone();
+        let device_topology = info.device_topology.clone().and_then(Result::ok);
         let attempt = GroupAttempt {
             members: &members,
             pending: &pending,
-            topology_key: topology_key.as_deref(),
+            topology: super::device_domains::Topology {
+                label: topology_key.as_deref(),
+                device: device_topology.as_ref(),
+            },
             scheduled,
             min,
             gang,

@@ -3,6 +3,7 @@
 //! (KEP 5732), the all-or-nothing rollback of a gang, and the reasons a failed group cycle
 //! reports. CompositePodGroup trees (`composite`) place each of their PodGroups through it.
 
+use super::device_domains::Topology;
 use super::*;
 use crate::framework::MAX_NODE_SCORE;
 
@@ -15,10 +16,13 @@ pub(super) type MembersResult = (Vec<(PodId, NodeId)>, Vec<(PodId, FitError)>, V
 /// One topology domain as a PodGroup's cycle tried it ([`Scheduler::domain_trials`]).
 #[derive(Clone, Debug)]
 pub struct DomainTrial {
-    /// The topology key and this domain's value of it.
+    /// The topology key (a node label, a device attribute, or both) and this domain's value of
+    /// it (label value, node with scope node, attribute value; joined by `/`).
     pub key: String,
     pub value: String,
     pub nodes: Vec<NodeId>,
+    /// With a device attribute: the domain's constrained devices and how many were free.
+    pub devices: Option<(usize, usize)>,
     /// Members that fit (rolled back afterwards) and those that did not.
     pub placed: Vec<(PodId, NodeId)>,
     pub failed: Vec<(PodId, FitError)>,
@@ -40,7 +44,7 @@ pub(super) struct GroupAttempt<'a> {
     pub(super) members: &'a [PodId],
     /// Pending members in the cycle's order.
     pub(super) pending: &'a [PodId],
-    pub(super) topology_key: Option<&'a str>,
+    pub(super) topology: Topology<'a>,
     /// Members already running.
     pub(super) scheduled: usize,
     pub(super) min: usize,
@@ -114,11 +118,22 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             });
             return;
         }
+        // Beyond upstream: a device topology the annotations ask for, which must be well formed.
+        let device_topology = match self.cluster.groups[g].device_topology.clone().transpose() {
+            Ok(t) => t,
+            Err(e) => {
+                let message = format!("podgroup {key}: {e}");
+                fail_all(plan, &pending, &message);
+                let outcome = GroupOutcome::SchedulerError;
+                plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
+                return;
+            }
+        };
         let topology_key = self.cluster.groups[g].topology_key.clone();
         let attempt = GroupAttempt {
             members: &members,
             pending: &pending,
-            topology_key: topology_key.as_deref(),
+            topology: Topology { label: topology_key.as_deref(), device: device_topology.as_ref() },
             scheduled,
             min,
             gang,
@@ -173,18 +188,28 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let Members { members, pending, scheduled, .. } = self.members(g);
         let group = &self.cluster.groups[g];
         let min = group.min_count;
-        let Some(key) = group.topology_key.clone() else { return Ok(Vec::new()) };
+        let label = group.topology_key.clone();
+        let device = group.device_topology.clone().transpose()?;
+        let topology = Topology { label: label.as_deref(), device: device.as_ref() };
+        if !topology.is_some() {
+            return Ok(Vec::new());
+        }
+        let key = topology.key_text();
         let mut out = Vec::new();
-        for (value, nodes) in self.domains(&key, None, &members)? {
-            self.node_filter = Some(self.mask(&nodes));
+        for d in self.group_domains(topology, None, &members)? {
+            let devices = d.device.as_ref().map(|r| self.device_counts(r));
+            self.node_filter = Some(self.mask(&d.nodes));
+            self.device_filter = d.device;
             let (placed, failed, undo) = self.run_members(&pending, scheduled, min);
             let feasible = !placed.is_empty() && scheduled + placed.len() >= min;
             for r in undo.into_iter().rev() {
                 self.unreserve(r);
             }
-            out.push(DomainTrial { key: key.clone(), value, nodes, placed, failed, feasible });
+            let (value, nodes) = (d.value, d.nodes);
+            out.push(DomainTrial { key: key.clone(), value, nodes, devices, placed, failed, feasible });
         }
         self.node_filter = None;
+        self.device_filter = None;
         Ok(out)
     }
 
@@ -208,16 +233,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Places the group (in the best topology domain when constrained). On success the members
     /// stay reserved; on failure everything was rolled back.
     pub(super) fn place_group(&mut self, a: &GroupAttempt<'_>) -> Result<MembersResult, GroupFailure> {
-        let GroupAttempt { members, pending, topology_key, scheduled, min, gang, within } = *a;
-        match topology_key {
-            Some(key) => match self.choose_domain(members, pending, key, scheduled, min, gang, within) {
-                Ok(nodes) => self.node_filter = Some(nodes),
+        let GroupAttempt { members, pending, topology, scheduled, min, gang, within } = *a;
+        if topology.is_some() {
+            match self.choose_domain(members, pending, topology, scheduled, min, gang, within) {
+                Ok((nodes, device)) => (self.node_filter, self.device_filter) = (Some(nodes), device),
                 Err(message) => return Err(GroupFailure::Topology(message)),
-            },
-            None => self.node_filter = within.map(<[bool]>::to_vec),
+            }
+        } else {
+            self.node_filter = within.map(<[bool]>::to_vec);
         }
         let (placed, failed, undo) = self.run_members(pending, scheduled, min);
         self.node_filter = None;
+        self.device_filter = None;
         if !placed.is_empty() && scheduled + placed.len() >= min {
             return Ok((placed, failed, undo));
         }
@@ -303,39 +330,44 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         (placed, failed, undo)
     }
 
-    /// Topology-aware placement (KEP 5732): the nodes carrying `key` (within the parent's
+    /// Topology-aware placement (KEP 5732): the nodes carrying the label (within the parent's
     /// placement), partitioned by its value, are the candidate domains (only the domain of members
-    /// already running, if any). The group algorithm runs in each domain and is rolled back;
-    /// feasible domains are scored ([`Scheduler::best_domain`]) and the best domain's nodes are
-    /// returned.
+    /// already running, if any); with a device attribute [beyond upstream], the attribute's
+    /// values ([`Scheduler::group_domains`]). The group algorithm runs in each domain and is
+    /// rolled back; feasible domains are scored ([`Scheduler::best_domain`]) and the best domain's
+    /// nodes and device restriction are returned.
     #[allow(clippy::too_many_arguments)]
     fn choose_domain(
         &mut self,
         members: &[PodId],
         pending: &[PodId],
-        key: &str,
+        topology: Topology<'_>,
         scheduled: usize,
         min: usize,
         gang: bool,
         within: Option<&[bool]>,
-    ) -> Result<Vec<bool>, String> {
-        let domains = self.domains(key, within, members)?;
-        let mut feasible: Vec<(usize, i64, usize)> = Vec::new(); // (domain, fit score, pods count)
+    ) -> Result<(Vec<bool>, Option<std::sync::Arc<super::device_domains::DeviceRestriction>>), String> {
+        let mut domains = self.group_domains(topology, within, members)?;
+        let key = topology.key_text();
+        let mut feasible: Vec<Feasible> = Vec::new();
         let mut summaries: Vec<String> = Vec::new();
-        for (di, (value, nodes)) in domains.iter().enumerate() {
-            self.node_filter = Some(self.mask(nodes));
+        for (di, d) in domains.iter().enumerate() {
+            self.node_filter = Some(self.mask(&d.nodes));
+            self.device_filter = d.device.clone();
             let (placed, _, undo) = self.run_members(pending, scheduled, min);
             let ok = !placed.is_empty() && scheduled + placed.len() >= min;
             if ok {
-                feasible.push((di, self.most_allocated(nodes), scheduled + placed.len()));
+                let devices = d.device.as_ref().map_or(0, |r| self.devices_in_use(r));
+                feasible.push((di, self.most_allocated(&d.nodes), scheduled + placed.len(), devices));
             } else if summaries.len() < 5 {
-                summaries.push(format!("{value}: {} of {} fit", placed.len(), pending.len()));
+                summaries.push(format!("{}: {} of {} fit", d.value, placed.len(), pending.len()));
             }
             for r in undo.into_iter().rev() {
                 self.unreserve(r);
             }
         }
         self.node_filter = None;
+        self.device_filter = None;
         if feasible.is_empty() {
             let policy = if gang { format!("minCount {min}") } else { "at least one pod".to_string() };
             return Err(format!(
@@ -344,7 +376,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 more(domains.len(), summaries.len())
             ));
         }
-        Ok(self.mask(&domains[best_domain(&feasible, &self.config.placement_weights)].1))
+        let best = domains.swap_remove(best_domain(&feasible, &self.config.placement_weights));
+        Ok((self.mask(&best.nodes), best.device))
     }
 
     /// The candidate domains of `key` in name order: nodes carrying the label (within the parent's
@@ -417,13 +450,20 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 }
 
-/// The PlacementScore plugins over feasible domains `(domain, MostAllocated score, pods of the
-/// group in the domain)`: NodeResourcesFit's bin packing and PodGroupPodsCount (normalized to the
-/// best domain), weighed; ties go to the first domain by value (upstream: random).
-pub(super) fn best_domain(feasible: &[(usize, i64, usize)], w: &PlacementWeights) -> usize {
+/// A feasible domain as scoring sees it: (domain, MostAllocated score, pods of the group in the
+/// domain, share of the domain's constrained devices in use after the trial — 0 without a device
+/// attribute).
+pub(super) type Feasible = (usize, i64, usize, i64);
+
+/// The PlacementScore plugins over feasible domains: NodeResourcesFit's bin packing and
+/// PodGroupPodsCount (normalized to the best domain), weighed; with a device attribute [beyond
+/// upstream], the device share too, weighed as NodeResourcesFit's bin packing (it packs gangs into
+/// the fullest domain that fits, keeping whole domains free). Ties go to the first domain by
+/// value (upstream: random).
+pub(super) fn best_domain(feasible: &[Feasible], w: &PlacementWeights) -> usize {
     let best_count = feasible.iter().map(|f| f.2).max().unwrap_or(1).max(1) as i64;
-    let score = |f: &(usize, i64, usize)| {
-        w.node_resources_fit * f.1 + w.pod_group_pods_count * (MAX_NODE_SCORE * f.2 as i64 / best_count)
+    let score = |f: &Feasible| {
+        w.node_resources_fit * (f.1 + f.3) + w.pod_group_pods_count * (MAX_NODE_SCORE * f.2 as i64 / best_count)
     };
     feasible
         .iter()

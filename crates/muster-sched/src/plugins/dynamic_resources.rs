@@ -140,18 +140,58 @@ pub fn allocated_claims_fit(pod: &PodInfo, node: &NodeInfo, cluster: &Cluster) -
 
 /// Filter's second half: `Ok(Ok(allocation))` when the node can serve the pending claims,
 /// `Ok(Err(rejection))`, or `Err` for a problem no node can fix (the pod's attempt fails with it).
-pub fn allocate(pending: &[&ResourceClaim], node: &NodeInfo, ctx: &DraContext<'_>, state: &AllocatedState) -> Verdict {
+/// With `domain`, devices of its constrained drivers come from the domain only (a gang's device
+/// topology, [beyond upstream]).
+pub fn allocate(
+    pending: &[&ResourceClaim],
+    node: &NodeInfo,
+    ctx: &DraContext<'_>,
+    state: &AllocatedState,
+    domain: Option<&muster_alloc::DeviceDomain>,
+) -> Verdict {
     if pending.is_empty() {
         return Ok(Ok(Default::default()));
     }
     let allocator = Allocator::new(ctx.features, state, ctx.classes, &ctx.index, &ctx.env);
     let n: &Node = &node.detail.node;
-    match allocator.allocate(Some(n), pending) {
+    match allocator.allocate_within(Some(n), pending, domain) {
         Ok(Outcome::Allocated(results)) => Ok(Ok(std::sync::Arc::new(results))),
         Ok(Outcome::Unsatisfiable) => Ok(Err(Rejection::new(NAME, true, "cannot allocate all claims"))),
         Err(AllocError::InvalidPools) => Ok(Err(Rejection::new(NAME, false, AllocError::InvalidPools.to_string()))),
         Err(AllocError::Fatal(msg)) => Err(msg),
     }
+}
+
+/// Inside a gang's device domain [beyond upstream]: the constrained devices of the pod's claims
+/// allocated earlier must have the domain's value, else the pod does not fit in the domain.
+pub fn allocated_claims_in_domain(
+    pod: &PodInfo,
+    cluster: &Cluster,
+    ctx: &DraContext<'_>,
+    domain: &muster_alloc::DeviceDomain,
+) -> Result<(), Rejection> {
+    for c in pod.claims.iter().flatten() {
+        let claim = &cluster.claims[*c].claim;
+        let results = claim.status.as_ref().and_then(|s| s.allocation.as_ref()).and_then(|a| a.devices.as_ref());
+        for r in results.into_iter().flat_map(|d| d.results.iter().flatten()) {
+            if !domain.drivers.contains(&r.driver) {
+                continue;
+            }
+            let values =
+                ctx.index.allocated_values(&r.driver, &r.pool, &r.device, &domain.attribute, domain.list_types);
+            if !values.is_some_and(|v| v.contains(&domain.value)) {
+                return Err(Rejection::new(
+                    NAME,
+                    true,
+                    format!(
+                        "resourceclaim's device {}/{}/{} is outside the {} domain",
+                        r.driver, r.pool, r.device, domain.attribute
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Does an allocation use only devices of pools local to `node`? (Devices of shared pools change
