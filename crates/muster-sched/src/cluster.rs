@@ -430,6 +430,10 @@ pub struct Cluster {
     /// make at run time, by (namespace, name), with the object that makes them: a pod naming one
     /// waits for it, and its reason says so.
     pub template_providers: HashMap<(String, String), String>,
+    /// The labels of the Namespaces the input lists, by name, each with the
+    /// `kubernetes.io/metadata.name` label the API server adds: what a pod affinity term's
+    /// `namespaceSelector` reads. A namespace not listed carries only that label.
+    pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
     /// Each Workload's annotations (`namespace/name`), for what a PodGroup naming it inherits
     /// (the device topology, [`crate::device_topology`]); set before [`Cluster::add_pod_groups`].
     pub workload_annotations: HashMap<String, BTreeMap<String, String>>,

@@ -185,6 +185,7 @@ impl World {
             .iter()
             .map(|t| ((t.namespace.clone(), t.name.clone()), t.by.clone()))
             .collect();
+        cluster.namespace_labels = namespaces.with_name_labels();
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
         // Allocations naming devices no slice publishes: warnings (not an API-server rule).
@@ -286,6 +287,19 @@ struct Namespaces {
 }
 
 impl Namespaces {
+    /// Each listed namespace's labels, with the name label the API server adds to every one.
+    fn with_name_labels(&self) -> HashMap<String, BTreeMap<String, String>> {
+        let name_label = muster_sched::plugins::pod_matcher::NAMESPACE_NAME_LABEL;
+        self.labels
+            .iter()
+            .map(|(name, labels)| {
+                let mut labels = labels.clone();
+                labels.insert(name_label.to_string(), name.clone());
+                (name.clone(), labels)
+            })
+            .collect()
+    }
+
     fn add(&mut self, ns: k8s_openapi::api::core::v1::Namespace) {
         let name = ns.metadata.name.unwrap_or_default();
         self.labels.insert(name, ns.metadata.labels.unwrap_or_default());

@@ -25,6 +25,7 @@ const NOT_LIVE: &[(&str, &str)] = &[
     ("podgroup-claim", "PodGroups with resourceClaims are not taken one at a time yet"),
     ("podgroup-claim-rollback", "PodGroups with resourceClaims are not taken one at a time yet"),
     ("device-topology-workload", "Workloads are not watched yet: the PodGroups' device topology comes from theirs"),
+    ("namespace-selector", "Namespaces are not watched yet: live, a namespaceSelector sees only the name label"),
 ];
 
 /// What a world did: pods bound (pod → node), pods left unschedulable, devices per claim,

@@ -66,10 +66,11 @@ impl AffinityTerm {
         }
     }
 
-    /// `AffinityTerm.Matches`: the pod's namespace and labels.
-    pub fn matches(&self, pod: &Pod) -> bool {
+    /// `AffinityTerm.Matches`: the pod's namespace (and its labels, for a namespace selector) and
+    /// the pod's labels.
+    pub fn matches(&self, pod: &Pod, cluster: &Cluster) -> bool {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        self.namespaces.matches(ns) && self.selector.matches(pod)
+        self.namespaces.matches(ns, || cluster.namespace_labels.get(ns)) && self.selector.matches(pod)
     }
 }
 
@@ -223,7 +224,7 @@ pub fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, cache: &mut Topolog
     if !t.required_affinity.is_empty() {
         let all: Vec<&AffinityTerm> = t.required_affinity.iter().collect();
         let m = matcher(&all);
-        s.self_affinity = m.matches(&state.pod.pod);
+        s.self_affinity = m.matches(&state.pod.pod, cluster);
         let fp = m.fingerprint();
         cache.memos.counts(cluster, fp, |n| m.count_on(n, cluster));
         for term in &t.required_affinity {
@@ -272,7 +273,7 @@ fn existing_anti_affinity(
             let mut keys: KeyScores = Vec::new();
             for p in &n.detail.pods {
                 let Some(t) = cluster.pod(*p).affinity.as_deref() else { continue };
-                for term in t.required_anti_affinity.iter().filter(|t| t.matches(pod)) {
+                for term in t.required_anti_affinity.iter().filter(|t| t.matches(pod, cluster)) {
                     keys.push((term.topology_key.clone(), 1));
                 }
             }
@@ -404,14 +405,14 @@ fn existing_on(n: &NodeInfo, cluster: &Cluster, pod: &Pod, hard: i64) -> KeyScor
     for p in &n.detail.pods {
         let Some(t) = cluster.pod(*p).affinity.as_deref() else { continue };
         if hard > 0 {
-            for term in t.required_affinity.iter().filter(|t| t.matches(pod)) {
+            for term in t.required_affinity.iter().filter(|t| t.matches(pod, cluster)) {
                 *out.entry(term.topology_key.clone()).or_default() += hard;
             }
         }
-        for w in t.preferred_affinity.iter().filter(|w| w.term.matches(pod)) {
+        for w in t.preferred_affinity.iter().filter(|w| w.term.matches(pod, cluster)) {
             *out.entry(w.term.topology_key.clone()).or_default() += w.weight;
         }
-        for w in t.preferred_anti_affinity.iter().filter(|w| w.term.matches(pod)) {
+        for w in t.preferred_anti_affinity.iter().filter(|w| w.term.matches(pod, cluster)) {
             *out.entry(w.term.topology_key.clone()).or_default() -= w.weight;
         }
     }

@@ -2,10 +2,10 @@
 //! selectors as `labels.Selector` (compiled once, `matchLabelKeys`/`mismatchLabelKeys` merged
 //! in), namespaces, and the count of matching pods on a node.
 //!
-//! Namespace objects are not in the store: a namespace's labels are taken to be the one label
-//! every namespace carries, `kubernetes.io/metadata.name: <name>`. A `namespaceSelector` of `{}`
-//! therefore selects every namespace, and one naming that label selects by name; a selector on
-//! other namespace labels selects none.
+//! A `namespaceSelector` is matched against the namespace's labels as the input's Namespace
+//! objects give them ([`Cluster::namespace_labels`], which holds the name label the API server
+//! adds); a namespace the input does not list carries only that label,
+//! `kubernetes.io/metadata.name: <name>`. A selector of `{}` selects every namespace.
 
 use std::collections::BTreeMap;
 
@@ -147,24 +147,33 @@ pub enum Namespaces {
 }
 
 impl Namespaces {
-    pub fn matches(&self, namespace: &str) -> bool {
+    /// Whether `namespace` is one of these; `labels` gives a namespace's labels when the input
+    /// lists it (asked only for a selector that reads labels).
+    pub fn matches<'l>(&self, namespace: &str, labels: impl FnOnce() -> Option<&'l BTreeMap<String, String>>) -> bool {
         match self {
             Namespaces::One(ns) => ns == namespace,
             Namespaces::Terms { names, selector } => {
-                names.iter().any(|n| n == namespace) || selector_matches_namespace(selector, namespace)
+                names.iter().any(|n| n == namespace) || selector_matches_namespace(selector, namespace, labels)
             }
         }
     }
 }
 
 /// A namespace selector against a namespace's labels (see the module docs).
-fn selector_matches_namespace(selector: &Selector, namespace: &str) -> bool {
+fn selector_matches_namespace<'l>(
+    selector: &Selector,
+    namespace: &str,
+    labels: impl FnOnce() -> Option<&'l BTreeMap<String, String>>,
+) -> bool {
     match selector {
         Selector::Requirements(r) if r.is_empty() => true,
-        Selector::Requirements(_) => {
-            let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), namespace.to_string())]);
-            selector.matches_labels(&labels)
-        }
+        Selector::Requirements(_) => match labels() {
+            Some(listed) => selector.matches_labels(listed),
+            None => {
+                let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), namespace.to_string())]);
+                selector.matches_labels(&labels)
+            }
+        },
         _ => false,
     }
 }
@@ -179,12 +188,12 @@ pub struct PodMatcher {
 }
 
 impl PodMatcher {
-    pub fn matches(&self, pod: &Pod) -> bool {
+    pub fn matches(&self, pod: &Pod, cluster: &Cluster) -> bool {
         if self.skip_terminating && pod.metadata.deletion_timestamp.is_some() {
             return false;
         }
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        self.all.iter().all(|(n, s)| n.matches(ns) && s.matches(pod))
+        self.all.iter().all(|(n, s)| n.matches(ns, || cluster.namespace_labels.get(ns)) && s.matches(pod))
     }
 
     /// A stable fingerprint, the key of the per-node count memo.
@@ -197,7 +206,7 @@ impl PodMatcher {
 
     /// How many pods on the node match.
     pub fn count_on(&self, node: &NodeInfo, cluster: &Cluster) -> u32 {
-        node.detail.pods.iter().filter(|p| self.matches(&cluster.pod(**p).pod)).count() as u32
+        node.detail.pods.iter().filter(|p| self.matches(&cluster.pod(**p).pod, cluster)).count() as u32
     }
 }
 
@@ -241,14 +250,16 @@ mod tests {
     #[test]
     fn namespace_selector_sees_only_the_name_label() {
         let any = Namespaces::Terms { names: vec![], selector: selector(json!({})) };
-        assert!(any.matches("team-a"));
+        assert!(any.matches("team-a", || None));
         let by_name = Namespaces::Terms {
             names: vec![],
             selector: selector(json!({"matchLabels": {NAMESPACE_NAME_LABEL: "team-a"}})),
         };
-        assert!(by_name.matches("team-a") && !by_name.matches("team-b"));
+        assert!(by_name.matches("team-a", || None) && !by_name.matches("team-b", || None));
         let other =
             Namespaces::Terms { names: vec!["x".into()], selector: selector(json!({"matchLabels": {"env": "prod"}})) };
-        assert!(other.matches("x") && !other.matches("team-a"));
+        assert!(other.matches("x", || None) && !other.matches("team-a", || None));
+        let prod = labels(&[("env", "prod"), (NAMESPACE_NAME_LABEL, "team-a")]);
+        assert!(other.matches("team-a", || Some(&prod)), "a listed namespace's own labels are read");
     }
 }
