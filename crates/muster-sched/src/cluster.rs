@@ -417,6 +417,9 @@ pub struct Cluster {
     pub inter_pod: InterPodPods,
     /// Moves whenever the store adds, changes or removes a node (topology domains are rebuilt).
     pub topology_generation: u64,
+    /// How many nodes report container images (`status.images`): ImageLocality runs only when
+    /// some do.
+    pub nodes_with_images: usize,
     /// Pod shapes seen so far, with their ids.
     shapes: HashMap<ShapeKey, u32>,
     /// Source of generation values (see [`Cluster::fresh_generation`]).
@@ -623,6 +626,8 @@ impl Cluster {
                 Err(e) => errors.push(e),
             }
         }
+        c.nodes_with_images =
+            c.nodes.iter().filter(|n| crate::plugins::image_locality::has_images(&n.detail.node)).count();
         let node_ids: HashMap<String, NodeId> =
             c.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), NodeId(i as u32))).collect();
 

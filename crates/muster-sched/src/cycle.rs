@@ -40,6 +40,7 @@ pub struct ScoreWeights {
     pub node_affinity: i64,
     pub pod_topology_spread: i64,
     pub inter_pod_affinity: i64,
+    pub image_locality: i64,
 }
 
 impl Default for ScoreWeights {
@@ -51,6 +52,7 @@ impl Default for ScoreWeights {
             node_affinity: 2,
             pod_topology_spread: 2,
             inter_pod_affinity: 2,
+            image_locality: 1,
         }
     }
 }

@@ -192,8 +192,12 @@ impl Cluster {
         self.topology_generation = info.generation;
         let mut applied = Applied::default();
         let prefers = usize::from(info.has_prefer_no_schedule_taint);
+        let images =
+            |n: &crate::cluster::NodeInfo| usize::from(crate::plugins::image_locality::has_images(&n.detail.node));
+        self.nodes_with_images += images(&info);
         match self.index().nodes.get(&name).copied() {
             Some(id) => {
+                self.nodes_with_images -= images(&self.nodes[id.0 as usize]);
                 let had = usize::from(self.nodes[id.0 as usize].has_prefer_no_schedule_taint);
                 let index = self.index();
                 index.prefer_no_schedule = index.prefer_no_schedule + prefers - had;
@@ -253,6 +257,8 @@ impl Cluster {
         let generation = self.fresh_generation();
         self.topology_generation = generation;
         let had = usize::from(self.nodes[id.0 as usize].has_prefer_no_schedule_taint);
+        self.nodes_with_images -=
+            usize::from(crate::plugins::image_locality::has_images(&self.nodes[id.0 as usize].detail.node));
         let index = self.index();
         index.prefer_no_schedule -= had;
         self.any_prefer_no_schedule = index.prefer_no_schedule > 0;

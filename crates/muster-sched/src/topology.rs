@@ -94,6 +94,8 @@ const MAX_MEMOS: usize = 32;
 pub struct TopologyCache {
     pub domains: DomainCache,
     pub memos: NodeMemos,
+    /// ImageLocality's image states, rebuilt with the topology (when a node changes).
+    pub images: crate::plugins::image_locality::ImageStates,
 }
 
 /// Domains per topology key.

@@ -4,8 +4,8 @@
 use super::*;
 use crate::framework::{CycleState, MAX_NODE_SCORE};
 use crate::plugins::{
-    inter_pod_affinity, node_affinity, node_resources_balanced_allocation, node_resources_fit, pod_topology_spread,
-    taint_toleration,
+    image_locality, inter_pod_affinity, node_affinity, node_resources_balanced_allocation, node_resources_fit,
+    pod_topology_spread, taint_toleration,
 };
 
 /// The Score phase's view of the scheduler: read-only inputs and reusable buffers.
@@ -106,6 +106,13 @@ impl Scoring<'_> {
         {
             for (s, p) in self.scores.iter_mut().zip(p) {
                 *s += w.inter_pod_affinity * p;
+            }
+        }
+        if w.image_locality != 0
+            && let Some(p) = image_locality::score(&state.pod.pod, self.feasible, cluster, &mut self.topology.images)
+        {
+            for (s, p) in self.scores.iter_mut().zip(p) {
+                *s += w.image_locality * p;
             }
         }
         let mut best = 0;

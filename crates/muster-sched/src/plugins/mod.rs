@@ -1,6 +1,7 @@
 //! The in-tree plugins muster runs, under kube-scheduler's names and in its Filter order.
 
 pub mod dynamic_resources;
+pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_ports;

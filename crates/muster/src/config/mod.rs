@@ -388,6 +388,7 @@ impl Judge<'_, '_, '_> {
             node_affinity: 0,
             pod_topology_spread: 0,
             inter_pod_affinity: 0,
+            image_locality: 0,
         };
         for e in effective(plugins, "score") {
             match e.name.as_str() {
@@ -397,6 +398,7 @@ impl Judge<'_, '_, '_> {
                 "NodeAffinity" => w.node_affinity = e.weight,
                 "PodTopologySpread" => w.pod_topology_spread = e.weight,
                 "InterPodAffinity" => w.inter_pod_affinity = e.weight,
+                "ImageLocality" => w.image_locality = e.weight,
                 _ => {}
             }
         }

@@ -74,7 +74,7 @@ pub const IN_TREE: &[InTree] = &[
         default_weight: 1,
         support: Support::Runs,
     },
-    InTree { name: "ImageLocality", points: &["score"], default_weight: 1, support: Support::Missing },
+    InTree { name: "ImageLocality", points: &["score"], default_weight: 1, support: Support::Runs },
     InTree {
         name: "GangScheduling",
         points: &["preEnqueue", "permit", "placementFeasible"],
