@@ -59,6 +59,9 @@ pub struct Allocator<'a, 's> {
     classes: &'a [DeviceClass],
     slices: &'a SliceIndex<'s>,
     env: &'a Env,
+    /// The CEL cost this allocation may still spend (muster's bound on a scheduling attempt;
+    /// Kubernetes has none): spent, the allocation stops with a fatal error.
+    budget: Option<&'a muster_cel::Budget>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -186,6 +189,15 @@ fn id_of(c: &Cand<'_>) -> DeviceId {
     }
 }
 
+/// The fatal error when an attempt's CEL budget is spent.
+fn budget_spent(b: &muster_cel::Budget) -> String {
+    format!(
+        "the CEL cost budget of this scheduling attempt ({}) is spent: the selectors of the pod's claims cost too much \
+         over the devices at hand (muster bounds an attempt's CEL cost; Kubernetes does not)",
+        b.total()
+    )
+}
+
 pub(crate) fn tolerates(t: &DeviceToleration, key: &str, value: &str, effect: &str) -> bool {
     if t.effect.as_deref().is_some_and(|e| !e.is_empty() && e != effect) {
         return false;
@@ -210,7 +222,14 @@ impl<'a, 's: 'a> Allocator<'a, 's> {
         slices: &'a SliceIndex<'s>,
         env: &'a Env,
     ) -> Self {
-        Allocator { features, allocated, classes, slices, env }
+        Allocator { features, allocated, classes, slices, env, budget: None }
+    }
+
+    /// Charge every selector evaluation to `budget` (one scheduling attempt's, shared by the
+    /// nodes it tries).
+    pub fn with_budget(mut self, budget: Option<&'a muster_cel::Budget>) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// Allocates `claims` together on `node`.
@@ -507,7 +526,14 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             let view = self.view(c).map_err(|e| {
                 Self::fatal(format!("{owner}: selector #{i} on device {}: CEL runtime error: {e}", id_of(c)))
             })?;
-            match self.alloc.env.eval(program, &view) {
+            let verdict = match self.alloc.budget {
+                None => self.alloc.env.eval(program, &view),
+                Some(b) => match self.alloc.env.eval_charged(program, &view, b) {
+                    Some(v) => v,
+                    None => return Err(Self::fatal(budget_spent(b))),
+                },
+            };
+            match verdict {
                 Ok(true) => {}
                 Ok(false) => {
                     self.memo.insert((key, ci, ri, si), false);

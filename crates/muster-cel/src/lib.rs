@@ -305,6 +305,11 @@ impl Budget {
     /// per-evaluation limit (a few seconds on the development machine).
     pub const COMMAND: u64 = 100 * SELECTOR_COST_LIMIT;
 
+    /// The budget of one scheduling attempt (all the nodes it tries): a thousand evaluations at
+    /// the per-evaluation limit; ordinary selectors cost tens of units per device, so only
+    /// selectors near the limit on thousands of devices reach it.
+    pub const ATTEMPT: u64 = 1000 * SELECTOR_COST_LIMIT;
+
     pub fn new(total: u64) -> Self {
         Budget { total, left: std::cell::Cell::new(total) }
     }

@@ -156,7 +156,7 @@ pub fn explain_pod_configured(
                             }
                             claims.iter().map(|c| e.claim(Some(&node.detail.node), c)).collect()
                         };
-                        match dynamic_resources::allocate(&claims, node, ctx, allocated, None) {
+                        match dynamic_resources::allocate(&claims, node, ctx, allocated, None, budget) {
                             Ok(Ok(_)) => NodeVerdict::Feasible,
                             Ok(Err(rejection)) => NodeVerdict::Dra { rejection, claims: explain() },
                             Err(message) => NodeVerdict::DraError { message, claims: explain() },

@@ -130,6 +130,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let (pending, fingerprint) =
             if has_claims { dynamic_resources::pending_claims(pod, cluster) } else { (Vec::new(), 0) };
         let memo = &mut self.dra_memo;
+        // The CEL cost this attempt may spend over every node it tries [beyond upstream].
+        let cel_budget = muster_cel::Budget::new(muster_cel::Budget::ATTEMPT);
         let generations = (&self.dra_node_generation, self.dra_shared_generation);
         // The special claim for extended resources served through DRA, one variant per set of
         // resources the nodes do not advertise (usually one).
@@ -184,11 +186,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             // An error is never reused: its text names the claims of the pod it was computed for.
             if !matches!(memo.get(table, node_id, at), Some(Ok(_))) {
                 let v = match extended {
-                    None => dynamic_resources::allocate(&pending, node, ctx, alloc_state, restriction),
+                    None => {
+                        dynamic_resources::allocate(&pending, node, ctx, alloc_state, restriction, Some(&cel_budget))
+                    }
                     Some(claim) => {
                         let mut claims = pending.clone();
                         claims.push(claim);
-                        dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction)
+                        dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction, Some(&cel_budget))
                     }
                 };
                 memo.put(table, node_id, at, v);

@@ -141,18 +141,20 @@ pub fn allocated_claims_fit(pod: &PodInfo, node: &NodeInfo, cluster: &Cluster) -
 /// Filter's second half: `Ok(Ok(allocation))` when the node can serve the pending claims,
 /// `Ok(Err(rejection))`, or `Err` for a problem no node can fix (the pod's attempt fails with it).
 /// With `domain`, devices of its constrained drivers come from the domain only (a gang's device
-/// topology, [beyond upstream]).
+/// topology, [beyond upstream]); with `budget`, selector evaluations are charged to it (an
+/// attempt's CEL budget, [beyond upstream]).
 pub fn allocate(
     pending: &[&ResourceClaim],
     node: &NodeInfo,
     ctx: &DraContext<'_>,
     state: &AllocatedState,
     domain: Option<&muster_alloc::DeviceDomain>,
+    budget: Option<&muster_cel::Budget>,
 ) -> Verdict {
     if pending.is_empty() {
         return Ok(Ok(Default::default()));
     }
-    let allocator = Allocator::new(ctx.features, state, ctx.classes, &ctx.index, &ctx.env);
+    let allocator = Allocator::new(ctx.features, state, ctx.classes, &ctx.index, &ctx.env).with_budget(budget);
     let n: &Node = &node.detail.node;
     match allocator.allocate_within(Some(n), pending, domain) {
         Ok(Outcome::Allocated(results)) => Ok(Ok(std::sync::Arc::new(results))),

@@ -1,0 +1,45 @@
+//! An allocation charged to a CEL budget (one scheduling attempt's) stops with a fatal error
+//! once the budget is spent, and allocates as without one while it lasts.
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use muster_alloc::{AllocError, AllocatedState, Allocator, Features, Outcome, SliceIndex};
+use muster_cel::{Budget, Env};
+use serde_json::json;
+
+fn objects() -> (Vec<ResourceSlice>, Vec<DeviceClass>, ResourceClaim, Node) {
+    let devices: Vec<_> =
+        (0..8).map(|i| json!({"name": format!("gpu-{i}"), "attributes": {"model": {"string": "h100"}}})).collect();
+    let slice = serde_json::from_value(json!({"metadata": {"name": "n1-gpus"}, "spec": {"driver": "gpu.example.com",
+        "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
+    .unwrap();
+    let class = serde_json::from_value(json!({"metadata": {"name": "gpu"}, "spec": {"selectors": [
+        {"cel": {"expression": "device.attributes['gpu.example.com'].model == 'h100'"}}]}}))
+    .unwrap();
+    let claim = serde_json::from_value(json!({"metadata": {"name": "c", "namespace": "ml"}, "spec": {"devices": {
+        "requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": 8}}]}}}))
+    .unwrap();
+    let node = serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap();
+    (vec![slice], vec![class], claim, node)
+}
+
+#[test]
+fn a_spent_budget_stops_the_allocation_and_an_ample_one_changes_nothing() {
+    let (slices, classes, claim, node) = objects();
+    let (env, state, index) = (Env::default(), AllocatedState::default(), SliceIndex::new(&slices));
+    let allocator = || Allocator::new(Features::kubernetes_1_37(), &state, &classes, &index, &env);
+    let unbounded = allocator().allocate(Some(&node), &[&claim]);
+    assert!(matches!(unbounded, Ok(Outcome::Allocated(_))), "{unbounded:?}");
+
+    let ample = Budget::new(Budget::ATTEMPT);
+    assert_eq!(allocator().with_budget(Some(&ample)).allocate(Some(&node), &[&claim]), unbounded);
+    assert!(!ample.is_spent());
+
+    let tiny = Budget::new(5);
+    match allocator().with_budget(Some(&tiny)).allocate(Some(&node), &[&claim]) {
+        Err(AllocError::Fatal(m)) => {
+            assert!(m.contains("the CEL cost budget of this scheduling attempt (5) is spent"), "{m}")
+        }
+        other => panic!("expected the budget to stop the allocation, got {other:?}"),
+    }
+}
