@@ -430,6 +430,9 @@ pub struct Cluster {
     /// make at run time, by (namespace, name), with the object that makes them: a pod naming one
     /// waits for it, and its reason says so.
     pub template_providers: HashMap<(String, String), String>,
+    /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and CSIDrivers, and
+    /// VolumeBinding's decisions (see [`crate::volumes`]).
+    pub volumes: crate::volumes::Volumes,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.

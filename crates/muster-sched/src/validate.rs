@@ -17,6 +17,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::cluster::ModelError;
 
+pub mod volumes;
+
 /// A problem with one field: the API server's path and its message.
 pub type FieldError = (String, String);
 
