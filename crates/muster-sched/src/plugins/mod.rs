@@ -15,4 +15,6 @@ pub mod taint_toleration;
 pub mod test_cluster;
 pub mod volume_binding;
 pub mod volume_restrictions;
+#[cfg(test)]
+mod volume_tests;
 pub mod volume_zone;
