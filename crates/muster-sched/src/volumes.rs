@@ -37,6 +37,27 @@ pub struct Volumes {
     pub decisions: Vec<VolumeDecision>,
 }
 
+/// A storage object, as a world's change carries it (boxed there, so the sizes do not matter).
+#[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum StorageObject {
+    Claim(PersistentVolumeClaim),
+    Volume(PersistentVolume),
+    Class(StorageClass),
+    CsiNode(CSINode),
+    CsiDriver(CSIDriver),
+}
+
+/// The kind of a deleted storage object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageKind {
+    Claim,
+    Volume,
+    Class,
+    CsiNode,
+    CsiDriver,
+}
+
 /// One claim a pod's Reserve bound: to an existing PersistentVolume, or by provisioning on the
 /// chosen node (the claim gets the `volume.kubernetes.io/selected-node` annotation).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +80,36 @@ pub enum Binding {
 pub const ANN_DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 
 impl Volumes {
+    /// A store change: the object replaces the one of its name; the plugins run from now on.
+    pub fn upsert(&mut self, object: StorageObject) {
+        self.enabled = true;
+        let name = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| m.name.clone().unwrap_or_default();
+        match object {
+            StorageObject::Claim(c) => {
+                let ns = c.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+                self.claims.insert((ns, name(&c.metadata)), c);
+            }
+            StorageObject::Volume(v) => drop(self.volumes.insert(name(&v.metadata), v)),
+            StorageObject::Class(c) => drop(self.classes.insert(name(&c.metadata), c)),
+            StorageObject::CsiNode(n) => drop(self.csi_nodes.insert(name(&n.metadata), n)),
+            StorageObject::CsiDriver(d) => drop(self.csi_drivers.insert(name(&d.metadata), d)),
+        }
+    }
+
+    /// A store change: the object `key` (`namespace/name` for claims, else the name) is gone.
+    pub fn delete(&mut self, kind: StorageKind, key: &str) {
+        match kind {
+            StorageKind::Claim => {
+                let (ns, name) = key.split_once('/').unwrap_or(("default", key));
+                self.claims.remove(&(ns.to_string(), name.to_string()));
+            }
+            StorageKind::Volume => drop(self.volumes.remove(key)),
+            StorageKind::Class => drop(self.classes.remove(key)),
+            StorageKind::CsiNode => drop(self.csi_nodes.remove(key)),
+            StorageKind::CsiDriver => drop(self.csi_drivers.remove(key)),
+        }
+    }
+
     /// The DefaultStorageClass admission plugin and the PV controller's retroactive default: a
     /// claim with no `storageClassName` (unset, not "") and no volume gets the default class —
     /// of several defaults, the newest (by `creationTimestamp`, then name, as upstream sorts).

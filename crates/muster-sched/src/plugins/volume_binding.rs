@@ -67,6 +67,10 @@ pub fn pre_filter(pod: &Pod, volumes: &Volumes) -> Result<Option<BindingState>, 
     let mut state = BindingState { namespace, ..BindingState::default() };
     let mut immediate = false;
     let mut delayed: Vec<(i128, String)> = Vec::new();
+    // A claim named by two volumes of the pod is one claim (upstream would look for two volumes
+    // for it and bind both).
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.dedup_by(|a, b| a.0 == b.0);
     for (name, pvc) in found {
         if vol::fully_bound(pvc) {
             state.bound.push((name, vol::volume_name(pvc).to_string()));
@@ -285,6 +289,10 @@ pub fn reserve(pod: PodId, state: &BindingState, node: NodeView<'_>, volumes: &m
     let ns = &state.namespace;
     for (claim, pv_name) in found.static_bindings {
         let pvc = volumes.claim(ns, &claim).cloned().unwrap_or_default();
+        // Already bound to the claim (an earlier pod of the claim): nothing to assume.
+        if volumes.volumes.get(&pv_name).is_some_and(|pv| vol::bound_to_claim(pv, &pvc)) {
+            continue;
+        }
         if let Some(pv) = volumes.volumes.get_mut(&pv_name) {
             undo.volumes.push((pv_name.clone(), pv.clone()));
             bind_volume_to_claim(pv, &pvc);
@@ -293,6 +301,11 @@ pub fn reserve(pod: PodId, state: &BindingState, node: NodeView<'_>, volumes: &m
     }
     for claim in found.provisions {
         let key = (ns.clone(), claim.clone());
+        let selected =
+            volumes.claims.get(&key).and_then(|c| c.metadata.annotations.as_ref()?.get(vol::ANN_SELECTED_NODE));
+        if selected.is_some_and(|n| n == node.name) {
+            continue;
+        }
         if let Some(pvc) = volumes.claims.get_mut(&key) {
             undo.claims.push((key, pvc.clone()));
             pvc.metadata.annotations.get_or_insert_default().insert(vol::ANN_SELECTED_NODE.into(), node.name.into());
