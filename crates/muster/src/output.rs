@@ -357,6 +357,7 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
         out.push_str("---\n");
         out.push_str(&serde_saphyr::to_string(&pod)?);
     }
+    volumes_yaml(&mut out, &world.cluster)?;
     for g in changed_pod_groups(&world.cluster, plan, groups) {
         push_with_note(&mut out, g.not_written.as_deref(), &g.group)?;
     }
@@ -407,6 +408,29 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
         }
     }
     Ok(out)
+}
+
+/// What VolumeBinding's decisions change, as the API server would hold it after PreBind: each
+/// chosen PersistentVolume with its `claimRef`, each claim to provision with its selected node.
+fn volumes_yaml(out: &mut String, c: &Cluster) -> anyhow::Result<()> {
+    use muster_sched::volumes::Binding;
+    for d in &c.volumes.decisions {
+        let line = volume_decision_note(c, d);
+        let note = Some(line.trim_start_matches("note: "));
+        match &d.binding {
+            Binding::Volume(v) => {
+                if let Some(pv) = c.volumes.volumes.get(v) {
+                    push_with_note(out, note, pv)?;
+                }
+            }
+            Binding::Provision(_) => {
+                if let Some(pvc) = c.volumes.claim(&d.namespace, &d.claim) {
+                    push_with_note(out, note, pvc)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The objects the workload controllers created that the rest of the stream does not hold: every
