@@ -167,3 +167,23 @@ fn a_pod_waiting_for_a_volume_is_woken_by_its_arrival() {
     let placed: Vec<&str> = second.placements.iter().map(|(_, n)| engine.cluster().node(*n).name()).collect();
     assert_eq!(placed, ["n1"]);
 }
+
+/// A pod whose binding failed gives its volume back: the volume has no `claimRef` again and the
+/// decision is gone, so the pod (or another) can take it on its next attempt.
+#[test]
+fn a_forgotten_pod_gives_its_volume_back() {
+    use muster_sched::Engine;
+    let w = World { nodes: 1, volumes: vec![(0, 2)], claims: vec![(1, false)], pods: vec![vec![0]] };
+    let mut engine = Engine::new(build(&w), SchedulerConfig::default(), None);
+    let first = engine.schedule(0);
+    assert_eq!(first.placements.len(), 1);
+    let pod = first.placements[0].0;
+    assert_eq!(engine.cluster().volumes.decisions.len(), 1);
+    engine.forget(pod, 10);
+    let v = &engine.cluster().volumes;
+    assert!(v.decisions.is_empty());
+    assert!(v.volumes["pv0"].spec.as_ref().unwrap().claim_ref.is_none());
+    let again = engine.schedule(20_000);
+    assert_eq!(again.placements.len(), 1);
+    assert_eq!(engine.cluster().volumes.decisions.len(), 1);
+}

@@ -343,3 +343,30 @@ pub fn unreserve(undo: VolumeUndo, volumes: &mut Volumes) {
         volumes.claims.insert(key, pvc);
     }
 }
+
+/// A forgotten pod (its binding failed, `RevertAssumedPodVolumes`): the volumes and claims its
+/// Reserve assumed are as the API server holds them again. A decision is only recorded for a
+/// volume without a `claimRef` and a claim without a selected node, so reverting removes them.
+pub fn forget(pod: PodId, volumes: &mut Volumes) {
+    let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut volumes.decisions).into_iter().partition(|d| d.pod == pod);
+    volumes.decisions = rest;
+    for d in mine {
+        match d.binding {
+            Binding::Volume(name) => {
+                if let Some(pv) = volumes.volumes.get_mut(&name) {
+                    pv.spec.get_or_insert_default().claim_ref = None;
+                    if let Some(a) = pv.metadata.annotations.as_mut() {
+                        a.remove(vol::ANN_BOUND_BY_CONTROLLER);
+                    }
+                }
+            }
+            Binding::Provision(_) => {
+                let annotations =
+                    volumes.claims.get_mut(&(d.namespace, d.claim)).and_then(|c| c.metadata.annotations.as_mut());
+                if let Some(a) = annotations {
+                    a.remove(vol::ANN_SELECTED_NODE);
+                }
+            }
+        }
+    }
+}
