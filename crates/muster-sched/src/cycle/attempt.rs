@@ -447,6 +447,12 @@ pub fn run_all_filters(
     node: &crate::cluster::NodeInfo,
     cluster: &Cluster,
 ) -> Result<(), Rejection> {
+    // Nodes VolumeBinding's PreFilter left out are not filtered at all.
+    if let Some(e) = state.volumes.as_ref().and_then(|v| v.binding.as_ref()).and_then(|b| b.eligible.as_ref())
+        && !e.contains(node.name())
+    {
+        return Err(Rejection::new(volume_binding::NAME, true, volume_binding::NOT_ELIGIBLE));
+    }
     run_filters(state, node, cluster)?;
     if let Some(v) = &state.volumes {
         crate::volumes::filter(v, &state.pod.pod, node, cluster)?;

@@ -28,6 +28,45 @@ pub struct BindingState {
     pub bound: Vec<(String, String)>,
     /// WaitForFirstConsumer claims still to bind, by increasing storage request.
     pub delayed: Vec<String>,
+    /// PreFilter's node names (`GetEligibleNodes`): the nodes the bound volumes' node affinity
+    /// names by `kubernetes.io/hostname` In; `None` for every node.
+    pub eligible: Option<std::collections::BTreeSet<String>>,
+}
+
+/// The reason of a node PreFilter left out (`SetAbsentNodesStatus`).
+pub const NOT_ELIGIBLE: &str = "node(s) didn't satisfy plugin(s) [VolumeBinding]";
+
+/// `GetEligibleNodes`: the intersection over the bound claims of their volumes' hostnames
+/// (`GetLocalPersistentVolumeNodeNames`: per term, the intersection of its hostname `In` values;
+/// the union over terms); `None` when no volume names any, or when a volume is missing.
+fn eligible_nodes(bound: &[(String, String)], volumes: &Volumes) -> Option<std::collections::BTreeSet<String>> {
+    use std::collections::BTreeSet;
+    let mut out: Option<BTreeSet<String>> = None;
+    for (_, pv_name) in bound {
+        let pv = volumes.volumes.get(pv_name)?;
+        let required = pv.spec.as_ref().and_then(|s| s.node_affinity.as_ref()).and_then(|a| a.required.as_ref());
+        let mut names: BTreeSet<String> = BTreeSet::new();
+        for term in required.map(|r| &r.node_selector_terms[..]).unwrap_or(&[]) {
+            let mut nodes: Option<BTreeSet<String>> = None;
+            for e in term.match_expressions.iter().flatten() {
+                if e.key == "kubernetes.io/hostname" && e.operator == "In" {
+                    let values: BTreeSet<String> = e.values.iter().flatten().cloned().collect();
+                    nodes = Some(match nodes {
+                        None => values,
+                        Some(n) => n.intersection(&values).cloned().collect(),
+                    });
+                }
+            }
+            names.extend(nodes.unwrap_or_default());
+        }
+        if !names.is_empty() {
+            out = Some(match out {
+                None => names,
+                Some(o) => o.intersection(&names).cloned().collect(),
+            });
+        }
+    }
+    out
 }
 
 /// PreFilter: `None` when the pod names no claim (Skip); `Err` with upstream's message when a
@@ -86,6 +125,10 @@ pub fn pre_filter(pod: &Pod, volumes: &Volumes) -> Result<Option<BindingState>, 
     // The smallest claims choose first (a stable sort: equal requests keep the pod's order).
     delayed.sort_by_key(|(size, _)| *size);
     state.delayed = delayed.into_iter().map(|(_, n)| n).collect();
+    state.eligible = eligible_nodes(&state.bound, volumes);
+    if state.eligible.as_ref().is_some_and(|e| e.is_empty()) {
+        return Err(format!("node(s) didn't satisfy plugin {NAME}"));
+    }
     Ok(Some(state))
 }
 

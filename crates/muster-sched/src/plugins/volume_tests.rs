@@ -332,11 +332,13 @@ fn csi_limits() {
     assert_eq!(n + 1, 13);
 }
 
-/// VolumeBinding's table (after `TestVolumeBinding` and the binder's `FindPodVolumes` cases).
+/// VolumeBinding's table (after `TestVolumeBinding`, the binder's `FindPodVolumes` and
+/// `GetEligibleNodes` cases).
 #[test]
 fn volume_binding() {
     const NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
     const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
+    const NOT_ELIGIBLE: &str = "node(s) didn't satisfy plugin(s) [VolumeBinding]";
     let objects = vec![
         class("wait", "kubernetes.io/no-provisioner", true, json!(null)),
         class("immediate", "p", false, json!(null)),
@@ -365,6 +367,23 @@ fn volume_binding() {
             json!({"nodeAffinity": host_affinity("n1")["nodeAffinity"], "claimRef": {"namespace": "default", "name": "bound"}}),
         ),
         claim("bound", "wait", &["ReadWriteOnce"], "5Gi", Some("pv-bound")),
+        volume(
+            "pv-bound-n2",
+            "wait",
+            "5Gi",
+            json!({}),
+            json!({"nodeAffinity": host_affinity("n2")["nodeAffinity"], "claimRef": {"namespace": "default", "name": "bound-n2"}}),
+        ),
+        claim("bound-n2", "wait", &["ReadWriteOnce"], "5Gi", Some("pv-bound-n2")),
+        volume(
+            "pv-zoned",
+            "wait",
+            "5Gi",
+            json!({}),
+            json!({"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z9"]}]}]}}}),
+        ),
+        claim("bound-zoned", "wait", &["ReadWriteOnce"], "5Gi", Some("pv-zoned")),
         claim("bound-missing", "wait", &["ReadWriteOnce"], "5Gi", Some("nowhere")),
         claim("unbound-2g", "wait", &["ReadWriteOnce"], "2Gi", None),
         claim("unbound-1g", "wait", &["ReadWriteOnce"], "1Gi", None),
@@ -392,7 +411,10 @@ fn volume_binding() {
     let both = |a: &str, b: &str| Ok(vec![a.to_string(), b.to_string()]);
     let cases: Vec<(Names, Result<Vec<String>, String>)> = vec![
         (&[], both("", "")),
-        (&["bound"], both("", NODE_CONFLICT)),
+        // A bound volume naming hostnames narrows the nodes at PreFilter; other affinity is Filter's.
+        (&["bound"], both("", NOT_ELIGIBLE)),
+        (&["bound-zoned"], both(NODE_CONFLICT, NODE_CONFLICT)),
+        (&["bound", "bound-n2"], Err("node(s) didn't satisfy plugin VolumeBinding".into())),
         // VolumeZone's PreFilter looks the volume up (after VolumeBinding's PreFilter passed).
         (&["bound-missing"], Err("persistentvolume \"nowhere\" not found".into())),
         (&["unbound-2g"], both("", "")),
@@ -400,8 +422,12 @@ fn volume_binding() {
         (&["unbound-1g", "unbound-2g"], both(BIND_CONFLICT, "")),
         (&["rwx"], both("", BIND_CONFLICT)),
         (&["gold"], both(BIND_CONFLICT, BIND_CONFLICT)),
-        (&["bound", "unbound-2g"], both("", NODE_CONFLICT)),
-        (&["bound", "unbound-20g"], both(BIND_CONFLICT, &format!("{NODE_CONFLICT}; {BIND_CONFLICT}"))),
+        (&["bound", "unbound-2g"], both("", NOT_ELIGIBLE)),
+        (&["bound", "unbound-20g"], both(BIND_CONFLICT, NOT_ELIGIBLE)),
+        (
+            &["bound-zoned", "unbound-20g"],
+            both(&format!("{NODE_CONFLICT}; {BIND_CONFLICT}"), &format!("{NODE_CONFLICT}; {BIND_CONFLICT}")),
+        ),
         (&["immediate"], Err("pod has unbound immediate PersistentVolumeClaims".into())),
         (&["prebound"], Err("pod has unbound immediate PersistentVolumeClaims".into())),
         (&["missing"], Err("persistentvolumeclaim \"missing\" not found".into())),
@@ -417,7 +443,7 @@ fn volume_binding() {
         c.volumes = storage(&objects);
         assert_eq!(judge(&c, "new"), want, "{claims:?}");
     }
-    assert_eq!(n, 16);
+    assert_eq!(n, 19);
 }
 
 /// The smallest matching volume is chosen, and a volume chosen for one claim of the pod is not
@@ -435,7 +461,8 @@ fn binding_chooses_the_smallest_and_each_volume_once() {
     let v = storage(&objects);
     let labels = Default::default();
     let view = muster_api::selectors::NodeView { name: "n1", labels: &labels };
-    let state = BindingState { namespace: "default".into(), bound: vec![], delayed: vec!["a".into(), "b".into()] };
+    let state =
+        BindingState { namespace: "default".into(), delayed: vec!["a".into(), "b".into()], ..Default::default() };
     let found = find_pod_volumes(&state, view, &v);
     assert_eq!(
         found.static_bindings,
