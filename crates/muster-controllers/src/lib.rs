@@ -30,6 +30,7 @@
 //! the default scheduler, which muster serves).
 
 pub mod deployment;
+pub mod ephemeral;
 pub mod eviction;
 pub mod job;
 pub mod naming;

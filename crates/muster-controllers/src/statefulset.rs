@@ -16,14 +16,15 @@
 //! Deviations: the revision hash is muster's ([`crate::naming::template_hash`]) unless
 //! `status.updateRevision` names the revision; the claim volumes come first, in template order
 //! (upstream's order follows a Go map). Not done: a Failed pod is deleted and recreated under the
-//! same name upstream; a plan leaves it (and says so). PersistentVolumeClaims are not created
-//! (muster schedules no volumes). Every new pod takes the update revision: upstream gives ordinals
+//! same name upstream; a plan leaves it (and says so). The claims of `volumeClaimTemplates` are made
+//! by [`claims_for`] (labels from the template and the set's selector; no owner, the default
+//! `Retain` retention policy). Every new pod takes the update revision: upstream gives ordinals
 //! below a RollingUpdate `partition` the current revision's template, which needs the
 //! ControllerRevisions.
 
 use k8s_openapi::Resource;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaimVolumeSource, Pod, Volume};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, Volume};
 
 use crate::naming::template_hash;
 use crate::pods::{Owner, Pods, controller_of, from_template, phase};
@@ -148,6 +149,57 @@ fn ready(pod: &Pod) -> bool {
         .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
+/// The claims the StatefulSet controller makes for its pods (`createPersistentVolumeClaims`):
+/// `<template>-<set>-<ordinal>` for each `volumeClaimTemplates` entry of the set that controls the
+/// pod, unless a claim of that name exists.
+pub fn claims_for(
+    sets: &[StatefulSet],
+    pods: &[&Pod],
+    existing: &std::collections::BTreeSet<(String, String)>,
+) -> Vec<PersistentVolumeClaim> {
+    let mut out = Vec::new();
+    for pod in pods {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let Some(owner) = pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true) && o.kind == StatefulSet::KIND)
+        else {
+            continue;
+        };
+        let Some(set) = sets.iter().find(|s| {
+            s.metadata.name.as_deref() == Some(owner.name.as_str())
+                && s.metadata.namespace.as_deref().unwrap_or("default") == ns
+        }) else {
+            continue;
+        };
+        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+        let Some(ordinal) = pod_name.strip_prefix(&format!("{}-", owner.name)) else { continue };
+        let selector = set.spec.selector.match_labels.clone().unwrap_or_default();
+        for t in set.spec.volume_claim_templates.as_deref().unwrap_or_default() {
+            let name = format!("{}-{}-{ordinal}", t.metadata.name.as_deref().unwrap_or_default(), owner.name);
+            let key = (ns.to_string(), name.clone());
+            if existing.contains(&key)
+                || out.iter().any(|c: &PersistentVolumeClaim| {
+                    c.metadata.name.as_deref() == Some(&name) && c.metadata.namespace.as_deref() == Some(ns)
+                })
+            {
+                continue;
+            }
+            let mut claim = t.clone();
+            claim.metadata.name = Some(name);
+            claim.metadata.namespace = Some(ns.to_string());
+            let labels = claim.metadata.labels.get_or_insert_with(Default::default);
+            labels.extend(selector.clone());
+            claim.status = None;
+            out.push(claim);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::apps::v1::{StatefulSetOrdinals, StatefulSetSpec, StatefulSetStatus};
@@ -214,6 +266,17 @@ mod tests {
         let v = &pods[0].spec.as_ref().unwrap().volumes.as_ref().unwrap()[0];
         assert_eq!(v.name, "data");
         assert_eq!(v.persistent_volume_claim.as_ref().unwrap().claim_name, "data-pg-0");
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let existing = std::collections::BTreeSet::from([("db".to_string(), "data-pg-1".to_string())]);
+        let mut two = s.clone();
+        two.spec.replicas = Some(2);
+        let (pods2, _) = sync(&two, &mut Pods::new(&[]));
+        let refs2: Vec<&Pod> = pods2.iter().collect();
+        let claims = claims_for(std::slice::from_ref(&two), &refs2, &existing);
+        let names: Vec<_> = claims.iter().map(|c| c.metadata.name.as_deref().unwrap()).collect();
+        assert_eq!(names, ["data-pg-0"]);
+        assert_eq!(claims[0].metadata.labels.as_ref().unwrap()["app"], "pg");
+        assert_eq!(claims_for(&[s], &refs, &Default::default()).len(), 1);
     }
 
     #[test]

@@ -80,6 +80,9 @@ fn short_names(plural: &str) -> &'static [&'static str] {
         "deployments" => &["deploy"],
         "replicasets" => &["rs"],
         "statefulsets" => &["sts"],
+        "persistentvolumeclaims" => &["pvc"],
+        "persistentvolumes" => &["pv"],
+        "storageclasses" => &["sc"],
         _ => &[],
     }
 }

@@ -2,7 +2,7 @@
 //! kind. A row says how the resource is addressed, which subresources it has and how a written
 //! body is checked (by deserialising it into its `k8s-openapi` type).
 
-use k8s_openapi::api::{apps, batch, coordination, core, events, policy, resource, scheduling};
+use k8s_openapi::api::{apps, batch, coordination, core, events, policy, resource, scheduling, storage};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -122,6 +122,11 @@ pub static RESOURCES: &[ResourceType] = &[
     row!("apps", "v1", "ReplicaSet", "replicasets", NS, ["status"], apps::v1::ReplicaSet),
     row!("apps", "v1", "StatefulSet", "statefulsets", NS, ["status"], apps::v1::StatefulSet),
     row!("batch", "v1", "Job", "jobs", NS, ["status"], batch::v1::Job),
+    row!("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", NS, ["status"], core::v1::PersistentVolumeClaim),
+    row!("", "v1", "PersistentVolume", "persistentvolumes", CLUSTER, ["status"], core::v1::PersistentVolume),
+    row!("storage.k8s.io", "v1", "StorageClass", "storageclasses", CLUSTER, [], storage::v1::StorageClass),
+    row!("storage.k8s.io", "v1", "CSINode", "csinodes", CLUSTER, [], storage::v1::CSINode),
+    row!("storage.k8s.io", "v1", "CSIDriver", "csidrivers", CLUSTER, [], storage::v1::CSIDriver),
 ];
 
 /// A resource's index in [`RESOURCES`]: the store keys objects by it.

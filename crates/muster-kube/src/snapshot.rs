@@ -3,13 +3,14 @@
 //! document the manifest loader reads like any file. Nothing is written. Workloads (Deployments,
 //! Jobs, ...) are not listed: their pods are in the cluster already, made by its own controllers.
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
 use kube::api::ListParams;
 use kube::{Api, Client, Resource};
 use serde_json::{Value, json};
@@ -27,8 +28,27 @@ pub async fn list_cluster(client: &Client) -> anyhow::Result<String> {
     items.extend(all::<ResourceClaim>(client).await?);
     items.extend(all::<PodGroup>(client).await?);
     items.extend(all::<PodDisruptionBudget>(client).await?);
+    // The storage kinds the volume plugins read; a server that does not serve one (a test
+    // double) has none.
+    items.extend(served::<StorageClass>(client).await?);
+    items.extend(served::<CSIDriver>(client).await?);
+    items.extend(served::<CSINode>(client).await?);
+    items.extend(served::<PersistentVolume>(client).await?);
+    items.extend(served::<PersistentVolumeClaim>(client).await?);
     items.extend(all::<Pod>(client).await?);
     Ok(serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items}))?)
+}
+
+/// [`all`], or nothing when the server answers 404 Not Found for the kind.
+async fn served<K>(client: &Client) -> anyhow::Result<Vec<Value>>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let api: Api<K> = Api::all(client.clone());
+    match api.list(&ListParams::default().limit(1)).await {
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(Vec::new()),
+        _ => all::<K>(client).await,
+    }
 }
 
 /// Every object of one kind, page by page, without `managedFields` (never read, often half of

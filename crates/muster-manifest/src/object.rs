@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1 as policy;
 use k8s_openapi::api::resource::v1 as resource;
 use k8s_openapi::api::scheduling::{v1 as sched_v1, v1alpha3 as sched_a3, v1beta1 as sched_b1};
+use k8s_openapi::api::storage::v1 as storage;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 
@@ -99,6 +100,11 @@ kinds! {
     ReplicaSet => apps::ReplicaSet,
     StatefulSet => apps::StatefulSet,
     Job => batch::Job,
+    PersistentVolumeClaim => core::PersistentVolumeClaim,
+    PersistentVolume => core::PersistentVolume,
+    StorageClass => storage::StorageClass,
+    CSINode => storage::CSINode,
+    CSIDriver => storage::CSIDriver,
 }
 
 fn namespaced<T: Resource + 'static>() -> bool {

@@ -440,6 +440,9 @@ pub struct Cluster {
     /// Each Workload's annotations (`namespace/name`), for what a PodGroup naming it inherits
     /// (the device topology, [`crate::device_topology`]); set before [`Cluster::add_pod_groups`].
     pub workload_annotations: HashMap<String, BTreeMap<String, String>>,
+    /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and CSIDrivers, and
+    /// VolumeBinding's decisions (see [`crate::volumes`]).
+    pub volumes: crate::volumes::Volumes,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.

@@ -26,6 +26,9 @@ pub enum NodeVerdict {
     /// PodTopologySpread or InterPodAffinity rejects the node, with what it counted there (which
     /// constraint and domain's skew, which term's pods).
     InterPod { rejection: Rejection, detail: Option<String> },
+    /// A volume plugin (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) rejects
+    /// the node, with what it saw there (which claim, volume, zone, disk or driver limit).
+    Volume { rejection: Rejection, detail: Option<String> },
     /// DynamicResources rejects the node, with the accounting of the claims it tried to allocate
     /// (empty when an allocated claim is not available on the node).
     Dra { rejection: Rejection, claims: Vec<ClaimExplanation> },
@@ -40,7 +43,8 @@ impl NodeVerdict {
             NodeVerdict::Feasible => None,
             NodeVerdict::Filter(r)
             | NodeVerdict::Dra { rejection: r, .. }
-            | NodeVerdict::InterPod { rejection: r, .. } => Some(r.plugin),
+            | NodeVerdict::InterPod { rejection: r, .. }
+            | NodeVerdict::Volume { rejection: r, .. } => Some(r.plugin),
             NodeVerdict::DraError { .. } => Some(dynamic_resources::NAME),
         }
     }
@@ -119,6 +123,13 @@ pub fn explain_pod_configured(
         out.pre_filter = Some(format!("{msg}: the pod waits until its PodGroup exists"));
         return out;
     }
+    match crate::volumes::pre_filter(&pod.pod, cluster) {
+        Ok(v) => state.volumes = v,
+        Err(msg) => {
+            out.pre_filter = Some(msg);
+            return out;
+        }
+    }
     state.pre_filter_inter_pod(cluster, &mut crate::topology::TopologyCache::default(), spread);
     let allocated = dra
         .filter(|_| has_claims)
@@ -137,6 +148,13 @@ pub fn explain_pod_configured(
             Err(r) if r.plugin == inter_pod_affinity::NAME => {
                 let detail = state.pod_affinity.as_deref().and_then(|s| inter_pod_affinity::explain(s, node_id));
                 NodeVerdict::InterPod { rejection: r, detail }
+            }
+            Err(r) if r.plugin.starts_with("Volume") || r.plugin == crate::plugins::node_volume_limits::NAME => {
+                let detail = state
+                    .volumes
+                    .as_deref()
+                    .and_then(|v| crate::volumes::explain(v, r.plugin, &pod.pod, node, cluster));
+                NodeVerdict::Volume { rejection: r, detail }
             }
             Err(r) => NodeVerdict::Filter(r),
             Ok(()) => match (dra, &allocated) {

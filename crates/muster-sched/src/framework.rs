@@ -48,6 +48,8 @@ pub struct CycleState<'a> {
     /// skipped for the pod (set by [`CycleState::pre_filter_inter_pod`]).
     pub spread: Option<Box<crate::plugins::pod_topology_spread::SpreadFilter>>,
     pub pod_affinity: Option<Box<crate::plugins::inter_pod_affinity::AffinityFilter>>,
+    /// The volume plugins' PreFilter state; `None` when they all skip the pod.
+    pub volumes: Option<Box<crate::volumes::PodVolumeState>>,
 }
 
 impl<'a> CycleState<'a> {
@@ -81,6 +83,7 @@ impl<'a> CycleState<'a> {
             host_ports: crate::plugins::node_ports::host_ports(&pod.pod),
             spread: None,
             pod_affinity: None,
+            volumes: None,
         }
     }
 

@@ -22,6 +22,7 @@ pub mod queue;
 pub mod store;
 pub mod topology;
 pub mod validate;
+pub mod volumes;
 
 pub use cluster::{
     ClaimId, ClaimInfo, Cluster, CompositeId, CompositeInfo, GroupId, GroupInfo, GroupNode, ModelError, NodeId,

@@ -76,6 +76,9 @@ impl Wake {
     /// A PodGroup, CompositePodGroup, Workload, PriorityClass or ResourceClaimTemplate appeared
     /// or changed (objects an entry waits to see).
     pub const WORKLOAD_CHANGED: Wake = Wake(1 << 6);
+    /// A PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or CSIDriver was added,
+    /// changed or deleted.
+    pub const STORAGE_CHANGED: Wake = Wake(1 << 7);
     /// Any event: for failures whose cause the queue cannot narrow down.
     pub const ANY: Wake = Wake(u16::MAX);
 
@@ -95,6 +98,12 @@ impl Wake {
             "NodeUnschedulable" | "TaintToleration" | "NodeAffinity" => node,
             "NodeResourcesFit" | "NodePorts" => node.union(Wake::ASSIGNED_POD_DELETED),
             "DynamicResources" => node.union(Wake::CLAIM_CHANGED).union(Wake::DEVICES_CHANGED),
+            // Upstream's EventsToRegister: claims, volumes, classes and CSINodes for each; a pod
+            // leaving frees a disk or an attachment.
+            "VolumeBinding" | "VolumeZone" => node.union(Wake::STORAGE_CHANGED),
+            "VolumeRestrictions" | "NodeVolumeLimits" => {
+                node.union(Wake::STORAGE_CHANGED).union(Wake::ASSIGNED_POD_DELETED)
+            }
             _ => Wake::ANY,
         }
     }

@@ -60,6 +60,11 @@ pub enum Change {
     UpsertPriorityClass(Box<PriorityClass>),
     /// A PriorityClass deleted, by name (the same goes).
     DeletePriorityClass(String),
+    /// A PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or CSIDriver added or
+    /// changed: the volume plugins run from then on (a world that sends these watches them).
+    UpsertStorage(Box<crate::volumes::StorageObject>),
+    /// One of those deleted: its kind, and `namespace/name` (claims) or name.
+    DeleteStorage(crate::volumes::StorageKind, String),
 }
 
 /// What a change means for the scheduling queue.
@@ -159,6 +164,14 @@ impl Cluster {
             }
             Change::UpsertPriorityClass(class) => Ok(self.upsert_priority_class(*class)),
             Change::DeletePriorityClass(name) => Ok(self.delete_priority_class(&name)),
+            Change::UpsertStorage(object) => {
+                self.volumes.upsert(*object);
+                Ok(Applied { wake: Wake::STORAGE_CHANGED, ..Applied::default() })
+            }
+            Change::DeleteStorage(kind, key) => {
+                self.volumes.delete(kind, &key);
+                Ok(Applied { wake: Wake::STORAGE_CHANGED, ..Applied::default() })
+            }
         }
     }
 

@@ -27,6 +27,7 @@ pub use claims::status as claim_status;
 pub use meta::object_meta;
 pub use pods::pod_structure;
 pub use slices::device_taint_rule;
+pub mod volumes;
 
 /// A problem with one field: the API server's path and its message.
 pub type FieldError = (String, String);

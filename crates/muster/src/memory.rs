@@ -86,6 +86,7 @@ impl World {
         let (mut device_classes, mut slices, mut claims, mut templates, mut rules, mut groups) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut namespaces = Namespaces::default();
+        let mut storage = muster_sched::volumes::Volumes { enabled: true, ..Default::default() };
         for l in std::mem::take(&mut manifests.objects) {
             let key = object_key(
                 l.object.metadata().namespace.as_deref(),
@@ -125,6 +126,22 @@ impl World {
                 Object::ReplicaSet(r) => workloads.replica_sets.push(*r),
                 Object::StatefulSet(s) => workloads.stateful_sets.push(*s),
                 Object::Job(j) => workloads.jobs.push(*j),
+                Object::PersistentVolumeClaim(c) => {
+                    let ns = c.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+                    storage.claims.insert((ns, c.metadata.name.clone().unwrap_or_default()), *c);
+                }
+                Object::PersistentVolume(v) => {
+                    storage.volumes.insert(v.metadata.name.clone().unwrap_or_default(), *v);
+                }
+                Object::StorageClass(c) => {
+                    storage.classes.insert(c.metadata.name.clone().unwrap_or_default(), *c);
+                }
+                Object::CSINode(n) => {
+                    storage.csi_nodes.insert(n.metadata.name.clone().unwrap_or_default(), *n);
+                }
+                Object::CSIDriver(d) => {
+                    storage.csi_drivers.insert(d.metadata.name.clone().unwrap_or_default(), *d);
+                }
                 // The cluster reads PodGroups as v1beta1; v1alpha3 has the same scheduling fields.
                 Object::PodGroupV1alpha3(g) => {
                     let mut v = serde_json::to_value(&*g).expect("k8s-openapi types serialize");
@@ -150,6 +167,7 @@ impl World {
         // PriorityClasses (those are checked as the cluster is built).
         bad.extend(api_server_rules(&groups, &composites, &claims, &templates, &device_classes));
         bad.extend(namespaces.admin_access(&claims, &templates));
+        bad.extend(muster_sched::validate::volumes::all(&storage));
         for sl in &slices {
             let name = sl.metadata.name.clone().unwrap_or_default();
             bad.extend(muster_sched::validate::on("ResourceSlice", &name, muster_sched::validate::resource_slice(sl)));
@@ -160,6 +178,19 @@ impl World {
             muster_controllers::expand(&mut workloads, &existing)
         };
         pods.extend(expansion.pods().map(|p| Box::new(p.clone())));
+        // The ephemeral-volume and StatefulSet controllers: the claims of pods' generic ephemeral
+        // volumes and of StatefulSets' volumeClaimTemplates.
+        let made = {
+            let all: Vec<&Pod> = pods.iter().map(|p| &**p).collect();
+            let existing = storage.claims.keys().cloned().collect();
+            let mut made = muster_controllers::ephemeral::claims_for(&all, &existing);
+            made.extend(muster_controllers::statefulset::claims_for(&workloads.stateful_sets, &all, &existing));
+            made
+        };
+        for c in made {
+            let key = (c.metadata.namespace.clone().unwrap_or_default(), c.metadata.name.clone().unwrap_or_default());
+            storage.claims.insert(key, c);
+        }
         // A created pod's problems (an unknown PriorityClass in a template) point at its workload.
         for c in &expansion.created {
             let root = (c.root.kind, format!("{}/{}", c.root.namespace, c.root.name));
@@ -180,6 +211,8 @@ impl World {
         cluster.add_pod_groups(groups);
         cluster.add_composite_pod_groups(composites);
         cluster.add_disruption_budgets(budgets);
+        storage.default_class();
+        cluster.volumes = storage;
         cluster.template_providers = manifests
             .provided_templates
             .iter()

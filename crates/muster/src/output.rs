@@ -295,10 +295,35 @@ pub fn json(world: &World, plan: &Plan) -> Value {
                 "preemption": t.preemption,
             })
         }).collect::<Vec<_>>(),
+        "volumeBindings": c.volumes.decisions.iter().map(volume_decision_json(c)).collect::<Vec<_>>(),
         "warnings": c.warnings,
         "created": created_json(world),
         "controllerNotes": world.controller_notes,
     })
+}
+
+/// `-o json`'s `volumeBindings`: each claim VolumeBinding's Reserve bound, to a PersistentVolume
+/// (`volume`) or by provisioning on the chosen node (`selectedNode`, the annotation written).
+fn volume_decision_json(c: &Cluster) -> impl Fn(&muster_sched::volumes::VolumeDecision) -> Value + '_ {
+    use muster_sched::volumes::Binding;
+    |d| {
+        let mut j = json!({"pod": c.pod(d.pod).key, "claim": format!("{}/{}", d.namespace, d.claim)});
+        match &d.binding {
+            Binding::Volume(v) => j["volume"] = json!(v),
+            Binding::Provision(n) => j["selectedNode"] = json!(n),
+        }
+        j
+    }
+}
+
+/// The table's notes for VolumeBinding's decisions.
+fn volume_decision_note(c: &Cluster, d: &muster_sched::volumes::VolumeDecision) -> String {
+    use muster_sched::volumes::{ANN_SELECTED_NODE, Binding};
+    let what = match &d.binding {
+        Binding::Volume(v) => format!("bound to PersistentVolume {v}"),
+        Binding::Provision(n) => format!("to be provisioned on {n} ({ANN_SELECTED_NODE}={n})"),
+    };
+    format!("note: claim {}/{} of {} {what}", d.namespace, d.claim, c.pod(d.pod).key)
 }
 
 /// `-o json`'s `created`: every object the workload controllers created, in creation order, with
@@ -332,6 +357,7 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
         out.push_str("---\n");
         out.push_str(&serde_saphyr::to_string(&pod)?);
     }
+    volumes_yaml(&mut out, &world.cluster)?;
     for g in changed_pod_groups(&world.cluster, plan, groups) {
         push_with_note(&mut out, g.not_written.as_deref(), &g.group)?;
     }
@@ -382,6 +408,29 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
         }
     }
     Ok(out)
+}
+
+/// What VolumeBinding's decisions change, as the API server would hold it after PreBind: each
+/// chosen PersistentVolume with its `claimRef`, each claim to provision with its selected node.
+fn volumes_yaml(out: &mut String, c: &Cluster) -> anyhow::Result<()> {
+    use muster_sched::volumes::Binding;
+    for d in &c.volumes.decisions {
+        let line = volume_decision_note(c, d);
+        let note = Some(line.trim_start_matches("note: "));
+        match &d.binding {
+            Binding::Volume(v) => {
+                if let Some(pv) = c.volumes.volumes.get(v) {
+                    push_with_note(out, note, pv)?;
+                }
+            }
+            Binding::Provision(_) => {
+                if let Some(pvc) = c.volumes.claim(&d.namespace, &d.claim) {
+                    push_with_note(out, note, pvc)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The objects the workload controllers created that the rest of the stream does not hold: every
@@ -573,6 +622,9 @@ pub fn table(world: &World, plan: &Plan) -> String {
         c.nodes.len()
     );
     out.push('\n');
+    for d in &c.volumes.decisions {
+        let _ = writeln!(out, "{}", volume_decision_note(c, d));
+    }
     for w in &c.warnings {
         let _ = writeln!(out, "warning: {w}");
     }

@@ -753,7 +753,7 @@ impl Why<'_> {
                     json!({"status": "rejected", "plugin": r.plugin, "reason": reason}),
                 )
             }
-            NodeVerdict::InterPod { rejection: r, detail } => {
+            NodeVerdict::InterPod { rejection: r, detail } | NodeVerdict::Volume { rejection: r, detail } => {
                 let reason = r.reasons.join("; ");
                 let mut lines = vec![format!("{}: {reason}", r.plugin)];
                 lines.extend(detail.iter().cloned());

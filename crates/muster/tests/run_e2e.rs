@@ -235,7 +235,9 @@ fn every_scenario_runs_live_as_it_plans_and_within_the_rbac() {
     let mut ran = 0;
     for dir in scenarios() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        if NOT_LIVE.iter().any(|(n, _)| *n == name) {
+        // `muster run` does not watch PersistentVolumeClaims and the other storage kinds yet: it
+        // skips the volume plugins (with a warning), so the volume scenarios are plan-only.
+        if NOT_LIVE.iter().any(|(n, _)| *n == name) || name.starts_with("volumes-") {
             continue;
         }
         // MUSTER_E2E_ONLY=name runs one scenario (the count check is then skipped).

@@ -325,3 +325,12 @@ fn existing_pods_anti_affinity() {
     assert!(out.contains("InterPodAffinity: node(s) didn't satisfy existing pods anti-affinity rules"), "{out}");
     insta::assert_snapshot!("why_existing_anti_affinity", out);
 }
+
+#[test]
+fn volume_plugins_say_which_claim_volume_zone_and_limit() {
+    let dir = "tests/scenarios/volumes-training";
+    insta::assert_snapshot!("why_volumes_training", why("pod/ml/resnet-2-9jl8r", &[dir]));
+    let dir = "tests/scenarios/volumes-restrictions-zone-limits";
+    insta::assert_snapshot!("why_volumes_disk_and_zone", why("pod/ns/c-disk-and-zone", &[dir]));
+    insta::assert_snapshot!("why_volumes_binding", why("pod/app/c-cache-b", &["tests/scenarios/volumes-binding"]));
+}

@@ -1,7 +1,8 @@
 //! Assumed pods (kube-scheduler's assume cache): a pod placed by a cycle holds its node's
 //! resources and its devices at once, before the world binds it. The world confirms it (the pod
 //! comes back bound, through the store) or reports that binding failed: [`Scheduler::forget`]
-//! then gives everything back, as Unreserve and `ForgetPod` do. Claims, which upstream also
+//! then gives everything back (its assumed volume bindings included), as Unreserve and
+//! `ForgetPod` do. Claims, which upstream also
 //! keeps in an assume cache, come back through the store: [`Scheduler::claim_replaced`] makes the
 //! devices in use follow what the store now holds.
 
@@ -26,6 +27,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         for &p in &pods {
             self.evict(p);
+            crate::plugins::volume_binding::forget(p, &mut self.cluster.volumes);
             let Cluster { pods, claims, .. } = &mut *self.cluster;
             let info = &mut pods[p.0 as usize];
             info.state = PodState::Pending;

@@ -10,7 +10,7 @@ use crate::framework::{CycleState, Rejection};
 use crate::plugins::dynamic_resources::{self, ExtendedClaim, NodeAllocation};
 use crate::plugins::{
     inter_pod_affinity, node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread,
-    taint_toleration,
+    taint_toleration, volume_binding,
 };
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
@@ -24,6 +24,8 @@ pub struct Reserved {
     pub pod: PodId,
     pub node: NodeId,
     claims: dynamic_resources::ClaimUndo,
+    /// What VolumeBinding's Reserve assumed.
+    volumes: Option<volume_binding::VolumeUndo>,
     /// The node's generation and the DRA generations before this Reserve: Unreserve puts them
     /// back, so that verdicts remembered for the state before the Reserve are valid again.
     generations: (u64, u64, u64),
@@ -48,6 +50,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             self.dra_node_generation[r.node.0 as usize] = r.generations.1;
         }
         self.dra_shared_generation = r.generations.2;
+        if let Some(undo) = r.volumes {
+            volume_binding::unreserve(undo, &mut self.cluster.volumes);
+        }
         if r.claims.claims.is_empty() && !r.claims.extended {
             return;
         }
@@ -86,11 +91,19 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let pre_filter = if num_nodes == 0 {
             Some("no nodes available to schedule pods".to_string())
         } else {
-            pre_filter(&state, cluster, dra.is_some(), undo.is_some()).or_else(|| {
-                let (ctx, _) = dra.filter(|_| has_dra_claims(pod))?;
-                dynamic_resources::pre_filter_classes(pod, cluster, ctx.classes)
-                    .or_else(|| dynamic_resources::pre_filter_devices(pod, cluster, ctx))
-            })
+            pre_filter(&state, cluster, dra.is_some(), undo.is_some())
+                .or_else(|| match crate::volumes::pre_filter(&pod.pod, cluster) {
+                    Ok(v) => {
+                        state.volumes = v;
+                        None
+                    }
+                    Err(message) => Some(message),
+                })
+                .or_else(|| {
+                    let (ctx, _) = dra.filter(|_| has_dra_claims(pod))?;
+                    dynamic_resources::pre_filter_classes(pod, cluster, ctx.classes)
+                        .or_else(|| dynamic_resources::pre_filter_devices(pod, cluster, ctx))
+                })
         };
         if pre_filter.is_none() {
             state.pre_filter_inter_pod(cluster, &mut self.topology, &self.config.pod_topology_spread);
@@ -124,7 +137,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             && state.added_required.is_none()
             && state.host_ports.is_empty()
             && state.spread.is_none()
-            && state.pod_affinity.is_none();
+            && state.pod_affinity.is_none()
+            && state.volumes.is_none();
         // Filter with DynamicResources last, as in kube-scheduler's default order. A problem no
         // node can fix fails the whole attempt.
         let (pending, fingerprint) =
@@ -337,13 +351,19 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         } else {
             None
         };
+        let binding = state.volumes.as_ref().and_then(|v| v.binding.clone());
         let generations = (
             self.cluster.nodes[chosen.0 as usize].generation,
             self.dra_node_generation.get(chosen.0 as usize).copied().unwrap_or(0),
             self.dra_shared_generation,
         );
         let fresh = self.fresh_generation();
-        let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
+        let Cluster { nodes, pods, inter_pod, volumes, .. } = &mut *self.cluster;
+        let volume_undo = binding.map(|b| {
+            let node = &nodes[chosen.0 as usize];
+            let view = muster_api::selectors::NodeView { name: node.name(), labels: &node.detail.labels };
+            volume_binding::reserve(pod_id, &b, view, volumes)
+        });
         debug_assert_eq!(pods[pod_id.0 as usize].state, PodState::Pending, "Reserve of a pod that is not pending");
         inter_pod.add(nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1));
         nodes[chosen.0 as usize].generation = fresh;
@@ -394,7 +414,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
         }
         if let Some(undo) = undo {
-            undo.push(Reserved { pod: pod_id, node: chosen, claims: claim_undo.unwrap_or_default(), generations });
+            undo.push(Reserved {
+                pod: pod_id,
+                node: chosen,
+                claims: claim_undo.unwrap_or_default(),
+                volumes: volume_undo,
+                generations,
+            });
         }
         Outcome::Placed(chosen)
     }
@@ -430,15 +456,25 @@ fn has_dra_claims(pod: &crate::cluster::PodInfo) -> bool {
     !pod.claims.is_empty()
 }
 
-/// Every Filter plugin but DynamicResources, in kube-scheduler's order: the node plugins, then
-/// PodTopologySpread and InterPodAffinity (from the state their PreFilter left).
+/// Every Filter plugin but DynamicResources, in kube-scheduler's order: the node plugins, the
+/// volume plugins, then PodTopologySpread and InterPodAffinity (from the state their PreFilter
+/// left).
 pub fn run_all_filters(
     state: &CycleState<'_>,
     node_id: NodeId,
     node: &crate::cluster::NodeInfo,
     cluster: &Cluster,
 ) -> Result<(), Rejection> {
+    // Nodes VolumeBinding's PreFilter left out are not filtered at all.
+    if let Some(e) = state.volumes.as_ref().and_then(|v| v.binding.as_ref()).and_then(|b| b.eligible.as_ref())
+        && !e.contains(node.name())
+    {
+        return Err(Rejection::new(volume_binding::NAME, true, volume_binding::NOT_ELIGIBLE));
+    }
     run_filters(state, node, cluster)?;
+    if let Some(v) = &state.volumes {
+        crate::volumes::filter(v, &state.pod.pod, node, cluster)?;
+    }
     if let Some(s) = &state.spread {
         pod_topology_spread::filter(s, node_id)?;
     }

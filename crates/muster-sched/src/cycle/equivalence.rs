@@ -6,7 +6,7 @@
 //! Equivalent means equal in everything a Filter, PreFilter or PostFilter reads: requests,
 //! priority and preemption policy, namespace, owners (spreading's default constraints), labels
 //! where inter-pod terms can read them, node selector, affinity, tolerations, spread constraints, host ports,
-//! the nominated node, and claims with equal specs that nobody has allocated or reserved. A
+//! the nominated node, volumes (none of them generic ephemeral: their claims are the pod's own), and claims with equal specs that nobody has allocated or reserved. A
 //! plugin that reads a new part of a pod must add it here. Only verdicts made of per-node
 //! rejections are reused: a PreFilter or group message, or a plugin's error, may name the pod's
 //! own objects.
@@ -100,6 +100,8 @@ fn same_pod(a: &Pod, b: &Pod, labels_matter: bool) -> bool {
         && ports(&sa.containers) == ports(&sb.containers)
         && ports(sa.init_containers.as_deref().unwrap_or(&[])) == ports(sb.init_containers.as_deref().unwrap_or(&[]))
         && nominated(a) == nominated(b)
+        && sa.volumes == sb.volumes
+        && !sa.volumes.iter().flatten().any(|v| v.ephemeral.is_some())
 }
 
 fn ports(containers: &[Container]) -> Vec<(Option<&str>, &[ContainerPort])> {

@@ -79,7 +79,12 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
                 if let Some(t) = a.bind_timeout_seconds.filter(|t| *t < 0) {
                     j.error(&format!("{args_at}.bindTimeoutSeconds"), format!("{t}: must not be negative"));
                 }
-                not_run(j, &args_at, name);
+                if !a.shape.is_empty() {
+                    j.warn(
+                        &format!("{args_at}.shape"),
+                        "not used: muster does not score storage capacity (StorageCapacityScoring)",
+                    );
+                }
             }
         }
         "NodeAffinity" => {
@@ -137,12 +142,6 @@ fn kind(j: &mut Judge<'_, '_, '_>, at: &str, plugin: &str, api_version: Option<&
     let want = format!("{plugin}Args");
     if let Some(k) = kind.filter(|k| *k != want) {
         j.error(&format!("{at}.kind"), format!("args for plugin {plugin} were not of type {want}, got {k}"));
-    }
-}
-
-fn not_run(j: &mut Judge<'_, '_, '_>, at: &str, plugin: &str) {
-    if plugins::in_tree(plugin).is_some_and(|p| p.support == plugins::Support::Missing) {
-        j.warn(at, format!("muster does not run {plugin} yet; its args are checked and not used"));
     }
 }
 
