@@ -126,6 +126,10 @@ impl World {
                 Object::ReplicaSet(r) => workloads.replica_sets.push(*r),
                 Object::StatefulSet(s) => workloads.stateful_sets.push(*s),
                 Object::Job(j) => workloads.jobs.push(*j),
+                // A Workload is used when it carries a gang's device topology (read above); the
+                // scheduler otherwise works on the PodGroups stamped from it.
+                Object::Workload(ref w) if device_topology(&w.metadata) => {}
+                Object::WorkloadV1alpha3(ref w) if device_topology(&w.metadata) => {}
                 Object::PersistentVolumeClaim(c) => {
                     let ns = c.metadata.namespace.clone().unwrap_or_else(|| "default".into());
                     storage.claims.insert((ns, c.metadata.name.clone().unwrap_or_default()), *c);
@@ -269,6 +273,11 @@ impl World {
             warnings: located_warnings,
         })
     }
+}
+
+/// Whether an object carries muster's device-topology annotation.
+fn device_topology(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.annotations.as_ref().is_some_and(|a| a.contains_key(muster_sched::device_topology::KEY_ANNOTATION))
 }
 
 /// The API server's rules for PodGroups, CompositePodGroups, ResourceClaims and
