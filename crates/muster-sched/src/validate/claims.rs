@@ -166,43 +166,60 @@ fn request_refs(list: &[String], names: &RequestNames<'_>, path: &str, out: &mut
     }
 }
 
+/// `validateSlice` with the claim limit: a list over 32 items is reported alone; otherwise each
+/// item is checked at its path, the requests it names first.
+fn each_naming_requests<T>(
+    list: &[T],
+    at: &str,
+    names: &RequestNames<'_>,
+    requests: impl Fn(&T) -> &[String],
+    mut check: impl FnMut(&T, String, &mut Vec<FieldError>),
+    out: &mut Vec<FieldError>,
+) {
+    if list.len() > REQUESTS_MAX {
+        return too_many(at, list.len(), REQUESTS_MAX, out);
+    }
+    for (i, item) in list.iter().enumerate() {
+        let p = format!("{at}[{i}]");
+        request_refs(requests(item), names, &format!("{p}.requests"), out);
+        check(item, p, out);
+    }
+}
+
 /// `validateDeviceConstraint`: the requests it names exist; a fully qualified `matchAttribute`
 /// or `distinctAttribute`.
 fn constraints(devices: &DeviceClaim, names: &RequestNames<'_>, path: &str, out: &mut Vec<FieldError>) {
     let list = devices.constraints.as_deref().unwrap_or_default();
-    let at = format!("{path}.constraints");
-    if list.len() > REQUESTS_MAX {
-        return too_many(&at, list.len(), REQUESTS_MAX, out);
+    fn requests(c: &k8s_openapi::api::resource::v1::DeviceConstraint) -> &[String] {
+        c.requests.as_deref().unwrap_or_default()
     }
-    for (i, c) in list.iter().enumerate() {
-        let p = format!("{at}[{i}]");
-        request_refs(c.requests.as_deref().unwrap_or_default(), names, &format!("{p}.requests"), out);
-        match (&c.match_attribute, &c.distinct_attribute) {
-            (Some(a), _) => fully_qualified_attribute(a, &format!("{p}.matchAttribute"), out),
-            (None, Some(a)) => fully_qualified_attribute(a, &format!("{p}.distinctAttribute"), out),
-            (None, None) => out.push((
-                p,
-                "Required value: exactly one of \"matchAttribute\" or \"distinctAttribute\" is required".into(),
-            )),
-        }
-    }
+    let check = |c: &k8s_openapi::api::resource::v1::DeviceConstraint, p: String, out: &mut Vec<FieldError>| match (
+        &c.match_attribute,
+        &c.distinct_attribute,
+    ) {
+        (Some(a), _) => fully_qualified_attribute(a, &format!("{p}.matchAttribute"), out),
+        (None, Some(a)) => fully_qualified_attribute(a, &format!("{p}.distinctAttribute"), out),
+        (None, None) => out
+            .push((p, "Required value: exactly one of \"matchAttribute\" or \"distinctAttribute\" is required".into())),
+    };
+    each_naming_requests(list, &format!("{path}.constraints"), names, requests, check, out);
 }
 
 /// `validateDeviceClaimConfiguration`: requests it names exist; an opaque config with a driver.
 fn configs(devices: &DeviceClaim, names: &RequestNames<'_>, path: &str, out: &mut Vec<FieldError>) {
     let list = devices.config.as_deref().unwrap_or_default();
-    let at = format!("{path}.config");
-    if list.len() > REQUESTS_MAX {
-        return too_many(&at, list.len(), REQUESTS_MAX, out);
+    fn requests(c: &k8s_openapi::api::resource::v1::DeviceClaimConfiguration) -> &[String] {
+        c.requests.as_deref().unwrap_or_default()
     }
-    for (i, c) in list.iter().enumerate() {
-        let p = format!("{at}[{i}]");
-        request_refs(c.requests.as_deref().unwrap_or_default(), names, &format!("{p}.requests"), out);
-        match c.opaque.as_ref() {
+    let check =
+        |c: &k8s_openapi::api::resource::v1::DeviceClaimConfiguration, p: String, out: &mut Vec<FieldError>| match c
+            .opaque
+            .as_ref()
+        {
             None => out.push((format!("{p}.opaque"), "Required value".into())),
             Some(o) => driver_name(&o.driver, &format!("{p}.opaque.driver"), out),
-        }
-    }
+        };
+    each_naming_requests(list, &format!("{path}.config"), names, requests, check, out);
 }
 
 /// A claim's status: `reservedFor` within its limit, unique, and only on an allocated claim;
