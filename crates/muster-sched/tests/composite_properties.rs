@@ -53,17 +53,7 @@ fn objects(node_gpus: &[u8], trees: &[Tree]) -> Objects {
                 .unwrap(),
             );
             for m in 0..*members {
-                let claims = if *gpus > 0 {
-                    json!([{"name": "gpus", "resourceClaimTemplateName": format!("gpus-{gpus}")}])
-                } else {
-                    json!([])
-                };
-                pods.push(Box::new(
-                    serde_json::from_value(json!({"metadata": {"name": format!("{name}-{m}"), "namespace": "ml"},
-                        "spec": {"schedulingGroup": {"podGroupName": name}, "resourceClaims": claims,
-                                 "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]}}))
-                    .unwrap(),
-                ));
+                pods.push(common::member(&format!("{name}-{m}"), &name, *gpus, u32::from(*cpu), None));
             }
         }
     }

@@ -57,17 +57,7 @@ fn groups_and_pods(groups: &[Group]) -> (Vec<PodGroup>, Vec<Box<Pod>>) {
             .unwrap(),
         );
         for m in 0..*members {
-            let claims = if *gpus > 0 {
-                json!([{"name": "gpus", "resourceClaimTemplateName": format!("gpus-{gpus}")}])
-            } else {
-                json!([])
-            };
-            pods.push(Box::new(
-                serde_json::from_value(json!({"metadata": {"name": format!("g{g}-{m}"), "namespace": "ml"},
-                    "spec": {"schedulingGroup": {"podGroupName": format!("g{g}")}, "resourceClaims": claims,
-                             "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}))
-                .unwrap(),
-            ));
+            pods.push(common::member(&format!("g{g}-{m}"), &format!("g{g}"), *gpus, 1, None));
         }
     }
     (pgs, pods)

@@ -46,18 +46,8 @@ fn objects(
                 .unwrap(),
         );
         for m in 0..*members {
-            let claims = if *gpus > 0 {
-                json!([{"name": "gpus", "resourceClaimTemplateName": format!("gpus-{gpus}")}])
-            } else {
-                json!([])
-            };
-            pods.push(Box::new(
-                serde_json::from_value(json!({"metadata": {"name": format!("g{g}-{m}"), "namespace": "ml"},
-                    "spec": {"schedulingGroup": {"podGroupName": format!("g{g}")}, "resourceClaims": claims,
-                             "priority": if g % 2 == 0 { 10 } else { 0 },
-                             "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]}}))
-                .unwrap(),
-            ));
+            let priority = if g % 2 == 0 { 10 } else { 0 };
+            pods.push(common::member(&format!("g{g}-{m}"), &format!("g{g}"), *gpus, u32::from(*cpu), Some(priority)));
         }
     }
     (nodes, slices, pods, pgs)

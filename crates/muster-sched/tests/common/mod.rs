@@ -73,3 +73,26 @@ pub fn plan_with_dra(cluster: &mut Cluster, slices: &[ResourceSlice], classes: &
     }
     s.plan()
 }
+
+/// Pod `name` of PodGroup `group` (namespace `ml`): `gpus` GPUs through the `gpus-{gpus}`
+/// template (no claim when 0), `cpu` cores, and the `priority` given (none when `None`).
+#[allow(dead_code)] // not every test binary that includes this module builds gangs
+pub fn member(
+    name: &str,
+    group: &str,
+    gpus: u8,
+    cpu: u32,
+    priority: Option<i32>,
+) -> Box<k8s_openapi::api::core::v1::Pod> {
+    let claims = if gpus > 0 {
+        json!([{"name": "gpus", "resourceClaimTemplateName": format!("gpus-{gpus}")}])
+    } else {
+        json!([])
+    };
+    let mut spec = json!({"schedulingGroup": {"podGroupName": group}, "resourceClaims": claims,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]});
+    if let Some(p) = priority {
+        spec["priority"] = json!(p);
+    }
+    Box::new(serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"}, "spec": spec})).unwrap())
+}
