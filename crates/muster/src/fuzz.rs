@@ -29,6 +29,11 @@ const SEEDS: &[&str] = &[
     include_str!("../../../tests/convert/classic-dra.yaml"),
     include_str!("../../../tests/convert/valid-selectors.yaml"),
     include_str!("../../../tests/convert/workload-v1alpha2.yaml"),
+    include_str!("../../../tests/bad-input/25-structure.yaml"),
+    include_str!("../../../tests/bad-input/25-storage.yaml"),
+    include_str!("../../../tests/check/node-allocatable-1-36.yaml"),
+    include_str!("../../../tests/scenarios/device-topology-clique/cluster.yaml"),
+    include_str!("../../../tests/scenarios/volumes-training/cluster.yaml"),
 ];
 
 /// Text that YAML gives a meaning to, inserted at random places.
