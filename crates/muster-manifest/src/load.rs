@@ -479,7 +479,8 @@ impl Loader {
             self.manifests.warnings.push(diag(r.pos, Some(name_of()), Some(&r.field), warning));
         }
         if rewritten.is_none() {
-            for r in crate::node_allocatable::in_1_37_form(kind, node) {
+            // Once per slice: a driver publishes the field on every device.
+            for r in crate::node_allocatable::in_1_37_form(kind, node).into_iter().take(1) {
                 let warning = crate::node_allocatable::unacted();
                 self.manifests.warnings.push(diag(r.pos, Some(name_of()), Some(&r.field), warning));
             }

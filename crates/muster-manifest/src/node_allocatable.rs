@@ -62,7 +62,7 @@ pub fn warning() -> String {
 }
 
 /// Devices already in the 1.37 form: each field path and position (the feature is read but not
-/// acted on, which the loader says once per device).
+/// acted on, which the loader says once per slice).
 pub fn in_1_37_form(kind: &str, node: &Node<'_>) -> Vec<Rewritten> {
     let devices = match node.get("spec").and_then(|s| s.get("devices")).map(|d| &d.value) {
         Some(Value::Seq(devices)) if kind == "ResourceSlice" => devices,

@@ -32,10 +32,7 @@ fn slices(gpus: &[u8], bare: &[bool]) -> (Vec<Node>, Vec<ResourceSlice>) {
                     json!({"name": format!("gpu-{d}"), "attributes": attributes})
                 })
                 .collect();
-            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
-                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{i}"), "devices": devices,
-                         "pool": {"name": format!("n{i}"), "generation": 1, "resourceSliceCount": 1}}}))
-            .unwrap()
+            common::node_slice(i, devices)
         })
         .collect();
     (nodes, slices)

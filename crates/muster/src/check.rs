@@ -1328,7 +1328,7 @@ fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
     let seen = |object: &str, field: Option<&str>| {
         scanned.get(object).is_some_and(|fields| {
             fields.iter().any(|f| match (f.as_deref(), field) {
-                (Some(a), Some(b)) => a.starts_with(b) || b.starts_with(a),
+                (Some(a), Some(b)) => within(a, b) || within(b, a),
                 _ => true,
             })
         })
@@ -1352,6 +1352,12 @@ fn model_findings(sources: &[Source], findings: &mut Vec<Finding>) {
             fix: None,
         });
     }
+}
+
+/// Whether field path `inner` is `outer` or a field inside it (`spec.devices[1].name` is inside
+/// `spec.devices[1]`; `spec.devices[10]` is not).
+fn within(inner: &str, outer: &str) -> bool {
+    inner.strip_prefix(outer).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
 }
 
 /// The loader names objects as written (`Pod x`); namespaced kinds are named `Pod default/x`.
@@ -1459,6 +1465,15 @@ mod tests {
         assert_eq!(locate(text, e, v, 8), Pos { line: 4, col: 5 });
         let f = get_path(&docs[0].root, "a.f").unwrap();
         assert_eq!(locate(text, f, "x y", 2), Pos { line: 5, col: 9 });
+    }
+
+    #[test]
+    fn a_field_is_within_itself_and_its_parents_only() {
+        assert!(within("spec.devices[1].name", "spec.devices[1]"));
+        assert!(within("spec.devices[1]", "spec.devices[1]"));
+        assert!(within("spec.devices[1]", "spec.devices"));
+        assert!(!within("spec.devices[10]", "spec.devices[1]"));
+        assert!(!within("spec.devicesX", "spec.devices"));
     }
 
     #[test]

@@ -23,13 +23,7 @@ pub fn gpu_nodes(node_gpus: &[u8], label: &str, prefix: &str) -> (Vec<Node>, Vec
     let slices = node_gpus
         .iter()
         .enumerate()
-        .map(|(i, n)| {
-            let devices: Vec<_> = (0..*n).map(|d| json!({"name": format!("gpu-{d}")})).collect();
-            serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
-                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{i}"), "devices": devices,
-                         "pool": {"name": format!("n{i}"), "generation": 1, "resourceSliceCount": 1}}}))
-            .unwrap()
-        })
+        .map(|(i, n)| node_slice(i, (0..*n).map(|d| json!({"name": format!("gpu-{d}")})).collect()))
         .collect();
     (nodes, slices)
 }
@@ -76,7 +70,6 @@ pub fn plan_with_dra(cluster: &mut Cluster, slices: &[ResourceSlice], classes: &
 
 /// Pod `name` of PodGroup `group` (namespace `ml`): `gpus` GPUs through the `gpus-{gpus}`
 /// template (no claim when 0), `cpu` cores, and the `priority` given (none when `None`).
-#[allow(dead_code)] // not every test binary that includes this module builds gangs
 pub fn member(
     name: &str,
     group: &str,
@@ -95,4 +88,12 @@ pub fn member(
         spec["priority"] = json!(p);
     }
     Box::new(serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"}, "spec": spec})).unwrap())
+}
+
+/// Node `n{i}`'s slice of `gpu.example.com` devices, one pool of one slice.
+pub fn node_slice(i: usize, devices: Vec<serde_json::Value>) -> ResourceSlice {
+    serde_json::from_value(json!({"metadata": {"name": format!("n{i}")},
+        "spec": {"driver": "gpu.example.com", "nodeName": format!("n{i}"), "devices": devices,
+                 "pool": {"name": format!("n{i}"), "generation": 1, "resourceSliceCount": 1}}}))
+    .unwrap()
 }
