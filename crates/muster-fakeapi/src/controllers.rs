@@ -10,6 +10,9 @@
 //!   `resource.kubernetes.io/delete-protection` finalizer removed with the allocation), and the
 //!   claims generated for it are deleted.
 //!
+//! - a pod's generic ephemeral volumes get their PersistentVolumeClaims (the ephemeral-volume
+//!   controller, [`muster_controllers::ephemeral`]).
+//!
 //! Not modelled: reacting to a template created after its pod (the pod waits until its next
 //! write), and the workload controllers at run time (workloads are expanded once, at preload).
 
@@ -40,6 +43,7 @@ pub(crate) fn after_pod_write(store: &mut Store, ns: &str, name: &str) {
     let pod: Option<Pod> = store.get(res("", "pods"), &key).and_then(|v| typed(v));
     if let Some(pod) = &pod {
         create_claims(store, &key, pod);
+        create_volume_claims(store, pod);
     }
     // Only a pod that is gone or finished gives its claims back (a binding or a status patch
     // changes nothing for them).
@@ -70,6 +74,25 @@ fn create_claims(store: &mut Store, key: &Key, pod: &Pod) {
     let mut new = (*old).clone();
     new["status"]["resourceClaimStatuses"] = serde_json::to_value(statuses).unwrap_or(Value::Null);
     store.write(pods, key.clone(), old, new);
+}
+
+/// The ephemeral-volume controller: the pod's generic ephemeral volumes get their
+/// PersistentVolumeClaims (`<pod>-<volume>`, owned by the pod) when they do not exist.
+fn create_volume_claims(store: &mut Store, pod: &Pod) {
+    let has_ephemeral =
+        pod.spec.as_ref().and_then(|s| s.volumes.as_ref()).is_some_and(|v| v.iter().any(|v| v.ephemeral.is_some()));
+    if !has_ephemeral {
+        return;
+    }
+    let pvcs = res("", "persistentvolumeclaims");
+    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let existing: std::collections::BTreeSet<(String, String)> =
+        store.list(pvcs, Some(&ns)).map(|(k, _)| (ns.clone(), k.1.clone())).collect();
+    for claim in muster_controllers::ephemeral::claims_for(&[pod], &existing) {
+        if let Ok(v) = serde_json::to_value(&claim) {
+            let _ = store.create(pvcs, Some(&ns), v);
+        }
+    }
 }
 
 /// Whether `claim` names the pod `name`: as a consumer or as its owner.

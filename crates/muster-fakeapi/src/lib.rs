@@ -24,7 +24,10 @@
 //! or `--no-controllers` turns it off): preloaded Deployments, ReplicaSets, StatefulSets and
 //! Jobs are expanded into their pods once, as `muster plan` does ([`manifests`]), and the
 //! resourceclaim controller runs after every pod write ([`controllers`]): claims from templates,
-//! and their release when a pod is deleted or finishes.
+//! and their release when a pod is deleted or finishes; the PV controller and an external
+//! provisioner run after every write of a PersistentVolume or PersistentVolumeClaim
+//! ([`volume_controller`]): claims bound to the volume that names them, volumes provisioned for
+//! claims with a selected node.
 //!
 //! **What it never does.** Schedule anything, run containers or talk to anything but its
 //! clients; read files other than the manifests it is given; panic on a request (a body it
@@ -67,6 +70,7 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod volume_controller;
 pub mod watch;
 
 use std::net::SocketAddr;
@@ -174,7 +178,9 @@ fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
             namespaces.push(ns.to_string());
         }
     }
-    for ns in namespaces {
+    // The namespaces the objects use, made bare unless the objects define them (with labels).
+    let defined = |ns: &str| objects.iter().any(|o| o["kind"] == "Namespace" && store::meta_str(o, "name") == Some(ns));
+    for ns in namespaces.into_iter().filter(|ns| !defined(ns)) {
         let _ = store.preload(ns_res, json!({"metadata": {"name": ns}, "status": {"phase": "Active"}}));
     }
     bootstrap_priority_classes(&mut store, &objects);

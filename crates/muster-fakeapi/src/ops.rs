@@ -31,12 +31,17 @@ pub(crate) fn dispatch(
         let result = run(&mut store, t, verb, params, headers, body);
         if let Ok((_, v)) = &result
             && shared.controllers
-            && registry::get(t.res).plural == "pods"
             && !matches!(verb, "get" | "list")
         {
             let name = t.name.as_deref().or_else(|| meta_str(v, "name")).unwrap_or_default().to_string();
             let ns = t.ns.as_deref().or_else(|| meta_str(v, "namespace")).unwrap_or("default").to_string();
-            crate::controllers::after_pod_write(&mut store, &ns, &name);
+            match registry::get(t.res).plural {
+                "pods" => crate::controllers::after_pod_write(&mut store, &ns, &name),
+                plural @ ("persistentvolumes" | "persistentvolumeclaims") => {
+                    crate::volume_controller::after_write(&mut store, plural, &ns, &name)
+                }
+                _ => {}
+            }
         }
         result
     };

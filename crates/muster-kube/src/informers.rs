@@ -16,13 +16,15 @@ use crate::observed::{Kind, Watched, key_of};
 
 /// Starts the watches of every kind the engine reads.
 pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::JoinHandle<()>> {
-    use k8s_openapi::api::core::v1::{Node, Pod};
+    use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
     use k8s_openapi::api::scheduling::v1::PriorityClass;
     use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+    use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
     vec![
         spawn::<PriorityClass>(Api::all(client.clone()), tx.clone()),
+        spawn::<Namespace>(Api::all(client.clone()), tx.clone()),
         spawn::<Node>(Api::all(client.clone()), tx.clone()),
         spawn::<DeviceClass>(Api::all(client.clone()), tx.clone()),
         spawn::<ResourceSlice>(Api::all(client.clone()), tx.clone()),
@@ -30,6 +32,11 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
         spawn::<PodDisruptionBudget>(Api::all(client.clone()), tx.clone()),
         spawn::<PodGroup>(Api::all(client.clone()), tx.clone()),
         spawn::<ResourceClaim>(Api::all(client.clone()), tx.clone()),
+        spawn::<StorageClass>(Api::all(client.clone()), tx.clone()),
+        spawn::<CSIDriver>(Api::all(client.clone()), tx.clone()),
+        spawn::<CSINode>(Api::all(client.clone()), tx.clone()),
+        spawn::<PersistentVolume>(Api::all(client.clone()), tx.clone()),
+        spawn::<PersistentVolumeClaim>(Api::all(client.clone()), tx.clone()),
         spawn::<Pod>(Api::all(client.clone()), tx.clone()),
     ]
 }

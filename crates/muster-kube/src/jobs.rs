@@ -1,6 +1,6 @@
 //! The engine's effects as jobs for the API server: owned copies of what each write needs,
-//! grouped the way kube-scheduler's binding cycle runs them (a pod's claims written, then the pod
-//! bound, then its `Scheduled` event). Pods that share a claim placed in one plan form one unit,
+//! grouped the way kube-scheduler's binding cycle runs them (a pod's volumes bound, its claims
+//! written, then the pod bound, then its `Scheduled` event). Pods that share a claim placed in one plan form one unit,
 //! run in order, so that none is bound before the claim it needs is written.
 
 use std::collections::HashMap;
@@ -53,6 +53,8 @@ pub struct Binding {
     pub node: String,
     /// The pod's `status.extendedResourceClaimStatus`, patched before the binding.
     pub extended: Option<PodExtendedResourceClaimStatus>,
+    /// VolumeBinding's PreBind for the pod, when its Reserve bound or provisioned volumes.
+    pub volumes: Option<crate::volume_binding::VolumeBind>,
 }
 
 /// Pods bound together after their claims are written.
@@ -112,6 +114,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
     let mut unit_of_claim: HashMap<ClaimId, usize> = HashMap::new();
     let pod_ref = |p: muster_sched::PodId| PodRef::of(&cluster.pod(p).pod);
     let victims = victims_by_preemptor(&effects);
+    let mut volumes = HashMap::new();
     for effect in effects {
         match effect {
             Effect::Evict { pod, by } => {
@@ -120,6 +123,9 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                     Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
                 };
                 jobs.push(Job::Evict { victim: pod_ref(pod), by });
+            }
+            Effect::BindVolumes { pod, decisions } => {
+                volumes.insert(pod, crate::volume_binding::VolumeBind::of(cluster, &decisions));
             }
             Effect::CreateExtendedClaim { claim, .. } => {
                 pending.push(ClaimWrite { claim: cluster.claims[claim].claim.clone(), create: true });
@@ -159,6 +165,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                     pod: pod_ref(pod),
                     node: cluster.node(node).name().to_string(),
                     extended: info.pod.status.as_ref().and_then(|s| s.extended_resource_claim_status.clone()),
+                    volumes: volumes.remove(&pod),
                 });
             }
             Effect::PodUnschedulable { pod, reason, message } => {

@@ -29,6 +29,7 @@ pub mod live;
 pub mod metrics;
 pub mod observed;
 pub mod snapshot;
+pub mod volume_binding;
 pub mod writes;
 
 use std::net::SocketAddr;
@@ -133,6 +134,7 @@ pub async fn run(options: Options, shutdown: impl Future<Output = ()>) -> anyhow
         limiter: limiter::Limiter::new(options.qps, options.burst),
         metrics: metrics.clone(),
         identity: options.identity.clone(),
+        volume_bind_timeout: std::time::Duration::from_secs(options.config.volume_bind_timeout_seconds),
     });
     let lp = live::Loop::new(options, rx, tx, writer, leading, ready);
     let summary = lp.run(shutdown).await;

@@ -171,14 +171,11 @@ impl Loop {
         self.ready.store(true, Ordering::Relaxed);
         self.summary.synced_ms = Some(self.now());
         tracing::info!(objects = first.len(), "every watch listed; scheduling");
-        // The storage kinds are not watched yet: the volume plugins stay off (the cluster's
-        // volumes are left out of muster's decisions) rather than finding every claim missing.
-        tracing::warn!(
-            "PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes are not watched yet: \
-             VolumeBinding, VolumeRestrictions, VolumeZone and NodeVolumeLimits are skipped"
-        );
-        let cluster = Cluster::build(Vec::new(), Vec::new(), &[], &self.options.scheduler_names)
+        let mut cluster = Cluster::build(Vec::new(), Vec::new(), &[], &self.options.scheduler_names)
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        // The storage kinds are watched: the volume plugins run even while none exists (a pod
+        // naming a missing PersistentVolumeClaim waits for it, as upstream).
+        cluster.volumes.enabled = true;
         let mut parts = (cluster, SchedulingQueue::with_backoff(self.options.config.backoff));
         let mut first = Some(first);
         loop {

@@ -1,11 +1,13 @@
 //! What the watches report, as one message type the scheduler's loop takes in order.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
 use muster_sched::store::Change;
+use muster_sched::volumes::{StorageKind, StorageObject};
 
 /// The kinds muster watches, in the order a first listing is applied (what others refer to
 /// first, then pods, then the PodDisruptionBudgets whose allowed disruptions are counted from
@@ -13,25 +15,37 @@ use muster_sched::store::Change;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     PriorityClass,
+    Namespace,
     Node,
     DeviceClass,
     ResourceSlice,
     DeviceTaintRule,
     PodGroup,
     ResourceClaim,
+    StorageClass,
+    CSIDriver,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 15] = [
         Kind::PriorityClass,
+        Kind::Namespace,
         Kind::Node,
         Kind::DeviceClass,
         Kind::ResourceSlice,
         Kind::DeviceTaintRule,
         Kind::PodGroup,
         Kind::ResourceClaim,
+        Kind::StorageClass,
+        Kind::CSIDriver,
+        Kind::CSINode,
+        Kind::PersistentVolume,
+        Kind::PersistentVolumeClaim,
         Kind::Pod,
         Kind::PodDisruptionBudget,
     ];
@@ -41,12 +55,25 @@ impl Kind {
     pub fn is_dra_input(self) -> bool {
         matches!(self, Kind::DeviceClass | Kind::ResourceSlice | Kind::DeviceTaintRule)
     }
+
+    /// The storage kinds the volume plugins read, as the store names them.
+    fn storage(self) -> Option<StorageKind> {
+        Some(match self {
+            Kind::StorageClass => StorageKind::Class,
+            Kind::CSIDriver => StorageKind::CsiDriver,
+            Kind::CSINode => StorageKind::CsiNode,
+            Kind::PersistentVolume => StorageKind::Volume,
+            Kind::PersistentVolumeClaim => StorageKind::Claim,
+            _ => return None,
+        })
+    }
 }
 
 /// One object as a watch reported it.
 #[derive(Clone, Debug)]
 pub enum Object {
     PriorityClass(Box<PriorityClass>),
+    Namespace(Box<Namespace>),
     Node(Box<Node>),
     DeviceClass(Box<DeviceClass>),
     ResourceSlice(Box<ResourceSlice>),
@@ -54,6 +81,11 @@ pub enum Object {
     PodDisruptionBudget(Box<PodDisruptionBudget>),
     PodGroup(Box<PodGroup>),
     ResourceClaim(Box<ResourceClaim>),
+    StorageClass(Box<StorageClass>),
+    CSIDriver(Box<CSIDriver>),
+    CSINode(Box<CSINode>),
+    PersistentVolume(Box<PersistentVolume>),
+    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     Pod(Box<Pod>),
 }
 
@@ -61,6 +93,7 @@ impl Object {
     pub fn kind(&self) -> Kind {
         match self {
             Object::PriorityClass(_) => Kind::PriorityClass,
+            Object::Namespace(_) => Kind::Namespace,
             Object::Node(_) => Kind::Node,
             Object::DeviceClass(_) => Kind::DeviceClass,
             Object::ResourceSlice(_) => Kind::ResourceSlice,
@@ -68,6 +101,11 @@ impl Object {
             Object::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
             Object::PodGroup(_) => Kind::PodGroup,
             Object::ResourceClaim(_) => Kind::ResourceClaim,
+            Object::StorageClass(_) => Kind::StorageClass,
+            Object::CSIDriver(_) => Kind::CSIDriver,
+            Object::CSINode(_) => Kind::CSINode,
+            Object::PersistentVolume(_) => Kind::PersistentVolume,
+            Object::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
             Object::Pod(_) => Kind::Pod,
         }
     }
@@ -76,26 +114,40 @@ impl Object {
     pub fn upsert(self) -> Option<Change> {
         Some(match self {
             Object::PriorityClass(o) => Change::UpsertPriorityClass(o),
+            Object::Namespace(o) => Change::UpsertNamespace(o),
             Object::Node(o) => Change::UpsertNode(o),
             Object::PodDisruptionBudget(o) => Change::UpsertPodDisruptionBudget(o),
             Object::PodGroup(o) => Change::UpsertPodGroup(o),
             Object::ResourceClaim(o) => Change::UpsertClaim(o),
             Object::Pod(o) => Change::UpsertPod(o),
+            Object::StorageClass(o) => storage(StorageObject::Class(*o)),
+            Object::CSIDriver(o) => storage(StorageObject::CsiDriver(*o)),
+            Object::CSINode(o) => storage(StorageObject::CsiNode(*o)),
+            Object::PersistentVolume(o) => storage(StorageObject::Volume(*o)),
+            Object::PersistentVolumeClaim(o) => storage(StorageObject::Claim(*o)),
             Object::DeviceClass(_) | Object::ResourceSlice(_) | Object::DeviceTaintRule(_) => return None,
         })
     }
+}
+
+fn storage(object: StorageObject) -> Change {
+    Change::UpsertStorage(Box::new(object))
 }
 
 /// The engine's change for a deletion, for the kinds the store takes one at a time.
 pub fn delete(kind: Kind, key: String) -> Option<Change> {
     Some(match kind {
         Kind::PriorityClass => Change::DeletePriorityClass(key),
+        Kind::Namespace => Change::DeleteNamespace(key),
         Kind::Node => Change::DeleteNode(key),
         Kind::PodDisruptionBudget => Change::DeletePodDisruptionBudget(key),
         Kind::PodGroup => Change::DeletePodGroup(key),
         Kind::ResourceClaim => Change::DeleteClaim(key),
         Kind::Pod => Change::DeletePod(key),
         Kind::DeviceClass | Kind::ResourceSlice | Kind::DeviceTaintRule => return None,
+        Kind::StorageClass | Kind::CSIDriver | Kind::CSINode | Kind::PersistentVolume | Kind::PersistentVolumeClaim => {
+            Change::DeleteStorage(kind.storage()?, key)
+        }
     })
 }
 
@@ -120,6 +172,7 @@ macro_rules! watched {
 
 watched! {
     PriorityClass => PriorityClass,
+    Namespace => Namespace,
     Node => Node,
     DeviceClass => DeviceClass,
     ResourceSlice => ResourceSlice,
@@ -127,6 +180,11 @@ watched! {
     PodDisruptionBudget => PodDisruptionBudget,
     PodGroup => PodGroup,
     ResourceClaim => ResourceClaim,
+    StorageClass => StorageClass,
+    CSIDriver => CSIDriver,
+    CSINode => CSINode,
+    PersistentVolume => PersistentVolume,
+    PersistentVolumeClaim => PersistentVolumeClaim,
     Pod => Pod,
 }
 

@@ -1,5 +1,6 @@
 //! Jobs carried out against the API server, as kube-scheduler 1.37 writes them
-//! (live-and-sim.md §2): a claim's finalizer by update, its allocation and `reservedFor` by an
+//! (live-and-sim.md §2): volumes bound or provisioned and waited for
+//! ([`crate::volume_binding`]); a claim's finalizer by update, its allocation and `reservedFor` by an
 //! update of `resourceclaims/status` carrying the resourceVersion, retried on conflict after
 //! reading the claim again (and given up when it was allocated elsewhere meanwhile or is being
 //! deleted); `pods/binding`; `PodScheduled=False` by a strategic-merge patch of `pods/status`;
@@ -49,6 +50,8 @@ pub struct Writer {
     pub metrics: Arc<Metrics>,
     /// The `reportingInstance` of events (the leader's identity).
     pub identity: String,
+    /// VolumeBinding's `bindTimeoutSeconds`.
+    pub volume_bind_timeout: std::time::Duration,
 }
 
 type Result<T> = std::result::Result<T, kube::Error>;
@@ -103,6 +106,15 @@ impl Writer {
                 self.nominate(&b.pod, &b.node).await;
             }
             failed = self.wait_gone(&unit.victims).await.err();
+        }
+        // VolumeBinding's PreBind runs before DynamicResources' (upstream's plugin order).
+        for b in &unit.pods {
+            if failed.is_none()
+                && let Some(v) = &b.volumes
+                && let Err(e) = self.bind_volumes(v).await
+            {
+                failed = Some(format!("pod {}: {e}", b.pod.key()));
+            }
         }
         for write in &unit.claims {
             let key = write.key();
@@ -299,7 +311,7 @@ impl Writer {
     }
 
     /// One API call: rate-limited, counted by verb, resource and response code.
-    async fn call<T>(&self, verb: &str, resource: &str, call: impl Future<Output = Result<T>>) -> Result<T> {
+    pub(crate) async fn call<T>(&self, verb: &str, resource: &str, call: impl Future<Output = Result<T>>) -> Result<T> {
         self.limiter.acquire().await;
         let result = call.await;
         let code = match &result {
@@ -346,7 +358,7 @@ fn conflict(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
-fn pp() -> PostParams {
+pub(crate) fn pp() -> PostParams {
     PostParams { field_manager: Some("muster".into()), ..Default::default() }
 }
 

@@ -437,6 +437,9 @@ pub struct Cluster {
     /// `kubernetes.io/metadata.name` label the API server adds: what a pod affinity term's
     /// `namespaceSelector` reads. A namespace not listed carries only that label.
     pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
+    /// Moves whenever the store changes some namespace's labels: the inter-pod plugins' memos
+    /// drop what they counted before ([`crate::topology::NodeMemos`]).
+    pub namespace_generation: u64,
     /// Each Workload's annotations (`namespace/name`), for what a PodGroup naming it inherits
     /// (the device topology, [`crate::device_topology`]); set before [`Cluster::add_pod_groups`].
     pub workload_annotations: HashMap<String, BTreeMap<String, String>>,

@@ -96,6 +96,9 @@ pub struct SchedulerConfig {
     pub inter_pod_affinity: InterPodAffinityArgs,
     /// NodeAffinity's `addedAffinity`: node affinity every pod must also meet (and prefer).
     pub added_affinity: Option<AddedAffinity>,
+    /// VolumeBinding's `bindTimeoutSeconds`: how long a live binding cycle waits for the claims
+    /// its PreBind bound or asked to provision to be bound (the engine itself never waits).
+    pub volume_bind_timeout_seconds: u64,
 }
 
 /// NodeAffinity's `addedAffinity` (a `NodeAffinity`), comparable as configuration is.
@@ -118,6 +121,7 @@ impl Default for SchedulerConfig {
             pod_topology_spread: PodTopologySpreadArgs::default(),
             inter_pod_affinity: InterPodAffinityArgs::default(),
             added_affinity: None,
+            volume_bind_timeout_seconds: 600,
         }
     }
 }

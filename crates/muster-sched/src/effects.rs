@@ -1,6 +1,7 @@
 //! What a world must do about the decisions of some cycles, as typed effects, in the order
 //! kube-scheduler 1.37 does them (live-and-sim.md §2): victims of preemption are deleted with a
-//! DisruptionTarget condition; for a placed pod, the special extended-resources claim is created
+//! DisruptionTarget condition; for a placed pod, the volumes VolumeBinding chose are bound or
+//! provisioned (its PreBind), the special extended-resources claim is created
 //! and the pod's `extendedResourceClaimStatus` patched, each claim's `status.allocation` and
 //! `reservedFor` written (DynamicResources' PreBind), the pod bound, and a `Scheduled` event sent;
 //! a pod that fits nowhere gets `PodScheduled=False` (`Unschedulable`, or `SchedulerError` for a
@@ -38,6 +39,11 @@ pub enum Effect {
     /// Set `DisruptionTarget=True` (reason `PreemptionByScheduler`) on a running pod, then delete
     /// it.
     Evict { pod: PodId, by: Preemptor },
+    /// VolumeBinding's PreBind: each PersistentVolume the pod's Reserve chose gets the claim as
+    /// its `claimRef` (an update of the volume), each claim to provision gets the
+    /// `volume.kubernetes.io/selected-node` annotation (an update of the claim); then the world
+    /// waits until every one of these claims is bound before the pod is bound.
+    BindVolumes { pod: PodId, decisions: Vec<crate::volumes::VolumeDecision> },
     /// Create the special extended-resources claim (an index into `Cluster::claims`), then patch
     /// the pod's `status.extendedResourceClaimStatus`.
     CreateExtendedClaim { pod: PodId, claim: ClaimId },
@@ -70,6 +76,10 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
     let mut written = std::collections::HashSet::new();
     for &(pod, node) in &plan.placements {
         let info = cluster.pod(pod);
+        let decisions: Vec<_> = cluster.volumes.decisions.iter().filter(|d| d.pod == pod).cloned().collect();
+        if !decisions.is_empty() {
+            out.push(Effect::BindVolumes { pod, decisions });
+        }
         for claim in info.claims.iter().flatten().copied() {
             let special = cluster.claims[claim]
                 .claim

@@ -60,6 +60,13 @@ pub enum Change {
     UpsertPriorityClass(Box<PriorityClass>),
     /// A PriorityClass deleted, by name (the same goes).
     DeletePriorityClass(String),
+    /// A Namespace added or changed: its labels are what a pod affinity term's
+    /// `namespaceSelector` reads (with the `kubernetes.io/metadata.name` label the API server
+    /// adds). As upstream, no pending pod is woken by it: InterPodAffinity does not register
+    /// Namespace events.
+    UpsertNamespace(Box<k8s_openapi::api::core::v1::Namespace>),
+    /// A Namespace deleted, by name: it carries only its name label from now on.
+    DeleteNamespace(String),
     /// A PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or CSIDriver added or
     /// changed: the volume plugins run from then on (a world that sends these watches them).
     UpsertStorage(Box<crate::volumes::StorageObject>),
@@ -164,6 +171,8 @@ impl Cluster {
             }
             Change::UpsertPriorityClass(class) => Ok(self.upsert_priority_class(*class)),
             Change::DeletePriorityClass(name) => Ok(self.delete_priority_class(&name)),
+            Change::UpsertNamespace(ns) => Ok(self.upsert_namespace(*ns)),
+            Change::DeleteNamespace(name) => Ok(self.delete_namespace(&name)),
             Change::UpsertStorage(object) => {
                 self.volumes.upsert(*object);
                 Ok(Applied { wake: Wake::STORAGE_CHANGED, ..Applied::default() })
@@ -308,6 +317,11 @@ impl Cluster {
                 // assumption of this scheduler.
                 if let (PodState::Assumed(n), PodState::Pending) = (&old, &info.state) {
                     info.state = PodState::Assumed(*n);
+                }
+                // A binding that confirms the assumption: VolumeBinding's decisions for it are
+                // carried out (the objects they changed come back through the store).
+                if matches!(old, PodState::Assumed(_)) && !matches!(info.state, PodState::Assumed(_)) {
+                    self.volumes.settled(id);
                 }
                 // Nor does one that leaves a victim of this scheduler's preemption running (its
                 // DisruptionTarget condition, written before its deletion): it stays preempted,
@@ -457,6 +471,7 @@ impl Cluster {
         if self.take_pod(id, &mut applied).on_node().is_some() {
             applied.wake = Wake::ASSIGNED_POD_DELETED;
         }
+        self.volumes.settled(id);
         self.pods[id.0 as usize] = PodInfo::vacant();
         self.index().free_pods.push(id);
         applied
@@ -613,6 +628,26 @@ impl Cluster {
         if self.default_priority_class.as_deref() == Some(name) {
             self.default_priority_class = None;
             self.default_priority = 0;
+        }
+        Applied::default()
+    }
+
+    /// A Namespace's labels replace those it had; the inter-pod memos, whose counts a
+    /// `namespaceSelector` may have read, are dropped when they changed
+    /// ([`Cluster::namespace_generation`]).
+    fn upsert_namespace(&mut self, ns: k8s_openapi::api::core::v1::Namespace) -> Applied {
+        let name = ns.metadata.name.unwrap_or_default();
+        let labels = crate::plugins::pod_matcher::namespace_labels(&name, ns.metadata.labels.as_ref());
+        if self.namespace_labels.get(&name) != Some(&labels) {
+            self.namespace_labels.insert(name, labels);
+            self.namespace_generation = self.fresh_generation();
+        }
+        Applied::default()
+    }
+
+    fn delete_namespace(&mut self, name: &str) -> Applied {
+        if self.namespace_labels.remove(name).is_some() {
+            self.namespace_generation = self.fresh_generation();
         }
         Applied::default()
     }

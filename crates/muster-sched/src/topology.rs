@@ -129,11 +129,24 @@ pub struct NodeMemos {
     counts: Vec<NodeMemo<u32>>,
     scores: Vec<NodeMemo<KeyScores>>,
     clock: u64,
+    /// The [`Cluster::namespace_generation`] the memos were counted at.
+    namespaces_at: u64,
 }
 
 impl NodeMemos {
+    /// Some namespace's labels changed: a count read through a `namespaceSelector` may be stale,
+    /// so every memo is counted again (namespaces change seldom).
+    fn follow_namespaces(&mut self, cluster: &Cluster) {
+        if self.namespaces_at != cluster.namespace_generation {
+            self.namespaces_at = cluster.namespace_generation;
+            self.counts.clear();
+            self.scores.clear();
+        }
+    }
+
     /// `count(node)` for every node, refreshed where the node changed.
     pub fn counts(&mut self, cluster: &Cluster, key: u64, count: impl Fn(&NodeInfo) -> u32) -> &[u32] {
+        self.follow_namespaces(cluster);
         self.clock += 1;
         let memo = memo_for(&mut self.counts, key, cluster.nodes.len(), self.clock);
         let changed = refresh(memo, cluster, |_| false, count);
@@ -156,6 +169,7 @@ impl NodeMemos {
         skip: impl Fn(&NodeInfo) -> bool,
         score: impl Fn(&NodeInfo) -> KeyScores,
     ) -> &[KeyScores] {
+        self.follow_namespaces(cluster);
         self.clock += 1;
         let memo = memo_for(&mut self.scores, key, cluster.nodes.len(), self.clock);
         let changed = refresh(memo, cluster, skip, score);
@@ -328,5 +342,32 @@ mod tests {
         let _ = c.nodes[2].account(&info, p1, -1);
         c.nodes[2].generation = before;
         assert_eq!(totals(&mut kept, &c, &m), vec![1, 0]);
+    }
+
+    /// A namespace's new labels count at once: the memos counted through a `namespaceSelector`
+    /// before the store changed them are dropped.
+    #[test]
+    fn a_namespace_label_change_drops_the_memos() {
+        use crate::store::Change;
+        let nodes = vec![zoned("a", "z1"), zoned("c", "z2")];
+        let pods = vec![pod("e1", &[("app", "x")], Some("a"), json!({}))];
+        let mut c = cluster(nodes, pods);
+        let sel =
+            Selector::from_label_selector(Some(&serde_json::from_value(json!({"matchLabels": {"app": "x"}})).unwrap()));
+        let prod = Selector::from_label_selector(Some(
+            &serde_json::from_value(json!({"matchLabels": {"env": "prod"}})).unwrap(),
+        ));
+        let m = PodMatcher {
+            all: vec![(Namespaces::Terms { names: vec![], selector: prod }, sel)],
+            skip_terminating: true,
+        };
+        let mut kept = TopologyCache::default();
+        assert_eq!(totals(&mut kept, &c, &m), vec![0, 0], "default has no env label yet");
+        let ns: k8s_openapi::api::core::v1::Namespace =
+            serde_json::from_value(json!({"metadata": {"name": "default", "labels": {"env": "prod"}}})).unwrap();
+        c.apply(Change::UpsertNamespace(Box::new(ns))).unwrap();
+        assert_eq!(totals(&mut kept, &c, &m), vec![1, 0]);
+        c.apply(Change::DeleteNamespace("default".into())).unwrap();
+        assert_eq!(totals(&mut kept, &c, &m), vec![0, 0]);
     }
 }

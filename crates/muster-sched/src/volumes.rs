@@ -24,8 +24,9 @@ pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 /// The storage objects, by name, and what the plan decided about them.
 #[derive(Clone, Debug, Default)]
 pub struct Volumes {
-    /// False when the world gives no storage objects at all (`muster run` does not watch them
-    /// yet): the volume plugins are then skipped rather than finding every claim missing.
+    /// False when the world gives no storage objects at all (an engine built without them, as
+    /// in the engine's own tests): the volume plugins are then skipped rather than finding every
+    /// claim missing. A world that watches the storage kinds sets it (`muster run`).
     pub enabled: bool,
     /// Claims by (namespace, name).
     pub claims: BTreeMap<(String, String), PersistentVolumeClaim>,
@@ -79,6 +80,22 @@ pub enum Binding {
 /// The annotation that marks a StorageClass as the cluster's default.
 pub const ANN_DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 
+/// Whether `new` is an older copy of the object than `held` (both with numeric resourceVersions,
+/// as the API server issues them): a watch event that comes after this scheduler's own write
+/// must not undo it, as upstream's assume cache ignores it.
+fn older(
+    new: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    held: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+) -> bool {
+    let version = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        m.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok())
+    };
+    match (version(new), held.and_then(version)) {
+        (Some(new), Some(held)) => new < held,
+        _ => false,
+    }
+}
+
 impl Volumes {
     /// A store change: the object replaces the one of its name; the plugins run from now on.
     pub fn upsert(&mut self, object: StorageObject) {
@@ -87,12 +104,28 @@ impl Volumes {
         match object {
             StorageObject::Claim(c) => {
                 let ns = c.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-                self.claims.insert((ns, name(&c.metadata)), c);
+                let key = (ns, name(&c.metadata));
+                if !older(&c.metadata, self.claims.get(&key).map(|o| &o.metadata)) {
+                    self.claims.insert(key, c);
+                }
             }
-            StorageObject::Volume(v) => drop(self.volumes.insert(name(&v.metadata), v)),
+            StorageObject::Volume(v) => {
+                let key = name(&v.metadata);
+                if !older(&v.metadata, self.volumes.get(&key).map(|o| &o.metadata)) {
+                    self.volumes.insert(key, v);
+                }
+            }
             StorageObject::Class(c) => drop(self.classes.insert(name(&c.metadata), c)),
             StorageObject::CsiNode(n) => drop(self.csi_nodes.insert(name(&n.metadata), n)),
             StorageObject::CsiDriver(d) => drop(self.csi_drivers.insert(name(&d.metadata), d)),
+        }
+    }
+
+    /// The pod's binding is over (it is bound, or gone): its decisions are dropped, so that they
+    /// neither pile up in a long-running world nor follow a later pod into its slot.
+    pub fn settled(&mut self, pod: PodId) {
+        if !self.decisions.is_empty() {
+            self.decisions.retain(|d| d.pod != pod);
         }
     }
 

@@ -187,3 +187,35 @@ fn a_forgotten_pod_gives_its_volume_back() {
     assert_eq!(again.placements.len(), 1);
     assert_eq!(engine.cluster().volumes.decisions.len(), 1);
 }
+
+/// A live world's round trip: the binding confirms the assumed pod (its decisions are carried
+/// out and dropped), and a copy of the volume older than the one the scheduler assumed (a watch
+/// event sent before its own write) does not undo the assumption, while the write's own copy
+/// replaces it.
+#[test]
+fn a_confirmed_binding_settles_its_decisions_and_stale_copies_are_ignored() {
+    use muster_sched::volumes::StorageObject;
+    use muster_sched::{Change, Engine};
+    let w = World { nodes: 1, volumes: vec![(0, 2)], claims: vec![(1, false)], pods: vec![vec![0]] };
+    let mut cluster = build(&w);
+    cluster.volumes.volumes.get_mut("pv0").unwrap().metadata.resource_version = Some("10".into());
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
+    let plan = engine.schedule(0);
+    let (pod, node) = plan.placements[0];
+    let claim_ref = |e: &Engine<'_>| e.cluster().volumes.volumes["pv0"].spec.as_ref().unwrap().claim_ref.is_some();
+    assert!(claim_ref(&engine), "Reserve assumed the binding");
+    let mut stale = engine.cluster().volumes.volumes["pv0"].clone();
+    stale.spec.as_mut().unwrap().claim_ref = None;
+    stale.metadata.resource_version = Some("9".into());
+    engine.apply(Change::UpsertStorage(Box::new(StorageObject::Volume(stale.clone()))), 1).unwrap();
+    assert!(claim_ref(&engine), "an older copy does not undo the assumption");
+    let mut written = engine.cluster().volumes.volumes["pv0"].clone();
+    written.metadata.resource_version = Some("11".into());
+    engine.apply(Change::UpsertStorage(Box::new(StorageObject::Volume(written))), 2).unwrap();
+    assert_eq!(engine.cluster().volumes.volumes["pv0"].metadata.resource_version.as_deref(), Some("11"));
+    let mut bound = engine.cluster().pod(pod).pod.clone();
+    bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(node).name().to_string());
+    assert_eq!(engine.cluster().volumes.decisions.len(), 1);
+    engine.apply(Change::UpsertPod(bound), 3).unwrap();
+    assert!(engine.cluster().volumes.decisions.is_empty(), "the confirmed pod's decisions are settled");
+}

@@ -570,7 +570,7 @@ impl<'d, 's> Sim<'d, 's> {
                 Effect::PodUnschedulable { pod, message, .. } => {
                     acts.push(Act::Unschedulable { key: c.pod(*pod).key.clone(), message: message.clone() })
                 }
-                Effect::GroupCondition { .. } | Effect::Event { .. } => {}
+                Effect::GroupCondition { .. } | Effect::Event { .. } | Effect::BindVolumes { .. } => {}
             }
         }
         acts

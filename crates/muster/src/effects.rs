@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use muster_sched::effects::{EventType, Preemptor};
+use muster_sched::volumes::Binding;
 use muster_sched::{Cluster, Effect, Plan};
 
 use crate::text::one_line;
@@ -20,6 +21,27 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
                     Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
                 };
                 writeln!(out, "evict   pod {} (DisruptionTarget=True, PreemptionByScheduler; for {by})", pod(p))
+            }
+            Effect::BindVolumes { pod: p, decisions } => {
+                for d in decisions {
+                    let _ = match d.binding {
+                        Binding::Volume(pv) => writeln!(
+                            out,
+                            "update  persistentvolume {pv} claimRef {}/{} (VolumeBinding, for pod {})",
+                            d.namespace,
+                            d.claim,
+                            pod(p)
+                        ),
+                        Binding::Provision(node) => writeln!(
+                            out,
+                            "update  persistentvolumeclaim {}/{} volume.kubernetes.io/selected-node={node} (VolumeBinding, for pod {})",
+                            d.namespace,
+                            d.claim,
+                            pod(p)
+                        ),
+                    };
+                }
+                writeln!(out, "wait    until the claims of pod {} are bound", pod(p))
             }
             Effect::CreateExtendedClaim { pod: p, claim } => writeln!(
                 out,

@@ -331,15 +331,8 @@ struct Namespaces {
 impl Namespaces {
     /// Each listed namespace's labels, with the name label the API server adds to every one.
     fn with_name_labels(&self) -> HashMap<String, BTreeMap<String, String>> {
-        let name_label = muster_sched::plugins::pod_matcher::NAMESPACE_NAME_LABEL;
-        self.labels
-            .iter()
-            .map(|(name, labels)| {
-                let mut labels = labels.clone();
-                labels.insert(name_label.to_string(), name.clone());
-                (name.clone(), labels)
-            })
-            .collect()
+        let labels = muster_sched::plugins::pod_matcher::namespace_labels;
+        self.labels.iter().map(|(name, own)| (name.clone(), labels(name, Some(own)))).collect()
     }
 
     fn add(&mut self, ns: k8s_openapi::api::core::v1::Namespace) {

@@ -25,7 +25,6 @@ const NOT_LIVE: &[(&str, &str)] = &[
     ("podgroup-claim", "PodGroups with resourceClaims are not taken one at a time yet"),
     ("podgroup-claim-rollback", "PodGroups with resourceClaims are not taken one at a time yet"),
     ("device-topology-workload", "Workloads are not watched yet: the PodGroups' device topology comes from theirs"),
-    ("namespace-selector", "Namespaces are not watched yet: live, a namespaceSelector sees only the name label"),
 ];
 
 /// What a world did: pods bound (pod → node), pods left unschedulable, devices per claim,
@@ -237,7 +236,7 @@ fn every_scenario_runs_live_as_it_plans_and_within_the_rbac() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         // `muster run` does not watch PersistentVolumeClaims and the other storage kinds yet: it
         // skips the volume plugins (with a warning), so the volume scenarios are plan-only.
-        if NOT_LIVE.iter().any(|(n, _)| *n == name) || name.starts_with("volumes-") {
+        if NOT_LIVE.iter().any(|(n, _)| *n == name) {
             continue;
         }
         // MUSTER_E2E_ONLY=name runs one scenario (the count check is then skipped).
@@ -689,5 +688,47 @@ fn a_preemptor_is_nominated_then_bound_after_its_victim_is_gone() {
         "order: delete {deleted}, nominate {nominated}, gone {gone}, bind {bound}"
     );
     assert_eq!(log[gone].status, 404);
+    rt.block_on(api.shutdown());
+}
+
+/// VolumeBinding's PreBind, live: the volume chosen for a WaitForFirstConsumer claim gets the
+/// claim as its `claimRef`, a claim to provision gets the selected node; muster reads each claim
+/// until it is bound (here by the fake's PV controller and provisioner stand-ins), and only then
+/// binds the pod.
+#[test]
+fn volumes_are_bound_or_provisioned_before_their_pod_is_bound() {
+    let rt = runtime();
+    let inputs = vec![common::root().join("tests/scenarios/volumes-binding")];
+    let api = start_fake(&rt, muster_fakeapi::manifests::load(&inputs).unwrap());
+    let (ok, stderr) = run_muster(&api, &[]);
+    assert!(ok, "{stderr}");
+    let log = api.requests();
+    let at = |verb: &str, resource: &str, sub: Option<&str>, name: &str| {
+        log.iter()
+            .position(|r| {
+                r.verb == verb
+                    && r.resource == resource
+                    && r.subresource.as_deref() == sub
+                    && r.name.as_deref() == Some(name)
+            })
+            .unwrap_or_else(|| panic!("no {verb} {resource} {sub:?} {name}"))
+    };
+    // b-cache-a: the local volume bound to its claim; d-logs: its claim provisioned on node-2.
+    for (write, claim, pod) in [
+        (("persistentvolumes", "cache-volume"), "cache-a", "b-cache-a"),
+        (("persistentvolumeclaims", "logs"), "logs", "d-logs"),
+    ] {
+        let written = at("update", write.0, None, write.1);
+        let read = at("get", "persistentvolumeclaims", None, claim);
+        let bound = at("create", "pods", Some("binding"), pod);
+        assert!(written < read && read < bound, "{pod}: write {written}, read {read}, bind {bound}");
+    }
+    let pvc = |name: &str| api.get("v1", "persistentvolumeclaims", Some("app"), name).expect("the claim");
+    let logs = pvc("logs");
+    assert_eq!(logs["metadata"]["annotations"]["volume.kubernetes.io/selected-node"], "node-2");
+    assert_eq!(logs["status"]["phase"], "Bound");
+    assert_eq!(pvc("cache-a")["spec"]["volumeName"], "cache-volume");
+    let pv = api.get("v1", "persistentvolumes", None, "cache-volume").expect("the volume");
+    assert_eq!(pv["spec"]["claimRef"]["name"], "cache-a");
     rt.block_on(api.shutdown());
 }

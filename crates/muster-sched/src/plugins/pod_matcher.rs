@@ -17,6 +17,14 @@ use crate::cluster::{Cluster, NodeInfo};
 /// The label every namespace carries (set by the API server).
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
+/// A Namespace's labels as the API server holds them: its own, with the name label set to its
+/// name (the server overwrites whatever was written there).
+pub fn namespace_labels(name: &str, own: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+    let mut labels = own.cloned().unwrap_or_default();
+    labels.insert(NAMESPACE_NAME_LABEL.to_string(), name.to_string());
+    labels
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operator {
     In,

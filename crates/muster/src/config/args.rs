@@ -76,8 +76,12 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
         "VolumeBinding" => {
             if let Some(a) = read::<VolumeBindingArgs>(j, &args_at, node) {
                 kind(j, &args_at, name, a.api_version.as_deref(), a.kind.as_deref());
-                if let Some(t) = a.bind_timeout_seconds.filter(|t| *t < 0) {
-                    j.error(&format!("{args_at}.bindTimeoutSeconds"), format!("{t}: must not be negative"));
+                match a.bind_timeout_seconds {
+                    Some(t) if t < 0 => {
+                        j.error(&format!("{args_at}.bindTimeoutSeconds"), format!("{t}: must not be negative"))
+                    }
+                    Some(t) => j.config.volume_bind_timeout_seconds = t as u64,
+                    None => {}
                 }
                 if !a.shape.is_empty() {
                     j.warn(
