@@ -27,7 +27,8 @@
 //! and their release when a pod is deleted or finishes; the PV controller and an external
 //! provisioner run after every write of a PersistentVolume or PersistentVolumeClaim
 //! ([`volume_controller`]): claims bound to the volume that names them, volumes provisioned for
-//! claims with a selected node.
+//! claims with a selected node. DRA drivers are stood in for too ([`drivers`]): the binding
+//! conditions of allocated devices are met at once.
 //!
 //! **What it never does.** Schedule anything, run containers or talk to anything but its
 //! clients; read files other than the manifests it is given; panic on a request (a body it
@@ -58,6 +59,7 @@ pub mod admission;
 pub mod binding;
 pub mod controllers;
 pub mod discovery;
+pub mod drivers;
 pub mod faults;
 pub mod fields;
 pub mod http;

@@ -40,6 +40,7 @@ pub(crate) fn dispatch(
                 plural @ ("persistentvolumes" | "persistentvolumeclaims") => {
                     crate::volume_controller::after_write(&mut store, plural, &ns, &name)
                 }
+                "resourceclaims" if verb != "delete" => crate::drivers::after_claim_write(&mut store, &ns, &name),
                 _ => {}
             }
         }

@@ -21,6 +21,7 @@
 //! yet), binding conditions (`allocationTimestamp`).
 
 pub mod assume;
+pub mod binding_conditions;
 pub mod http;
 pub mod informers;
 pub mod jobs;
@@ -135,6 +136,7 @@ pub async fn run(options: Options, shutdown: impl Future<Output = ()>) -> anyhow
         metrics: metrics.clone(),
         identity: options.identity.clone(),
         volume_bind_timeout: std::time::Duration::from_secs(options.config.volume_bind_timeout_seconds),
+        dra_binding_timeout: std::time::Duration::from_millis(options.config.dra_binding_timeout_ms),
     });
     let lp = live::Loop::new(options, rx, tx, writer, leading, ready);
     let summary = lp.run(shutdown).await;

@@ -1,9 +1,11 @@
 //! Jobs carried out against the API server, as kube-scheduler 1.37 writes them
 //! (live-and-sim.md §2): volumes bound or provisioned and waited for
-//! ([`crate::volume_binding`]); a claim's finalizer by update, its allocation and `reservedFor` by an
+//! ([`crate::volume_binding`]); a claim's finalizer by update, its allocation (with its
+//! `allocationTimestamp`) and `reservedFor` by an
 //! update of `resourceclaims/status` carrying the resourceVersion, retried on conflict after
 //! reading the claim again (and given up when it was allocated elsewhere meanwhile or is being
-//! deleted); `pods/binding`; `PodScheduled=False` by a strategic-merge patch of `pods/status`;
+//! deleted), then the wait for devices' binding conditions ([`crate::binding_conditions`]);
+//! `pods/binding`; `PodScheduled=False` by a strategic-merge patch of `pods/status`;
 //! events.k8s.io/v1 events; victims marked `DisruptionTarget` and deleted with their uid as
 //! precondition; Unreserve as a strategic-merge patch deleting the pod's `reservedFor` entry.
 
@@ -52,6 +54,8 @@ pub struct Writer {
     pub identity: String,
     /// VolumeBinding's `bindTimeoutSeconds`.
     pub volume_bind_timeout: std::time::Duration,
+    /// DynamicResources' `bindingTimeout`: how long PreBind waits for devices' binding conditions.
+    pub dra_binding_timeout: std::time::Duration,
 }
 
 type Result<T> = std::result::Result<T, kube::Error>;
@@ -129,6 +133,9 @@ impl Writer {
                     claims.push((key, None));
                 }
             }
+        }
+        if failed.is_none() {
+            failed = self.wait_binding_conditions(&unit, &mut claims).await.err();
         }
         let mut pods = Vec::new();
         for b in &unit.pods {
@@ -276,7 +283,7 @@ impl Writer {
     }
 
     /// An events.k8s.io/v1 event about a pod; a failure is logged, never retried.
-    async fn event(&self, pod: &PodRef, kind: EventType, reason: &str, action: &str, note: &str) {
+    pub(crate) async fn event(&self, pod: &PodRef, kind: EventType, reason: &str, action: &str, note: &str) {
         let at = now();
         let event = Event {
             metadata: ObjectMeta {
@@ -329,7 +336,15 @@ fn with_allocation(current: &ResourceClaim, want: &ResourceClaim) -> ResourceCla
     let mut next = current.clone();
     let want_status = want.status.clone().unwrap_or_default();
     let status = next.status.get_or_insert_with(Default::default);
+    let stamped = status.allocation.as_ref().and_then(|a| a.allocation_timestamp.clone());
     status.allocation = want_status.allocation;
+    // As kube-scheduler 1.37 (DRADeviceBindingConditions and DRAResourceClaimDeviceStatus, both
+    // on): the allocation carries the time it was written, from which the binding timeout counts.
+    if let Some(a) = status.allocation.as_mut()
+        && a.allocation_timestamp.is_none()
+    {
+        a.allocation_timestamp = Some(stamped.unwrap_or(Time(now())));
+    }
     let reserved = status.reserved_for.get_or_insert_with(Vec::new);
     for r in want_status.reserved_for.into_iter().flatten() {
         if !reserved.iter().any(|x: &ResourceClaimConsumerReference| x.uid == r.uid) {
@@ -347,7 +362,14 @@ fn check_still_ours(current: &ResourceClaim, want: &ResourceClaim) -> std::resul
     if want.metadata.uid.is_some() && current.metadata.uid != want.metadata.uid {
         return Err("the claim was replaced".into());
     }
-    let allocation = |c: &ResourceClaim| c.status.as_ref().and_then(|s| s.allocation.clone());
+    // The same allocation, whenever it was written.
+    let allocation = |c: &ResourceClaim| {
+        let mut a = c.status.as_ref().and_then(|s| s.allocation.clone());
+        if let Some(a) = a.as_mut() {
+            a.allocation_timestamp = None;
+        }
+        a
+    };
     match allocation(current) {
         Some(a) if Some(&a) != allocation(want).as_ref() => Err("allocated elsewhere in the meantime".into()),
         _ => Ok(()),
@@ -362,12 +384,12 @@ pub(crate) fn pp() -> PostParams {
     PostParams { field_manager: Some("muster".into()), ..Default::default() }
 }
 
-fn pps() -> PatchParams {
+pub(crate) fn pps() -> PatchParams {
     PatchParams { field_manager: Some("muster".into()), ..Default::default() }
 }
 
 /// The live world's clock (the engine reads none).
-fn now() -> k8s_openapi::jiff::Timestamp {
+pub(crate) fn now() -> k8s_openapi::jiff::Timestamp {
     k8s_openapi::jiff::Timestamp::now()
 }
 

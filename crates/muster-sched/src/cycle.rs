@@ -99,6 +99,9 @@ pub struct SchedulerConfig {
     /// VolumeBinding's `bindTimeoutSeconds`: how long a live binding cycle waits for the claims
     /// its PreBind bound or asked to provision to be bound (the engine itself never waits).
     pub volume_bind_timeout_seconds: u64,
+    /// DynamicResources' `bindingTimeout`, in milliseconds: how long a live binding cycle waits
+    /// for devices' binding conditions.
+    pub dra_binding_timeout_ms: u64,
 }
 
 /// NodeAffinity's `addedAffinity` (a `NodeAffinity`), comparable as configuration is.
@@ -122,6 +125,7 @@ impl Default for SchedulerConfig {
             inter_pod_affinity: InterPodAffinityArgs::default(),
             added_affinity: None,
             volume_bind_timeout_seconds: 600,
+            dra_binding_timeout_ms: 600_000,
         }
     }
 }

@@ -16,7 +16,7 @@ use std::process::Command;
 use common::rbac::RequestAttributes;
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use muster_fakeapi::{FakeApi, Request, RequestMatcher};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Scenarios whose `run` differs from their `plan` by design, with the reason.
 const NOT_LIVE: &[(&str, &str)] = &[
@@ -405,7 +405,6 @@ fn a_failed_binding_is_unreserved_and_retried() {
 /// gangs of 4 pods × 2 GPUs, and single pods of 1 GPU; pods of `default-scheduler` (served in
 /// these tests), claims from one template per size.
 fn contended_cluster(nodes: usize, singles: usize) -> Vec<Value> {
-    use serde_json::json;
     let mut out = vec![json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
         "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})];
     for (name, count) in [("one-gpu", 1), ("two-gpus", 2)] {
@@ -730,5 +729,73 @@ fn volumes_are_bound_or_provisioned_before_their_pod_is_bound() {
     assert_eq!(pvc("cache-a")["spec"]["volumeName"], "cache-volume");
     let pv = api.get("v1", "persistentvolumes", None, "cache-volume").expect("the volume");
     assert_eq!(pv["spec"]["claimRef"]["name"], "cache-a");
+    rt.block_on(api.shutdown());
+}
+
+/// DynamicResources' PreBind waits for binding conditions, live: the claim is written with its
+/// `allocationTimestamp`, the pod gets a `BindingConditionsPending` event, muster reads the claim
+/// until its device's condition is True (here set by the fake's driver stand-in), and only then
+/// binds the pod.
+#[test]
+fn a_device_with_binding_conditions_is_waited_for_before_the_pod_is_bound() {
+    let rt = runtime();
+    let inputs = vec![common::root().join("tests/scenarios/binding-conditions")];
+    let api = start_fake(&rt, muster_fakeapi::manifests::load(&inputs).unwrap());
+    let (ok, stderr) = run_muster(&api, &[]);
+    assert!(ok, "{stderr}");
+    let log = api.requests();
+    let position = |verb: &str, resource: &str, sub: Option<&str>| {
+        log.iter()
+            .position(|r| r.verb == verb && r.resource == resource && r.subresource.as_deref() == sub)
+            .unwrap_or_else(|| panic!("no {verb} {resource} {sub:?}"))
+    };
+    let written = position("update", "resourceclaims", Some("status"));
+    let read =
+        log.iter().rposition(|r| r.verb == "get" && r.resource == "resourceclaims").expect("the claim read again");
+    let bound = position("create", "pods", Some("binding"));
+    assert!(written < read && read < bound, "write {written}, read {read}, bind {bound}");
+    let claim = api.list("resourceclaims").pop().expect("the claim");
+    assert!(claim["status"]["allocation"]["allocationTimestamp"].is_string(), "{claim}");
+    assert_eq!(claim["status"]["devices"][0]["conditions"][0]["status"], "True");
+    let events = api.list("events");
+    assert!(events.iter().any(|e| e["reason"] == "BindingConditionsPending"), "{events:?}");
+    rt.block_on(api.shutdown());
+}
+
+/// A binding-failure condition fails the binding cycle: muster deallocates the claim (as
+/// upstream's next PostFilter would) and the pod's next cycle allocates afresh. Here the device's
+/// status carries `attach-failed=True` before the first cycle; the deallocation clears it, and
+/// the driver stand-in attaches the device on the second allocation.
+#[test]
+fn a_binding_failure_deallocates_the_claim_and_the_pod_is_tried_again() {
+    let rt = runtime();
+    let inputs = vec![common::root().join("tests/scenarios/binding-conditions")];
+    let mut objects = muster_fakeapi::manifests::load(&inputs).unwrap();
+    objects.retain(|o| o["kind"] != "ResourceClaimTemplate");
+    for o in objects.iter_mut().filter(|o| o["kind"] == "Pod") {
+        o["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": "gpu"}]);
+    }
+    objects.push(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "gpu", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "fabric-gpu"}}]}},
+        "status": {"devices": [{"driver": "fabric.example.com", "pool": "node-1", "device": "gpu-0",
+            "conditions": [{"type": "fabric.example.com/attach-failed", "status": "True", "reason": "NoPath",
+                "message": "no fabric path", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]},
+    }));
+    let api = start_fake(&rt, objects);
+    let (ok, stderr) = run_muster(&api, &[]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("claim gpu binding failed: reason=NoPath"), "{stderr}");
+    let log = api.requests();
+    let status_writes = log
+        .iter()
+        .filter(|r| r.resource == "resourceclaims" && r.subresource.as_deref() == Some("status") && r.verb == "update")
+        .count();
+    assert_eq!(status_writes, 3, "allocated, deallocated, allocated again");
+    let pod = api.get("v1", "pods", Some("ml"), "infer-0").unwrap();
+    assert_eq!(pod["spec"]["nodeName"], "node-1");
+    let claim = api.get("resource.k8s.io/v1", "resourceclaims", Some("ml"), "gpu").unwrap();
+    assert_eq!(claim["status"]["devices"][0]["conditions"][0]["type"], "fabric.example.com/attached");
     rt.block_on(api.shutdown());
 }

@@ -108,11 +108,13 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
                         "not used: muster's allocator has no time limit per node (its answer never depends on time)",
                     );
                 }
-                if a.binding_timeout.is_some() {
-                    j.warn(
-                        &format!("{args_at}.bindingTimeout"),
-                        "not used: muster waits for binding conditions as long as the pod exists",
-                    );
+                if let Some(t) = a.binding_timeout.as_deref() {
+                    let at = format!("{args_at}.bindingTimeout");
+                    match super::duration::millis(t) {
+                        Ok(ms) if ms > 0 => j.config.dra_binding_timeout_ms = ms as u64,
+                        Ok(_) => j.error(&at, format!("{t:?}: must be positive")),
+                        Err(e) => j.error(&at, e),
+                    }
                 }
             }
         }

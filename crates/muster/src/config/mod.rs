@@ -6,6 +6,7 @@
 //! judge a file with this one function, [`judge`].
 
 mod args;
+mod duration;
 mod plugins;
 mod schema;
 

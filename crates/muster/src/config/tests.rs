@@ -177,3 +177,21 @@ fn added_affinity_is_applied_when_its_selectors_are_valid() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0].contains("addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator"), "{bad:?}");
 }
+
+#[test]
+fn binding_timeouts_are_applied_and_checked() {
+    let args = |plugin: &str, field: &str, value: &str| {
+        format!(
+            "{HEAD}profiles:\n- schedulerName: muster\n  pluginConfig:\n  - name: {plugin}\n    args:\n      {field}: {value}\n"
+        )
+    };
+    let (c, j) = ok(&args("DynamicResources", "bindingTimeout", "90s"));
+    assert!(j.warnings.is_empty(), "{:?}", j.warnings);
+    assert_eq!(c.dra_binding_timeout_ms, 90_000);
+    let (c, _) = ok(&args("VolumeBinding", "bindTimeoutSeconds", "30"));
+    assert_eq!(c.volume_bind_timeout_seconds, 30);
+    for (value, want) in [("0s", "must be positive"), ("soon", "not a duration")] {
+        let bad = errors(&args("DynamicResources", "bindingTimeout", value));
+        assert!(bad.len() == 1 && bad[0].contains("bindingTimeout") && bad[0].contains(want), "{bad:?}");
+    }
+}
