@@ -1,5 +1,7 @@
 //! Watches: one kube-runtime watcher per kind, each reporting to the scheduler's loop through one
-//! bounded channel (a slow loop slows the watches, nothing queues without bound). A watcher that
+//! bounded channel (a slow loop slows the watches, nothing queues without bound). A kind the API
+//! server does not serve (an API version not enabled) is reported listed and empty at once, so
+//! that a cluster without the alpha or beta APIs muster reads is still scheduled. A watcher that
 //! lists again (after a 410 Gone or a dropped connection) reports the objects that went missing
 //! meanwhile as deletions, then that its kind is synced again.
 
@@ -43,6 +45,15 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
 
 fn spawn<K: Watched>(api: Api<K>, tx: mpsc::Sender<Msg>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        if !served(&api).await {
+            let what = format!("{}/{}", K::api_version(&()), K::plural(&()));
+            tracing::warn!(
+                resource = %what,
+                "not served by this API server (its API group version or feature gate is off): none of these objects exist for muster"
+            );
+            let _ = tx.send(Msg::Synced(K::KIND)).await;
+            return;
+        }
         let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
         let mut relist = Relist::default();
         while let Some(event) = stream.next().await {
@@ -58,6 +69,13 @@ fn spawn<K: Watched>(api: Api<K>, tx: mpsc::Sender<Msg>) -> tokio::task::JoinHan
             }
         }
     })
+}
+
+/// Whether the API server serves the kind: a listing answered 404 Not Found means its API group
+/// version is not enabled (an alpha or beta API such as `scheduling.k8s.io/v1beta1` on a cluster
+/// that did not turn it on). Any other answer counts as served: the watch then retries as usual.
+async fn served<K: Watched>(api: &Api<K>) -> bool {
+    !matches!(api.list(&kube::api::ListParams::default().limit(1)).await, Err(kube::Error::Api(e)) if e.code == 404)
 }
 
 /// The objects of one kind a watch has reported, to turn a fresh listing into deletions.

@@ -799,3 +799,22 @@ fn a_binding_failure_deallocates_the_claim_and_the_pod_is_tried_again() {
     assert_eq!(claim["status"]["devices"][0]["conditions"][0]["type"], "fabric.example.com/attached");
     rt.block_on(api.shutdown());
 }
+
+/// A cluster that does not serve an API muster reads (here PodGroups, as on a cluster without
+/// the Workload API) is still scheduled: the kind counts as listed and empty, with a warning,
+/// instead of muster waiting for a listing that never comes.
+#[test]
+fn a_kind_the_server_does_not_serve_is_scheduled_without() {
+    let rt = runtime();
+    let inputs = vec![common::root().join("tests/scenarios/taints-and-affinity")];
+    let api = start_fake(&rt, muster_fakeapi::manifests::load(&inputs).unwrap());
+    api.faults().fail_next(muster_fakeapi::RequestMatcher::new("list", "podgroups"), 404, 1);
+    let (ok, stderr) = run_muster(&api, &[]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("not served by this API server"), "{stderr}");
+    let watched = api.requests().iter().any(|r| r.resource == "podgroups" && r.verb == "watch");
+    assert!(!watched, "no watch on what is not served");
+    let bound = api.list("pods").iter().filter(|p| p["spec"]["nodeName"].is_string()).count();
+    assert!(bound > 0, "the pods are scheduled");
+    rt.block_on(api.shutdown());
+}
