@@ -22,6 +22,7 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
     use k8s_openapi::api::scheduling::v1::PriorityClass;
+    use k8s_openapi::api::scheduling::v1alpha3;
     use k8s_openapi::api::scheduling::v1beta1::PodGroup;
     use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
     vec![
@@ -33,6 +34,8 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
         spawn::<DeviceTaintRule>(Api::all(client.clone()), tx.clone()),
         spawn::<PodDisruptionBudget>(Api::all(client.clone()), tx.clone()),
         spawn::<PodGroup>(Api::all(client.clone()), tx.clone()),
+        spawn::<v1alpha3::PodGroup>(Api::all(client.clone()), tx.clone()),
+        spawn::<v1alpha3::CompositePodGroup>(Api::all(client.clone()), tx.clone()),
         spawn::<ResourceClaim>(Api::all(client.clone()), tx.clone()),
         spawn::<StorageClass>(Api::all(client.clone()), tx.clone()),
         spawn::<CSIDriver>(Api::all(client.clone()), tx.clone()),

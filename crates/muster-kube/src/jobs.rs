@@ -87,8 +87,10 @@ pub enum Job {
         patch: bool,
         event: bool,
     },
-    /// A PodGroup's condition.
+    /// A PodGroup's or CompositePodGroup's condition.
     GroupCondition {
+        /// A CompositePodGroup's (else a PodGroup's).
+        composite: bool,
         namespace: String,
         name: String,
         type_: &'static str,
@@ -176,6 +178,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 let key = cluster.node_key(group);
                 let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
                 jobs.push(Job::GroupCondition {
+                    composite: matches!(group, muster_sched::GroupNode::Composite(_)),
                     namespace: namespace.to_string(),
                     name: name.to_string(),
                     type_,

@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVo
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1alpha3;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
 use muster_sched::store::Change;
@@ -20,7 +21,11 @@ pub enum Kind {
     DeviceClass,
     ResourceSlice,
     DeviceTaintRule,
+    CompositePodGroup,
     PodGroup,
+    /// PodGroups read as `scheduling.k8s.io/v1alpha3` too: a server that does not convert
+    /// between the versions (the fake) keeps those created in that version apart.
+    PodGroupV1alpha3,
     ResourceClaim,
     StorageClass,
     CSIDriver,
@@ -32,14 +37,16 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 17] = [
         Kind::PriorityClass,
         Kind::Namespace,
         Kind::Node,
         Kind::DeviceClass,
         Kind::ResourceSlice,
         Kind::DeviceTaintRule,
+        Kind::CompositePodGroup,
         Kind::PodGroup,
+        Kind::PodGroupV1alpha3,
         Kind::ResourceClaim,
         Kind::StorageClass,
         Kind::CSIDriver,
@@ -79,7 +86,9 @@ pub enum Object {
     ResourceSlice(Box<ResourceSlice>),
     DeviceTaintRule(Box<DeviceTaintRule>),
     PodDisruptionBudget(Box<PodDisruptionBudget>),
+    CompositePodGroup(Box<v1alpha3::CompositePodGroup>),
     PodGroup(Box<PodGroup>),
+    PodGroupV1alpha3(Box<v1alpha3::PodGroup>),
     ResourceClaim(Box<ResourceClaim>),
     StorageClass(Box<StorageClass>),
     CSIDriver(Box<CSIDriver>),
@@ -99,7 +108,9 @@ impl Object {
             Object::ResourceSlice(_) => Kind::ResourceSlice,
             Object::DeviceTaintRule(_) => Kind::DeviceTaintRule,
             Object::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
+            Object::CompositePodGroup(_) => Kind::CompositePodGroup,
             Object::PodGroup(_) => Kind::PodGroup,
+            Object::PodGroupV1alpha3(_) => Kind::PodGroupV1alpha3,
             Object::ResourceClaim(_) => Kind::ResourceClaim,
             Object::StorageClass(_) => Kind::StorageClass,
             Object::CSIDriver(_) => Kind::CSIDriver,
@@ -117,7 +128,9 @@ impl Object {
             Object::Namespace(o) => Change::UpsertNamespace(o),
             Object::Node(o) => Change::UpsertNode(o),
             Object::PodDisruptionBudget(o) => Change::UpsertPodDisruptionBudget(o),
+            Object::CompositePodGroup(o) => Change::UpsertCompositePodGroup(o),
             Object::PodGroup(o) => Change::UpsertPodGroup(o),
+            Object::PodGroupV1alpha3(o) => Change::UpsertPodGroup(Box::new(as_v1beta1(*o)?)),
             Object::ResourceClaim(o) => Change::UpsertClaim(o),
             Object::Pod(o) => Change::UpsertPod(o),
             Object::StorageClass(o) => storage(StorageObject::Class(*o)),
@@ -128,6 +141,13 @@ impl Object {
             Object::DeviceClass(_) | Object::ResourceSlice(_) | Object::DeviceTaintRule(_) => return None,
         })
     }
+}
+
+/// A v1alpha3 PodGroup in the v1beta1 form the store reads (the scheduling fields are the same).
+fn as_v1beta1(g: v1alpha3::PodGroup) -> Option<PodGroup> {
+    let mut v = serde_json::to_value(g).ok()?;
+    v["apiVersion"] = "scheduling.k8s.io/v1beta1".into();
+    serde_json::from_value(v).ok()
 }
 
 fn storage(object: StorageObject) -> Change {
@@ -141,7 +161,8 @@ pub fn delete(kind: Kind, key: String) -> Option<Change> {
         Kind::Namespace => Change::DeleteNamespace(key),
         Kind::Node => Change::DeleteNode(key),
         Kind::PodDisruptionBudget => Change::DeletePodDisruptionBudget(key),
-        Kind::PodGroup => Change::DeletePodGroup(key),
+        Kind::CompositePodGroup => Change::DeleteCompositePodGroup(key),
+        Kind::PodGroup | Kind::PodGroupV1alpha3 => Change::DeletePodGroup(key),
         Kind::ResourceClaim => Change::DeleteClaim(key),
         Kind::Pod => Change::DeletePod(key),
         Kind::DeviceClass | Kind::ResourceSlice | Kind::DeviceTaintRule => return None,
@@ -178,7 +199,9 @@ watched! {
     ResourceSlice => ResourceSlice,
     DeviceTaintRule => DeviceTaintRule,
     PodDisruptionBudget => PodDisruptionBudget,
+    v1alpha3::CompositePodGroup => CompositePodGroup,
     PodGroup => PodGroup,
+    v1alpha3::PodGroup => PodGroupV1alpha3,
     ResourceClaim => ResourceClaim,
     StorageClass => StorageClass,
     CSIDriver => CSIDriver,

@@ -27,6 +27,8 @@ pub async fn list_cluster(client: &Client) -> anyhow::Result<String> {
     items.extend(all::<ResourceClaimTemplate>(client).await?);
     items.extend(all::<ResourceClaim>(client).await?);
     items.extend(all::<PodGroup>(client).await?);
+    // Alpha: served only where the cluster enables it.
+    items.extend(served::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>(client).await?);
     items.extend(all::<PodDisruptionBudget>(client).await?);
     // The storage kinds the volume plugins read; a server that does not serve one (a test
     // double) has none.

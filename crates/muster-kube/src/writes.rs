@@ -79,16 +79,14 @@ impl Writer {
                 }
                 Done::Other
             }
-            Job::GroupCondition { namespace, name, type_, status, reason, message } => {
+            Job::GroupCondition { composite, namespace, name, type_, status, reason, message } => {
                 let patch = json!({"status": {"conditions": [{
                     "type": type_, "status": status, "reason": reason, "message": message,
                     "lastTransitionTime": Time(now()),
                 }]}});
-                let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &namespace);
-                let (params, patch) = (pps(), Patch::Strategic(patch));
-                let r = self.call("patch", "podgroups/status", api.patch_status(&name, &params, &patch)).await;
+                let r = self.group_condition(composite, &namespace, &name, Patch::Strategic(patch)).await;
                 if let Err(e) = r {
-                    tracing::warn!(podgroup = %format!("{namespace}/{name}"), error = %e, "condition not written");
+                    tracing::warn!(group = %format!("{namespace}/{name}"), error = %e, "condition not written");
                 }
                 Done::Other
             }
@@ -208,6 +206,33 @@ impl Writer {
         let params = pp();
         let call = api.create_subresource::<_, serde_json::Value>("binding", &b.pod.name, &params, &binding);
         self.call("create", "pods/binding", call).await.map(|_| ())
+    }
+
+    /// A group's condition, by a patch of its `status`: a CompositePodGroup's as
+    /// `scheduling.k8s.io/v1alpha3`; a PodGroup's as v1beta1, or as v1alpha3 where the server
+    /// does not serve that object as v1beta1 (404: a server that does not convert, the fake).
+    async fn group_condition(
+        &self,
+        composite: bool,
+        namespace: &str,
+        name: &str,
+        patch: Patch<serde_json::Value>,
+    ) -> Result<()> {
+        use k8s_openapi::api::scheduling::v1alpha3;
+        let params = pps();
+        if composite {
+            let api: Api<v1alpha3::CompositePodGroup> = Api::namespaced(self.client.clone(), namespace);
+            let call = api.patch_status(name, &params, &patch);
+            return self.call("patch", "compositepodgroups/status", call).await.map(drop);
+        }
+        let api: Api<PodGroup> = Api::namespaced(self.client.clone(), namespace);
+        match self.call("patch", "podgroups/status", api.patch_status(name, &params, &patch)).await {
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                let api: Api<v1alpha3::PodGroup> = Api::namespaced(self.client.clone(), namespace);
+                self.call("patch", "podgroups/status", api.patch_status(name, &params, &patch)).await.map(drop)
+            }
+            r => r.map(drop),
+        }
     }
 
     /// `status.nominatedNodeName` while the victims go (a failure is logged: it only informs).

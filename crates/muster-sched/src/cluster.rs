@@ -1182,31 +1182,8 @@ impl Cluster {
         self.composites = composites
             .into_iter()
             .map(|c| {
-                let policy = &c.spec.scheduling_policy;
-                // Below 1 is refused at input (`validate::composite_pod_group`); see `group_info`.
-                let (gang, min_group_count) = match &policy.gang {
-                    Some(gang) => (true, gang.min_group_count.max(1) as usize),
-                    None => (false, 1),
-                };
                 let parent = resolve(&c.metadata, c.spec.parent_composite_pod_group_name.as_deref());
-                let priority = self.resolve_priority(c.spec.priority, c.spec.priority_class_name.as_deref());
-                let topology_key = c
-                    .spec
-                    .scheduling_constraints
-                    .as_ref()
-                    .and_then(|c| c.topology.as_ref())
-                    .and_then(|t| t.first())
-                    .map(|t| t.key.clone());
-                CompositeInfo {
-                    topology_key,
-                    key: key(&c.metadata),
-                    composite: c,
-                    min_group_count,
-                    gang,
-                    parent,
-                    children: Vec::new(),
-                    priority,
-                }
+                CompositeInfo { parent, ..self.composite_info(c) }
             })
             .collect();
         for gi in (0..self.groups.len() as u32).map(GroupId) {
@@ -1234,6 +1211,39 @@ impl Cluster {
                 k(a).cmp(&k(b))
             });
             composites[i].children = children;
+        }
+    }
+
+    /// A CompositePodGroup's model, not linked into a tree yet (no parent, no children).
+    pub(crate) fn composite_info(&self, c: CompositePodGroup) -> CompositeInfo {
+        let policy = &c.spec.scheduling_policy;
+        // Below 1 is refused at input (`validate::composite_pod_group`); see `group_info`.
+        let (gang, min_group_count) = match &policy.gang {
+            Some(gang) => (true, gang.min_group_count.max(1) as usize),
+            None => (false, 1),
+        };
+        let priority = self.resolve_priority(c.spec.priority, c.spec.priority_class_name.as_deref());
+        let topology_key = c
+            .spec
+            .scheduling_constraints
+            .as_ref()
+            .and_then(|c| c.topology.as_ref())
+            .and_then(|t| t.first())
+            .map(|t| t.key.clone());
+        let key = format!(
+            "{}/{}",
+            c.metadata.namespace.as_deref().unwrap_or("default"),
+            c.metadata.name.as_deref().unwrap_or_default()
+        );
+        CompositeInfo {
+            topology_key,
+            key,
+            composite: c,
+            min_group_count,
+            gang,
+            parent: None,
+            children: Vec::new(),
+            priority,
         }
     }
 

@@ -25,6 +25,8 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
+mod composite;
+
 use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
 use crate::cycle::QueueEntry;
 use crate::queue::Wake;
@@ -60,6 +62,11 @@ pub enum Change {
     UpsertPriorityClass(Box<PriorityClass>),
     /// A PriorityClass deleted, by name (the same goes).
     DeletePriorityClass(String),
+    /// A CompositePodGroup (`scheduling.k8s.io/v1alpha3`) added or changed: the PodGroups and
+    /// CompositePodGroups naming it as parent join its tree, which is scheduled as one entry.
+    UpsertCompositePodGroup(Box<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>),
+    /// A CompositePodGroup deleted, by `namespace/name`: its children wait for it again.
+    DeleteCompositePodGroup(String),
     /// A Namespace added or changed: its labels are what a pod affinity term's
     /// `namespaceSelector` reads (with the `kubernetes.io/metadata.name` label the API server
     /// adds). As upstream, no pending pod is woken by it: InterPodAffinity does not register
@@ -106,6 +113,11 @@ pub struct Index {
     claim_waiters: HashMap<String, Vec<PodId>>,
     /// Pods naming a PodGroup the store does not have, by the group's `namespace/name`.
     group_waiters: HashMap<String, Vec<PodId>>,
+    /// CompositePodGroups by `namespace/name`.
+    composites: HashMap<String, crate::cluster::CompositeId>,
+    /// PodGroups and CompositePodGroups naming a parent the store does not have, by the
+    /// parent's `namespace/name`.
+    parent_waiters: HashMap<String, Vec<crate::cluster::GroupNode>>,
     /// Nodes (not removed) with a PreferNoSchedule taint: TaintToleration scores only when some
     /// node has one.
     prefer_no_schedule: usize,
@@ -139,6 +151,24 @@ impl Index {
             index.prefer_no_schedule += usize::from(n.has_prefer_no_schedule_taint);
         }
         index.groups = c.groups.iter().enumerate().map(|(i, g)| (g.key.clone(), GroupId(i as u32))).collect();
+        index.composites = c
+            .composites
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.key.clone(), crate::cluster::CompositeId(i as u32)))
+            .collect();
+        let groups =
+            c.groups.iter().enumerate().map(|(i, g)| (crate::cluster::GroupNode::Group(GroupId(i as u32)), &g.parent));
+        let trees = c
+            .composites
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (crate::cluster::GroupNode::Composite(crate::cluster::CompositeId(i as u32)), &t.parent));
+        for (node, parent) in groups.chain(trees) {
+            if let Some(Err(k)) = parent {
+                index.parent_waiters.entry(k.clone()).or_default().push(node);
+            }
+        }
         index.claims = c.claims.iter().enumerate().map(|(i, info)| (info.key(), ClaimId(i as u32))).collect();
         index
     }
@@ -171,6 +201,8 @@ impl Cluster {
             }
             Change::UpsertPriorityClass(class) => Ok(self.upsert_priority_class(*class)),
             Change::DeletePriorityClass(name) => Ok(self.delete_priority_class(&name)),
+            Change::UpsertCompositePodGroup(c) => self.upsert_composite_pod_group(*c),
+            Change::DeleteCompositePodGroup(key) => Ok(self.delete_composite_pod_group(&key)),
             Change::UpsertNamespace(ns) => Ok(self.upsert_namespace(*ns)),
             Change::DeleteNamespace(name) => Ok(self.delete_namespace(&name)),
             Change::UpsertStorage(object) => {
@@ -545,14 +577,14 @@ impl Cluster {
         if info.group.spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
             return Err(unsupported("spec.resourceClaims", "resourceClaims (KEP 5729)"));
         }
-        if info.group.spec.parent_composite_pod_group_name.is_some() {
-            return Err(unsupported("spec.parentCompositePodGroupName", "CompositePodGroup parents"));
-        }
         let mut applied = Applied { wake: Wake::WORKLOAD_CHANGED, ..Applied::default() };
         let key = info.key.clone();
-        let g = match self.index().groups.get(&key).copied() {
+        let existing = self.index().groups.get(&key).copied();
+        let before = existing.map(|g| self.tree_before(crate::cluster::GroupNode::Group(g))).unwrap_or_default();
+        let g = match existing {
             Some(g) => {
                 info.members = std::mem::take(&mut self.groups[g].members);
+                info.parent = self.groups[g].parent.take();
                 self.groups[g] = info;
                 g
             }
@@ -581,9 +613,12 @@ impl Cluster {
                 g
             }
         };
-        if self.groups[g].members.iter().any(|m| self.pods[m.0 as usize].state == PodState::Pending) {
-            applied.queue.push(self.entry_of_group(g));
-        }
+        let node = crate::cluster::GroupNode::Group(g);
+        self.link_parent(node);
+        let after = self.tree_leaves(node);
+        let moved = self.tree_changed(before, &after);
+        applied.dequeue.extend(moved.dequeue);
+        applied.queue.extend(moved.queue);
         Ok(applied)
     }
 
@@ -591,7 +626,15 @@ impl Cluster {
     /// for the group); its slot stays, with no members.
     fn delete_pod_group(&mut self, key: &str) -> Applied {
         let Some(g) = self.index().groups.remove(key) else { return Applied::default() };
+        // It leaves its tree: the tree's other groups keep their entry (or get their new one).
+        let node = crate::cluster::GroupNode::Group(g);
+        let before = self.tree_before(node);
         let mut applied = Applied { dequeue: vec![QueueEntry::Group(g)], ..Applied::default() };
+        self.unlink_group(g);
+        let others: Vec<GroupId> = before.leaves().iter().copied().filter(|l| *l != g).collect();
+        let moved = self.tree_changed(before, &others);
+        applied.dequeue.extend(moved.dequeue);
+        applied.queue.extend(moved.queue.into_iter().filter(|e| *e != QueueEntry::Group(g)));
         for pod in std::mem::take(&mut self.groups[g].members) {
             let p = &mut self.pods[pod.0 as usize];
             p.group = Some(Err(format!("podgroup {key:?} not found")));

@@ -20,8 +20,6 @@ use serde_json::{Value, json};
 
 /// Scenarios whose `run` differs from their `plan` by design, with the reason.
 const NOT_LIVE: &[(&str, &str)] = &[
-    ("composite-pod-group", "CompositePodGroups are not watched yet (the store does not take them one at a time)"),
-    ("composite-preemption", "CompositePodGroups are not watched yet"),
     ("podgroup-claim", "PodGroups with resourceClaims are not taken one at a time yet"),
     ("podgroup-claim-rollback", "PodGroups with resourceClaims are not taken one at a time yet"),
     ("device-topology-workload", "Workloads are not watched yet: the PodGroups' device topology comes from theirs"),
@@ -808,7 +806,8 @@ fn a_kind_the_server_does_not_serve_is_scheduled_without() {
     let rt = runtime();
     let inputs = vec![common::root().join("tests/scenarios/taints-and-affinity")];
     let api = start_fake(&rt, muster_fakeapi::manifests::load(&inputs).unwrap());
-    api.faults().fail_next(muster_fakeapi::RequestMatcher::new("list", "podgroups"), 404, 1);
+    // Both versions muster reads PodGroups in (v1beta1, v1alpha3) answer 404.
+    api.faults().fail_next(muster_fakeapi::RequestMatcher::new("list", "podgroups"), 404, 2);
     let (ok, stderr) = run_muster(&api, &[]);
     assert!(ok, "{stderr}");
     assert!(stderr.contains("not served by this API server"), "{stderr}");
