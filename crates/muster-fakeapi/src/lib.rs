@@ -285,6 +285,27 @@ impl Running {
             .collect()
     }
 
+    /// Changes a stored object in place, as another client's update would (watches see it; no
+    /// admission, no controllers): a test's hand on the cluster. `false` when it is not there.
+    pub fn modify(
+        &self,
+        api_version: &str,
+        kind_plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+        change: impl FnOnce(&mut Value),
+    ) -> bool {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let Some(res) = registry::by_path(group, version, kind_plural) else { return false };
+        let key = store::key(res, namespace, name);
+        let mut store = self.shared.store();
+        let Some(old) = store.get(res, &key).cloned() else { return false };
+        let mut new = (*old).clone();
+        change(&mut new);
+        store.write(res, key, old, new);
+        true
+    }
+
     /// The current resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.shared.store().resource_version()

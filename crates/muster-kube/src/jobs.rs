@@ -78,14 +78,20 @@ pub enum Job {
     },
     Bind(BindUnit),
     /// `PodScheduled=False` (sent only when it changes the pod's condition) and a
-    /// `FailedScheduling` event (`event`: not when the same one went out lately, see
-    /// `live::EVENT_REPEAT`).
+    /// `FailedScheduling` event, aggregated into a series as kube-scheduler's recorder does
+    /// ([`crate::series`]; the loop decides `event`).
     Unschedulable {
         pod: PodRef,
         reason: &'static str,
         message: String,
         patch: bool,
-        event: bool,
+        event: crate::series::EventWrite,
+    },
+    /// A series of `FailedScheduling` events written again with its count.
+    EventSeries {
+        namespace: String,
+        name: String,
+        count: i32,
     },
     /// A PodGroup's or CompositePodGroup's condition.
     GroupCondition {
@@ -172,7 +178,8 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
             }
             Effect::PodUnschedulable { pod, reason, message } => {
                 let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
-                jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch, event: true });
+                let event = crate::series::EventWrite::Nothing;
+                jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch, event });
             }
             Effect::GroupCondition { group, type_, status, reason, message } => {
                 let key = cluster.node_key(group);

@@ -29,6 +29,7 @@ pub mod limiter;
 pub mod live;
 pub mod metrics;
 pub mod observed;
+pub mod series;
 pub mod snapshot;
 pub mod volume_binding;
 pub mod writes;

@@ -22,38 +22,9 @@ use tokio::time::Instant;
 use crate::assume::{Apply, ClaimAssume};
 use crate::jobs::{self, Job};
 use crate::observed::{self, Kind, Object, key_of};
+use crate::series::{EventWrite, Series};
 use crate::writes::{Done, Writer};
 use crate::{Msg, Options};
-
-/// A pod's `FailedScheduling` event with the same message is not sent again within this time
-/// (kube-scheduler's event recorder folds repeats into one event's series instead; muster sends
-/// the first and then one per period, so a pod woken by every change in a busy cluster does not
-/// create an event per attempt).
-pub const EVENT_REPEAT: Millis = 5 * 60 * 1000;
-
-/// The last event per pod uid: a hash of its message, and when it was sent.
-#[derive(Default)]
-struct Repeats(std::collections::HashMap<String, (u64, Millis)>);
-
-impl Repeats {
-    /// Whether to send this event now (and if so, remember it).
-    fn send(&mut self, uid: &str, message: &str, now: Millis) -> bool {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        message.hash(&mut h);
-        let hash = h.finish();
-        let repeat = self.0.get(uid).is_some_and(|(h, at)| *h == hash && now.saturating_sub(*at) < EVENT_REPEAT);
-        if !repeat {
-            self.0.insert(uid.to_string(), (hash, now));
-        }
-        !repeat
-    }
-
-    /// Forgets what is older than the repeat period (bounded by the pods failing lately).
-    fn forget_older(&mut self, now: Millis) {
-        self.0.retain(|_, (_, at)| now.saturating_sub(*at) < EVENT_REPEAT);
-    }
-}
 
 /// The resourceVersion of each PodGroup applied: PodGroups are watched in two versions (a server
 /// that converts between them reports each change twice; one that does not, such as the fake,
@@ -149,8 +120,8 @@ pub struct Loop {
     in_flight: usize,
     /// Objects the store refused, each warned about once.
     refused: HashSet<String>,
-    /// The `FailedScheduling` events sent lately.
-    failed_events: Repeats,
+    /// The `FailedScheduling` events sent lately, aggregated into series.
+    failed_events: Series,
     /// The resourceVersion of each PodGroup applied, as both its versions are watched.
     group_versions: GroupVersions,
     summary: Summary,
@@ -178,7 +149,7 @@ impl Loop {
             assume: ClaimAssume::default(),
             in_flight: 0,
             refused: HashSet::new(),
-            failed_events: Repeats::default(),
+            failed_events: Series::default(),
             group_versions: GroupVersions::default(),
             summary: Summary::default(),
         }
@@ -300,7 +271,9 @@ impl Loop {
                 _ = flush.tick() => {
                     let now = self.now();
                     engine.flush_unschedulable(now);
-                    self.failed_events.forget_older(now);
+                    let refresh = self.failed_events.tick(now);
+                    let jobs = refresh.into_iter().map(|r| Job::EventSeries { namespace: r.namespace, name: r.name, count: r.count });
+                    self.dispatch(jobs.collect());
                 }
                 changed = io.leading.changed() => {
                     if changed.is_err() || (leading && !*io.leading.borrow()) {
@@ -392,19 +365,21 @@ impl Loop {
         self.summary.victims += victims;
         let effects = engine.effects(&plan);
         let jobs = jobs::translate(engine.cluster(), effects);
-        let jobs = self.without_repeated_events(jobs);
+        let jobs = self.with_event_series(jobs);
         self.dispatch(jobs);
     }
 
-    /// Marks `FailedScheduling` events sent lately for the same pod and message as not to be sent
-    /// again; drops the jobs left with nothing to do.
-    fn without_repeated_events(&mut self, jobs: Vec<Job>) -> Vec<Job> {
+    /// Decides each `FailedScheduling` event: a new event, the second of a series, or only
+    /// counted ([`Series`]); drops the jobs left with nothing to do.
+    fn with_event_series(&mut self, jobs: Vec<Job>) -> Vec<Job> {
         let now = self.now();
+        let wall = crate::writes::now().as_nanosecond();
         jobs.into_iter()
             .filter_map(|mut job| {
-                if let Job::Unschedulable { pod, message, patch, event, .. } = &mut job {
-                    *event = self.failed_events.send(&pod.uid, message, now);
-                    if !*event && !*patch {
+                if let Job::Unschedulable { pod, patch, event, .. } = &mut job {
+                    let name = format!("{}.{wall:x}", pod.name);
+                    *event = self.failed_events.observe(&pod.uid, "FailedScheduling", &pod.namespace, name, now);
+                    if *event == EventWrite::Nothing && !*patch {
                         return None;
                     }
                 }
@@ -555,23 +530,5 @@ fn outcome_result(o: &GroupOutcome) -> &'static str {
         GroupOutcome::Scheduled { .. } => "scheduled",
         GroupOutcome::SchedulerError => "error",
         GroupOutcome::Waiting { .. } | GroupOutcome::Unschedulable { .. } => "unschedulable",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_repeated_failure_event_goes_out_once_a_period() {
-        let mut r = Repeats::default();
-        assert!(r.send("u1", "0/3 nodes", 0));
-        assert!(!r.send("u1", "0/3 nodes", 1_000), "the same message within the period");
-        assert!(r.send("u1", "0/4 nodes", 2_000), "a new message goes out at once");
-        assert!(r.send("u2", "0/4 nodes", 2_000), "another pod");
-        assert!(!r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT - 1));
-        assert!(r.send("u1", "0/4 nodes", 2_000 + EVENT_REPEAT), "once a period");
-        r.forget_older(2_000 + 2 * EVENT_REPEAT);
-        assert!(r.0.is_empty());
     }
 }

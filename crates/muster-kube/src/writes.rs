@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
-use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
@@ -25,6 +25,7 @@ use serde_json::json;
 use crate::jobs::{BindUnit, Binding as PodBinding, ClaimWrite, Job, PodRef};
 use crate::limiter::Limiter;
 use crate::metrics::Metrics;
+use crate::series::EventWrite;
 
 /// The finalizer that keeps an allocated claim from going before it is deallocated.
 pub const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
@@ -74,8 +75,27 @@ impl Writer {
                 if patch && let Err(e) = self.unschedulable(&pod, reason, &message).await {
                     tracing::warn!(pod = %pod.key(), error = %e, "PodScheduled=False not written");
                 }
-                if event {
-                    self.event(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message).await;
+                match event {
+                    EventWrite::Nothing => {}
+                    EventWrite::Create { name } => {
+                        let e = self.event_object(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message);
+                        self.create_event(
+                            &pod.namespace,
+                            Event { metadata: ObjectMeta { name: Some(name), ..e.metadata }, ..e },
+                        )
+                        .await;
+                    }
+                    EventWrite::Series { name, count } => {
+                        let e = self.event_object(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message);
+                        let e = Event { metadata: ObjectMeta { name: Some(name), ..e.metadata }, ..e };
+                        self.event_series(e, count).await;
+                    }
+                }
+                Done::Other
+            }
+            Job::EventSeries { namespace, name, count } => {
+                if let Err(e) = self.patch_series(&namespace, &name, count).await {
+                    tracing::debug!(event = %format!("{namespace}/{name}"), error = %e, "event series not written");
                 }
                 Done::Other
             }
@@ -309,8 +329,14 @@ impl Writer {
 
     /// An events.k8s.io/v1 event about a pod; a failure is logged, never retried.
     pub(crate) async fn event(&self, pod: &PodRef, kind: EventType, reason: &str, action: &str, note: &str) {
+        let event = self.event_object(pod, kind, reason, action, note);
+        self.create_event(&pod.namespace, event).await;
+    }
+
+    /// The event, named after the pod and the time.
+    fn event_object(&self, pod: &PodRef, kind: EventType, reason: &str, action: &str, note: &str) -> Event {
         let at = now();
-        let event = Event {
+        Event {
             metadata: ObjectMeta {
                 name: Some(format!("{}.{:x}", pod.name, at.as_nanosecond())),
                 namespace: Some(pod.namespace.clone()),
@@ -335,11 +361,35 @@ impl Writer {
                 ..Default::default()
             }),
             ..Default::default()
-        };
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &pod.namespace);
-        if let Err(e) = self.call("create", "events", api.create(&pp(), &event)).await {
-            tracing::debug!(pod = %pod.key(), reason, error = %e, "event not written");
         }
+    }
+
+    async fn create_event(&self, namespace: &str, event: Event) {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        if let Err(e) = self.call("create", "events", api.create(&pp(), &event)).await {
+            tracing::debug!(reason = ?event.reason, error = %e, "event not written");
+        }
+    }
+
+    /// The event becomes a series of `count`: a merge patch of its `series`; an event gone
+    /// meanwhile is created again, with the series (as client-go's recorder does).
+    async fn event_series(&self, event: Event, count: i32) {
+        let namespace = event.metadata.namespace.clone().unwrap_or_default();
+        let name = event.metadata.name.clone().unwrap_or_default();
+        match self.patch_series(&namespace, &name, count).await {
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                let series = EventSeries { count, last_observed_time: MicroTime(now()) };
+                self.create_event(&namespace, Event { series: Some(series), ..event }).await;
+            }
+            Err(e) => tracing::debug!(event = %format!("{namespace}/{name}"), error = %e, "event series not written"),
+            Ok(()) => {}
+        }
+    }
+
+    async fn patch_series(&self, namespace: &str, name: &str, count: i32) -> Result<()> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        let patch = Patch::Merge(json!({"series": {"count": count, "lastObservedTime": MicroTime(now())}}));
+        self.call("patch", "events", api.patch(name, &pps(), &patch)).await.map(drop)
     }
 
     /// One API call: rate-limited, counted by verb, resource and response code.

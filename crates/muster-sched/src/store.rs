@@ -174,6 +174,25 @@ impl Index {
     }
 }
 
+/// Whether two versions of a pod differ only where the scheduler does not look: the object's
+/// version fields, and its status other than the claims it was given (`resourceClaimStatuses`,
+/// `extendedResourceClaimStatus`), which DynamicResources waits for.
+fn same_for_scheduling(old: &Pod, new: &Pod) -> bool {
+    let meta = |p: &Pod| {
+        let mut m = p.metadata.clone();
+        (m.resource_version, m.generation, m.managed_fields) = (None, None, None);
+        m
+    };
+    let claims = |p: &Pod| {
+        let status = p.status.as_ref();
+        (
+            status.and_then(|s| s.resource_claim_statuses.clone()),
+            status.and_then(|s| s.extended_resource_claim_status.clone()),
+        )
+    };
+    old.spec == new.spec && meta(old) == meta(new) && claims(old) == claims(new)
+}
+
 /// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`).
 fn group_name(pod: &Pod) -> Option<&str> {
     pod.spec.as_ref()?.scheduling_group.as_ref()?.pod_group_name.as_deref()
@@ -332,6 +351,13 @@ impl Cluster {
         let node = node_name.and_then(|n| self.node_id(n));
         let mut info = self.pod_info(pod, |_| node)?;
         let known = self.pod_id(&info.key);
+        // A pending pod's update that changes nothing the scheduler reads (its own
+        // PodScheduled condition, written after a failed attempt) leaves its queue entry — and
+        // its backoff — alone, as upstream's `isPodUpdated` does.
+        // One that does is tried again, after the backoff it is in (its entry is kept).
+        let still_pending =
+            known.filter(|id| self.pods[id.0 as usize].state == PodState::Pending && info.state == PodState::Pending);
+        let quiet = still_pending.is_some_and(|id| same_for_scheduling(&self.pods[id.0 as usize].pod, &info.pod));
         let mut applied = Applied::default();
         let id = match known {
             Some(id) => {
@@ -379,6 +405,13 @@ impl Cluster {
         let resolve = info.claims.is_empty() && info.pod.spec.as_ref().is_some_and(|s| s.resource_claims.is_some());
         let map_extended = known.is_none();
         self.put_pod(id, info, &mut applied);
+        if still_pending.is_some() {
+            let entry = self.entry_of(id);
+            applied.dequeue.retain(|e| *e != entry);
+            if quiet {
+                applied.queue.retain(|e| *e != entry);
+            }
+        }
         if map_extended {
             self.map_pod_extended_resources(id.0 as usize);
         }

@@ -281,3 +281,31 @@ fn priority_classes_apply_to_pods_that_come_later() {
     let refused = engine.apply(Change::UpsertPod(plain("c", Some("high"))), 0).unwrap_err();
     assert_eq!(refused.message, "PriorityClass \"high\" not found");
 }
+
+/// A pending pod's own `PodScheduled=False` condition, written after a failed attempt, comes back
+/// through the store without moving it out of the unschedulable pool (as upstream's
+/// `isPodUpdated` ignores status); a change to what the scheduler reads (a label) does, into
+/// backoff.
+#[test]
+fn a_status_only_update_leaves_an_unschedulable_pod_waiting() {
+    let (cluster, _) = one_node(0);
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
+    let mut big: Pod = serde_json::from_value(json!({"metadata": {"name": "big", "namespace": "ml", "uid": "u"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "64"}}}]}}))
+    .unwrap();
+    engine.apply(Change::UpsertPod(Box::new(big.clone())), 0).unwrap();
+    assert_eq!(engine.schedule(0).unschedulable.len(), 1);
+    assert_eq!(engine.queue().counts(), (0, 0, 1));
+    big.status = Some(
+        serde_json::from_value(
+            json!({"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}),
+        )
+        .unwrap(),
+    );
+    big.metadata.resource_version = Some("7".into());
+    engine.apply(Change::UpsertPod(Box::new(big.clone())), 10).unwrap();
+    assert_eq!(engine.queue().counts(), (0, 0, 1), "still waiting");
+    big.metadata.labels = Some([("tier".to_string(), "batch".to_string())].into());
+    engine.apply(Change::UpsertPod(Box::new(big)), 20).unwrap();
+    assert_eq!(engine.queue().counts(), (0, 1, 0), "a real change: tried again after its backoff");
+}

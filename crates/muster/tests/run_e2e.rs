@@ -817,3 +817,35 @@ fn a_kind_the_server_does_not_serve_is_scheduled_without() {
     assert!(bound > 0, "the pods are scheduled");
     rt.block_on(api.shutdown());
 }
+
+/// Repeated `FailedScheduling` events about one pod become a series, as kube-scheduler's event
+/// recorder makes them: the first is created, the second patches it to `series.count: 2`.
+#[test]
+fn repeated_failures_of_a_pod_become_an_event_series() {
+    let rt = runtime();
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}});
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "64"}}}]}});
+    let api = start_fake(&rt, vec![node, pod]);
+    let dir = tempdir();
+    let kubeconfig = dir.join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig).unwrap();
+    let mut child = spawn_run(&kubeconfig, &["--leader-elect=false"], "muster-0");
+    let events = |api: &muster_fakeapi::Running| {
+        api.list("events").into_iter().filter(|e| e["reason"] == "FailedScheduling").collect::<Vec<_>>()
+    };
+    let first = rt.block_on(api.wait_for(std::time::Duration::from_secs(20), |a| events(a).len() == 1));
+    assert!(first, "the first FailedScheduling event");
+    // A node change wakes the pod; it fails again.
+    api.modify("v1", "nodes", None, "n1", |n| n["metadata"]["labels"] = json!({"pool": "cpu"}));
+    let series = rt.block_on(api.wait_for(std::time::Duration::from_secs(20), |a| {
+        events(a).first().is_some_and(|e| e["series"]["count"] == 2)
+    }));
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(series, "{:?}", events(&api));
+    assert_eq!(events(&api).len(), 1, "one event, counted");
+    rt.block_on(api.shutdown());
+}
