@@ -132,7 +132,9 @@ pub struct NodeMemos {
 }
 
 impl NodeMemos {
-    /// `count(node)` for every node, refreshed where the node changed.
+    /// `count(node)` for every node, refreshed where the node changed. Inlined: its scan of the
+    /// nodes' generations is PreFilter's hot loop, and keeps its bounds in registers there.
+    #[inline(always)]
     pub fn counts(&mut self, cluster: &Cluster, key: u64, count: impl Fn(&NodeInfo) -> u32) -> &[u32] {
         self.clock += 1;
         let memo = memo_for(&mut self.counts, key, cluster.nodes.len(), self.clock);

@@ -109,6 +109,16 @@ fn a_pod_with_its_own_constraints_never_gets_the_defaults() {
     let c = with(cluster(vec![], vec![p]), vec![service("web", json!({"foo": "bar"}))]);
     let args = list(json!([{"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"}]));
     assert_eq!(summary(&c, "p", &args, "DoNotSchedule"), (strings(&["zone 1"]), false));
+    // Owned by a ReplicaSet the cluster holds: the same.
+    let own = json!({"topologySpreadConstraints": [
+        {"maxSkew": 2, "topologyKey": "planet", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"baz": "sup"}}}
+    ]});
+    let p = owned(pod("p", &[("foo", "bar"), ("baz", "sup")], None, own), "ReplicaSet", "rs1");
+    let rs1 = controller("ReplicaSet", "rs1", json!({"matchExpressions": [{"key": "foo", "operator": "Exists"}]}));
+    let c = with(cluster(vec![], vec![p]), vec![rs1]);
+    let args = list(json!([{"maxSkew": 2, "topologyKey": "galaxy", "whenUnsatisfiable": "ScheduleAnyway"}]));
+    assert_eq!(summary(&c, "p", &args, "ScheduleAnyway"), (strings(&["planet 2"]), false));
 }
 
 #[test]
