@@ -821,3 +821,7 @@ pub fn changed_composite_pod_groups(
     }
     out
 }
+
+#[cfg(test)]
+#[path = "memory_tests.rs"]
+mod tests;
