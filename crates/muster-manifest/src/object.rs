@@ -105,6 +105,8 @@ kinds! {
     StorageClass => storage::StorageClass,
     CSINode => storage::CSINode,
     CSIDriver => storage::CSIDriver,
+    Service => core::Service,
+    ReplicationController => core::ReplicationController,
 }
 
 fn namespaced<T: Resource + 'static>() -> bool {

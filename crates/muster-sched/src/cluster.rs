@@ -446,6 +446,10 @@ pub struct Cluster {
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and CSIDrivers, and
     /// VolumeBinding's decisions (see [`crate::volumes`]).
     pub volumes: crate::volumes::Volumes,
+    /// The selectors of the Services, ReplicationControllers, ReplicaSets and StatefulSets,
+    /// which PodTopologySpread's default constraints are built from (see
+    /// [`crate::spread_selectors`]).
+    pub spread_selectors: crate::spread_selectors::SpreadSelectors,
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.

@@ -50,6 +50,9 @@ pub struct CycleState<'a> {
     pub pod_affinity: Option<Box<crate::plugins::inter_pod_affinity::AffinityFilter>>,
     /// The volume plugins' PreFilter state; `None` when they all skip the pod.
     pub volumes: Option<Box<crate::volumes::PodVolumeState>>,
+    /// PodTopologySpread's default selector for the pod, built once per attempt when a default
+    /// constraint needs it ([`crate::spread_selectors`]).
+    pub default_spread_selector: std::cell::OnceCell<Vec<crate::plugins::pod_matcher::Requirement>>,
 }
 
 impl<'a> CycleState<'a> {
@@ -84,6 +87,7 @@ impl<'a> CycleState<'a> {
             spread: None,
             pod_affinity: None,
             volumes: None,
+            default_spread_selector: std::cell::OnceCell::new(),
         }
     }
 

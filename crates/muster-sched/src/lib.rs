@@ -19,6 +19,7 @@ pub mod fastdiv;
 pub mod framework;
 pub mod plugins;
 pub mod queue;
+pub mod spread_selectors;
 pub mod store;
 pub mod topology;
 pub mod validate;

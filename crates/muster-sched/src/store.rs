@@ -79,6 +79,11 @@ pub enum Change {
     UpsertStorage(Box<crate::volumes::StorageObject>),
     /// One of those deleted: its kind, and `namespace/name` (claims) or name.
     DeleteStorage(crate::volumes::StorageKind, String),
+    /// A Service, ReplicationController, ReplicaSet or StatefulSet added or changed: what
+    /// PodTopologySpread's default constraints read of it (its selector).
+    UpsertSpreadSelector(Box<crate::spread_selectors::SpreadSelector>),
+    /// One of those deleted: its kind and `namespace/name`.
+    DeleteSpreadSelector(crate::spread_selectors::SpreadSelectorKind, String),
 }
 
 /// What a change means for the scheduling queue.
@@ -231,6 +236,15 @@ impl Cluster {
             Change::DeleteStorage(kind, key) => {
                 self.volumes.delete(kind, &key);
                 Ok(Applied { wake: Wake::STORAGE_CHANGED, ..Applied::default() })
+            }
+            // Upstream's PodTopologySpread registers no event for these kinds: nothing wakes.
+            Change::UpsertSpreadSelector(s) => {
+                self.spread_selectors.upsert(*s);
+                Ok(Applied::default())
+            }
+            Change::DeleteSpreadSelector(kind, key) => {
+                self.spread_selectors.delete(kind, &key);
+                Ok(Applied::default())
             }
         }
     }

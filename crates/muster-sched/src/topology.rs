@@ -144,7 +144,9 @@ impl NodeMemos {
         }
     }
 
-    /// `count(node)` for every node, refreshed where the node changed.
+    /// `count(node)` for every node, refreshed where the node changed. Inlined: its scan of the
+    /// nodes' generations is PreFilter's hot loop, and keeps its bounds in registers there.
+    #[inline(always)]
     pub fn counts(&mut self, cluster: &Cluster, key: u64, count: impl Fn(&NodeInfo) -> u32) -> &[u32] {
         self.follow_namespaces(cluster);
         self.clock += 1;

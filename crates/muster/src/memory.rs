@@ -16,6 +16,7 @@ use muster_controllers::slice_view::scheduling_view;
 use muster_controllers::{Created, Workloads};
 use muster_manifest::{Diagnostic, Manifests, Object, Origin};
 use muster_sched::cycle::GANG_WAIT_TIMEOUT_REASON;
+use muster_sched::spread_selectors::SpreadSelector;
 use muster_sched::{Cluster, GroupNode, GroupOutcome, ModelError, Plan, SchedulerNames};
 
 /// How a world is built from manifests.
@@ -87,6 +88,7 @@ impl World {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut namespaces = Namespaces::default();
         let mut storage = muster_sched::volumes::Volumes { enabled: true, ..Default::default() };
+        let mut spread_selectors = Vec::new();
         for l in std::mem::take(&mut manifests.objects) {
             let key = object_key(
                 l.object.metadata().namespace.as_deref(),
@@ -126,6 +128,9 @@ impl World {
                 Object::ReplicaSet(r) => workloads.replica_sets.push(*r),
                 Object::StatefulSet(s) => workloads.stateful_sets.push(*s),
                 Object::Job(j) => workloads.jobs.push(*j),
+                // Read for their selectors: PodTopologySpread's default constraints.
+                Object::Service(svc) => spread_selectors.push(SpreadSelector::service(&svc)),
+                Object::ReplicationController(rc) => spread_selectors.push(SpreadSelector::replication_controller(&rc)),
                 // A Workload is used when it carries a gang's device topology (read above); the
                 // scheduler otherwise works on the PodGroups stamped from it.
                 Object::Workload(ref w) if device_topology(&w.metadata) => {}
@@ -223,6 +228,12 @@ impl World {
             .map(|t| ((t.namespace.clone(), t.name.clone()), t.by.clone()))
             .collect();
         cluster.namespace_labels = namespaces.with_name_labels();
+        // Those the controllers created included.
+        spread_selectors.extend(workloads.replica_sets.iter().map(SpreadSelector::replica_set));
+        spread_selectors.extend(workloads.stateful_sets.iter().map(SpreadSelector::stateful_set));
+        for s in spread_selectors {
+            cluster.spread_selectors.upsert(s);
+        }
         cluster.add_claims(claims, &templates);
         cluster.map_extended_resources(&device_classes);
         // Allocations naming devices no slice publishes: warnings (not an API-server rule).
@@ -803,3 +814,7 @@ pub fn changed_composite_pod_groups(
     }
     out
 }
+
+#[cfg(test)]
+#[path = "memory_tests.rs"]
+mod tests;

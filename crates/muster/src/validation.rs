@@ -1,7 +1,8 @@
 //! The API server's validation of each object as read, in the one layer `check`, `plan`, `why`,
 //! `devices` and `sim` share: every object's names, labels and annotations, and the rules of
 //! its kind that do not need other objects (a pod's containers, claims, spread constraints and
-//! affinity terms; a claim's status; a DeviceTaintRule). The rules themselves live in
+//! affinity terms; a claim's status; a DeviceTaintRule; a Service's and a ReplicationController's
+//! selector). The rules themselves live in
 //! [`muster_sched::validate`]; this only says which apply to which object. Rules that need
 //! other objects (admin access and its namespace, slices' devices against claims) are where the
 //! model is built.
@@ -17,9 +18,21 @@ pub(crate) fn object(o: &Object) -> Vec<FieldError> {
         Object::Pod(p) => out.extend(p.spec.as_ref().map(validate::pod_structure).unwrap_or_default()),
         Object::ResourceClaim(c) => out.extend(c.status.as_ref().map(validate::claim_status).unwrap_or_default()),
         Object::DeviceTaintRule(r) => out.extend(validate::device_taint_rule(r)),
+        // The selectors PodTopologySpread's default constraints read: label maps.
+        Object::Service(s) => {
+            out.extend(s.spec.as_ref().and_then(|s| s.selector.as_ref()).map(selector_labels).unwrap_or_default())
+        }
+        Object::ReplicationController(rc) => {
+            out.extend(rc.spec.as_ref().and_then(|s| s.selector.as_ref()).map(selector_labels).unwrap_or_default())
+        }
         _ => {}
     }
     out
+}
+
+/// A Service's or ReplicationController's `spec.selector`: label keys and values.
+fn selector_labels(selector: &std::collections::BTreeMap<String, String>) -> Vec<FieldError> {
+    validate::meta::labels(selector, "spec.selector")
 }
 
 /// The names the API server checks on the objects muster reads: every object's name (a DNS

@@ -53,13 +53,11 @@ impl Requirement {
     }
 }
 
-/// `labels.Selector`: `Nothing` (a nil `LabelSelector`), every requirement (none: everything),
-/// or — for the default spread constraints — the pods of one controller (by its uid).
+/// `labels.Selector`: `Nothing` (a nil `LabelSelector`) or every requirement (none: everything).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Selector {
     Nothing,
     Requirements(Vec<Requirement>),
-    Controller(String),
 }
 
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
@@ -107,29 +105,19 @@ impl Selector {
                 r.extend(extra);
                 Selector::Requirements(r)
             }
-            c @ Selector::Controller(_) => c,
         }
     }
 
     pub fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
         match self {
-            Selector::Nothing | Selector::Controller(_) => false,
+            Selector::Nothing => false,
             Selector::Requirements(r) => r.iter().all(|r| r.matches(labels)),
         }
     }
 
     pub fn matches(&self, pod: &Pod) -> bool {
-        match self {
-            Selector::Controller(uid) => controller_uid(pod) == Some(uid.as_str()),
-            _ => self.matches_labels(pod_labels(pod)),
-        }
+        self.matches_labels(pod_labels(pod))
     }
-}
-
-/// The uid of the pod's controller (the owner reference with `controller: true`).
-pub fn controller_uid(pod: &Pod) -> Option<&str> {
-    let owners = pod.metadata.owner_references.as_deref()?;
-    owners.iter().find(|o| o.controller == Some(true)).map(|o| o.uid.as_str())
 }
 
 /// `matchLabelKeys` (`In` the pod's value) or `mismatchLabelKeys` (`NotIn`): requirements for

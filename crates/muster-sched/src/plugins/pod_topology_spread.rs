@@ -4,11 +4,11 @@
 //! (fewer matching pods in the node's domains is better). Pods without constraints get the
 //! cluster's default constraints (`PodTopologySpreadArgs`).
 //!
-//! Default constraints select the pods of the pod's controller: upstream builds their selector
-//! from the Services, ReplicationControllers, ReplicaSets and StatefulSets selecting the pod;
-//! muster does not read Services, and takes a ReplicaSet's, ReplicationController's or
-//! StatefulSet's pods to be the pods it controls (by owner uid) rather than those its selector
-//! matches.
+//! Default constraints select what upstream's `DefaultSelector` selects: the pods matching the
+//! labels of every Service in the pod's namespace that selects it and of its ReplicationController,
+//! and the `spec.selector` of its ReplicaSet or StatefulSet ([`crate::spread_selectors`], which
+//! holds them). A pod nothing selects gets no default constraint; a pod with its own constraints
+//! never gets them.
 
 use std::sync::Arc;
 
@@ -44,6 +44,14 @@ pub struct PodTopologySpreadArgs {
 impl Eq for PodTopologySpreadArgs {}
 
 impl PodTopologySpreadArgs {
+    /// Whether some default constraint has `whenUnsatisfiable == action`.
+    fn has_defaults(&self, action: &str) -> bool {
+        match self.defaulting_type {
+            DefaultingType::List => self.default_constraints.iter().any(|c| c.when_unsatisfiable == action),
+            DefaultingType::System => action == "ScheduleAnyway",
+        }
+    }
+
     /// The constraints a pod without its own gets (before the selector is set).
     fn defaults(&self) -> Vec<TopologySpreadConstraint> {
         match self.defaulting_type {
@@ -75,22 +83,29 @@ pub struct Constraint {
 }
 
 /// The pod's constraints with `whenUnsatisfiable == action` (its own, or the defaults), and
-/// whether they are the system defaults.
-pub fn constraints(state: &CycleState<'_>, args: &PodTopologySpreadArgs, action: &str) -> (Vec<Constraint>, bool) {
+/// whether they are the system defaults. The defaults apply only when something selects the pod
+/// (`buildDefaultConstraints`): their selector is the pod's default selector, built at most once
+/// per attempt and only when a default constraint has this action.
+pub fn constraints(
+    state: &CycleState<'_>,
+    cluster: &Cluster,
+    args: &PodTopologySpreadArgs,
+    action: &str,
+) -> (Vec<Constraint>, bool) {
     let pod = &state.pod.pod;
     let own = pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
     if !own.is_empty() {
         return (parse(own, pod, action, None), false);
     }
-    let owner = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true));
-    let Some(owner) =
-        owner.filter(|o| matches!(o.kind.as_str(), "ReplicaSet" | "StatefulSet" | "ReplicationController"))
-    else {
+    if !args.has_defaults(action) {
         return (Vec::new(), false);
-    };
-    let defaults = args.defaults();
+    }
+    let selector = state.default_spread_selector.get_or_init(|| cluster.spread_selectors.default_selector(pod));
+    if selector.is_empty() {
+        return (Vec::new(), false);
+    }
     let system = args.defaulting_type == DefaultingType::System;
-    (parse(&defaults, pod, action, Some(Selector::Controller(owner.uid.clone()))), system)
+    (parse(&args.defaults(), pod, action, Some(Selector::Requirements(selector.clone()))), system)
 }
 
 fn parse(
@@ -167,7 +182,7 @@ pub fn pre_filter(
     cache: &mut TopologyCache,
     args: &PodTopologySpreadArgs,
 ) -> Option<Box<SpreadFilter>> {
-    let (constraints, _) = constraints(state, args, "DoNotSchedule");
+    let (constraints, _) = constraints(state, cluster, args, "DoNotSchedule");
     if constraints.is_empty() {
         return None;
     }
@@ -267,7 +282,7 @@ pub fn score(
     cache: &mut TopologyCache,
     args: &PodTopologySpreadArgs,
 ) -> Option<Vec<i64>> {
-    let (constraints, system) = constraints(state, args, "ScheduleAnyway");
+    let (constraints, system) = constraints(state, cluster, args, "ScheduleAnyway");
     if constraints.is_empty() || cluster.nodes.is_empty() {
         return None;
     }
@@ -330,3 +345,7 @@ fn normalize(raw: &[i64], ignored: &[bool]) -> Vec<i64> {
 #[cfg(test)]
 #[path = "pod_topology_spread_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "pod_topology_spread_defaults_tests.rs"]
+mod defaults_tests;

@@ -306,54 +306,6 @@ fn no_soft_constraints_no_score() {
 }
 
 #[test]
-fn system_defaults_apply_to_controlled_pods_only() {
-    let owned = |n: &str, at: Option<&str>| {
-        let mut p = pod(n, &[("app", "web")], at, json!({}));
-        p.metadata.owner_references = Some(vec![
-            serde_json::from_value(json!({
-                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs-1", "controller": true
-            }))
-            .unwrap(),
-        ]);
-        p
-    };
-    let nodes = vec![
-        node("n1", &[("kubernetes.io/hostname", "n1"), ("topology.kubernetes.io/zone", "z1")]),
-        node("n2", &[("kubernetes.io/hostname", "n2"), ("topology.kubernetes.io/zone", "z2")]),
-    ];
-    let c = cluster(nodes.clone(), vec![owned("p", None), owned("w1", Some("n1"))]);
-    let s = spread_scores(&c, "p", &Default::default()).unwrap();
-    assert!(s[1] > s[0], "{s:?}");
-    let c = cluster(nodes, vec![pod("p", &[("app", "web")], None, json!({})), owned("w1", Some("n1"))]);
-    assert_eq!(spread_scores(&c, "p", &Default::default()), None);
-}
-
-#[test]
-fn list_defaults_can_be_hard() {
-    let args = PodTopologySpreadArgs {
-        default_constraints: vec![
-            serde_json::from_value(json!({"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}))
-                .unwrap(),
-        ],
-        defaulting_type: DefaultingType::List,
-    };
-    let owned = |n: &str| {
-        let mut p = pod(n, &[], None, json!({}));
-        p.metadata.owner_references = Some(vec![
-            serde_json::from_value(json!({
-                "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "ss-1", "controller": true
-            }))
-            .unwrap(),
-        ]);
-        p
-    };
-    let c = cluster(four_nodes(), vec![owned("p")]);
-    let state = CycleState::new(&c.pods[0]);
-    let (hard, system) = constraints(&state, &args, "DoNotSchedule");
-    assert_eq!((hard.len(), system), (1, false));
-}
-
-#[test]
 fn score_with_zone_and_hostname_constraints() {
     let c = cluster(
         four_nodes(),
