@@ -64,6 +64,8 @@ pub static RESOURCES: &[ResourceType] = &[
     row!("", "v1", "Node", "nodes", CLUSTER, ["status"], core::v1::Node),
     row!("", "v1", "Namespace", "namespaces", CLUSTER, ["status"], core::v1::Namespace),
     row!("", "v1", "Event", "events", NS, [], core::v1::Event),
+    row!("", "v1", "Service", "services", NS, ["status"], core::v1::Service),
+    row!("", "v1", "ReplicationController", "replicationcontrollers", NS, ["status"], core::v1::ReplicationController),
     row!("events.k8s.io", "v1", "Event", "events", NS, [], events::v1::Event),
     row!("coordination.k8s.io", "v1", "Lease", "leases", NS, [], coordination::v1::Lease),
     row!(

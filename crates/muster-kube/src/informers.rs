@@ -18,7 +18,10 @@ use crate::observed::{Kind, Watched, key_of};
 
 /// Starts the watches of every kind the engine reads.
 pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::JoinHandle<()>> {
-    use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+    use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+    use k8s_openapi::api::core::v1::{
+        Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+    };
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
     use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -42,6 +45,10 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
         spawn::<CSINode>(Api::all(client.clone()), tx.clone()),
         spawn::<PersistentVolume>(Api::all(client.clone()), tx.clone()),
         spawn::<PersistentVolumeClaim>(Api::all(client.clone()), tx.clone()),
+        spawn::<Service>(Api::all(client.clone()), tx.clone()),
+        spawn::<ReplicationController>(Api::all(client.clone()), tx.clone()),
+        spawn::<ReplicaSet>(Api::all(client.clone()), tx.clone()),
+        spawn::<StatefulSet>(Api::all(client.clone()), tx.clone()),
         spawn::<Pod>(Api::all(client.clone()), tx.clone()),
     ]
 }

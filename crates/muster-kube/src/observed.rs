@@ -1,12 +1,16 @@
 //! What the watches report, as one message type the scheduler's loop takes in order.
 
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1alpha3;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
+use muster_sched::spread_selectors::{SpreadSelector, SpreadSelectorKind};
 use muster_sched::store::Change;
 use muster_sched::volumes::{StorageKind, StorageObject};
 
@@ -32,12 +36,16 @@ pub enum Kind {
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
+    Service,
+    ReplicationController,
+    ReplicaSet,
+    StatefulSet,
     Pod,
     PodDisruptionBudget,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 21] = [
         Kind::PriorityClass,
         Kind::Namespace,
         Kind::Node,
@@ -53,6 +61,10 @@ impl Kind {
         Kind::CSINode,
         Kind::PersistentVolume,
         Kind::PersistentVolumeClaim,
+        Kind::Service,
+        Kind::ReplicationController,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
         Kind::Pod,
         Kind::PodDisruptionBudget,
     ];
@@ -71,6 +83,17 @@ impl Kind {
             Kind::CSINode => StorageKind::CsiNode,
             Kind::PersistentVolume => StorageKind::Volume,
             Kind::PersistentVolumeClaim => StorageKind::Claim,
+            _ => return None,
+        })
+    }
+
+    /// The kinds whose selectors PodTopologySpread's default constraints read.
+    fn spread(self) -> Option<SpreadSelectorKind> {
+        Some(match self {
+            Kind::Service => SpreadSelectorKind::Service,
+            Kind::ReplicationController => SpreadSelectorKind::ReplicationController,
+            Kind::ReplicaSet => SpreadSelectorKind::ReplicaSet,
+            Kind::StatefulSet => SpreadSelectorKind::StatefulSet,
             _ => return None,
         })
     }
@@ -95,6 +118,10 @@ pub enum Object {
     CSINode(Box<CSINode>),
     PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
+    Service(Box<Service>),
+    ReplicationController(Box<ReplicationController>),
+    ReplicaSet(Box<ReplicaSet>),
+    StatefulSet(Box<StatefulSet>),
     Pod(Box<Pod>),
 }
 
@@ -117,6 +144,10 @@ impl Object {
             Object::CSINode(_) => Kind::CSINode,
             Object::PersistentVolume(_) => Kind::PersistentVolume,
             Object::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
+            Object::Service(_) => Kind::Service,
+            Object::ReplicationController(_) => Kind::ReplicationController,
+            Object::ReplicaSet(_) => Kind::ReplicaSet,
+            Object::StatefulSet(_) => Kind::StatefulSet,
             Object::Pod(_) => Kind::Pod,
         }
     }
@@ -138,6 +169,10 @@ impl Object {
             Object::CSINode(o) => storage(StorageObject::CsiNode(*o)),
             Object::PersistentVolume(o) => storage(StorageObject::Volume(*o)),
             Object::PersistentVolumeClaim(o) => storage(StorageObject::Claim(*o)),
+            Object::Service(o) => spread(SpreadSelector::service(&o)),
+            Object::ReplicationController(o) => spread(SpreadSelector::replication_controller(&o)),
+            Object::ReplicaSet(o) => spread(SpreadSelector::replica_set(&o)),
+            Object::StatefulSet(o) => spread(SpreadSelector::stateful_set(&o)),
             Object::DeviceClass(_) | Object::ResourceSlice(_) | Object::DeviceTaintRule(_) => return None,
         })
     }
@@ -148,6 +183,10 @@ fn as_v1beta1(g: v1alpha3::PodGroup) -> Option<PodGroup> {
     let mut v = serde_json::to_value(g).ok()?;
     v["apiVersion"] = "scheduling.k8s.io/v1beta1".into();
     serde_json::from_value(v).ok()
+}
+
+fn spread(selector: SpreadSelector) -> Change {
+    Change::UpsertSpreadSelector(Box::new(selector))
 }
 
 fn storage(object: StorageObject) -> Change {
@@ -168,6 +207,9 @@ pub fn delete(kind: Kind, key: String) -> Option<Change> {
         Kind::DeviceClass | Kind::ResourceSlice | Kind::DeviceTaintRule => return None,
         Kind::StorageClass | Kind::CSIDriver | Kind::CSINode | Kind::PersistentVolume | Kind::PersistentVolumeClaim => {
             Change::DeleteStorage(kind.storage()?, key)
+        }
+        Kind::Service | Kind::ReplicationController | Kind::ReplicaSet | Kind::StatefulSet => {
+            Change::DeleteSpreadSelector(kind.spread()?, key)
         }
     })
 }
@@ -208,6 +250,10 @@ watched! {
     CSINode => CSINode,
     PersistentVolume => PersistentVolume,
     PersistentVolumeClaim => PersistentVolumeClaim,
+    Service => Service,
+    ReplicationController => ReplicationController,
+    ReplicaSet => ReplicaSet,
+    StatefulSet => StatefulSet,
     Pod => Pod,
 }
 

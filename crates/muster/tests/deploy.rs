@@ -41,6 +41,8 @@ const RBAC_TABLE: &[(&str, &[&str], &[&str])] = &[
     ("", &["persistentvolumeclaims"], &["get", "list", "watch", "update"]),
     ("", &["persistentvolumes"], &["list", "watch", "update"]),
     ("storage.k8s.io", &["storageclasses", "csinodes", "csidrivers"], &["list", "watch"]),
+    ("", &["services", "replicationcontrollers"], &["list", "watch"]),
+    ("apps", &["replicasets", "statefulsets"], &["list", "watch"]),
     ("events.k8s.io", &["events"], &["create", "patch"]),
     ("resource.k8s.io", &["deviceclasses", "resourceslices", "devicetaintrules"], &["list", "watch"]),
     ("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch", "create", "update"]),
@@ -743,6 +745,8 @@ fn the_roles_allow_the_requests_muster_makes_and_every_rule_is_used() {
         ("GET", "/api/v1/persistentvolumes"),
         ("PUT", "/api/v1/persistentvolumes/pv-a1"),
         ("GET", "/apis/storage.k8s.io/v1/storageclasses?watch=true"),
+        ("GET", "/api/v1/services?watch=true"),
+        ("GET", "/apis/apps/v1/replicasets"),
         ("POST", "/apis/coordination.k8s.io/v1/namespaces/muster-system/leases"),
         ("PATCH", "/apis/coordination.k8s.io/v1/namespaces/muster-system/leases/muster?fieldManager=muster"),
     ];

@@ -25,10 +25,6 @@ const NOT_LIVE: &[(&str, &str)] = &[
     ("device-topology-workload", "Workloads are not watched yet: the PodGroups' device topology comes from theirs"),
 ];
 
-/// Kinds `plan` reads that the fake API server does not serve yet (nor does `muster run` watch
-/// them): left out of the live run.
-const NOT_SERVED: &[&str] = &["Service", "ReplicationController"];
-
 /// What a world did: pods bound (pod → node), pods left unschedulable, devices per claim,
 /// pods preempted.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -102,8 +98,7 @@ fn run_outcome(
     args: &[String],
     rt: &tokio::runtime::Runtime,
 ) -> Result<(Outcome, Vec<Request>), String> {
-    let mut objects = muster_fakeapi::manifests::load(inputs).unwrap();
-    objects.retain(|o| !NOT_SERVED.iter().any(|k| o["kind"] == *k));
+    let objects = muster_fakeapi::manifests::load(inputs).unwrap();
     let before: BTreeMap<String, Value> = objects
         .iter()
         .filter(|o| o["kind"] == "Pod" || o["kind"] == "ResourceClaim")
