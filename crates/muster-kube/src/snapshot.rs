@@ -1,7 +1,8 @@
 //! A read-only snapshot of a cluster for `muster plan --kubeconfig` and `muster why --kubeconfig`:
 //! every object of the kinds the scheduler reads, listed once (in pages), as a `kind: List`
 //! document the manifest loader reads like any file. Nothing is written. Workloads (Deployments,
-//! Jobs, ...) are not listed: their pods are in the cluster already, made by its own controllers.
+//! ReplicaSets, Jobs, ...) are not listed: their pods are in the cluster already, made by its own
+//! controllers (so the default spread constraints see the Services' selectors, not theirs).
 
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -30,6 +31,8 @@ pub async fn list_cluster(client: &Client) -> anyhow::Result<String> {
     // Alpha: served only where the cluster enables it.
     items.extend(served::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>(client).await?);
     items.extend(all::<PodDisruptionBudget>(client).await?);
+    // Services: the pods they select spread by PodTopologySpread's default constraints.
+    items.extend(all::<k8s_openapi::api::core::v1::Service>(client).await?);
     // The storage kinds the volume plugins read; a server that does not serve one (a test
     // double) has none.
     items.extend(served::<StorageClass>(client).await?);
