@@ -210,6 +210,18 @@ fn spawn_run(kubeconfig: &Path, args: &[&str], pod_name: &str) -> std::process::
         .unwrap()
 }
 
+/// Where in the request log the first `verb` of `resource[/sub]` named `name` is.
+fn position(log: &[Request], verb: &str, resource: &str, sub: Option<&str>, name: &str) -> usize {
+    log.iter()
+        .position(|r| {
+            r.verb == verb
+                && r.resource == resource
+                && r.subresource.as_deref() == sub
+                && r.name.as_deref() == Some(name)
+        })
+        .unwrap_or_else(|| panic!("no {verb} {resource} {sub:?} {name}"))
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
@@ -665,16 +677,7 @@ fn a_preemptor_is_nominated_then_bound_after_its_victim_is_gone() {
     let (ok, stderr) = run_muster(&api, &[]);
     assert!(ok, "{stderr}");
     let log = api.requests();
-    let at = |verb: &str, resource: &str, sub: Option<&str>, name: &str| {
-        log.iter()
-            .position(|r| {
-                r.verb == verb
-                    && r.resource == resource
-                    && r.subresource.as_deref() == sub
-                    && r.name.as_deref() == Some(name)
-            })
-            .unwrap_or_else(|| panic!("no {verb} {resource} {sub:?} {name}"))
-    };
+    let at = |verb: &str, resource: &str, sub: Option<&str>, name: &str| position(&log, verb, resource, sub, name);
     let deleted = at("delete", "pods", None, "low-a");
     let nominated = at("patch", "pods", Some("status"), "urgent");
     let gone =
@@ -700,16 +703,7 @@ fn volumes_are_bound_or_provisioned_before_their_pod_is_bound() {
     let (ok, stderr) = run_muster(&api, &[]);
     assert!(ok, "{stderr}");
     let log = api.requests();
-    let at = |verb: &str, resource: &str, sub: Option<&str>, name: &str| {
-        log.iter()
-            .position(|r| {
-                r.verb == verb
-                    && r.resource == resource
-                    && r.subresource.as_deref() == sub
-                    && r.name.as_deref() == Some(name)
-            })
-            .unwrap_or_else(|| panic!("no {verb} {resource} {sub:?} {name}"))
-    };
+    let at = |verb: &str, resource: &str, sub: Option<&str>, name: &str| position(&log, verb, resource, sub, name);
     // b-cache-a: the local volume bound to its claim; d-logs: its claim provisioned on node-2.
     for (write, claim, pod) in [
         (("persistentvolumes", "cache-volume"), "cache-a", "b-cache-a"),

@@ -165,25 +165,8 @@ impl Cluster {
     pub(super) fn tree_leaves(&self, node: GroupNode) -> Vec<GroupId> {
         match self.root(node).unwrap_or(node) {
             GroupNode::Group(g) => vec![g],
-            GroupNode::Composite(c) => self.leaves_guarded(c),
+            GroupNode::Composite(c) => self.leaves(c),
         }
-    }
-
-    /// [`Cluster::leaves`], safe against a cycle of parent links (each node visited once).
-    fn leaves_guarded(&self, root: CompositeId) -> Vec<GroupId> {
-        let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![GroupNode::Composite(root)];
-        while let Some(n) = stack.pop() {
-            if !seen.insert(n) {
-                continue;
-            }
-            match n {
-                GroupNode::Group(g) => out.push(g),
-                GroupNode::Composite(c) => stack.extend(self.composites[c].children.iter().rev()),
-            }
-        }
-        out
     }
 
     /// The groups of `node`'s tree and their queue entries, before a change to the tree.
