@@ -19,6 +19,12 @@ pub(crate) fn after_claim_write(store: &mut Store, ns: &str, name: &str) {
     let claims = registry::by_path("resource.k8s.io", "v1", "resourceclaims").expect("in the resource table");
     let key = store::key(claims, Some(ns), name);
     let Some(old) = store.get(claims, &key).cloned() else { return };
+    // Most claims have no device with binding conditions: looked at in the JSON first.
+    let results = old["status"]["allocation"]["devices"]["results"].as_array();
+    let conditions = |r: &Value| r["bindingConditions"].as_array().is_some_and(|c| !c.is_empty());
+    if !results.is_some_and(|r| r.iter().any(conditions)) {
+        return;
+    }
     let Ok(claim) = serde_json::from_value::<ResourceClaim>((*old).clone()) else { return };
     let added = attached(&claim);
     if added.is_empty() {

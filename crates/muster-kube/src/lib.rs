@@ -16,9 +16,11 @@
 //!
 //! A preemptor waits as kube-scheduler's does: its victims are marked and deleted, it is nominated
 //! to its node (`status.nominatedNodeName`), and its binding cycle goes on once the victims are
-//! gone (read again until not found; the engine has already given their room to it). Not yet:
-//! CompositePodGroups and Workloads (not watched: the store does not take them one at a time
-//! yet), binding conditions (`allocationTimestamp`).
+//! gone (read again until not found; the engine has already given their room to it). PreBind
+//! waits as kube-scheduler's does too: for the claims VolumeBinding bound or asked to provision
+//! ([`volume_binding`]) and for devices' binding conditions ([`binding_conditions`]). Not yet:
+//! Workloads (not watched) and PodGroups with `resourceClaims` (the store refuses them one at a
+//! time).
 
 pub mod assume;
 pub mod binding_conditions;
