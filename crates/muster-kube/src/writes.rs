@@ -75,21 +75,14 @@ impl Writer {
                 if patch && let Err(e) = self.unschedulable(&pod, reason, &message).await {
                     tracing::warn!(pod = %pod.key(), error = %e, "PodScheduled=False not written");
                 }
+                let named = |name: String| {
+                    let e = self.event_object(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message);
+                    Event { metadata: ObjectMeta { name: Some(name), ..e.metadata }, ..e }
+                };
                 match event {
                     EventWrite::Nothing => {}
-                    EventWrite::Create { name } => {
-                        let e = self.event_object(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message);
-                        self.create_event(
-                            &pod.namespace,
-                            Event { metadata: ObjectMeta { name: Some(name), ..e.metadata }, ..e },
-                        )
-                        .await;
-                    }
-                    EventWrite::Series { name, count } => {
-                        let e = self.event_object(&pod, EventType::Warning, "FailedScheduling", "Scheduling", &message);
-                        let e = Event { metadata: ObjectMeta { name: Some(name), ..e.metadata }, ..e };
-                        self.event_series(e, count).await;
-                    }
+                    EventWrite::Create { name } => self.create_event(&pod.namespace, named(name)).await,
+                    EventWrite::Series { name, count } => self.event_series(named(name), count).await,
                 }
                 Done::Other
             }

@@ -452,6 +452,12 @@ pub struct Cluster {
     pub spread_selectors: crate::spread_selectors::SpreadSelectors,
 }
 
+/// `namespace/name` of a namespaced object (`default` when the namespace is unset): the store's
+/// keys.
+pub(crate) fn object_key(meta: &ObjectMeta) -> String {
+    format!("{}/{}", meta.namespace.as_deref().unwrap_or("default"), meta.name.as_deref().unwrap_or_default())
+}
+
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
 #[derive(Clone, Debug)]
 pub struct BudgetInfo {
@@ -1055,13 +1061,7 @@ impl Cluster {
     /// Adds the input's PodGroups and links every pod's `spec.schedulingGroup.podGroupName` to its
     /// group (same namespace). A pod naming a group that is not in the input keeps the reason.
     pub fn add_pod_groups(&mut self, mut groups: Vec<PodGroup>) {
-        let key = |g: &PodGroup| {
-            format!(
-                "{}/{}",
-                g.metadata.namespace.as_deref().unwrap_or("default"),
-                g.metadata.name.as_deref().unwrap_or_default()
-            )
-        };
+        let key = |g: &PodGroup| object_key(&g.metadata);
         groups.sort_by_key(key);
         let index: HashMap<String, usize> = groups.iter().enumerate().map(|(i, g)| (key(g), i)).collect();
         self.groups = groups.into_iter().map(|g| self.group_info(g)).collect();
@@ -1095,8 +1095,6 @@ impl Cluster {
         }
     }
 
-    /// A group's priority as admission resolves it: `priority`, else the class's value, else the
-    /// global default (0 without one).
     /// A PodGroup as the scheduler sees it: its policy, priority and topology key, with no
     /// members and no parent linked yet.
     pub(crate) fn group_info(&self, g: PodGroup) -> GroupInfo {
@@ -1115,11 +1113,7 @@ impl Cluster {
             .and_then(|c| c.topology.as_ref())
             .and_then(|t| t.first())
             .map(|t| t.key.clone());
-        let key = format!(
-            "{}/{}",
-            g.metadata.namespace.as_deref().unwrap_or("default"),
-            g.metadata.name.as_deref().unwrap_or_default()
-        );
+        let key = object_key(&g.metadata);
         let device_topology = self.device_topology_of(&g);
         GroupInfo {
             key,
@@ -1159,6 +1153,8 @@ impl Cluster {
         })
     }
 
+    /// A group's priority as admission resolves it: `priority`, else the class's value, else the
+    /// global default (0 without one).
     fn resolve_priority(&self, priority: Option<i32>, class: Option<&str>) -> Result<i32, String> {
         match (priority, class.filter(|c| !c.is_empty())) {
             (Some(p), _) => Ok(p),
@@ -1173,9 +1169,7 @@ impl Cluster {
     /// (`spec.parentCompositePodGroupName`, same namespace). Call after
     /// [`Cluster::add_pod_groups`].
     pub fn add_composite_pod_groups(&mut self, mut composites: Vec<CompositePodGroup>) {
-        let key = |m: &ObjectMeta| {
-            format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
-        };
+        let key = object_key;
         composites.sort_by_key(|c| key(&c.metadata));
         let index: HashMap<String, usize> = composites.iter().enumerate().map(|(i, c)| (key(&c.metadata), i)).collect();
         let resolve = |meta: &ObjectMeta, parent: Option<&str>| {
@@ -1234,11 +1228,7 @@ impl Cluster {
             .and_then(|c| c.topology.as_ref())
             .and_then(|t| t.first())
             .map(|t| t.key.clone());
-        let key = format!(
-            "{}/{}",
-            c.metadata.namespace.as_deref().unwrap_or("default"),
-            c.metadata.name.as_deref().unwrap_or_default()
-        );
+        let key = object_key(&c.metadata);
         CompositeInfo {
             topology_key,
             key,
@@ -1297,8 +1287,7 @@ impl Cluster {
             (healthy - desired).max(0)
         };
         let allowed = b.status.as_ref().and_then(|s| s.disruptions_allowed).unwrap_or_else(computed);
-        let m = &b.metadata;
-        let key = format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default());
+        let key = object_key(&b.metadata);
         BudgetInfo { key, budget: b, disruptions_allowed: allowed }
     }
 

@@ -26,21 +26,10 @@ type Objects = (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>, Vec
 fn objects(node_gpus: &[u8], trees: &[Tree]) -> Objects {
     let (nodes, slices) = common::gpu_nodes(node_gpus, "block", "b");
     let (mut pods, mut pgs, mut cpgs) = (Vec::new(), Vec::new(), Vec::new());
-    let cpg = |name: String, parent: Option<String>, min: u8, block: bool| -> CompositePodGroup {
-        let policy = if min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minGroupCount": min}}) };
-        let mut spec = json!({"workloadRef": {"workloadName": "w", "templateName": "t"}, "schedulingPolicy": policy});
-        if let Some(p) = parent {
-            spec["parentCompositePodGroupName"] = json!(p);
-        }
-        if block {
-            spec["schedulingConstraints"] = json!({"topology": [{"key": "block"}]});
-        }
-        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"}, "spec": spec})).unwrap()
-    };
     for (t, (min, block, leaves, nested)) in trees.iter().enumerate() {
-        cpgs.push(cpg(format!("t{t}"), None, *min, *block));
+        cpgs.push(common::composite(&format!("t{t}"), None, *min, *block));
         if *nested {
-            cpgs.push(cpg(format!("t{t}-mid"), Some(format!("t{t}")), 1, false));
+            cpgs.push(common::composite(&format!("t{t}-mid"), Some(&format!("t{t}")), 1, false));
         }
         for (l, (members, min_count, gpus, cpu)) in leaves.iter().enumerate() {
             let parent = if *nested && l + 1 == leaves.len() { format!("t{t}-mid") } else { format!("t{t}") };

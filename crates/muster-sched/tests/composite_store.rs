@@ -46,22 +46,10 @@ fn nodes(count: usize) -> Vec<Node> {
         .collect()
 }
 
-fn composite(name: &str, parent: Option<&str>, min: u8, block: bool) -> CompositePodGroup {
-    let policy = if min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minGroupCount": min}}) };
-    let mut spec = json!({"workloadRef": {"workloadName": "w", "templateName": "t"}, "schedulingPolicy": policy});
-    if let Some(p) = parent {
-        spec["parentCompositePodGroupName"] = json!(p);
-    }
-    if block {
-        spec["schedulingConstraints"] = json!({"topology": [{"key": "block"}]});
-    }
-    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"}, "spec": spec})).unwrap()
-}
-
 fn objects(tree: &Tree) -> Vec<Object> {
-    let mut out = vec![Object::Composite(Box::new(composite("t", None, tree.min, tree.block)))];
+    let mut out = vec![Object::Composite(Box::new(common::composite("t", None, tree.min, tree.block)))];
     if tree.nested {
-        out.push(Object::Composite(Box::new(composite("t-mid", Some("t"), 1, false))));
+        out.push(Object::Composite(Box::new(common::composite("t-mid", Some("t"), 1, false))));
     }
     for (l, (members, min_count, cpu)) in tree.leaves.iter().enumerate() {
         let parent = if tree.nested && l + 1 == tree.leaves.len() { "t-mid" } else { "t" };

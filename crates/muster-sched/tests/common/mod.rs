@@ -97,3 +97,22 @@ pub fn node_slice(i: usize, devices: Vec<serde_json::Value>) -> ResourceSlice {
                  "pool": {"name": format!("n{i}"), "generation": 1, "resourceSliceCount": 1}}}))
     .unwrap()
 }
+
+/// CompositePodGroup `ml/<name>` of Workload `w`: a gang of `min` child groups (basic when 0),
+/// under `parent`, in one `block` when `block`.
+pub fn composite(
+    name: &str,
+    parent: Option<&str>,
+    min: u8,
+    block: bool,
+) -> k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
+    let policy = if min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minGroupCount": min}}) };
+    let mut spec = json!({"workloadRef": {"workloadName": "w", "templateName": "t"}, "schedulingPolicy": policy});
+    if let Some(p) = parent {
+        spec["parentCompositePodGroupName"] = json!(p);
+    }
+    if block {
+        spec["schedulingConstraints"] = json!({"topology": [{"key": "block"}]});
+    }
+    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"}, "spec": spec})).unwrap()
+}
