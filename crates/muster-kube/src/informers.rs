@@ -26,7 +26,7 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
     use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
     use k8s_openapi::api::scheduling::v1::PriorityClass;
     use k8s_openapi::api::scheduling::v1alpha3;
-    use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+    use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
     use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
     vec![
         spawn::<PriorityClass>(Api::all(client.clone()), tx.clone()),
@@ -36,6 +36,7 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
         spawn::<ResourceSlice>(Api::all(client.clone()), tx.clone()),
         spawn::<DeviceTaintRule>(Api::all(client.clone()), tx.clone()),
         spawn::<PodDisruptionBudget>(Api::all(client.clone()), tx.clone()),
+        spawn::<Workload>(Api::all(client.clone()), tx.clone()),
         spawn::<PodGroup>(Api::all(client.clone()), tx.clone()),
         spawn::<v1alpha3::PodGroup>(Api::all(client.clone()), tx.clone()),
         spawn::<v1alpha3::CompositePodGroup>(Api::all(client.clone()), tx.clone()),

@@ -18,9 +18,9 @@
 //! to its node (`status.nominatedNodeName`), and its binding cycle goes on once the victims are
 //! gone (read again until not found; the engine has already given their room to it). PreBind
 //! waits as kube-scheduler's does too: for the claims VolumeBinding bound or asked to provision
-//! ([`volume_binding`]) and for devices' binding conditions ([`binding_conditions`]). Not yet:
-//! Workloads (not watched) and PodGroups with `resourceClaims` (the store refuses them one at a
-//! time).
+//! ([`volume_binding`]) and for devices' binding conditions ([`binding_conditions`]). Workloads
+//! are watched (v1beta1) for the device topology their PodGroups inherit. Not yet: PodGroups with
+//! `resourceClaims` (the store refuses them one at a time).
 
 pub mod assume;
 pub mod binding_conditions;

@@ -8,7 +8,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1alpha3;
-use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
 use muster_sched::spread_selectors::{SpreadSelector, SpreadSelectorKind};
 use muster_sched::store::Change;
@@ -25,6 +25,8 @@ pub enum Kind {
     DeviceClass,
     ResourceSlice,
     DeviceTaintRule,
+    /// Workloads: what muster keeps of them is the device topology their PodGroups inherit.
+    Workload,
     CompositePodGroup,
     PodGroup,
     /// PodGroups read as `scheduling.k8s.io/v1alpha3` too: a server that does not convert
@@ -45,13 +47,14 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 21] = [
+    pub const ALL: [Kind; 22] = [
         Kind::PriorityClass,
         Kind::Namespace,
         Kind::Node,
         Kind::DeviceClass,
         Kind::ResourceSlice,
         Kind::DeviceTaintRule,
+        Kind::Workload,
         Kind::CompositePodGroup,
         Kind::PodGroup,
         Kind::PodGroupV1alpha3,
@@ -109,6 +112,7 @@ pub enum Object {
     ResourceSlice(Box<ResourceSlice>),
     DeviceTaintRule(Box<DeviceTaintRule>),
     PodDisruptionBudget(Box<PodDisruptionBudget>),
+    Workload(Box<Workload>),
     CompositePodGroup(Box<v1alpha3::CompositePodGroup>),
     PodGroup(Box<PodGroup>),
     PodGroupV1alpha3(Box<v1alpha3::PodGroup>),
@@ -135,6 +139,7 @@ impl Object {
             Object::ResourceSlice(_) => Kind::ResourceSlice,
             Object::DeviceTaintRule(_) => Kind::DeviceTaintRule,
             Object::PodDisruptionBudget(_) => Kind::PodDisruptionBudget,
+            Object::Workload(_) => Kind::Workload,
             Object::CompositePodGroup(_) => Kind::CompositePodGroup,
             Object::PodGroup(_) => Kind::PodGroup,
             Object::PodGroupV1alpha3(_) => Kind::PodGroupV1alpha3,
@@ -159,6 +164,7 @@ impl Object {
             Object::Namespace(o) => Change::UpsertNamespace(o),
             Object::Node(o) => Change::UpsertNode(o),
             Object::PodDisruptionBudget(o) => Change::UpsertPodDisruptionBudget(o),
+            Object::Workload(o) => Change::UpsertWorkload(o),
             Object::CompositePodGroup(o) => Change::UpsertCompositePodGroup(o),
             Object::PodGroup(o) => Change::UpsertPodGroup(o),
             Object::PodGroupV1alpha3(o) => Change::UpsertPodGroup(Box::new(as_v1beta1(*o)?)),
@@ -200,6 +206,7 @@ pub fn delete(kind: Kind, key: String) -> Option<Change> {
         Kind::Namespace => Change::DeleteNamespace(key),
         Kind::Node => Change::DeleteNode(key),
         Kind::PodDisruptionBudget => Change::DeletePodDisruptionBudget(key),
+        Kind::Workload => Change::DeleteWorkload(key),
         Kind::CompositePodGroup => Change::DeleteCompositePodGroup(key),
         Kind::PodGroup | Kind::PodGroupV1alpha3 => Change::DeletePodGroup(key),
         Kind::ResourceClaim => Change::DeleteClaim(key),
@@ -241,6 +248,7 @@ watched! {
     ResourceSlice => ResourceSlice,
     DeviceTaintRule => DeviceTaintRule,
     PodDisruptionBudget => PodDisruptionBudget,
+    Workload => Workload,
     v1alpha3::CompositePodGroup => CompositePodGroup,
     PodGroup => PodGroup,
     v1alpha3::PodGroup => PodGroupV1alpha3,

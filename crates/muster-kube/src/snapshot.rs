@@ -1,7 +1,7 @@
 //! A read-only snapshot of a cluster for `muster plan --kubeconfig` and `muster why --kubeconfig`:
 //! every object of the kinds the scheduler reads, listed once (in pages), as a `kind: List`
-//! document the manifest loader reads like any file. Nothing is written. Workloads (Deployments,
-//! ReplicaSets, Jobs, ...) are not listed: their pods are in the cluster already, made by its own
+//! document the manifest loader reads like any file. Nothing is written. Workload controllers'
+//! objects (Deployments, ReplicaSets, Jobs, ...) are not listed: their pods are in the cluster already, made by its own
 //! controllers (so the default spread constraints see the Services' selectors, not theirs).
 
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -27,6 +27,8 @@ pub async fn list_cluster(client: &Client) -> anyhow::Result<String> {
     items.extend(all::<DeviceTaintRule>(client).await?);
     items.extend(all::<ResourceClaimTemplate>(client).await?);
     items.extend(all::<ResourceClaim>(client).await?);
+    // Beta: the device topology a PodGroup inherits from its Workload [beyond upstream].
+    items.extend(served::<k8s_openapi::api::scheduling::v1beta1::Workload>(client).await?);
     items.extend(all::<PodGroup>(client).await?);
     // Alpha: served only where the cluster enables it.
     items.extend(served::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>(client).await?);

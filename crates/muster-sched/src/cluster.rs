@@ -441,7 +441,8 @@ pub struct Cluster {
     /// drop what they counted before ([`crate::topology::NodeMemos`]).
     pub namespace_generation: u64,
     /// Each Workload's annotations (`namespace/name`), for what a PodGroup naming it inherits
-    /// (the device topology, [`crate::device_topology`]); set before [`Cluster::add_pod_groups`].
+    /// (the device topology, [`crate::device_topology`]); set before [`Cluster::add_pod_groups`],
+    /// or changed one at a time ([`crate::store::Change::UpsertWorkload`]).
     pub workload_annotations: HashMap<String, BTreeMap<String, String>>,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and CSIDrivers, and
     /// VolumeBinding's decisions (see [`crate::volumes`]).
@@ -1130,7 +1131,10 @@ impl Cluster {
 
     /// A PodGroup's device topology: its own annotations, else those of the Workload its
     /// `spec.workloadRef` names (same namespace).
-    fn device_topology_of(&self, g: &PodGroup) -> Option<Result<crate::device_topology::DeviceTopology, String>> {
+    pub(crate) fn device_topology_of(
+        &self,
+        g: &PodGroup,
+    ) -> Option<Result<crate::device_topology::DeviceTopology, String>> {
         use crate::device_topology::{KEY_ANNOTATION, SCOPE_ANNOTATION, from_annotations};
         let own = g.metadata.annotations.as_ref();
         let asks = |a: &BTreeMap<String, String>| a.contains_key(KEY_ANNOTATION) || a.contains_key(SCOPE_ANNOTATION);

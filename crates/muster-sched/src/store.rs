@@ -13,9 +13,8 @@
 //! controller (kube-controller-manager in a live cluster; `plan` generates them when it builds
 //! the snapshot).
 //!
-//! Not yet: changes to ResourceSlices, DeviceClasses, DeviceTaintRules, PodGroups and the other
-//! kinds, and PodGroup claims (KEP 5729) of pods added by a change (errors say so); a plan builds
-//! those from manifests at once.
+//! DeviceClasses, ResourceSlices and DeviceTaintRules are not changes of the store: they are the
+//! allocator's inputs, which a world replaces as a whole.
 
 use std::collections::HashMap;
 
@@ -26,6 +25,8 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
 mod composite;
+mod group_claims;
+mod workload;
 
 use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
 use crate::cycle::QueueEntry;
@@ -62,6 +63,11 @@ pub enum Change {
     UpsertPriorityClass(Box<PriorityClass>),
     /// A PriorityClass deleted, by name (the same goes).
     DeletePriorityClass(String),
+    /// A Workload added or changed: what the store keeps of it is its annotations, the device
+    /// topology its PodGroups inherit [beyond upstream].
+    UpsertWorkload(Box<k8s_openapi::api::scheduling::v1beta1::Workload>),
+    /// A Workload deleted, by `namespace/name`.
+    DeleteWorkload(String),
     /// A CompositePodGroup (`scheduling.k8s.io/v1alpha3`) added or changed: the PodGroups and
     /// CompositePodGroups naming it as parent join its tree, which is scheduled as one entry.
     UpsertCompositePodGroup(Box<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>),
@@ -225,6 +231,8 @@ impl Cluster {
             }
             Change::UpsertPriorityClass(class) => Ok(self.upsert_priority_class(*class)),
             Change::DeletePriorityClass(name) => Ok(self.delete_priority_class(&name)),
+            Change::UpsertWorkload(w) => Ok(self.upsert_workload(*w)),
+            Change::DeleteWorkload(key) => Ok(self.delete_workload(&key)),
             Change::UpsertCompositePodGroup(c) => self.upsert_composite_pod_group(*c),
             Change::DeleteCompositePodGroup(key) => Ok(self.delete_composite_pod_group(&key)),
             Change::UpsertNamespace(ns) => Ok(self.upsert_namespace(*ns)),
@@ -429,42 +437,32 @@ impl Cluster {
         if map_extended {
             self.map_pod_extended_resources(id.0 as usize);
         }
-        if resolve && let Err(e) = self.resolve_claims(id) {
-            let mut undo = Applied::default();
-            self.take_pod(id, &mut undo);
-            self.pods[id.0 as usize] = PodInfo::vacant();
-            let index = self.index();
-            index.pods.retain(|_, p| *p != id);
-            index.free_pods.push(id);
-            return Err(e);
+        if resolve {
+            self.resolve_claims(id);
         }
         Ok(applied)
     }
 
     /// Resolves a pod's `spec.resourceClaims` against the claims the store has: a claim by name,
-    /// or the claim the pod's status names for a template entry. One that is missing is an error
-    /// the pod's PreFilter reports, and the pod waits for the claim.
-    fn resolve_claims(&mut self, id: PodId) -> Result<(), ModelError> {
+    /// or the claim the pod's status names for a template entry; an entry identical to one of its
+    /// PodGroup's is the group's claim (KEP 5729, [`group_claims`]). One that is missing is an
+    /// error the pod's PreFilter reports, and the pod waits for the claim.
+    fn resolve_claims(&mut self, id: PodId) {
         let info = &self.pods[id.0 as usize];
         let ns = info.namespace().to_string();
+        let group = match info.group {
+            Some(Ok(g)) => Some(g),
+            _ => None,
+        };
         let entries = info.pod.spec.as_ref().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
         let statuses = info.pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
-        if let Some(Ok(g)) = info.group
-            && self.groups[g].group.spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty())
-        {
-            return Err(ModelError {
-                kind: "Pod",
-                object: info.key.clone(),
-                field: Some("spec.resourceClaims".into()),
-                message: "the claims of a pod whose PodGroup has resourceClaims cannot be changed one at a time yet"
-                    .into(),
-            });
-        }
         let mut resolved = Vec::with_capacity(entries.len());
         for entry in &entries {
-            let name = match (&entry.resource_claim_name, &entry.resource_claim_template_name) {
-                (Some(name), _) => Ok(name.clone()),
-                (None, Some(template)) => statuses
+            let shared = group.filter(|g| self.is_group_entry(*g, entry));
+            let name = match (shared, &entry.resource_claim_name, &entry.resource_claim_template_name) {
+                (Some(g), _, _) => self.group_claim_name(g, entry, &statuses),
+                (None, Some(name), _) => Ok(name.clone()),
+                (None, None, Some(template)) => statuses
                     .iter()
                     .find(|s| s.name == entry.name)
                     .and_then(|s| s.resource_claim_name.clone())
@@ -474,22 +472,31 @@ impl Cluster {
                             entry.name
                         )
                     }),
-                (None, None) => Err(format!("pod claim {} names neither a claim nor a template", entry.name)),
+                (None, None, None) => Err(format!("pod claim {} names neither a claim nor a template", entry.name)),
             };
-            resolved.push(name.and_then(|name| {
+            let claim = name.and_then(|name| {
                 let key = format!("{ns}/{name}");
                 let index = self.index();
                 match index.claims.get(&key) {
                     Some(i) => Ok(*i),
                     None => {
-                        index.claim_waiters.entry(key).or_default().push(id);
+                        let waiters = index.claim_waiters.entry(key).or_default();
+                        if !waiters.contains(&id) {
+                            waiters.push(id);
+                        }
                         Err(format!("resourceclaim \"{name}\" not found"))
                     }
                 }
-            }));
+            });
+            if let (Some(g), Ok(c)) = (shared, &claim) {
+                self.claims[*c].group = Some(g);
+            }
+            resolved.push(claim);
         }
-        self.pods[id.0 as usize].claims = resolved;
-        Ok(())
+        // A special extended-resources claim Reserve added stays (it follows the entries).
+        let claims = &mut self.pods[id.0 as usize].claims;
+        resolved.extend(claims.drain(..).skip(entries.len()));
+        *claims = resolved;
     }
 
     fn upsert_claim(&mut self, claim: ResourceClaim) -> Applied {
@@ -522,7 +529,8 @@ impl Cluster {
                     if self.pods[pod.0 as usize].state == PodState::Deleted {
                         continue;
                     }
-                    if self.resolve_claims(pod).is_ok() && self.pods[pod.0 as usize].state == PodState::Pending {
+                    self.resolve_claims(pod);
+                    if self.pods[pod.0 as usize].state == PodState::Pending {
                         applied.queue.push(self.entry_of(pod));
                     }
                 }
@@ -615,15 +623,6 @@ impl Cluster {
 
     fn upsert_pod_group(&mut self, group: PodGroup) -> Result<Applied, ModelError> {
         let mut info = self.group_info(group);
-        let unsupported = |field: &str, what: &str| ModelError {
-            kind: "PodGroup",
-            object: info.key.clone(),
-            field: Some(field.into()),
-            message: format!("{what} of a PodGroup changed one at a time are not supported yet"),
-        };
-        if info.group.spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
-            return Err(unsupported("spec.resourceClaims", "resourceClaims (KEP 5729)"));
-        }
         let mut applied = Applied { wake: Wake::WORKLOAD_CHANGED, ..Applied::default() };
         let key = info.key.clone();
         let existing = self.index().groups.get(&key).copied();
@@ -666,6 +665,7 @@ impl Cluster {
         let moved = self.tree_changed(before, &after);
         applied.dequeue.extend(moved.dequeue);
         applied.queue.extend(moved.queue);
+        self.group_claims_changed(g, &mut applied);
         Ok(applied)
     }
 

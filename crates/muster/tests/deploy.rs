@@ -48,7 +48,7 @@ const RBAC_TABLE: &[(&str, &[&str], &[&str])] = &[
     ("resource.k8s.io", &["resourceclaims"], &["get", "list", "watch", "create", "update"]),
     ("resource.k8s.io", &["resourceclaims/status"], &["update", "patch"]),
     ("resource.k8s.io", &["resourceclaims/binding"], &["update", "patch"]),
-    ("scheduling.k8s.io", &["priorityclasses", "podgroups", "compositepodgroups"], &["list", "watch"]),
+    ("scheduling.k8s.io", &["priorityclasses", "workloads", "podgroups", "compositepodgroups"], &["list", "watch"]),
     ("scheduling.k8s.io", &["podgroups/status", "compositepodgroups/status"], &["patch"]),
     ("policy", &["poddisruptionbudgets"], &["list", "watch"]),
 ];
