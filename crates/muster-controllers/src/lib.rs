@@ -3,7 +3,7 @@
 //! pods — a Deployment becomes a ReplicaSet, a ReplicaSet and a StatefulSet become their pods, a
 //! Job becomes its active pods — named, labelled and owned as the Kubernetes 1.37 controllers do
 //! it, so that a plan schedules what a cluster would actually be asked to schedule. Beside them:
-//! [`resourceclaim`] (claims from templates and their release), [`eviction`] (device taints and
+//! [`resourceclaim`] (claims from templates and their release), [`group_claims`] (a PodGroup's claims), [`eviction`] (device taints and
 //! the pods NoExecute taints evict) and [`podgroup`] (the gang-wait verdict).
 //!
 //! This is not the scheduler's job, and it is not always on: a plan (`muster plan`, `why`, and
@@ -32,6 +32,7 @@
 pub mod deployment;
 pub mod ephemeral;
 pub mod eviction;
+pub mod group_claims;
 pub mod job;
 pub mod naming;
 pub mod podgroup;

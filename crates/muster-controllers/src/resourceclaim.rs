@@ -29,7 +29,13 @@ fn done(pod: &Pod) -> bool {
 /// pod with its status naming them; `None` when there is nothing to do (no template entry left,
 /// the pod is done, or a template is missing — the pod then waits for it). A template is looked
 /// up by name in the pod's namespace.
-pub fn claims_for(pod: &Pod, templates: &[ResourceClaimTemplate]) -> Option<(Vec<ResourceClaim>, Box<Pod>)> {
+/// Entries identical to one of `group`'s (the pod's PodGroup) are the group's claims
+/// ([`crate::group_claims`]), made once for the group, not here.
+pub fn claims_for(
+    pod: &Pod,
+    templates: &[ResourceClaimTemplate],
+    group: Option<&k8s_openapi::api::scheduling::v1beta1::PodGroup>,
+) -> Option<(Vec<ResourceClaim>, Box<Pod>)> {
     if done(pod) {
         return None;
     }
@@ -40,7 +46,9 @@ pub fn claims_for(pod: &Pod, templates: &[ResourceClaimTemplate]) -> Option<(Vec
     let mut updated = Box::new(pod.clone());
     for entry in pod.spec.as_ref()?.resource_claims.iter().flatten() {
         let Some(template) = entry.resource_claim_template_name.as_deref() else { continue };
-        if recorded.is_some_and(|r| r.iter().any(|s| s.name == entry.name)) {
+        if recorded.is_some_and(|r| r.iter().any(|s| s.name == entry.name))
+            || group.is_some_and(|g| crate::group_claims::is_shared(g, entry))
+        {
             continue;
         }
         let t = templates.iter().find(|t| {
@@ -109,15 +117,15 @@ mod tests {
 
     #[test]
     fn a_template_entry_becomes_a_claim_owned_by_the_pod_and_recorded_once() {
-        let (claims, updated) = claims_for(&pod("w", "Pending"), &[template()]).unwrap();
+        let (claims, updated) = claims_for(&pod("w", "Pending"), &[template()], None).unwrap();
         let name = claims[0].metadata.name.clone().unwrap();
         assert!(name.starts_with("w-gpu-") && name.len() == "w-gpu-".len() + 5, "{name}");
         assert_eq!(claims[0].metadata.owner_references.as_ref().unwrap()[0].uid, "u-w");
         let statuses = updated.status.as_ref().unwrap().resource_claim_statuses.as_ref().unwrap();
         assert_eq!(statuses[0].resource_claim_name.as_deref(), Some(name.as_str()));
-        assert_eq!(claims_for(&updated, &[template()]), None, "recorded: not created again");
-        assert_eq!(claims_for(&pod("w", "Succeeded"), &[template()]), None);
-        assert_eq!(claims_for(&pod("w", "Pending"), &[]), None, "the template is missing: the pod waits");
+        assert_eq!(claims_for(&updated, &[template()], None), None, "recorded: not created again");
+        assert_eq!(claims_for(&pod("w", "Succeeded"), &[template()], None), None);
+        assert_eq!(claims_for(&pod("w", "Pending"), &[], None), None, "the template is missing: the pod waits");
     }
 
     #[test]
@@ -142,7 +150,7 @@ mod tests {
 
     #[test]
     fn a_claim_made_for_a_pod_that_is_done_is_deleted() {
-        let (claims, _) = claims_for(&pod("w", "Pending"), &[template()]).unwrap();
+        let (claims, _) = claims_for(&pod("w", "Pending"), &[template()], None).unwrap();
         let done = pod("w", "Succeeded");
         let name = claims[0].metadata.name.clone().unwrap();
         assert_eq!(release(&claims[0], |_| Some(&done)), Some(Release::Delete(format!("ml/{name}"))));

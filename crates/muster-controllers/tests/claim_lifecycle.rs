@@ -54,7 +54,7 @@ fn claims_are_created_used_and_released_as_pods_come_and_go() {
         if second < 5 {
             let pod = job(second as usize);
             engine.apply(Change::UpsertPod(Box::new(pod.clone())), now).unwrap();
-            let (claims, with_status) = claims_for(&pod, &templates).expect("a template entry");
+            let (claims, with_status) = claims_for(&pod, &templates, None).expect("a template entry");
             for c in claims {
                 engine.apply(Change::UpsertClaim(Box::new(c)), now).unwrap();
             }

@@ -10,14 +10,22 @@
 //!   `resource.kubernetes.io/delete-protection` finalizer removed with the allocation), and the
 //!   claims generated for it are deleted.
 //!
+//! - a PodGroup's template entries (KEP 5729) get one claim each for the whole group (owned by
+//!   the PodGroup), recorded in its status and in its members' ([`muster_controllers::group_claims`]);
+//!   a member's entry identical to the group's gets no claim of its own. Run after every PodGroup
+//!   write, and for a pod after its own writes.
+//!
 //! - a pod's generic ephemeral volumes get their PersistentVolumeClaims (the ephemeral-volume
 //!   controller, [`muster_controllers::ephemeral`]).
 //!
 //! Not modelled: reacting to a template created after its pod (the pod waits until its next
-//! write), and the workload controllers at run time (workloads are expanded once, at preload).
+//! write), releasing a PodGroup's claims when it is deleted, and the workload controllers at run
+//! time (workloads are expanded once, at preload).
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use muster_controllers::group_claims::{claims_for_group, member_status};
 use muster_controllers::resourceclaim::{Release, claims_for, release};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -42,7 +50,11 @@ pub(crate) fn after_pod_write(store: &mut Store, ns: &str, name: &str) {
     let key = store::key(res("", "pods"), Some(ns), name);
     let pod: Option<Pod> = store.get(res("", "pods"), &key).and_then(|v| typed(v));
     if let Some(pod) = &pod {
-        create_claims(store, &key, pod);
+        let group = pod_group_of(store, pod);
+        create_claims(store, &key, pod, group.as_ref().map(|(_, g)| g));
+        if let Some((_, g)) = &group {
+            record_group_claims(store, &key, g);
+        }
         create_volume_claims(store, pod);
     }
     // Only a pod that is gone or finished gives its claims back (a binding or a status patch
@@ -56,13 +68,72 @@ pub(crate) fn after_pod_write(store: &mut Store, ns: &str, name: &str) {
     }
 }
 
-fn create_claims(store: &mut Store, key: &Key, pod: &Pod) {
+/// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`), where the fake keeps it
+/// (v1beta1, else v1alpha3: it converts nothing between versions), read as v1beta1.
+fn pod_group_of(store: &Store, pod: &Pod) -> Option<(ResId, PodGroup)> {
+    let name = pod.spec.as_ref()?.scheduling_group.as_ref()?.pod_group_name.clone()?;
+    pod_group(store, pod.metadata.namespace.as_deref().unwrap_or("default"), &name)
+}
+
+fn pod_group(store: &Store, ns: &str, name: &str) -> Option<(ResId, PodGroup)> {
+    ["v1beta1", "v1alpha3"].into_iter().find_map(|version| {
+        let res = registry::by_path("scheduling.k8s.io", version, "podgroups")?;
+        let mut v = (**store.get(res, &store::key(res, Some(ns), name))?).clone();
+        v["apiVersion"] = "scheduling.k8s.io/v1beta1".into();
+        Some((res, typed(&v)?))
+    })
+}
+
+/// Runs the resourceclaim controller for the PodGroup `ns/name`: its template entries' claims
+/// created and recorded, then recorded in its members' statuses.
+pub(crate) fn after_pod_group_write(store: &mut Store, ns: &str, name: &str) {
+    let Some((group_res, mut group)) = pod_group(store, ns, name) else { return };
+    let templates: Vec<ResourceClaimTemplate> =
+        store.list(res("resource.k8s.io", "resourceclaimtemplates"), Some(ns)).filter_map(|(_, v)| typed(v)).collect();
+    if let Some((made, updated)) = claims_for_group(&group, &templates) {
+        for claim in made {
+            if let Ok(v) = serde_json::to_value(&claim) {
+                let _ = store.create(res("resource.k8s.io", "resourceclaims"), Some(ns), v);
+            }
+        }
+        let key = store::key(group_res, Some(ns), name);
+        let Some(old) = store.get(group_res, &key).cloned() else { return };
+        let mut new = (*old).clone();
+        let statuses = updated.status.as_ref().and_then(|s| s.resource_claim_statuses.as_ref());
+        new["status"]["resourceClaimStatuses"] = serde_json::to_value(statuses).unwrap_or(Value::Null);
+        store.write(group_res, key, old, new);
+        group = *updated;
+    }
+    let pods = res("", "pods");
+    let members: Vec<Key> = store
+        .list(pods, Some(ns))
+        .filter(|(_, v)| v["spec"]["schedulingGroup"]["podGroupName"] == name)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in members {
+        record_group_claims(store, &key, &group);
+    }
+}
+
+/// The group's recorded claims written into the member `key`'s status, where missing.
+fn record_group_claims(store: &mut Store, key: &Key, group: &PodGroup) {
+    let pods = res("", "pods");
+    let Some(old) = store.get(pods, key).cloned() else { return };
+    let Some(pod) = typed::<Pod>(&old) else { return };
+    let Some(updated) = member_status(&pod, group) else { return };
+    let statuses = updated.status.as_ref().and_then(|s| s.resource_claim_statuses.as_ref());
+    let mut new = (*old).clone();
+    new["status"]["resourceClaimStatuses"] = serde_json::to_value(statuses).unwrap_or(Value::Null);
+    store.write(pods, key.clone(), old, new);
+}
+
+fn create_claims(store: &mut Store, key: &Key, pod: &Pod, group: Option<&PodGroup>) {
     let (pods, claims) = (res("", "pods"), res("resource.k8s.io", "resourceclaims"));
     let templates: Vec<ResourceClaimTemplate> = store
         .list(res("resource.k8s.io", "resourceclaimtemplates"), Some(&key.0))
         .filter_map(|(_, v)| typed(v))
         .collect();
-    let Some((made, updated)) = claims_for(pod, &templates) else { return };
+    let Some((made, updated)) = claims_for(pod, &templates, group) else { return };
     for claim in made {
         if let Ok(v) = serde_json::to_value(&claim) {
             // The name is derived from the pod: a claim left from before is the same claim.

@@ -186,7 +186,7 @@ fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
         let _ = store.preload(ns_res, json!({"metadata": {"name": ns}, "status": {"phase": "Active"}}));
     }
     bootstrap_priority_classes(&mut store, &objects);
-    let mut pods = Vec::new();
+    let (mut pods, mut groups) = (Vec::new(), Vec::new());
     for o in objects {
         let (av, kind) =
             (o["apiVersion"].as_str().unwrap_or("").to_string(), o["kind"].as_str().unwrap_or("").to_string());
@@ -194,12 +194,17 @@ fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
         let what = format!("{kind} {}", store::meta_str(&o, "name").unwrap_or(""));
         match store.preload(res, o) {
             Ok(v) if kind == "Pod" => pods.push(v),
+            Ok(v) if kind == "PodGroup" => groups.push(v),
             Ok(_) => {}
             Err(e) if e.reason == "AlreadyExists" && kind == "Namespace" => {}
             Err(e) => return Err(format!("{what}: {}", e.message)),
         }
     }
     if shared.controllers {
+        for g in groups {
+            let ns = store::meta_str(&g, "namespace").unwrap_or("default").to_string();
+            controllers::after_pod_group_write(&mut store, &ns, store::meta_str(&g, "name").unwrap_or_default());
+        }
         for p in pods {
             let ns = store::meta_str(&p, "namespace").unwrap_or("default").to_string();
             controllers::after_pod_write(&mut store, &ns, store::meta_str(&p, "name").unwrap_or_default());

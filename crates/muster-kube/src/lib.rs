@@ -19,8 +19,9 @@
 //! gone (read again until not found; the engine has already given their room to it). PreBind
 //! waits as kube-scheduler's does too: for the claims VolumeBinding bound or asked to provision
 //! ([`volume_binding`]) and for devices' binding conditions ([`binding_conditions`]). Workloads
-//! are watched (v1beta1) for the device topology their PodGroups inherit. Not yet: PodGroups with
-//! `resourceClaims` (the store refuses them one at a time).
+//! are watched (v1beta1) for the device topology their PodGroups inherit; PodGroup claims (KEP
+//! 5729) are resolved through the PodGroup's `status.resourceClaimStatuses`, which the cluster's
+//! resourceclaim controller writes.
 
 pub mod assume;
 pub mod binding_conditions;

@@ -1423,7 +1423,6 @@ impl Cluster {
     ) -> Result<ClaimId, String> {
         let group = &self.groups[g].group;
         let ns = group.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        let pg = group.metadata.name.clone().unwrap_or_default();
         if let Some(name) = entry.resource_claim_name.as_deref() {
             let at =
                 *index.get(&(ns, name.to_string())).ok_or_else(|| format!("resourceclaim \"{name}\" not found"))?;
@@ -1470,15 +1469,7 @@ impl Cluster {
                     && t.metadata.namespace.as_deref().unwrap_or("default") == ns
             })
             .ok_or_else(|| format!("resourceclaimtemplate \"{template}\" not found"))?;
-        let mut claim = generate_claim_for(&ns, &pg, &entry.name, t);
-        claim.metadata.owner_references = Some(vec![OwnerReference {
-            api_version: "scheduling.k8s.io/v1beta1".into(),
-            kind: "PodGroup".into(),
-            name: pg.clone(),
-            uid: group.metadata.uid.clone().unwrap_or_default(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }]);
+        let claim = generate_group_claim(group, &entry.name, t);
         let name = claim.metadata.name.clone();
         let spec_fingerprint = fingerprint(&claim);
         let at = ClaimId(self.claims.len() as u32);
@@ -1553,6 +1544,24 @@ pub(crate) fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
 
 /// The claim kube-controller-manager creates for a pod's template claim. The name's suffix is
 /// derived from the pod and claim names (upstream's is random), so that plans are reproducible.
+/// The claim the resourceclaim controller makes from template `t` for entry `entry` of a
+/// PodGroup's `spec.resourceClaims` (KEP 5729): named from the PodGroup and the entry (a derived
+/// suffix where upstream draws a random one), owned by the PodGroup.
+pub fn generate_group_claim(group: &PodGroup, entry: &str, t: &ResourceClaimTemplate) -> ResourceClaim {
+    let ns = group.metadata.namespace.as_deref().unwrap_or("default");
+    let name = group.metadata.name.as_deref().unwrap_or_default();
+    let mut claim = generate_claim_for(ns, name, entry, t);
+    claim.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "scheduling.k8s.io/v1beta1".into(),
+        kind: "PodGroup".into(),
+        name: name.into(),
+        uid: group.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }]);
+    claim
+}
+
 pub fn generate_claim(
     pod: &Pod,
     pod_name: &str,

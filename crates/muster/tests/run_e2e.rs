@@ -18,11 +18,8 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use muster_fakeapi::{FakeApi, Request, RequestMatcher};
 use serde_json::{Value, json};
 
-/// Scenarios whose `run` differs from their `plan` by design, with the reason.
-const NOT_LIVE: &[(&str, &str)] = &[
-    ("podgroup-claim", "PodGroups with resourceClaims are not taken one at a time yet"),
-    ("podgroup-claim-rollback", "PodGroups with resourceClaims are not taken one at a time yet"),
-];
+/// Scenarios whose `run` differs from their `plan` by design, with the reason (none today).
+const NOT_LIVE: &[(&str, &str)] = &[];
 
 /// What a world did: pods bound (pod → node), pods left unschedulable, devices per claim,
 /// pods preempted.
