@@ -23,12 +23,15 @@ mod equivalence;
 mod group;
 mod pod_preemption;
 mod preemption;
+mod profiles;
 mod scoring;
+
 pub use attempt::{Reserved, run_all_filters, run_filters};
 pub use composite::CompositeResult;
 pub use group::{DomainTrial, GANG_WAIT_TIMEOUT_REASON};
 use group::{GroupAttempt, Members, best_domain, more, priority_mismatch};
 use preemption::{Evicted, Preemptor, UnitKey};
+pub use profiles::Profile;
 use scoring::{ScoreMemo, Scoring};
 
 /// Score plugin weights (the defaults are kube-scheduler's).
@@ -102,6 +105,11 @@ pub struct SchedulerConfig {
     /// DynamicResources' `bindingTimeout`, in milliseconds: how long a live binding cycle waits
     /// for devices' binding conditions.
     pub dra_binding_timeout_ms: u64,
+    /// Further profiles (`KubeSchedulerConfiguration.profiles[1..]` that schedule differently):
+    /// a pod whose `spec.schedulerName` names one is scheduled with its configuration, every
+    /// other pod with this one. Their own `profiles` are not read; the queue's backoff and the
+    /// gang wait are this configuration's.
+    pub profiles: Vec<Profile>,
 }
 
 /// NodeAffinity's `addedAffinity` (a `NodeAffinity`), comparable as configuration is.
@@ -126,6 +134,7 @@ impl Default for SchedulerConfig {
             added_affinity: None,
             volume_bind_timeout_seconds: 600,
             dra_binding_timeout_ms: 600_000,
+            profiles: Vec::new(),
         }
     }
 }
@@ -294,6 +303,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     dra_shared_generation: u64,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
+    /// The profiles by `schedulerName` (`config`, `scored` and `weight_sum` are the active one's).
+    profiles: profiles::Profiles,
     next_start_node_index: usize,
     feasible: Vec<NodeId>,
     rejected: Vec<NodeId>,
@@ -317,12 +328,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
 
 impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     pub fn new(mut cluster: C, config: SchedulerConfig) -> Self {
-        let scored = config
-            .scoring_resources
-            .iter()
-            .map(|(name, weight)| ScoredResource { id: cluster.resources.intern(name), weight: *weight })
-            .collect();
-        let weight_sum: i64 = config.scoring_resources.iter().map(|(_, w)| *w).sum();
+        let (scored, weight_sum) = profiles::scored_resources(&config, &mut cluster);
+        let profiles = profiles::Profiles::new(&config, &mut cluster);
         let num_nodes = cluster.nodes.len();
         let memo = vec![ScoreMemo::EMPTY; num_nodes];
         Scheduler {
@@ -333,7 +340,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             dra_node_generation: Vec::new(),
             dra_shared_generation: 0,
             scored,
-            weight_sum: Divisor::new(weight_sum.max(1) as u64),
+            weight_sum,
+            profiles,
             next_start_node_index: 0,
             feasible: Vec::new(),
             rejected: Vec::new(),
@@ -358,8 +366,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         s
     }
 
+    /// The base configuration (with its further profiles).
     pub fn config(&self) -> &SchedulerConfig {
-        &self.config
+        self.profiles.base(&self.config)
     }
 
     pub fn cluster(&self) -> &Cluster {
@@ -497,7 +506,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// really made it, retries included).
     pub fn plan_observing(&mut self, mut observe: impl FnMut(QueueEntry, &Cluster)) -> Plan {
         let mut plan = Plan::default();
-        let mut queue = SchedulingQueue::with_backoff(self.config.backoff);
+        let mut queue = SchedulingQueue::with_backoff(self.config().backoff);
         queue.add_all(self.queued());
         let mut now = 0;
         loop {

@@ -31,7 +31,7 @@ pub use cluster::{
 };
 pub use cycle::{
     AddedAffinity, Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, PlacementWeights, Plan,
-    PodPreemptionResult, QueueEntry, Scheduler, SchedulerConfig, ScoreWeights,
+    PodPreemptionResult, Profile, QueueEntry, Scheduler, SchedulerConfig, ScoreWeights,
 };
 pub use effects::Effect;
 pub use engine::Engine;

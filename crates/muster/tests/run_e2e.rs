@@ -120,9 +120,15 @@ fn run_muster(api: &muster_fakeapi::Running, args: &[String]) -> (bool, String) 
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig).unwrap();
     let started = std::time::Instant::now();
+    // The names `plan` serves: the config's profiles', else these two.
+    let names: &[&str] = if args.iter().any(|a| a == "--config") {
+        &[]
+    } else {
+        &["--scheduler-name", "default-scheduler", "--scheduler-name", "muster"]
+    };
     let out = Command::new(env!("CARGO_BIN_EXE_muster"))
         .args(["run", "--exit-when-idle", "--leader-elect=false", "--kube-api-qps=0"])
-        .args(["--scheduler-name", "default-scheduler", "--scheduler-name", "muster"])
+        .args(names)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(args)

@@ -82,6 +82,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Filter, Score and Reserve for one pod; with `undo`, what Reserve changed is recorded so
     /// that the pod-group cycle can roll it back.
     pub(super) fn attempt(&mut self, pod_id: PodId, undo: Option<&mut Vec<Reserved>>) -> Outcome {
+        self.use_profile_of(pod_id);
         let cluster = &*self.cluster;
         let pod = cluster.pod(pod_id);
         let mut state = CycleState::new(pod);

@@ -107,7 +107,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let message = format!(
                 "podgroup {key} waits for its pods: {exist} of minCount {min} exist; the gang is not attempted until all are created \
                  (muster marks the group PodGroupInitiallyScheduled=False, reason {GANG_WAIT_TIMEOUT_REASON}, after waiting {}s)",
-                self.config.gang_wait_timeout_seconds
+                self.config().gang_wait_timeout_seconds
             );
             fail_all(plan, &pending, &message);
             plan.groups.push(GroupResult {

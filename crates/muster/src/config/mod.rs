@@ -77,6 +77,9 @@ pub fn from_flags(
     }
     if let Some(s) = scoring {
         config.scoring_strategy = s.into();
+        for p in &mut config.profiles {
+            p.config.scoring_strategy = s.into();
+        }
     }
     Ok((config, names))
 }
@@ -286,11 +289,12 @@ impl Judge<'_, '_, '_> {
         }
     }
 
-    /// Every profile is judged; muster runs one configuration for all its scheduler names, so
-    /// profiles that would schedule differently are an error.
+    /// Every profile is judged. The first is the base configuration; each later one that
+    /// schedules differently becomes one of its further profiles, for the pods that name it.
     fn profiles(&mut self, root: &Node<'_>, cfg: &KubeSchedulerConfiguration) {
         let base = self.config.clone();
-        let mut first: Option<(String, SchedulerConfig)> = None;
+        let mut first: Option<SchedulerConfig> = None;
+        let mut others = Vec::new();
         for (i, profile) in cfg.profiles.iter().enumerate() {
             let name = profile.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into());
             let path = format!("profiles[{i}]");
@@ -302,19 +306,15 @@ impl Judge<'_, '_, '_> {
             *self.config = base.clone();
             self.profile(root, &path, profile);
             match &first {
-                None => first = Some((name, self.config.clone())),
-                Some((n, c)) if c != &*self.config => self.error(
-                    &path,
-                    format!(
-                        "profile {name:?} schedules differently from profile {n:?}; muster runs one configuration for all \
-                         its scheduler names (run one muster per profile)"
-                    ),
-                ),
+                None => first = Some(self.config.clone()),
+                Some(c) if c != &*self.config => {
+                    others.push(muster_sched::Profile { scheduler_name: name, config: self.config.clone() })
+                }
                 Some(_) => {}
             }
         }
-        if let Some((_, c)) = first {
-            *self.config = c;
+        if let Some(c) = first {
+            *self.config = SchedulerConfig { profiles: others, ..c };
         }
     }
 

@@ -100,14 +100,18 @@ fn out_of_tree_plugins_and_what_muster_cannot_turn_off_are_refused() {
 }
 
 #[test]
-fn profiles_that_schedule_differently_are_refused_and_alike_ones_serve_every_name() {
-    let (_, j) = ok(&format!("{HEAD}profiles:\n- schedulerName: a\n- schedulerName: b\n"));
+fn profiles_that_schedule_differently_are_kept_and_alike_ones_serve_every_name() {
+    let (c, j) = ok(&format!("{HEAD}profiles:\n- schedulerName: a\n- schedulerName: b\n"));
     assert_eq!(j.names, ["a", "b"]);
-    let e = errors(&format!(
+    assert!(c.profiles.is_empty(), "alike: one configuration");
+    let (c, j) = ok(&format!(
         "{HEAD}profiles:\n- schedulerName: a\n- schedulerName: b\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n"
     ));
-    assert_eq!(e.len(), 1, "{e:?}");
-    assert!(e[0].contains("profile \"b\" schedules differently from profile \"a\""), "{e:?}");
+    assert_eq!(j.names, ["a", "b"]);
+    assert_eq!(c.scoring_strategy, ScoringStrategy::LeastAllocated, "the first profile is the base");
+    assert_eq!(c.profiles.len(), 1);
+    assert_eq!(c.profiles[0].scheduler_name, "b");
+    assert_eq!(c.profiles[0].config.scoring_strategy, ScoringStrategy::MostAllocated);
 }
 
 #[test]
