@@ -129,6 +129,7 @@ pub static RESOURCES: &[ResourceType] = &[
     row!("storage.k8s.io", "v1", "StorageClass", "storageclasses", CLUSTER, [], storage::v1::StorageClass),
     row!("storage.k8s.io", "v1", "CSINode", "csinodes", CLUSTER, [], storage::v1::CSINode),
     row!("storage.k8s.io", "v1", "CSIDriver", "csidrivers", CLUSTER, [], storage::v1::CSIDriver),
+    row!("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", NS, [], storage::v1::CSIStorageCapacity),
 ];
 
 /// A resource's index in [`RESOURCES`]: the store keys objects by it.

@@ -27,7 +27,7 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
     use k8s_openapi::api::scheduling::v1::PriorityClass;
     use k8s_openapi::api::scheduling::v1alpha3;
     use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
-    use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
+    use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
     vec![
         spawn::<PriorityClass>(Api::all(client.clone()), tx.clone()),
         spawn::<Namespace>(Api::all(client.clone()), tx.clone()),
@@ -44,6 +44,7 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
         spawn::<StorageClass>(Api::all(client.clone()), tx.clone()),
         spawn::<CSIDriver>(Api::all(client.clone()), tx.clone()),
         spawn::<CSINode>(Api::all(client.clone()), tx.clone()),
+        spawn::<CSIStorageCapacity>(Api::all(client.clone()), tx.clone()),
         spawn::<PersistentVolume>(Api::all(client.clone()), tx.clone()),
         spawn::<PersistentVolumeClaim>(Api::all(client.clone()), tx.clone()),
         spawn::<Service>(Api::all(client.clone()), tx.clone()),

@@ -9,7 +9,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1alpha3;
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use muster_sched::spread_selectors::{SpreadSelector, SpreadSelectorKind};
 use muster_sched::store::Change;
 use muster_sched::volumes::{StorageKind, StorageObject};
@@ -36,6 +36,7 @@ pub enum Kind {
     StorageClass,
     CSIDriver,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     Service,
@@ -47,7 +48,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 22] = [
+    pub const ALL: [Kind; 23] = [
         Kind::PriorityClass,
         Kind::Namespace,
         Kind::Node,
@@ -62,6 +63,7 @@ impl Kind {
         Kind::StorageClass,
         Kind::CSIDriver,
         Kind::CSINode,
+        Kind::CSIStorageCapacity,
         Kind::PersistentVolume,
         Kind::PersistentVolumeClaim,
         Kind::Service,
@@ -83,6 +85,7 @@ impl Kind {
         Some(match self {
             Kind::StorageClass => StorageKind::Class,
             Kind::CSIDriver => StorageKind::CsiDriver,
+            Kind::CSIStorageCapacity => StorageKind::Capacity,
             Kind::CSINode => StorageKind::CsiNode,
             Kind::PersistentVolume => StorageKind::Volume,
             Kind::PersistentVolumeClaim => StorageKind::Claim,
@@ -119,6 +122,7 @@ pub enum Object {
     ResourceClaim(Box<ResourceClaim>),
     StorageClass(Box<StorageClass>),
     CSIDriver(Box<CSIDriver>),
+    CSIStorageCapacity(Box<CSIStorageCapacity>),
     CSINode(Box<CSINode>),
     PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
@@ -146,6 +150,7 @@ impl Object {
             Object::ResourceClaim(_) => Kind::ResourceClaim,
             Object::StorageClass(_) => Kind::StorageClass,
             Object::CSIDriver(_) => Kind::CSIDriver,
+            Object::CSIStorageCapacity(_) => Kind::CSIStorageCapacity,
             Object::CSINode(_) => Kind::CSINode,
             Object::PersistentVolume(_) => Kind::PersistentVolume,
             Object::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
@@ -172,6 +177,7 @@ impl Object {
             Object::Pod(o) => Change::UpsertPod(o),
             Object::StorageClass(o) => storage(StorageObject::Class(*o)),
             Object::CSIDriver(o) => storage(StorageObject::CsiDriver(*o)),
+            Object::CSIStorageCapacity(o) => storage(StorageObject::Capacity(*o)),
             Object::CSINode(o) => storage(StorageObject::CsiNode(*o)),
             Object::PersistentVolume(o) => storage(StorageObject::Volume(*o)),
             Object::PersistentVolumeClaim(o) => storage(StorageObject::Claim(*o)),
@@ -212,9 +218,12 @@ pub fn delete(kind: Kind, key: String) -> Option<Change> {
         Kind::ResourceClaim => Change::DeleteClaim(key),
         Kind::Pod => Change::DeletePod(key),
         Kind::DeviceClass | Kind::ResourceSlice | Kind::DeviceTaintRule => return None,
-        Kind::StorageClass | Kind::CSIDriver | Kind::CSINode | Kind::PersistentVolume | Kind::PersistentVolumeClaim => {
-            Change::DeleteStorage(kind.storage()?, key)
-        }
+        Kind::StorageClass
+        | Kind::CSIDriver
+        | Kind::CSINode
+        | Kind::CSIStorageCapacity
+        | Kind::PersistentVolume
+        | Kind::PersistentVolumeClaim => Change::DeleteStorage(kind.storage()?, key),
         Kind::Service | Kind::ReplicationController | Kind::ReplicaSet | Kind::StatefulSet => {
             Change::DeleteSpreadSelector(kind.spread()?, key)
         }
@@ -255,6 +264,7 @@ watched! {
     ResourceClaim => ResourceClaim,
     StorageClass => StorageClass,
     CSIDriver => CSIDriver,
+    CSIStorageCapacity => CSIStorageCapacity,
     CSINode => CSINode,
     PersistentVolume => PersistentVolume,
     PersistentVolumeClaim => PersistentVolumeClaim,

@@ -11,7 +11,7 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use kube::api::ListParams;
 use kube::{Api, Client, Resource};
 use serde_json::{Value, json};
@@ -40,6 +40,7 @@ pub async fn list_cluster(client: &Client) -> anyhow::Result<String> {
     items.extend(served::<StorageClass>(client).await?);
     items.extend(served::<CSIDriver>(client).await?);
     items.extend(served::<CSINode>(client).await?);
+    items.extend(served::<CSIStorageCapacity>(client).await?);
     items.extend(served::<PersistentVolume>(client).await?);
     items.extend(served::<PersistentVolumeClaim>(client).await?);
     items.extend(all::<Pod>(client).await?);

@@ -105,6 +105,7 @@ kinds! {
     StorageClass => storage::StorageClass,
     CSINode => storage::CSINode,
     CSIDriver => storage::CSIDriver,
+    CSIStorageCapacity => storage::CSIStorageCapacity,
     Service => core::Service,
     ReplicationController => core::ReplicationController,
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
 use crate::cluster::PodId;
 
@@ -34,6 +34,9 @@ pub struct Volumes {
     pub classes: BTreeMap<String, StorageClass>,
     pub csi_nodes: BTreeMap<String, CSINode>,
     pub csi_drivers: BTreeMap<String, CSIDriver>,
+    /// CSIStorageCapacities by `namespace/name` (a CSI driver publishes them in its namespace):
+    /// the capacity VolumeBinding checks before provisioning where the driver asks for it.
+    pub capacities: BTreeMap<String, CSIStorageCapacity>,
     /// VolumeBinding's decisions, in the order Reserve made them.
     pub decisions: Vec<VolumeDecision>,
 }
@@ -47,6 +50,7 @@ pub enum StorageObject {
     Class(StorageClass),
     CsiNode(CSINode),
     CsiDriver(CSIDriver),
+    Capacity(CSIStorageCapacity),
 }
 
 /// The kind of a deleted storage object.
@@ -57,6 +61,7 @@ pub enum StorageKind {
     Class,
     CsiNode,
     CsiDriver,
+    Capacity,
 }
 
 /// One claim a pod's Reserve bound: to an existing PersistentVolume, or by provisioning on the
@@ -118,6 +123,7 @@ impl Volumes {
             StorageObject::Class(c) => drop(self.classes.insert(name(&c.metadata), c)),
             StorageObject::CsiNode(n) => drop(self.csi_nodes.insert(name(&n.metadata), n)),
             StorageObject::CsiDriver(d) => drop(self.csi_drivers.insert(name(&d.metadata), d)),
+            StorageObject::Capacity(c) => drop(self.capacities.insert(crate::cluster::object_key(&c.metadata), c)),
         }
     }
 
@@ -140,6 +146,7 @@ impl Volumes {
             StorageKind::Class => drop(self.classes.remove(key)),
             StorageKind::CsiNode => drop(self.csi_nodes.remove(key)),
             StorageKind::CsiDriver => drop(self.csi_drivers.remove(key)),
+            StorageKind::Capacity => drop(self.capacities.remove(key)),
         }
     }
 

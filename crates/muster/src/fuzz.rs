@@ -34,6 +34,7 @@ const SEEDS: &[&str] = &[
     include_str!("../../../tests/check/node-allocatable-1-36.yaml"),
     include_str!("../../../tests/scenarios/device-topology-clique/cluster.yaml"),
     include_str!("../../../tests/scenarios/volumes-training/cluster.yaml"),
+    include_str!("../../../tests/scenarios/volumes-capacity/cluster.yaml"),
 ];
 
 /// Text that YAML gives a meaning to, inserted at random places.

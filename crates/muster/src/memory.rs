@@ -151,6 +151,9 @@ impl World {
                 Object::CSIDriver(d) => {
                     storage.csi_drivers.insert(d.metadata.name.clone().unwrap_or_default(), *d);
                 }
+                Object::CSIStorageCapacity(c) => {
+                    storage.capacities.insert(key.clone(), *c);
+                }
                 // The cluster reads PodGroups as v1beta1; v1alpha3 has the same scheduling fields.
                 Object::PodGroupV1alpha3(g) => {
                     let mut v = serde_json::to_value(&*g).expect("k8s-openapi types serialize");

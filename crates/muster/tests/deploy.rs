@@ -40,7 +40,7 @@ const RBAC_TABLE: &[(&str, &[&str], &[&str])] = &[
     ("", &["namespaces"], &["list", "watch"]),
     ("", &["persistentvolumeclaims"], &["get", "list", "watch", "update"]),
     ("", &["persistentvolumes"], &["list", "watch", "update"]),
-    ("storage.k8s.io", &["storageclasses", "csinodes", "csidrivers"], &["list", "watch"]),
+    ("storage.k8s.io", &["storageclasses", "csinodes", "csidrivers", "csistoragecapacities"], &["list", "watch"]),
     ("", &["services", "replicationcontrollers"], &["list", "watch"]),
     ("apps", &["replicasets", "statefulsets"], &["list", "watch"]),
     ("events.k8s.io", &["events"], &["create", "patch"]),
@@ -309,6 +309,7 @@ fn the_cluster_role_grants_exactly_the_rbac_table() {
         ("resource.k8s.io", "resourceclaims/binding", "patch"),
         ("scheduling.k8s.io", "podgroups/status", "patch"),
         ("events.k8s.io", "events", "create"),
+        ("storage.k8s.io", "csistoragecapacities", "list"),
     ] {
         assert!(allowed(g, r, v), "{g}/{r} {v} should be allowed");
     }
@@ -322,7 +323,7 @@ fn the_cluster_role_grants_exactly_the_rbac_table() {
         ("", "configmaps", "get"),
         ("", "namespaces", "update"),
         ("", "persistentvolumeclaims", "delete"),
-        ("storage.k8s.io", "csistoragecapacities", "list"),
+        ("storage.k8s.io", "csistoragecapacities", "create"),
         ("coordination.k8s.io", "leases", "get"),
         ("resource.k8s.io", "resourceslices", "update"),
         ("resource.k8s.io", "deviceclasses", "delete"),

@@ -3,8 +3,10 @@
 //! checks bound volumes' node affinity, then finds a matching available volume for each claim to
 //! bind or a class that may provision on the node; Reserve assumes the choice (the volume's
 //! `claimRef`, or the claim's `volume.kubernetes.io/selected-node`), Unreserve takes it back.
-//! Upstream's Score (storage capacity scoring, feature gate `StorageCapacityScoring`, off by
-//! default) and CSIStorageCapacity checks are not implemented.
+//! A claim to provision on a node needs, where its class's CSI driver sets
+//! `spec.storageCapacity`, a CSIStorageCapacity of the class that the node can reach with room for
+//! it ([`has_enough_capacity`]). Upstream's Score (storage capacity scoring, feature gate
+//! `StorageCapacityScoring`, off by default) is not implemented.
 
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -17,6 +19,7 @@ use crate::volumes::{self as vol, Binding, VolumeDecision, Volumes};
 pub const NAME: &str = "VolumeBinding";
 pub const REASON_NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
 pub const REASON_BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
+pub const REASON_NOT_ENOUGH_SPACE: &str = "node(s) did not have enough free storage";
 pub const REASON_PV_NOT_EXIST: &str = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
 pub const UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
 
@@ -156,7 +159,7 @@ pub fn filter(state: &BindingState, node: NodeView<'_>, volumes: &Volumes) -> Re
 /// `FindPodVolumes`.
 pub fn find_pod_volumes(state: &BindingState, node: NodeView<'_>, volumes: &Volumes) -> PodVolumes {
     let mut out = PodVolumes::default();
-    let (mut bound_ok, mut pvs_found, mut unbound_ok) = (true, true, true);
+    let (mut bound_ok, mut pvs_found, mut unbound_ok, mut space) = (true, true, true, true);
     for (_, pv_name) in &state.bound {
         match volumes.volumes.get(pv_name) {
             None => {
@@ -171,13 +174,16 @@ pub fn find_pod_volumes(state: &BindingState, node: NodeView<'_>, volumes: &Volu
         }
     }
     if !state.delayed.is_empty() {
-        unbound_ok = bind_or_provision(state, node, volumes, &mut out);
+        (unbound_ok, space) = bind_or_provision(state, node, volumes, &mut out);
     }
     if !bound_ok {
         out.reasons.push(REASON_NODE_CONFLICT);
     }
     if !unbound_ok {
         out.reasons.push(REASON_BIND_CONFLICT);
+    }
+    if !space {
+        out.reasons.push(REASON_NOT_ENOUGH_SPACE);
     }
     if !pvs_found {
         out.reasons.push(REASON_PV_NOT_EXIST);
@@ -186,14 +192,20 @@ pub fn find_pod_volumes(state: &BindingState, node: NodeView<'_>, volumes: &Volu
 }
 
 /// The claims to bind: those with a selected node go to that node only and are provisioned;
-/// the rest take a matching volume, or are provisioned when none matches.
-fn bind_or_provision(state: &BindingState, node: NodeView<'_>, volumes: &Volumes, out: &mut PodVolumes) -> bool {
+/// the rest take a matching volume, or are provisioned when none matches. Returns whether the
+/// claims are satisfied, and whether there is storage enough for those to provision.
+fn bind_or_provision(
+    state: &BindingState,
+    node: NodeView<'_>,
+    volumes: &Volumes,
+    out: &mut PodVolumes,
+) -> (bool, bool) {
     let mut to_provision: Vec<&PersistentVolumeClaim> = Vec::new();
     let mut to_match: Vec<&PersistentVolumeClaim> = Vec::new();
     for name in &state.delayed {
-        let Some(pvc) = volumes.claim(&state.namespace, name) else { return false };
+        let Some(pvc) = volumes.claim(&state.namespace, name) else { return (false, true) };
         match pvc.metadata.annotations.as_ref().and_then(|a| a.get(vol::ANN_SELECTED_NODE)) {
-            Some(selected) if selected != node.name => return false,
+            Some(selected) if selected != node.name => return (false, true),
             Some(_) => to_provision.push(pvc),
             None => to_match.push(pvc),
         }
@@ -212,14 +224,55 @@ fn bind_or_provision(state: &BindingState, node: NodeView<'_>, volumes: &Volumes
     if !to_provision.is_empty() {
         ok = true;
         for pvc in to_provision {
-            let class = volumes.classes.get(vol::claim_class(pvc));
-            if !class.is_some_and(|c| can_provision(c, node)) {
-                return false;
+            let Some(class) = volumes.classes.get(vol::claim_class(pvc)).filter(|c| can_provision(c, node)) else {
+                return (false, true);
+            };
+            if !has_enough_capacity(pvc, class, node, volumes) {
+                return (true, false);
             }
             out.provisions.push(claim_name(pvc));
         }
     }
-    ok
+    (ok, true)
+}
+
+/// `hasEnoughCapacity`: a claim asking for no storage, or whose class's provisioner is not a
+/// CSIDriver with `spec.storageCapacity: true`, needs no check; otherwise some CSIStorageCapacity
+/// of the class must admit the node (its `nodeTopology` selects the node's labels; none: no
+/// node) with a `maximumVolumeSize` (else `capacity`) of at least the request, in whole bytes.
+pub fn has_enough_capacity(
+    pvc: &PersistentVolumeClaim,
+    class: &StorageClass,
+    node: NodeView<'_>,
+    volumes: &Volumes,
+) -> bool {
+    let size = vol::requested_storage(pvc);
+    let asked = pvc.spec.as_ref().and_then(|s| s.resources.as_ref()).and_then(|r| r.requests.as_ref());
+    if !asked.is_some_and(|r| r.contains_key("storage")) {
+        return true;
+    }
+    let tracked = volumes.csi_drivers.get(&class.provisioner).and_then(|d| d.spec.storage_capacity) == Some(true);
+    if !tracked {
+        return true;
+    }
+    let class_name = class.metadata.name.as_deref().unwrap_or_default();
+    volumes.capacities.values().any(|c| {
+        c.storage_class_name == class_name
+            && c.maximum_volume_size
+                .as_ref()
+                .or(c.capacity.as_ref())
+                .is_some_and(|limit| whole_bytes(limit) >= bytes_of(size))
+            && c.node_topology.as_ref().is_some_and(|t| muster_api::selectors::label_selector_matches(t, node.labels))
+    })
+}
+
+/// A quantity's `Value()`: whole units, rounded up.
+fn whole_bytes(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i128 {
+    muster_api::quantity::parse(&q.0).map_or(0, |v| bytes_of(v.nanos()))
+}
+
+fn bytes_of(nanos: i128) -> i128 {
+    nanos.div_euclid(1_000_000_000) + i128::from(nanos.rem_euclid(1_000_000_000) != 0)
 }
 
 fn claim_name(pvc: &PersistentVolumeClaim) -> String {
@@ -411,5 +464,71 @@ pub fn forget(pod: PodId, volumes: &mut Volumes) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod capacity_tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::storage::v1::{CSIDriver, CSIStorageCapacity};
+    use serde_json::json;
+
+    use super::*;
+
+    fn claim(storage: Option<&str>) -> PersistentVolumeClaim {
+        let requests = storage.map(|s| json!({"storage": s})).unwrap_or(json!({}));
+        serde_json::from_value(json!({"metadata": {"name": "c", "namespace": "ml"},
+            "spec": {"storageClassName": "lvm", "resources": {"requests": requests}}}))
+        .unwrap()
+    }
+
+    fn volumes(tracked: bool, capacities: &[serde_json::Value]) -> (Volumes, StorageClass) {
+        let class: StorageClass =
+            serde_json::from_value(json!({"metadata": {"name": "lvm"}, "provisioner": "lvm.example.com"})).unwrap();
+        let driver: CSIDriver = serde_json::from_value(
+            json!({"metadata": {"name": "lvm.example.com"}, "spec": {"storageCapacity": tracked}}),
+        )
+        .unwrap();
+        let mut v = Volumes { enabled: true, ..Volumes::default() };
+        v.csi_drivers.insert("lvm.example.com".into(), driver);
+        for (i, c) in capacities.iter().enumerate() {
+            let mut c = c.clone();
+            c["metadata"] = json!({"name": format!("cap-{i}"), "namespace": "csi"});
+            let c: CSIStorageCapacity = serde_json::from_value(c).unwrap();
+            v.capacities.insert(format!("csi/cap-{i}"), c);
+        }
+        (v, class)
+    }
+
+    fn fits(pvc: &PersistentVolumeClaim, v: &(Volumes, StorageClass), zone: &str) -> bool {
+        let labels = BTreeMap::from([("zone".to_string(), zone.to_string())]);
+        has_enough_capacity(pvc, &v.1, NodeView { name: "n", labels: &labels }, &v.0)
+    }
+
+    #[test]
+    fn capacity_is_checked_only_where_the_driver_asks_and_the_claim_has_a_size() {
+        let none = volumes(true, &[]);
+        assert!(!fits(&claim(Some("1Gi")), &none, "a"), "tracked, no capacity published: no room");
+        assert!(fits(&claim(None), &none, "a"), "no storage request: nothing to check");
+        assert!(fits(&claim(Some("1Gi")), &volumes(false, &[]), "a"), "the driver does not ask");
+    }
+
+    #[test]
+    fn the_maximum_volume_size_wins_over_the_capacity_and_the_topology_must_select_the_node() {
+        let v = volumes(
+            true,
+            &[
+                json!({"storageClassName": "lvm", "capacity": "10Gi", "maximumVolumeSize": "4Gi",
+                       "nodeTopology": {"matchLabels": {"zone": "a"}}}),
+                json!({"storageClassName": "lvm", "capacity": "100Gi"}),
+                json!({"storageClassName": "other", "capacity": "100Gi", "nodeTopology": {}}),
+            ],
+        );
+        assert!(fits(&claim(Some("4Gi")), &v, "a"));
+        assert!(!fits(&claim(Some("5Gi")), &v, "a"), "more than the largest volume");
+        assert!(!fits(&claim(Some("1Gi")), &v, "b"), "no nodeTopology: no node; another class's pool");
+        // Whole bytes: 4Gi and 4Gi + 0.5 byte round up differently.
+        assert!(!fits(&claim(Some("4294967296.5")), &v, "a"));
     }
 }

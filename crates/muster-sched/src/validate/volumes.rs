@@ -1,10 +1,10 @@
 //! The API server's rules (1.37 `pkg/apis/core/validation`, `pkg/apis/storage/validation`) for the
-//! fields of PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes that the volume
+//! fields of PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and CSIStorageCapacities that the volume
 //! plugins read: access modes, storage requests and capacities, volume modes, the volume source,
 //! node affinity, binding modes, allowed topologies and attach limits.
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec};
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::{FieldError, invalid, node_selector_requirement, on, unsupported};
@@ -30,6 +30,9 @@ pub fn all(v: &Volumes) -> Vec<ModelError> {
     }
     for (name, n) in &v.csi_nodes {
         out.extend(on("CSINode", name, csi_node(n)));
+    }
+    for (key, c) in &v.capacities {
+        out.extend(on("CSIStorageCapacity", key, csi_storage_capacity(c)));
     }
     out
 }
@@ -187,10 +190,46 @@ pub fn csi_node(n: &CSINode) -> Vec<FieldError> {
     out
 }
 
+/// `ValidateCSIStorageCapacity`: a storage class name (a DNS subdomain), a valid node topology
+/// selector, capacity and maximum volume size not negative.
+pub fn csi_storage_capacity(c: &CSIStorageCapacity) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    if c.storage_class_name.is_empty() {
+        out.push(("storageClassName".into(), "Required value".into()));
+    } else {
+        out.extend(super::dns_subdomain(&c.storage_class_name, "storageClassName"));
+    }
+    if let Some(t) = &c.node_topology {
+        out.extend(super::meta::label_selector(t, "nodeTopology"));
+    }
+    for (q, path) in [(&c.capacity, "capacity"), (&c.maximum_volume_size, "maximumVolumeSize")] {
+        match q.as_ref().map(|q| (q, muster_api::quantity::parse(&q.0))) {
+            Some((q, Err(_))) => out.push((path.into(), invalid(format!("{:?}", q.0), "must be a valid quantity"))),
+            Some((q, Ok(v))) if v.nanos() < 0 => {
+                out.push((path.into(), invalid(format!("{:?}", q.0), "must be greater than or equal to 0")))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn capacities_need_a_class_and_no_negative_size() {
+        let c: CSIStorageCapacity = serde_json::from_value(json!({
+            "metadata": {"name": "c", "namespace": "csi"},
+            "storageClassName": "Not_A_Name", "capacity": "-1Gi", "maximumVolumeSize": "10Gi",
+            "nodeTopology": {"matchExpressions": [{"key": "zone", "operator": "In"}]}
+        }))
+        .unwrap();
+        let paths: Vec<String> = csi_storage_capacity(&c).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(paths, ["storageClassName", "nodeTopology.matchExpressions[0].values", "capacity"]);
+    }
 
     #[test]
     fn claims_need_modes_and_a_positive_request() {
