@@ -90,7 +90,8 @@ pub fn sim(
     let wall = Wall(Instant::now());
     let engine = Engine::new(cluster, config.clone(), Some(&ctx));
     let engine = if verdict_reuse { engine } else { engine.without_verdict_reuse() };
-    let options = Options { until: None, seed, devices, samples: false, default_class: None };
+    let inventory = muster_sim::fragmentation::Inventory::from_slices(&slices);
+    let options = Options { until: None, seed, devices, samples: false, default_class: None, inventory };
     let mut sim = Sim::new(engine, trace, options).with_stopwatch(&wall);
     let mut steps = 0u64;
     let mut stopped = None;
