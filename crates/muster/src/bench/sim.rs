@@ -118,7 +118,7 @@ pub fn sim(
         None => String::new(),
     };
     Ok(format!(
-        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable ({reused} of them by an equivalent pod's verdict), {} gang attempts\n  simulated {:.1} days: {} finished, {} running, {} pending; GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  peak RSS: {:.0} MiB\n",
+        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable ({reused} of them by an equivalent pod's verdict), {} gang attempts\n  simulated {:.1} days: {} finished, {} running, {} pending; GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  gang wait p50 {} s, p95 {} s, p99 {} s; free devices {:.1} on average, {:.1} stranded (nodes with < {} free)\n  peak RSS: {:.0} MiB\n",
         s.events,
         s.steps,
         s.events as f64 / total,
@@ -137,6 +137,12 @@ pub fn sim(
         fmt(s.wait_seconds.p95),
         fmt(s.wait_seconds.p99),
         s.preemptions,
+        fmt(s.gang_wait_seconds.p50),
+        fmt(s.gang_wait_seconds.p95),
+        fmt(s.gang_wait_seconds.p99),
+        s.fragmentation.mean_free_gpus,
+        s.fragmentation.mean_stranded_gpus,
+        s.fragmentation.gpus_per_pod,
         peak_rss_mib().unwrap_or(f64::NAN)
     ))
 }
