@@ -13,7 +13,7 @@
 //!   many 1-GPU pods and a few large gangs from calling 1 the shape, under which nothing is ever
 //!   stranded;
 //! - *stranded* devices are the free devices of nodes with fewer free devices than the shape:
-//!   a pod of the common shape cannot use them;
+//!   a pod of the shape cannot use them;
 //! - the *largest free block* is the most free devices on one node: the largest pod that could
 //!   still be placed, devices-wise.
 

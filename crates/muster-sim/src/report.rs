@@ -5,9 +5,9 @@
 //! (`start`); percentiles (nearest rank) are over the jobs that started. A gang's wait until
 //! minCount is the same wait (the trace's gangs have minCount = pods), over gangs only.
 //! Fragmentation figures are means over the simulated span of the counts
-//! [`crate::fragmentation`] defines. The utilization is the
-//! device time allocated (from the moment the world writes a claim's allocation to the moment the
-//! claim is released) over the devices the cluster publishes times the simulated span.
+//! [`crate::fragmentation`] defines. The utilization is the device time allocated (from the
+//! moment the world writes a claim's allocation to the moment the claim is released) over the
+//! devices the cluster publishes times the simulated span.
 
 use std::collections::BTreeMap;
 
@@ -68,7 +68,8 @@ pub struct Totals {
     pub steps: u64,
     pub samples: Vec<Sample>,
     pub class_names: Vec<String>,
-    /// The common shape, and free and stranded devices integrated over time.
+    /// The trace's dominant GPU request per pod, and free and stranded devices integrated over
+    /// time.
     pub shape: u64,
     pub free_ms: u128,
     pub stranded_ms: u128,
@@ -135,7 +136,8 @@ pub struct Summary {
     pub fragmentation: Fragmentation,
 }
 
-/// Free devices that the trace's common shape cannot use ([`crate::fragmentation`]).
+/// Free devices that a pod of the trace's dominant GPU request cannot use
+/// ([`crate::fragmentation`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Fragmentation {
