@@ -1,6 +1,11 @@
 //! The HTML report (`-o html`): one self-contained page, plots drawn here as inline SVG (no
 //! script, no network): devices allocated over time (in all and per class), pods pending over
-//! time, the wait-time CDF per class, and the worst waits. Deterministic: the same report gives the same bytes.
+//! time, the wait-time CDF per class, gangs' wait until minCount per class, free and stranded
+//! devices and the largest free block on one node over time, preemptions and evictions and the
+//! GPU-hours they lost over time, and the worst waits. Deterministic: the same report gives the
+//! same bytes.
+
+mod figures;
 
 use std::fmt::Write;
 
@@ -130,16 +135,21 @@ fn time_plot(out: &mut String, title: &str, y_label: &str, points: &[(f64, f64)]
     out.push_str("</svg></figure>\n");
 }
 
-fn cdf_plot(out: &mut String, report: &Report) {
+/// The wait CDF per class of the jobs `which` keeps, titled `title`; nothing when no such job
+/// started.
+fn cdf_plot(out: &mut String, report: &Report, title: &str, which: fn(&JobLine) -> bool) {
     let mut per_class: Vec<(&str, Vec<f64>)> = Vec::new();
     for class in report.classes.keys() {
         let mut waits: Vec<f64> =
-            report.jobs.iter().filter(|j| &j.class == class).filter_map(|j| j.wait_seconds).collect();
+            report.jobs.iter().filter(|j| &j.class == class && which(j)).filter_map(|j| j.wait_seconds).collect();
         waits.sort_by(f64::total_cmp);
         per_class.push((class, waits));
     }
+    if per_class.iter().all(|(_, w)| w.is_empty()) {
+        return;
+    }
     let x_max = per_class.iter().filter_map(|(_, w)| w.last().copied()).fold(1.0, f64::max);
-    frame(out, "Wait until running, CDF per class", x_max, 1.0, "share of started jobs");
+    frame(out, title, x_max, 1.0, "share of started jobs");
     for (i, (class, waits)) in per_class.iter().enumerate() {
         if waits.is_empty() {
             continue;
@@ -181,7 +191,7 @@ fn worst(out: &mut String, report: &Report, n: usize) {
 /// The page's head and title.
 fn head(title: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;max-width:780px}}figure{{margin:16px 0}}figcaption{{font-weight:600}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left}}.k{{color:#555}}</style></head><body>\n<h1>{}</h1>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;max-width:780px}}figure{{margin:16px 0}}figcaption{{font-weight:600}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left}}.k{{color:#555}}.note{{color:#555;font-size:12px;margin:2px 0 0}}</style></head><body>\n<h1>{}</h1>\n",
         esc(title),
         esc(title)
     )
@@ -230,14 +240,18 @@ pub fn render(report: &Report, title: &str) -> String {
     }
     out.push_str("</svg></figure>\n");
     time_plot(&mut out, "Pods pending", "pods", &pending, x_max, None);
-    cdf_plot(&mut out, report);
+    cdf_plot(&mut out, report, "Wait until running, CDF per class", |_| true);
+    cdf_plot(&mut out, report, "Gangs: wait until minCount members were running, CDF per class", |j| j.gang);
+    figures::fragmentation(&mut out, report, &samples, x_max);
+    figures::losses(&mut out, report, &samples, x_max);
     worst(&mut out, report, 20);
     out.push_str("</body></html>\n");
     out
 }
 
 /// The page of a comparison (`muster sim --compare`): the summaries side by side, then devices
-/// allocated, pods pending and the wait CDF with one line per run.
+/// allocated, pods pending, the wait CDF, gangs' wait CDF, stranded devices, the largest free
+/// block, pods preempted or evicted and GPU-hours lost, with one line per run.
 pub fn render_comparison(runs: &[(String, Report)], title: &str) -> String {
     let mut out = head(title);
     out.push_str("<table><tr><th></th>");
@@ -255,16 +269,16 @@ pub fn render_comparison(runs: &[(String, Report)], title: &str) -> String {
     out.push_str("</table>\n");
     let x_max = runs.iter().map(|(_, r)| r.summary.simulated_seconds).fold(1.0, f64::max);
     let devices = runs.iter().map(|(_, r)| r.devices).max().unwrap_or(0).max(1) as f64;
+    let thinned: Vec<Vec<Sample>> = runs.iter().map(|(_, r)| thin(&r.samples, 1500)).collect();
     let series = |f: fn(&Sample) -> f64| -> Vec<Vec<(f64, f64)>> {
-        runs.iter()
-            .map(|(_, r)| thin(&r.samples, 1500).iter().map(|x| (x.at as f64 / 1000.0, f(x))).collect())
-            .collect()
+        thinned.iter().map(|samples| samples.iter().map(|x| (x.at as f64 / 1000.0, f(x))).collect()).collect()
     };
     overlay(&mut out, "Devices allocated", "devices", runs, &series(|x| x.allocated as f64), x_max, Some(devices));
     overlay(&mut out, "Pods pending", "pods", runs, &series(|x| x.pending_pods as f64), x_max, None);
-    let cdfs: Vec<Vec<(f64, f64)>> = runs.iter().map(|(_, r)| wait_cdf(r)).collect();
+    let cdfs: Vec<Vec<(f64, f64)>> = runs.iter().map(|(_, r)| figures::wait_cdf(r, |_| true)).collect();
     let wait_max = cdfs.iter().flat_map(|c| c.last().map(|p| p.0)).fold(1.0, f64::max);
     overlay(&mut out, "Wait until running, CDF of all jobs", "share of started jobs", runs, &cdfs, wait_max, Some(1.0));
+    figures::comparison(&mut out, runs, &thinned, x_max);
     out.push_str("</body></html>\n");
     out
 }
@@ -289,16 +303,6 @@ fn overlay(
     out.push_str("</svg></figure>\n");
 }
 
-/// The CDF of every started job's wait.
-fn wait_cdf(report: &Report) -> Vec<(f64, f64)> {
-    let mut waits: Vec<f64> = report.jobs.iter().filter_map(|j| j.wait_seconds).collect();
-    waits.sort_by(f64::total_cmp);
-    let n = waits.len().max(1) as f64;
-    let mut points = vec![(0.0, 0.0)];
-    points.extend(waits.iter().enumerate().map(|(k, w)| (*w, (k + 1) as f64 / n)));
-    points
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,7 +310,7 @@ mod tests {
     #[test]
     fn thinning_keeps_one_sample_per_slice_and_the_last() {
         let samples: Vec<Sample> =
-            (0..10_000).map(|i| Sample { at: i * 10, allocated: i, pending_pods: 0, per_class: Vec::new() }).collect();
+            (0..10_000).map(|i| Sample { at: i * 10, allocated: i, ..Sample::default() }).collect();
         let thinned = thin(&samples, 100);
         assert!(thinned.len() <= 101, "{}", thinned.len());
         assert_eq!(thinned.last(), samples.last());

@@ -7,7 +7,8 @@
 //! then deleted and their claims released as the resourceclaim controller of
 //! [`muster_controllers`] says; preemption victims and drained nodes' pods deleted and their jobs
 //! restarted), and the report ([`report`]: the `-o json` summary and the text form; [`html`]: one
-//! self-contained page with SVG plots).
+//! self-contained page with SVG plots; [`fragmentation`]: free devices per node, kept current as
+//! claims come and go, for the stranded-devices figures).
 //!
 //! What it must never do: read a clock (time is the virtual time it computes; a caller that wants
 //! to know where the wall time goes may hand in a [`world::Stopwatch`], read for those figures
@@ -30,10 +31,11 @@
 //! wait is measured to its first start (`restarts` counts the rest); PodGroup status conditions
 //! and events are not written back; binding never fails and takes no time. Not yet: the Alibaba
 //! openb importer, device taints and GPU failures in the timeline, HPA scale-to-zero and cold
-//! starts, fragmentation and per-reason unschedulable counts in the report. The
+//! starts, per-reason unschedulable counts in the report, fragmentation per rack. The
 //! trace has no random field yet, so `--seed` is only recorded.
 
 pub mod compare;
+pub mod fragmentation;
 pub mod html;
 pub mod report;
 pub mod trace;

@@ -2,9 +2,12 @@
 //! percentiles, and one line per job; `text` renders it for people.
 //!
 //! Waits are measured from a job's arrival to the time all its pods were first running
-//! (`start`); percentiles (nearest rank) are over the jobs that started. The utilization is the
-//! device time allocated (from the moment the world writes a claim's allocation to the moment the
-//! claim is released) over the devices the cluster publishes times the simulated span.
+//! (`start`); percentiles (nearest rank) are over the jobs that started. A gang's wait until
+//! minCount is the same wait (the trace's gangs have minCount = pods), over gangs only.
+//! Fragmentation figures are means over the simulated span of the counts
+//! [`crate::fragmentation`] defines. The utilization is the device time allocated (from the
+//! moment the world writes a claim's allocation to the moment the claim is released) over the
+//! devices the cluster publishes times the simulated span.
 
 use std::collections::BTreeMap;
 
@@ -28,16 +31,27 @@ pub struct JobOutcome {
     pub restarts: u32,
     /// The nodes its last attempt's pods were placed on, sorted.
     pub nodes: Vec<String>,
+    /// A gang (a PodGroup with minCount = pods).
+    pub gang: bool,
 }
 
 /// Allocated devices and pending pods after one step.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sample {
     pub at: Millis,
     pub allocated: u64,
     pub pending_pods: u64,
     /// Devices held by the trace's jobs, per class (in [`Report::class_names`] order).
     pub per_class: Vec<u64>,
+    /// Free devices, the stranded ones, and the most free on one node
+    /// ([`crate::fragmentation`]).
+    pub free: u64,
+    pub stranded: u64,
+    pub largest: u64,
+    /// Preemptions and evictions so far, and the device time they lost so far.
+    pub preemptions: u64,
+    pub evictions: u64,
+    pub lost_device_ms: u128,
 }
 
 /// What the world counted.
@@ -54,6 +68,17 @@ pub struct Totals {
     pub steps: u64,
     pub samples: Vec<Sample>,
     pub class_names: Vec<String>,
+    /// The trace's dominant GPU request per pod, and free and stranded devices integrated over
+    /// time.
+    pub shape: u64,
+    pub free_ms: u128,
+    pub stranded_ms: u128,
+    pub peak_stranded: u64,
+    /// Free devices now (a zero-length run's means).
+    pub free_now: u64,
+    pub stranded_now: u64,
+    /// Devices of the nodes the fragmentation counts cover.
+    pub inventory_devices: u64,
 }
 
 /// p50, p95 and p99, in seconds; null without data.
@@ -93,6 +118,8 @@ pub struct Summary {
     /// Allocated device time over available device time, 0..1 (six decimals).
     pub gpu_utilization: f64,
     pub wait_seconds: Percentiles,
+    /// Gangs only: arrival until minCount members were running.
+    pub gang_wait_seconds: Percentiles,
     /// Pods deleted to make room for higher-priority pods or gangs.
     pub preemptions: u64,
     /// Pods evicted by node drains.
@@ -106,6 +133,22 @@ pub struct Summary {
     /// Events handled (arrivals, finishes, cluster events) and scheduling steps.
     pub events: u64,
     pub steps: u64,
+    pub fragmentation: Fragmentation,
+}
+
+/// Free devices that a pod of the trace's dominant GPU request cannot use
+/// ([`crate::fragmentation`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fragmentation {
+    /// The trace's dominant GPU request per pod (the size that asks for the most GPUs in all).
+    pub gpus_per_pod: u64,
+    /// Over the simulated span (three decimals): free devices, and those on nodes with fewer
+    /// free than `gpusPerPod`.
+    pub mean_free_gpus: f64,
+    pub mean_stranded_gpus: f64,
+    /// The most stranded at the end of a step.
+    pub peak_stranded_gpus: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -135,6 +178,9 @@ pub struct JobLine {
     #[serde(skip_serializing_if = "is_zero")]
     pub restarts: u32,
     pub nodes: Vec<String>,
+    /// For the gang-wait plots; not in the JSON.
+    #[serde(skip)]
+    pub gang: bool,
 }
 
 fn is_default(ns: &str) -> bool {
@@ -160,6 +206,9 @@ pub struct Report {
     /// The classes of [`Sample::per_class`], sorted.
     #[serde(skip)]
     pub class_names: Vec<String>,
+    /// Devices of the nodes the fragmentation counts cover (0: no figure).
+    #[serde(skip)]
+    pub inventory_devices: u64,
 }
 
 impl Report {
@@ -169,6 +218,7 @@ impl Report {
             let mut w: Vec<Millis> = jobs.iter().filter_map(|j| j.start.map(|s| s - j.arrival)).collect();
             Percentiles::of(&mut w)
         };
+        let gangs: Vec<&JobOutcome> = t.jobs.iter().filter(|j| j.gang).collect();
         let all: Vec<&JobOutcome> = t.jobs.iter().collect();
         let available = u128::from(t.devices) * u128::from(t.span);
         let utilization =
@@ -180,6 +230,7 @@ impl Report {
             pending: count(&all, "pending"),
             gpu_utilization: utilization,
             wait_seconds: waits(&all),
+            gang_wait_seconds: waits(&gangs),
             preemptions: t.preemptions,
             evictions: t.evictions,
             gpu_hours_lost: (t.lost_device_ms as f64 / 3_600_000.0 * 1e3).round() / 1e3,
@@ -188,6 +239,7 @@ impl Report {
             seed: t.seed,
             events: t.events,
             steps: t.steps,
+            fragmentation: fragmentation(&t),
         };
         let mut by_class: BTreeMap<String, Vec<&JobOutcome>> = BTreeMap::new();
         for j in &t.jobs {
@@ -221,9 +273,18 @@ impl Report {
                 reason: j.reason,
                 restarts: j.restarts,
                 nodes: j.nodes,
+                gang: j.gang,
             })
             .collect();
-        Report { summary, classes, jobs, samples: t.samples, devices: t.devices, class_names: t.class_names }
+        Report {
+            summary,
+            classes,
+            jobs,
+            samples: t.samples,
+            devices: t.devices,
+            class_names: t.class_names,
+            inventory_devices: t.inventory_devices,
+        }
     }
 
     /// The JSON document (`-o json`), pretty-printed, with a final newline.
@@ -255,6 +316,17 @@ impl Report {
             s.restarts,
             s.gpu_hours_lost,
         );
+        if self.jobs.iter().any(|j| j.gang) {
+            let g = &s.gang_wait_seconds;
+            out.push_str(&format!("gang wait until minCount: p50 {}, p95 {}, p99 {}\n", p(g.p50), p(g.p95), p(g.p99)));
+        }
+        if self.inventory_devices > 0 {
+            let f = &s.fragmentation;
+            out.push_str(&format!(
+                "free devices: {:.1} on average, {:.1} of them stranded (on nodes with fewer than {} free), peak {}\n",
+                f.mean_free_gpus, f.mean_stranded_gpus, f.gpus_per_pod, f.peak_stranded_gpus
+            ));
+        }
         if self.classes.len() > 1 {
             out.push_str("per class:\n");
             for (class, c) in &self.classes {
@@ -277,6 +349,20 @@ impl Report {
             }
         }
         out
+    }
+}
+
+/// The means of free and stranded devices over the span.
+fn fragmentation(t: &Totals) -> Fragmentation {
+    let mean = |integral: u128, now: u64| {
+        let m = if t.span == 0 { now as f64 } else { integral as f64 / t.span as f64 };
+        (m * 1e3).round() / 1e3
+    };
+    Fragmentation {
+        gpus_per_pod: t.shape,
+        mean_free_gpus: mean(t.free_ms, t.free_now),
+        mean_stranded_gpus: mean(t.stranded_ms, t.stranded_now),
+        peak_stranded_gpus: t.peak_stranded,
     }
 }
 

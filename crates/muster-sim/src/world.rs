@@ -18,6 +18,7 @@ use muster_controllers::resourceclaim::{Release, release};
 use muster_sched::{Change, Cluster, Effect, Engine};
 use serde_json::json;
 
+use crate::fragmentation::{Free, Inventory, common_shape};
 use crate::report::{JobOutcome, Report, Sample};
 use crate::trace::{EventKind, Millis, Trace};
 
@@ -41,6 +42,8 @@ pub struct Options {
     /// The DeviceClass of jobs that ask for GPUs without naming one (the binary passes the
     /// cluster's only DeviceClass, when it has exactly one).
     pub default_class: Option<String>,
+    /// The devices of each node, for the fragmentation figures (empty: none counted).
+    pub inventory: Inventory,
 }
 
 /// Something that can read elapsed time, handed in by a caller that wants to know where the
@@ -123,8 +126,14 @@ pub struct Sim<'d, 's> {
     seq: u64,
     /// Sim pods by key: (job, pod index).
     pods: HashMap<String, (u32, u32)>,
-    /// Claims whose allocation the world has written, with their device counts.
-    allocated_claims: HashMap<String, u64>,
+    /// Claims whose allocation the world has written, with their device counts, in all and per
+    /// node of the inventory.
+    allocated_claims: HashMap<String, (u64, Vec<(u32, u64)>)>,
+    /// Free devices per node; free and stranded devices integrated over time, and the peak.
+    free: Free,
+    free_ms: u128,
+    stranded_ms: u128,
+    peak_stranded: u64,
     allocated: u64,
     allocated_ms: u128,
     pending_pods: u64,
@@ -149,13 +158,16 @@ impl<'d, 's> Sim<'d, 's> {
     /// pending ones are scheduled with the jobs).
     pub fn new(engine: Engine<'d>, trace: Trace, options: Options) -> Sim<'d, 's> {
         let mut allocated_claims = HashMap::new();
+        let mut free = Free::new(&options.inventory, common_shape(&trace.jobs));
         for c in &engine.cluster().claims {
             let n = allocation_size(&c.claim);
             if n > 0 {
-                allocated_claims.insert(c.key(), n);
+                let on = options.inventory.claim_nodes(&c.claim);
+                free.change(&on, true);
+                allocated_claims.insert(c.key(), (n, on));
             }
         }
-        let allocated = allocated_claims.values().sum();
+        let allocated = allocated_claims.values().map(|(n, _)| n).sum();
         let jobs = vec![JobState::default(); trace.jobs.len()];
         let class_names: Vec<String> =
             trace.jobs.iter().map(|j| j.class.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
@@ -171,6 +183,10 @@ impl<'d, 's> Sim<'d, 's> {
             seq: 0,
             pods: HashMap::new(),
             allocated_claims,
+            free,
+            free_ms: 0,
+            stranded_ms: 0,
+            peak_stranded: 0,
             allocated,
             allocated_ms: 0,
             pending_pods: 0,
@@ -281,12 +297,19 @@ impl<'d, 's> Sim<'d, 's> {
                 break;
             }
         }
+        self.peak_stranded = self.peak_stranded.max(self.free.stranded());
         if self.options.samples {
             self.samples.push(Sample {
                 at: t,
                 allocated: self.allocated,
                 pending_pods: self.pending_pods,
                 per_class: self.class_allocated.clone(),
+                free: self.free.free(),
+                stranded: self.free.stranded(),
+                largest: self.free.largest(),
+                preemptions: self.preemptions,
+                evictions: self.evictions,
+                lost_device_ms: self.lost_device_ms,
             });
         }
         self.timing.total_ns += self.nanos() - t0;
@@ -299,10 +322,13 @@ impl<'d, 's> Sim<'d, 's> {
         Ok(self.report())
     }
 
-    /// Moves virtual time to `t`, counting the devices held meanwhile.
+    /// Moves virtual time to `t`, counting the devices held (and free, and stranded) meanwhile.
     fn advance(&mut self, t: Millis) {
         debug_assert!(t >= self.now);
-        self.allocated_ms += u128::from(self.allocated) * u128::from(t - self.now);
+        let dt = u128::from(t - self.now);
+        self.allocated_ms += u128::from(self.allocated) * dt;
+        self.free_ms += u128::from(self.free.free()) * dt;
+        self.stranded_ms += u128::from(self.free.stranded()) * dt;
         self.now = t;
     }
 
@@ -473,8 +499,9 @@ impl<'d, 's> Sim<'d, 's> {
     }
 
     fn release_devices(&mut self, claim_key: &str) {
-        if let Some(n) = self.allocated_claims.remove(claim_key) {
+        if let Some((n, on)) = self.allocated_claims.remove(claim_key) {
             self.allocated -= n;
+            self.free.change(&on, false);
         }
     }
 
@@ -587,7 +614,9 @@ impl<'d, 's> Sim<'d, 's> {
                 );
                 let n = allocation_size(&claim);
                 if n > 0 && !self.allocated_claims.contains_key(&key) {
-                    self.allocated_claims.insert(key, n);
+                    let on = self.options.inventory.claim_nodes(&claim);
+                    self.free.change(&on, true);
+                    self.allocated_claims.insert(key, (n, on));
                     self.allocated += n;
                 }
                 self.apply(Change::UpsertClaim(claim))
@@ -676,6 +705,7 @@ impl<'d, 's> Sim<'d, 's> {
                     reason,
                     restarts: s.restarts,
                     nodes,
+                    gang: spec.gang,
                 }
             })
             .collect();
@@ -692,6 +722,13 @@ impl<'d, 's> Sim<'d, 's> {
             steps: self.steps,
             samples: std::mem::take(&mut self.samples),
             class_names: std::mem::take(&mut self.class_names),
+            shape: self.free.shape(),
+            free_ms: self.free_ms,
+            stranded_ms: self.stranded_ms,
+            peak_stranded: self.peak_stranded,
+            free_now: self.free.free(),
+            stranded_now: self.free.stranded(),
+            inventory_devices: self.options.inventory.nodes.iter().map(|(_, d)| d).sum(),
         })
     }
 
@@ -724,6 +761,11 @@ impl<'d, 's> Sim<'d, 's> {
                     }
                 }
             }
+        }
+        self.free.check()?;
+        let inventory: u64 = self.options.inventory.nodes.iter().map(|(_, d)| d).sum();
+        if inventory == self.options.devices && self.free.free() + self.allocated != inventory {
+            return Err(format!("{} devices free and {} allocated of {inventory}", self.free.free(), self.allocated));
         }
         let by_class: u64 = self.class_allocated.iter().sum();
         if by_class > self.allocated {

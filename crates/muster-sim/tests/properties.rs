@@ -1,7 +1,8 @@
 //! Properties of simulations over random small traces: no device is allocated to two pods at any
 //! instant, no gang is ever partly running, and at the end every job is finished, running or
 //! pending (with a reason); run to the end, the only jobs left pending are those that cannot fit
-//! the cluster at all. Same trace, same report, with or without the allocator's memory.
+//! the cluster at all; the free and stranded devices kept current agree with a fresh count at
+//! every step. Same trace, same report, with or without the allocator's memory.
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
@@ -86,6 +87,7 @@ fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize, memo: bo
     let options = Options {
         devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
         default_class: Some("gpu".into()),
+        inventory: muster_sim::fragmentation::Inventory::from_slices(&slices),
         ..Options::default()
     };
     let mut sim = Sim::new(engine, trace(shapes, drains, nodes), options);
@@ -117,6 +119,10 @@ proptest! {
         prop_assert_eq!(report.jobs.len(), shapes.len());
         prop_assert_eq!(report.summary.finished + report.summary.running + report.summary.pending, shapes.len());
         prop_assert!(report.summary.gpu_utilization <= 1.0);
+        let f = &report.summary.fragmentation;
+        let devices = (nodes as u32 * GPUS_PER_NODE) as f64;
+        prop_assert!(f.mean_stranded_gpus <= f.mean_free_gpus && f.mean_free_gpus <= devices, "{f:?}");
+        prop_assert!(f.peak_stranded_gpus as f64 <= devices, "{f:?}");
         for (j, (_, _, pods, gang, gpus, _)) in report.jobs.iter().zip(&shapes) {
             prop_assert!(matches!(j.state, "finished" | "running" | "pending"));
             if j.state == "pending" {

@@ -167,6 +167,7 @@ fn simulate(
         devices,
         samples: matches!(args.output, SimFormat::Html),
         default_class,
+        inventory: muster_sim::fragmentation::Inventory::from_slices(&world.slices),
     };
     let report =
         Sim::new(engine, trace.clone(), options).run().map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;

@@ -26,7 +26,7 @@ fn open(page: &Path, screenshot: Option<&Path>) -> (String, Vec<String>) {
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let profile = std::env::temp_dir().join(format!("muster-chromium-{}-{n}", std::process::id()));
-    cmd.arg("--window-size=800,1600").arg(format!("--user-data-dir={}", profile.display()));
+    cmd.arg("--window-size=800,2600").arg(format!("--user-data-dir={}", profile.display()));
     match screenshot {
         Some(path) => cmd.arg(format!("--screenshot={}", path.display())),
         None => cmd.arg("--dump-dom"),
@@ -45,14 +45,23 @@ fn artifacts() -> PathBuf {
     dir
 }
 
-/// Every figure's SVG holds a line with points (`<path d="M...L...">`).
-fn assert_every_plot_has_data(dom: &str, figures: usize) {
+/// Every figure's SVG holds a line with points (`<path d="M...L...">`); with `changing`, a line
+/// whose height changes (not a flat line at zero), in every figure.
+fn assert_every_plot_has_data(dom: &str, figures: usize, changing: bool) {
     let svgs: Vec<&str> = dom.split("<svg").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
     assert_eq!(svgs.len(), figures, "figures rendered");
     for (i, svg) in svgs.iter().enumerate() {
-        let drawn = svg.split("<path d=\"").skip(1).any(|p| p.split('"').next().is_some_and(|d| d.contains('L')));
-        assert!(drawn, "figure {i} has no line with data");
+        let lines: Vec<&str> = svg.split("<path d=\"").skip(1).filter_map(|p| p.split('"').next()).collect();
+        assert!(lines.iter().any(|d| d.contains('L')), "figure {i} has no line with data");
+        assert!(!changing || lines.iter().any(|d| heights(d) > 1), "figure {i} has only flat lines: {lines:?}");
     }
+}
+
+/// How many different heights a path's points have.
+fn heights(d: &str) -> usize {
+    let ys: std::collections::BTreeSet<&str> =
+        d.split(['M', 'L']).filter_map(|p| p.trim().split_once(',')).map(|(_, y)| y).collect();
+    ys.len()
 }
 
 fn render(args: &[&str], name: &str) -> PathBuf {
@@ -67,8 +76,9 @@ fn render(args: &[&str], name: &str) -> PathBuf {
 
 #[test]
 fn the_sim_reports_render_in_headless_chromium_without_console_messages() {
+    // The preemption trace moves every figure: a gang, a preemption, devices freed and taken.
     let report = render(
-        &["sim", "tests/sim/gang-waits/cluster.yaml", "--trace", "tests/sim/gang-waits/trace.yaml"],
+        &["sim", "tests/sim/preemption/cluster.yaml", "--trace", "tests/sim/preemption/trace.yaml"],
         "sim-report",
     );
     let comparison = render(
@@ -82,11 +92,14 @@ fn the_sim_reports_render_in_headless_chromium_without_console_messages() {
         ],
         "sim-compare",
     );
-    for (page, figures) in [(&report, 3), (&comparison, 3)] {
+    // The report: allocation, pending pods, wait CDF, gang wait CDF, free and stranded devices,
+    // largest free block, preemptions and evictions, GPU-hours lost. The comparison: the same but
+    // the gang wait (no gang in that trace); nothing is preempted there, so some lines are flat.
+    for (page, figures, changing) in [(&report, 8, true), (&comparison, 7, false)] {
         let (dom, console) = open(page, None);
         assert!(console.is_empty(), "{}: console messages: {console:#?}", page.display());
         assert!(dom.contains("<h1>muster sim:"), "{dom}");
-        assert_every_plot_has_data(&dom, figures);
+        assert_every_plot_has_data(&dom, figures, changing);
         let png = page.with_extension("png");
         open(page, Some(&png));
         let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);

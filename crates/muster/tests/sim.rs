@@ -171,12 +171,23 @@ fn the_html_report_is_self_contained_and_the_same_twice() {
     assert_eq!(first.stdout, common::muster(&args).stdout, "two runs gave different HTML");
     let html = common::stdout(&first);
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert_eq!(html.matches("<svg ").count(), 3, "allocation, pending pods, wait CDF");
+    // No gang in this trace: no gang-wait figure.
+    assert_eq!(
+        html.matches("<svg ").count(),
+        7,
+        "allocation, pending pods, wait CDF, free and stranded, largest free block, preemptions and evictions, GPU-hours lost"
+    );
     assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"));
     // Every plot has data: a line with more than its starting point.
     let paths: Vec<&str> = html.split("<path d=\"").skip(1).map(|p| p.split('"').next().unwrap()).collect();
-    assert_eq!(paths.len(), 4, "allocation in all and for the one class, pending pods, CDF: {paths:?}");
+    assert_eq!(
+        paths.len(),
+        10,
+        "allocation in all and for the one class, pending pods, CDF, free, stranded, largest, preempted, evicted, lost: {paths:?}"
+    );
     assert!(paths.iter().all(|d| d.contains(" L")), "{paths:?}");
+    assert!(html.contains("with fewer than 4 free"), "the caption defines stranded devices");
+    assert!(html.contains("evicted by drains (1)") && html.contains("GPU-hours lost, cumulative (2.0 in all)"));
     assert!(html.contains("<td>a</td><td>default</td>"), "the worst-waits table lists the jobs");
 }
 
@@ -202,8 +213,13 @@ fn compare_runs_the_trace_under_each_configuration_side_by_side() {
     let text = with(&["--compare", "least-allocated", "--compare", "most-allocated"]);
     assert!(text.lines().next().unwrap().ends_with("least-allocated   most-allocated"), "{text}");
     assert!(text.contains("wait p95                           59m00s               0s"), "{text}");
+    assert!(text.contains("stranded devices, mean                3.0              2.0"), "{text}");
     let html = with(&["--compare", "most-allocated", "-o", "html"]);
-    assert_eq!(html.matches("<figure>").count(), 3, "allocation, pending, wait CDF");
+    assert_eq!(
+        html.matches("<figure>").count(),
+        7,
+        "allocation, pending, wait CDF, stranded, largest free block, preempted or evicted, GPU-hours lost (no gangs)"
+    );
     assert!(html.contains(">least-allocated</th>") && html.contains(">most-allocated</th>"));
     let o = common::muster(&[&base[..], &["--compare", "fastest"]].concat());
     assert_eq!(o.status.code(), Some(2));

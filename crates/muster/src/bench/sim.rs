@@ -90,7 +90,8 @@ pub fn sim(
     let wall = Wall(Instant::now());
     let engine = Engine::new(cluster, config.clone(), Some(&ctx));
     let engine = if verdict_reuse { engine } else { engine.without_verdict_reuse() };
-    let options = Options { until: None, seed, devices, samples: false, default_class: None };
+    let inventory = muster_sim::fragmentation::Inventory::from_slices(&slices);
+    let options = Options { until: None, seed, devices, samples: false, default_class: None, inventory };
     let mut sim = Sim::new(engine, trace, options).with_stopwatch(&wall);
     let mut steps = 0u64;
     let mut stopped = None;
@@ -117,7 +118,7 @@ pub fn sim(
         None => String::new(),
     };
     Ok(format!(
-        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable ({reused} of them by an equivalent pod's verdict), {} gang attempts\n  simulated {:.1} days: {} finished, {} running, {} pending; GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  peak RSS: {:.0} MiB\n",
+        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable ({reused} of them by an equivalent pod's verdict), {} gang attempts\n  simulated {:.1} days: {} finished, {} running, {} pending; GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  gang wait p50 {} s, p95 {} s, p99 {} s; free devices {:.1} on average, {:.1} stranded (nodes with < {} free)\n  peak RSS: {:.0} MiB\n",
         s.events,
         s.steps,
         s.events as f64 / total,
@@ -136,6 +137,12 @@ pub fn sim(
         fmt(s.wait_seconds.p95),
         fmt(s.wait_seconds.p99),
         s.preemptions,
+        fmt(s.gang_wait_seconds.p50),
+        fmt(s.gang_wait_seconds.p95),
+        fmt(s.gang_wait_seconds.p99),
+        s.fragmentation.mean_free_gpus,
+        s.fragmentation.mean_stranded_gpus,
+        s.fragmentation.gpus_per_pod,
         peak_rss_mib().unwrap_or(f64::NAN)
     ))
 }
