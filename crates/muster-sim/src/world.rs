@@ -11,7 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use muster_controllers::resourceclaim::{Release, release};
@@ -41,6 +41,38 @@ pub struct Options {
     /// The DeviceClass of jobs that ask for GPUs without naming one (the binary passes the
     /// cluster's only DeviceClass, when it has exactly one).
     pub default_class: Option<String>,
+    /// The capacities of the devices that allow multiple allocations ([`shared_capacity`]): a
+    /// share of such a device counts as the part of it the share consumed.
+    pub shared_capacity: SharedCapacity,
+}
+
+/// Allocated devices are counted in thousandths: a whole device is `MILLI`, a share of a device
+/// that allows multiple allocations the part of its capacity it consumed.
+pub const MILLI: u64 = 1_000;
+
+/// The capacities of the devices that allow multiple allocations, by (driver, pool, device): each
+/// capacity's name and value in milli-units.
+pub type SharedCapacity = HashMap<(String, String, String), Vec<(String, i64)>>;
+
+/// [`SharedCapacity`] of the slices' devices that set `allowMultipleAllocations: true`
+/// (capacities whose value does not parse, or is not positive, are left out).
+pub fn shared_capacity(slices: &[ResourceSlice]) -> SharedCapacity {
+    let mut out = SharedCapacity::new();
+    for slice in slices {
+        for d in slice.spec.devices.iter().flatten().filter(|d| d.allow_multiple_allocations == Some(true)) {
+            let caps = d
+                .capacity
+                .iter()
+                .flatten()
+                .filter_map(|(name, c)| {
+                    let v = muster_api::quantity::parse(&c.value.0).ok()?.milli_value();
+                    (v > 0).then(|| (name.clone(), v))
+                })
+                .collect();
+            out.insert((slice.spec.driver.clone(), slice.spec.pool.name.clone(), d.name.clone()), caps);
+        }
+    }
+    out
 }
 
 /// Something that can read elapsed time, handed in by a caller that wants to know where the
@@ -93,7 +125,7 @@ enum Event {
 struct JobState {
     arrived: bool,
     attempt: u32,
-    /// When each pod of the current attempt was bound, and the devices it got.
+    /// When each pod of the current attempt was bound, and the devices it got (in [`MILLI`]).
     started: Vec<Option<(Millis, u64)>>,
     finished: u32,
     /// When the current attempt's pods were all running; the first such time is `start`.
@@ -123,8 +155,9 @@ pub struct Sim<'d, 's> {
     seq: u64,
     /// Sim pods by key: (job, pod index).
     pods: HashMap<String, (u32, u32)>,
-    /// Claims whose allocation the world has written, with their device counts.
+    /// Claims whose allocation the world has written, with their devices (in [`MILLI`]).
     allocated_claims: HashMap<String, u64>,
+    /// Devices allocated now (in [`MILLI`]), and their time integral.
     allocated: u64,
     allocated_ms: u128,
     pending_pods: u64,
@@ -136,7 +169,8 @@ pub struct Sim<'d, 's> {
     events: u64,
     steps: u64,
     samples: Vec<Sample>,
-    /// The trace's classes, sorted; each job's index into them; devices held per class.
+    /// The trace's classes, sorted; each job's index into them; devices held per class (in
+    /// [`MILLI`]).
     class_names: Vec<String>,
     class_of: Vec<u32>,
     class_allocated: Vec<u64>,
@@ -150,7 +184,7 @@ impl<'d, 's> Sim<'d, 's> {
     pub fn new(engine: Engine<'d>, trace: Trace, options: Options) -> Sim<'d, 's> {
         let mut allocated_claims = HashMap::new();
         for c in &engine.cluster().claims {
-            let n = allocation_size(&c.claim);
+            let n = allocation_milli(&options.shared_capacity, &c.claim);
             if n > 0 {
                 allocated_claims.insert(c.key(), n);
             }
@@ -284,9 +318,9 @@ impl<'d, 's> Sim<'d, 's> {
         if self.options.samples {
             self.samples.push(Sample {
                 at: t,
-                allocated: self.allocated,
+                allocated: whole(self.allocated),
                 pending_pods: self.pending_pods,
-                per_class: self.class_allocated.clone(),
+                per_class: self.class_allocated.iter().copied().map(whole).collect(),
             });
         }
         self.timing.total_ns += self.nanos() - t0;
@@ -377,12 +411,21 @@ impl<'d, 's> Sim<'d, 's> {
                     Some(c) => c.clone(),
                     None => self.default_class()?,
                 };
+                let mut exactly =
+                    json!({"deviceClassName": class, "allocationMode": "ExactCount", "count": spec.gpus_per_pod});
+                if let Some(cel) = &spec.device_selector {
+                    exactly["selectors"] = json!([{"cel": {"expression": cel}}]);
+                }
+                if !spec.capacity_requests.is_empty() {
+                    let requests: serde_json::Map<String, serde_json::Value> =
+                        spec.capacity_requests.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                    exactly["capacity"] = json!({"requests": requests});
+                }
                 let claim: ResourceClaim = serde_json::from_value(json!({
                     "metadata": {"name": format!("{name}-gpus"), "namespace": spec.namespace,
                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
                             "controller": true, "blockOwnerDeletion": true}]},
-                    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
-                        "deviceClassName": class, "allocationMode": "ExactCount", "count": spec.gpus_per_pod}}]}}
+                    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}
                 }))
                 .map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
                 self.apply(Change::UpsertClaim(Box::new(claim)))?;
@@ -585,7 +628,7 @@ impl<'d, 's> Sim<'d, 's> {
                     claim.metadata.namespace.as_deref().unwrap_or("default"),
                     claim.metadata.name.as_deref().unwrap_or_default()
                 );
-                let n = allocation_size(&claim);
+                let n = allocation_milli(&self.options.shared_capacity, &claim);
                 if n > 0 && !self.allocated_claims.contains_key(&key) {
                     self.allocated_claims.insert(key, n);
                     self.allocated += n;
@@ -630,11 +673,12 @@ impl<'d, 's> Sim<'d, 's> {
         }
     }
 
-    /// The devices allocated to the pod's claims, as the engine's store holds them.
+    /// The devices allocated to the pod's claims (in [`MILLI`]), as the engine's store holds them.
     fn pod_devices(&self, key: &str) -> u64 {
         let c = self.engine.cluster();
         let Some(id) = c.pod_id(key) else { return 0 };
-        c.pod(id).claims.iter().flatten().map(|claim| allocation_size(&c.claims[*claim].claim)).sum()
+        let shared = &self.options.shared_capacity;
+        c.pod(id).claims.iter().flatten().map(|claim| allocation_milli(shared, &c.claims[*claim].claim)).sum()
     }
 
     /// The report, at the time the simulation stopped (or at `until`).
@@ -684,10 +728,10 @@ impl<'d, 's> Sim<'d, 's> {
             span,
             seed: self.options.seed,
             devices: self.options.devices,
-            allocated_ms: self.allocated_ms,
+            allocated_ms: self.allocated_ms / u128::from(MILLI),
             preemptions: self.preemptions,
             evictions: self.evictions,
-            lost_device_ms: self.lost_device_ms,
+            lost_device_ms: self.lost_device_ms / u128::from(MILLI),
             events: self.events,
             steps: self.steps,
             samples: std::mem::take(&mut self.samples),
@@ -700,6 +744,7 @@ impl<'d, 's> Sim<'d, 's> {
     pub fn check(&self) -> Result<(), String> {
         let c = self.engine.cluster();
         let mut owners: HashMap<(String, String, String), String> = HashMap::new();
+        let mut shares: HashMap<(String, String, String), u64> = HashMap::new();
         let mut seen = std::collections::HashSet::new();
         for p in c.pods.iter().filter(|p| p.state.on_node().is_some()) {
             for claim in p.claims.iter().flatten() {
@@ -716,6 +761,14 @@ impl<'d, 's> Sim<'d, 's> {
                     .flat_map(|d| d.results.iter().flatten());
                 for r in results {
                     let device = (r.driver.clone(), r.pool.clone(), r.device.clone());
+                    if r.share_id.is_some() {
+                        let total = shares.entry(device).or_default();
+                        *total += result_milli(&self.options.shared_capacity, r);
+                        if *total > MILLI {
+                            return Err(format!("device {}/{} is shared beyond its capacity", r.pool, r.device));
+                        }
+                        continue;
+                    }
                     if let Some(other) = owners.insert(device, name.clone()) {
                         return Err(format!(
                             "device {}/{} is allocated to claims {other} and {name}",
@@ -747,13 +800,36 @@ impl<'d, 's> Sim<'d, 's> {
     }
 }
 
-/// How many devices a claim's allocation holds.
-pub fn allocation_size(claim: &ResourceClaim) -> u64 {
+/// The devices a claim's allocation holds, in [`MILLI`].
+pub fn allocation_milli(shared: &SharedCapacity, claim: &ResourceClaim) -> u64 {
     claim
         .status
         .as_ref()
         .and_then(|s| s.allocation.as_ref())
         .and_then(|a| a.devices.as_ref())
         .and_then(|d| d.results.as_ref())
-        .map_or(0, |r| r.len() as u64)
+        .map_or(0, |r| r.iter().map(|r| result_milli(shared, r)).sum())
+}
+
+/// One allocated device in [`MILLI`]: a share (a result with a `shareID`) of a device listed in
+/// `shared` counts the largest part of a capacity it consumed, rounded up; anything else is whole.
+fn result_milli(shared: &SharedCapacity, r: &DeviceRequestAllocationResult) -> u64 {
+    let (Some(_), Some(consumed)) = (&r.share_id, &r.consumed_capacity) else { return MILLI };
+    if shared.is_empty() {
+        return MILLI;
+    }
+    let Some(caps) = shared.get(&(r.driver.clone(), r.pool.clone(), r.device.clone())) else { return MILLI };
+    let mut part = 0;
+    for (name, value) in caps {
+        let Some(q) = consumed.get(name).and_then(|q| muster_api::quantity::parse(&q.0).ok()) else { continue };
+        let used = i128::from(q.milli_value().max(0)) * i128::from(MILLI);
+        let share = (used + i128::from(*value) - 1) / i128::from(*value);
+        part = part.max(share.min(i128::from(MILLI)) as u64);
+    }
+    part
+}
+
+/// Thousandths of devices as whole devices, to the nearest (for plots).
+fn whole(milli: u64) -> u64 {
+    (milli + MILLI / 2) / MILLI
 }
