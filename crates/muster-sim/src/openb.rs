@@ -17,7 +17,9 @@
 //! - `num_gpu` > 0: a claim of `num_gpu` devices of [`DEVICE_CLASS`]; with `gpu_spec` (models
 //!   separated by `|`; empty or `nan`: any model) a CEL selector on the `model` attribute; with
 //!   `num_gpu` = 1 and `gpu_milli` < 1000, the request asks `capacity.requests: {milli:
-//!   <gpu_milli>}`, a share of one GPU; a whole GPU asks for no capacity and so consumes all of it;
+//!   <gpu_milli>}`, a share of one GPU; a whole GPU asks for no capacity and so consumes all of it
+//!   (a device's unrequested capacity is consumed whole); `num_gpu` = 0: no claim, `gpu_spec`
+//!   ignored;
 //! - arrival = `creation_time`, rebased so that the first simulated arrival is at 0 s; duration =
 //!   `deletion_time − scheduled_time` (times in whole seconds);
 //! - class (for per-class statistics): `cpu-only`, `gpu-share`, `gpu-whole` (one GPU) or
@@ -326,7 +328,7 @@ fn job(row: PodRow, arrival: u64, duration: u64) -> Job {
         1 => "gpu-whole",
         _ => "gpu-multi",
     };
-    let selector = (!row.models.is_empty()).then(|| {
+    let selector = (row.gpus > 0 && !row.models.is_empty()).then(|| {
         let models: Vec<String> = row.models.iter().map(|m| format!("{m:?}")).collect();
         format!("device.attributes[{DRIVER:?}].model in [{}]", models.join(", "))
     });

@@ -114,3 +114,57 @@ fn the_example_runs_and_shares_gpus() {
     assert_eq!(report.summary.finished, 195);
     assert!(most >= 2, "some GPU holds two shares at once");
 }
+
+mod random {
+    use proptest::prelude::*;
+
+    use super::{HEADER, simulate};
+
+    /// (GPUs, model index) of a node.
+    type NodeShape = (u64, usize);
+    /// (arrival s, duration s, GPUs, milli of one GPU, allowed model index or any).
+    type PodShape = (u64, u64, u64, u64, Option<usize>);
+
+    const MODELS: [&str; 2] = ["A", "B"];
+
+    fn pod() -> impl Strategy<Value = PodShape> {
+        let gpus =
+            prop_oneof![Just((0u64, 0u64)), (1u64..1000).prop_map(|m| (1, m)), (1u64..5).prop_map(|n| (n, 1000))];
+        (0u64..600, 1u64..600, gpus, prop::option::of(0usize..2)).prop_map(|(a, d, (n, m), s)| (a, d, n, m, s))
+    }
+
+    fn csv(nodes: &[NodeShape], pods: &[PodShape]) -> (String, String) {
+        let mut n = String::from("sn,cpu_milli,memory_mib,gpu,model\n");
+        for (i, (gpus, model)) in nodes.iter().enumerate() {
+            n.push_str(&format!("n{i},64000,65536,{gpus},{}\n", MODELS[*model]));
+        }
+        let mut p = String::from(HEADER);
+        for (i, (arrival, duration, gpus, milli, spec)) in pods.iter().enumerate() {
+            let spec = spec.map_or("", |s| MODELS[s]);
+            let end = arrival + duration;
+            p.push_str(&format!("p{i},1000,1024,{gpus},{milli},{spec},LS,Running,{arrival},{end},{arrival}\n"));
+        }
+        (n, p)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Shares never exceed a GPU and no device is held whole twice (checked at every step);
+        /// run to the end, every pod that fits a node of an allowed model ran.
+        #[test]
+        fn shares_stay_within_gpus_and_what_fits_runs(
+            nodes in prop::collection::vec((1u64..5, 0usize..2), 1..4),
+            pods in prop::collection::vec(pod(), 1..12),
+        ) {
+            let (n, p) = csv(&nodes, &pods);
+            let (report, _) = simulate(&n, &p);
+            prop_assert!(report.summary.gpu_utilization <= 1.0);
+            for (i, (_, _, gpus, _, spec)) in pods.iter().enumerate() {
+                let fits = *gpus == 0 || nodes.iter().any(|(g, m)| g >= gpus && spec.is_none_or(|s| s == *m));
+                let job = &report.jobs[i];
+                prop_assert_eq!(job.state == "finished", fits, "p{}: {:?} ({:?})", i, job.state, job.reason);
+            }
+        }
+    }
+}
