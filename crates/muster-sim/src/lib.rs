@@ -31,7 +31,7 @@
 //! wait is measured to its first start (`restarts` counts the rest); PodGroup status conditions
 //! and events are not written back; binding never fails and takes no time. A share of a device
 //! that allows multiple allocations (an openb pod's part of a GPU) counts, in the utilization, as
-//! the part of the device's capacity it consumed. Not yet: device taints and GPU failures in the
+//! the part of the device's capacity it consumed ([`usage`]). Not yet: device taints and GPU failures in the
 //! timeline, HPA scale-to-zero and cold starts, fragmentation and per-reason unschedulable counts
 //! in the report. The trace has no random field yet, so `--seed` is only recorded.
 
@@ -41,6 +41,7 @@ pub mod html;
 pub mod openb;
 pub mod report;
 pub mod trace;
+pub mod usage;
 pub mod world;
 
 pub use report::Report;

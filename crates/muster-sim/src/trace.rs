@@ -1,7 +1,8 @@
 //! muster's trace format (`apiVersion: muster.dev/v1alpha1`, `kind: Trace`): jobs that arrive,
 //! run for a while and finish, and cluster events at given times. Parsed strictly: unknown
 //! fields are refused, and every error names the file, the line where one is known, and the
-//! field.
+//! field. An Alibaba openb pod list is read into the same [`Trace`] by [`crate::openb`], whose
+//! docs give the mapping.
 //!
 //! ```yaml
 //! apiVersion: muster.dev/v1alpha1

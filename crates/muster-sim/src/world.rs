@@ -11,7 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use muster_controllers::resourceclaim::{Release, release};
@@ -20,6 +20,7 @@ use serde_json::json;
 
 use crate::report::{JobOutcome, Report, Sample};
 use crate::trace::{EventKind, Millis, Trace};
+use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole};
 
 /// The wall-clock instant virtual time 0 stands for in the objects the sim creates (their
 /// `creationTimestamp`): 2026-01-01T00:00:00Z. Only the queue's FIFO order reads it.
@@ -41,38 +42,10 @@ pub struct Options {
     /// The DeviceClass of jobs that ask for GPUs without naming one (the binary passes the
     /// cluster's only DeviceClass, when it has exactly one).
     pub default_class: Option<String>,
-    /// The capacities of the devices that allow multiple allocations ([`shared_capacity`]): a
+    /// The capacities of the devices that allow multiple allocations
+    /// ([`crate::usage::shared_capacity`]): a
     /// share of such a device counts as the part of it the share consumed.
     pub shared_capacity: SharedCapacity,
-}
-
-/// Allocated devices are counted in thousandths: a whole device is `MILLI`, a share of a device
-/// that allows multiple allocations the part of its capacity it consumed.
-pub const MILLI: u64 = 1_000;
-
-/// The capacities of the devices that allow multiple allocations, by (driver, pool, device): each
-/// capacity's name and value in milli-units.
-pub type SharedCapacity = HashMap<(String, String, String), Vec<(String, i64)>>;
-
-/// [`SharedCapacity`] of the slices' devices that set `allowMultipleAllocations: true`
-/// (capacities whose value does not parse, or is not positive, are left out).
-pub fn shared_capacity(slices: &[ResourceSlice]) -> SharedCapacity {
-    let mut out = SharedCapacity::new();
-    for slice in slices {
-        for d in slice.spec.devices.iter().flatten().filter(|d| d.allow_multiple_allocations == Some(true)) {
-            let caps = d
-                .capacity
-                .iter()
-                .flatten()
-                .filter_map(|(name, c)| {
-                    let v = muster_api::quantity::parse(&c.value.0).ok()?.milli_value();
-                    (v > 0).then(|| (name.clone(), v))
-                })
-                .collect();
-            out.insert((slice.spec.driver.clone(), slice.spec.pool.name.clone(), d.name.clone()), caps);
-        }
-    }
-    out
 }
 
 /// Something that can read elapsed time, handed in by a caller that wants to know where the
@@ -798,38 +771,4 @@ impl<'d, 's> Sim<'d, 's> {
     pub fn now(&self) -> Millis {
         self.now
     }
-}
-
-/// The devices a claim's allocation holds, in [`MILLI`].
-pub fn allocation_milli(shared: &SharedCapacity, claim: &ResourceClaim) -> u64 {
-    claim
-        .status
-        .as_ref()
-        .and_then(|s| s.allocation.as_ref())
-        .and_then(|a| a.devices.as_ref())
-        .and_then(|d| d.results.as_ref())
-        .map_or(0, |r| r.iter().map(|r| result_milli(shared, r)).sum())
-}
-
-/// One allocated device in [`MILLI`]: a share (a result with a `shareID`) of a device listed in
-/// `shared` counts the largest part of a capacity it consumed, rounded up; anything else is whole.
-fn result_milli(shared: &SharedCapacity, r: &DeviceRequestAllocationResult) -> u64 {
-    let (Some(_), Some(consumed)) = (&r.share_id, &r.consumed_capacity) else { return MILLI };
-    if shared.is_empty() {
-        return MILLI;
-    }
-    let Some(caps) = shared.get(&(r.driver.clone(), r.pool.clone(), r.device.clone())) else { return MILLI };
-    let mut part = 0;
-    for (name, value) in caps {
-        let Some(q) = consumed.get(name).and_then(|q| muster_api::quantity::parse(&q.0).ok()) else { continue };
-        let used = i128::from(q.milli_value().max(0)) * i128::from(MILLI);
-        let share = (used + i128::from(*value) - 1) / i128::from(*value);
-        part = part.max(share.min(i128::from(MILLI)) as u64);
-    }
-    part
-}
-
-/// Thousandths of devices as whole devices, to the nearest (for plots).
-fn whole(milli: u64) -> u64 {
-    (milli + MILLI / 2) / MILLI
 }

@@ -4,7 +4,7 @@
 
 use muster_sched::{Cluster, Engine, SchedulerConfig, SchedulerNames};
 use muster_sim::openb::{self, OpenbCluster};
-use muster_sim::world::shared_capacity;
+use muster_sim::usage::shared_capacity;
 use muster_sim::{Options, Report, Sim};
 
 /// Runs `pods` on the cluster of `nodes`, checking the world at every step; returns the report

@@ -226,7 +226,7 @@ fn simulate(
         devices,
         samples: matches!(args.output, SimFormat::Html),
         default_class,
-        shared_capacity: muster_sim::world::shared_capacity(&world.slices),
+        shared_capacity: muster_sim::usage::shared_capacity(&world.slices),
     };
     let report =
         Sim::new(engine, trace.clone(), options).run().map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
