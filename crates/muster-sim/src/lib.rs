@@ -31,9 +31,10 @@
 //! wait is measured to its first start (`restarts` counts the rest); PodGroup status conditions
 //! and events are not written back; binding never fails and takes no time. A share of a device
 //! that allows multiple allocations (an openb pod's part of a GPU) counts, in the utilization, as
-//! the part of the device's capacity it consumed ([`usage`]). Not yet: device taints and GPU failures in the
-//! timeline, HPA scale-to-zero and cold starts, fragmentation and per-reason unschedulable counts
-//! in the report. The trace has no random field yet, so `--seed` is only recorded.
+//! the part of the device's capacity it consumed ([`usage`]). Not yet: device taints and GPU
+//! failures in the timeline, HPA scale-to-zero and cold starts, fragmentation and per-reason
+//! unschedulable counts in the report. The trace has no random field yet, so `--seed` is only
+//! recorded.
 
 pub mod compare;
 pub mod csv;
