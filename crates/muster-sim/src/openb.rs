@@ -162,15 +162,7 @@ pub fn parse_nodes(file: &str, text: &str) -> Result<OpenbCluster, TraceError> {
         let cpu = cell(cpu).uint(MAX_CPU_MILLI)?;
         let memory = cell(memory).uint(MAX_MEMORY_MIB)?;
         let gpus = cell(gpu).uint(MAX_GPUS)?;
-        let object = json!({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}},
-            "status": {
-                "capacity": {"cpu": format!("{cpu}m"), "memory": format!("{memory}Mi"), "pods": "110"},
-                "allocatable": {"cpu": format!("{cpu}m"), "memory": format!("{memory}Mi"), "pods": "110"}
-            }
-        });
-        nodes.push((row.line, built(cell(sn), object)?));
+        nodes.push((row.line, built(cell(sn), node_object(node, cpu, memory))?));
         if gpus == 0 {
             continue;
         }
@@ -182,6 +174,16 @@ pub fn parse_nodes(file: &str, text: &str) -> Result<OpenbCluster, TraceError> {
         slices.push((row.line, built(m, slice(node, m.text, gpus))?));
     }
     Ok(OpenbCluster { nodes, slices, device_class: device_class() })
+}
+
+/// The Node of one row.
+fn node_object(name: &str, cpu_milli: u64, memory_mib: u64) -> serde_json::Value {
+    let resources = json!({"cpu": format!("{cpu_milli}m"), "memory": format!("{memory_mib}Mi"), "pods": "110"});
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"capacity": resources, "allocatable": resources}
+    })
 }
 
 /// The DeviceClass of the openb GPUs.
