@@ -1,7 +1,8 @@
 //! muster-sim: a deterministic discrete-event simulation of a GPU cluster over virtual time, with
 //! muster's own scheduling engine ([`muster_sched::Engine`]) making every decision.
 //!
-//! What it owns: the trace format ([`trace`]), the world around the engine ([`world`]: a heap of
+//! What it owns: the trace format ([`trace`]), the importer of Alibaba's openb CSV traces
+//! ([`openb`], over a small CSV reader, [`csv`]), the world around the engine ([`world`]: a heap of
 //! timed events in virtual milliseconds, ties broken by the order they were pushed; jobs' pods,
 //! claims and PodGroups created when they arrive; placed pods bound and run for their duration,
 //! then deleted and their claims released as the resourceclaim controller of
@@ -29,16 +30,21 @@
 //! Modelled simply, for now: a job's pods get one claim each, named `<pod>-gpus` (not from a
 //! template); a job that loses a pod (preempted, drained) is restarted whole, at once, and its
 //! wait is measured to its first start (`restarts` counts the rest); PodGroup status conditions
-//! and events are not written back; binding never fails and takes no time. Not yet: the Alibaba
-//! openb importer, device taints and GPU failures in the timeline, HPA scale-to-zero and cold
-//! starts, per-reason unschedulable counts in the report, fragmentation per rack. The
-//! trace has no random field yet, so `--seed` is only recorded.
+//! and events are not written back; binding never fails and takes no time. A share of a device
+//! that allows multiple allocations (an openb pod's part of a GPU) counts, in the utilization, as
+//! the part of the device's capacity it consumed ([`usage`]). Not yet: device taints and GPU
+//! failures in the timeline, HPA scale-to-zero and cold starts, per-reason unschedulable counts in
+//! the report, fragmentation per rack. The trace has no random field yet, so `--seed` is only
+//! recorded.
 
 pub mod compare;
+pub mod csv;
 pub mod fragmentation;
 pub mod html;
+pub mod openb;
 pub mod report;
 pub mod trace;
+pub mod usage;
 pub mod world;
 
 pub use report::Report;

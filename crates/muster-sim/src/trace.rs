@@ -1,7 +1,8 @@
 //! muster's trace format (`apiVersion: muster.dev/v1alpha1`, `kind: Trace`): jobs that arrive,
 //! run for a while and finish, and cluster events at given times. Parsed strictly: unknown
 //! fields are refused, and every error names the file, the line where one is known, and the
-//! field.
+//! field. An Alibaba openb pod list is read into the same [`Trace`] by [`crate::openb`], whose
+//! docs give the mapping.
 //!
 //! ```yaml
 //! apiVersion: muster.dev/v1alpha1
@@ -57,6 +58,14 @@ pub struct Job {
     pub class: String,
     pub cpu: Option<String>,
     pub memory: Option<String>,
+    /// A CEL expression every device of the claim must also match (the request's `selectors`).
+    /// Set by importers ([`crate::openb`]: the GPU models a pod may run on); muster's YAML has no
+    /// field for it.
+    pub device_selector: Option<String>,
+    /// The request's `capacity.requests` (name, quantity): the share of each device the pod
+    /// consumes (consumable capacity). Set by importers ([`crate::openb`]: a fraction of a GPU);
+    /// empty asks for whole devices.
+    pub capacity_requests: Vec<(String, String)>,
 }
 
 /// A cluster event at a time.
@@ -242,7 +251,7 @@ pub fn format_duration(ms: Millis) -> String {
 }
 
 /// Whether `s` is a DNS-1123 label (what a pod's name prefix must be).
-fn dns_label(s: &str) -> bool {
+pub(crate) fn dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -337,6 +346,8 @@ impl Trace {
                 class: j.class.unwrap_or_else(|| "default".into()),
                 cpu: j.cpu.map(|q| q.value),
                 memory: j.memory.map(|q| q.value),
+                device_selector: None,
+                capacity_requests: Vec::new(),
             });
         }
         let mut events = Vec::with_capacity(raw.events.len());

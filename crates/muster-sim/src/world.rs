@@ -21,6 +21,7 @@ use serde_json::json;
 use crate::fragmentation::{Free, Inventory, common_shape};
 use crate::report::{JobOutcome, Report, Sample};
 use crate::trace::{EventKind, Millis, Trace};
+use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole};
 
 /// The wall-clock instant virtual time 0 stands for in the objects the sim creates (their
 /// `creationTimestamp`): 2026-01-01T00:00:00Z. Only the queue's FIFO order reads it.
@@ -44,6 +45,10 @@ pub struct Options {
     pub default_class: Option<String>,
     /// The devices of each node, for the fragmentation figures (empty: none counted).
     pub inventory: Inventory,
+    /// The capacities of the devices that allow multiple allocations
+    /// ([`crate::usage::shared_capacity`]): a
+    /// share of such a device counts as the part of it the share consumed.
+    pub shared_capacity: SharedCapacity,
 }
 
 /// Something that can read elapsed time, handed in by a caller that wants to know where the
@@ -96,7 +101,7 @@ enum Event {
 struct JobState {
     arrived: bool,
     attempt: u32,
-    /// When each pod of the current attempt was bound, and the devices it got.
+    /// When each pod of the current attempt was bound, and the devices it got (in [`MILLI`]).
     started: Vec<Option<(Millis, u64)>>,
     finished: u32,
     /// When the current attempt's pods were all running; the first such time is `start`.
@@ -126,14 +131,15 @@ pub struct Sim<'d, 's> {
     seq: u64,
     /// Sim pods by key: (job, pod index).
     pods: HashMap<String, (u32, u32)>,
-    /// Claims whose allocation the world has written, with their device counts, in all and per
-    /// node of the inventory.
+    /// Claims whose allocation the world has written, with their devices (in [`MILLI`]) and
+    /// their whole devices per node of the inventory.
     allocated_claims: HashMap<String, (u64, Vec<(u32, u64)>)>,
     /// Free devices per node; free and stranded devices integrated over time, and the peak.
     free: Free,
     free_ms: u128,
     stranded_ms: u128,
     peak_stranded: u64,
+    /// Devices allocated now (in [`MILLI`]), and their time integral.
     allocated: u64,
     allocated_ms: u128,
     pending_pods: u64,
@@ -145,7 +151,8 @@ pub struct Sim<'d, 's> {
     events: u64,
     steps: u64,
     samples: Vec<Sample>,
-    /// The trace's classes, sorted; each job's index into them; devices held per class.
+    /// The trace's classes, sorted; each job's index into them; devices held per class (in
+    /// [`MILLI`]).
     class_names: Vec<String>,
     class_of: Vec<u32>,
     class_allocated: Vec<u64>,
@@ -160,7 +167,7 @@ impl<'d, 's> Sim<'d, 's> {
         let mut allocated_claims = HashMap::new();
         let mut free = Free::new(&options.inventory, common_shape(&trace.jobs));
         for c in &engine.cluster().claims {
-            let n = allocation_size(&c.claim);
+            let n = allocation_milli(&options.shared_capacity, &c.claim);
             if n > 0 {
                 let on = options.inventory.claim_nodes(&c.claim);
                 free.change(&on, true);
@@ -301,9 +308,9 @@ impl<'d, 's> Sim<'d, 's> {
         if self.options.samples {
             self.samples.push(Sample {
                 at: t,
-                allocated: self.allocated,
+                allocated: whole(self.allocated),
                 pending_pods: self.pending_pods,
-                per_class: self.class_allocated.clone(),
+                per_class: self.class_allocated.iter().copied().map(whole).collect(),
                 free: self.free.free(),
                 stranded: self.free.stranded(),
                 largest: self.free.largest(),
@@ -403,12 +410,21 @@ impl<'d, 's> Sim<'d, 's> {
                     Some(c) => c.clone(),
                     None => self.default_class()?,
                 };
+                let mut exactly =
+                    json!({"deviceClassName": class, "allocationMode": "ExactCount", "count": spec.gpus_per_pod});
+                if let Some(cel) = &spec.device_selector {
+                    exactly["selectors"] = json!([{"cel": {"expression": cel}}]);
+                }
+                if !spec.capacity_requests.is_empty() {
+                    let requests: serde_json::Map<String, serde_json::Value> =
+                        spec.capacity_requests.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                    exactly["capacity"] = json!({"requests": requests});
+                }
                 let claim: ResourceClaim = serde_json::from_value(json!({
                     "metadata": {"name": format!("{name}-gpus"), "namespace": spec.namespace,
                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
                             "controller": true, "blockOwnerDeletion": true}]},
-                    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
-                        "deviceClassName": class, "allocationMode": "ExactCount", "count": spec.gpus_per_pod}}]}}
+                    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}
                 }))
                 .map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
                 self.apply(Change::UpsertClaim(Box::new(claim)))?;
@@ -612,7 +628,7 @@ impl<'d, 's> Sim<'d, 's> {
                     claim.metadata.namespace.as_deref().unwrap_or("default"),
                     claim.metadata.name.as_deref().unwrap_or_default()
                 );
-                let n = allocation_size(&claim);
+                let n = allocation_milli(&self.options.shared_capacity, &claim);
                 if n > 0 && !self.allocated_claims.contains_key(&key) {
                     let on = self.options.inventory.claim_nodes(&claim);
                     self.free.change(&on, true);
@@ -659,11 +675,12 @@ impl<'d, 's> Sim<'d, 's> {
         }
     }
 
-    /// The devices allocated to the pod's claims, as the engine's store holds them.
+    /// The devices allocated to the pod's claims (in [`MILLI`]), as the engine's store holds them.
     fn pod_devices(&self, key: &str) -> u64 {
         let c = self.engine.cluster();
         let Some(id) = c.pod_id(key) else { return 0 };
-        c.pod(id).claims.iter().flatten().map(|claim| allocation_size(&c.claims[*claim].claim)).sum()
+        let shared = &self.options.shared_capacity;
+        c.pod(id).claims.iter().flatten().map(|claim| allocation_milli(shared, &c.claims[*claim].claim)).sum()
     }
 
     /// The report, at the time the simulation stopped (or at `until`).
@@ -714,10 +731,10 @@ impl<'d, 's> Sim<'d, 's> {
             span,
             seed: self.options.seed,
             devices: self.options.devices,
-            allocated_ms: self.allocated_ms,
+            allocated_ms: self.allocated_ms / u128::from(MILLI),
             preemptions: self.preemptions,
             evictions: self.evictions,
-            lost_device_ms: self.lost_device_ms,
+            lost_device_ms: self.lost_device_ms / u128::from(MILLI),
             events: self.events,
             steps: self.steps,
             samples: std::mem::take(&mut self.samples),
@@ -737,6 +754,7 @@ impl<'d, 's> Sim<'d, 's> {
     pub fn check(&self) -> Result<(), String> {
         let c = self.engine.cluster();
         let mut owners: HashMap<(String, String, String), String> = HashMap::new();
+        let mut shares: HashMap<(String, String, String), u64> = HashMap::new();
         let mut seen = std::collections::HashSet::new();
         for p in c.pods.iter().filter(|p| p.state.on_node().is_some()) {
             for claim in p.claims.iter().flatten() {
@@ -753,6 +771,14 @@ impl<'d, 's> Sim<'d, 's> {
                     .flat_map(|d| d.results.iter().flatten());
                 for r in results {
                     let device = (r.driver.clone(), r.pool.clone(), r.device.clone());
+                    if r.share_id.is_some() {
+                        let total = shares.entry(device).or_default();
+                        *total += result_milli(&self.options.shared_capacity, r);
+                        if *total > MILLI {
+                            return Err(format!("device {}/{} is shared beyond its capacity", r.pool, r.device));
+                        }
+                        continue;
+                    }
                     if let Some(other) = owners.insert(device, name.clone()) {
                         return Err(format!(
                             "device {}/{} is allocated to claims {other} and {name}",
@@ -764,8 +790,11 @@ impl<'d, 's> Sim<'d, 's> {
         }
         self.free.check()?;
         let inventory: u64 = self.options.inventory.nodes.iter().map(|(_, d)| d).sum();
-        if inventory == self.options.devices && self.free.free() + self.allocated != inventory {
-            return Err(format!("{} devices free and {} allocated of {inventory}", self.free.free(), self.allocated));
+        // Shares of a device count once per claim in the free counts: exact only without them.
+        let exact = self.options.shared_capacity.is_empty();
+        if exact && inventory == self.options.devices && self.free.free() + self.allocated / MILLI != inventory {
+            let allocated = self.allocated / MILLI;
+            return Err(format!("{} devices free and {allocated} allocated of {inventory}", self.free.free()));
         }
         let by_class: u64 = self.class_allocated.iter().sum();
         if by_class > self.allocated {
@@ -787,15 +816,4 @@ impl<'d, 's> Sim<'d, 's> {
     pub fn now(&self) -> Millis {
         self.now
     }
-}
-
-/// How many devices a claim's allocation holds.
-pub fn allocation_size(claim: &ResourceClaim) -> u64 {
-    claim
-        .status
-        .as_ref()
-        .and_then(|s| s.allocation.as_ref())
-        .and_then(|a| a.devices.as_ref())
-        .and_then(|d| d.results.as_ref())
-        .map_or(0, |r| r.len() as u64)
 }

@@ -62,6 +62,8 @@ fn trace(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize) -> Trace {
             class: if gang { "gang".into() } else { "single".into() },
             cpu: Some("1".into()),
             memory: None,
+            device_selector: None,
+            capacity_requests: Vec::new(),
         })
         .collect();
     let mut events = Vec::new();

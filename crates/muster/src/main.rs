@@ -94,10 +94,10 @@ enum Command {
         #[command(subcommand)]
         bench: BenchCommand,
     },
-    /// Simulate a workload trace over virtual time on a cluster read from manifests, with the
-    /// scheduler `plan` runs: jobs arrive, run for their duration and finish; nodes drain and
-    /// return. Reports waits, GPU utilization, preemptions and evictions. Exits 0 when it ran, 2 on
-    /// bad input.
+    /// Simulate a workload trace (muster's format or an Alibaba openb pod list) over virtual time
+    /// on a cluster read from manifests or an openb node list, with the scheduler `plan` runs:
+    /// jobs arrive, run for their duration and finish; nodes drain and return. Reports waits, GPU
+    /// utilization, preemptions and evictions. Exits 0 when it ran, 2 on bad input.
     Sim(sim::SimArgs),
 }
 

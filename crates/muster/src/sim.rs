@@ -1,24 +1,31 @@
-//! `muster sim`: the cluster read from manifests exactly as `plan` reads it, a trace read from a
-//! file, and [`muster_sim`] running the trace over virtual time with the same engine. This module
-//! owns the edges only: reading, the engine's inputs, writing the report.
+//! `muster sim`: the cluster read from manifests exactly as `plan` reads it (and/or built from an
+//! openb node list), a trace read from a file (muster's format or an openb pod list), and
+//! [`muster_sim`] running the trace over virtual time with the same engine. This module owns the
+//! edges only: reading, the engine's inputs, writing the report.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use muster_manifest::Object;
 use muster_sched::{SchedulerConfig, SchedulerNames};
-use muster_sim::{Options, Sim, Trace};
+use muster_sim::{Options, Sim, Trace, openb};
 
 use crate::{Scoring, memory};
 
 #[derive(clap::Args)]
 pub struct SimArgs {
     /// Cluster manifests (nodes, ResourceSlices, DeviceClasses, PriorityClasses, running pods);
-    /// `-` reads standard input. As for `muster plan`.
-    #[arg(required = true, value_name = "PATH")]
+    /// `-` reads standard input. As for `muster plan`. Optional with --openb-nodes.
+    #[arg(value_name = "PATH", required_unless_present = "openb_nodes")]
     paths: Vec<PathBuf>,
-    /// The workload trace (muster's format: apiVersion muster.dev/v1alpha1, kind Trace).
+    /// The workload trace: muster's format (apiVersion muster.dev/v1alpha1, kind Trace), or an
+    /// Alibaba cluster-trace-gpu-v2023 "openb" pod list (a CSV recognised by its header).
     #[arg(long, value_name = "FILE")]
     trace: PathBuf,
+    /// Build the cluster (also) from an openb node list: a Node per row, and a ResourceSlice of
+    /// shareable `gpu` devices with the model as an attribute.
+    #[arg(long, value_name = "FILE")]
+    openb_nodes: Option<PathBuf>,
     /// Output format: text, json (a stable summary, classes and one line per job) or html (one
     /// self-contained page: allocation and pending pods over time, wait CDF per class, worst
     /// waits).
@@ -59,15 +66,36 @@ fn parse_until(s: &str) -> Result<u64, String> {
     muster_sim::trace::parse_duration(s)
 }
 
-pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.trace)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.trace.display()))?;
-    let trace = match Trace::parse(&args.trace.display().to_string(), &text) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(2));
+fn read(path: &std::path::Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))
+}
+
+/// The trace in either format; an openb pod list's rows left out are reported on stderr.
+fn read_trace(path: &std::path::Path) -> anyhow::Result<Result<Trace, muster_sim::TraceError>> {
+    let text = read(path)?;
+    let file = path.display().to_string();
+    if !openb::is_pod_list(&text) {
+        return Ok(Trace::parse(&file, &text));
+    }
+    Ok(openb::parse_pods(&file, &text).map(|list| {
+        if let Some(summary) = list.skipped.summary() {
+            eprintln!("warning: {file}: {summary}");
         }
+        list.trace
+    }))
+}
+
+pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
+    let parsed = read_trace(&args.trace).and_then(|trace| Ok((trace?, openb_cluster(&args)?)));
+    let (trace, openb_nodes) = match parsed {
+        Ok(t) => t,
+        Err(e) => match e.downcast::<muster_sim::TraceError>() {
+            Ok(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+            Err(e) => return Err(e),
+        },
     };
     let mut runs = Vec::new();
     // The flags' configuration runs alone, or beside one --compare; several --compare run alone.
@@ -79,7 +107,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         configs.push((c.clone(), compared_config(c)?));
     }
     for (label, (config, names)) in configs {
-        match simulate(&args, &trace, config, &names)? {
+        match simulate(&args, &trace, openb_nodes.as_ref(), config, &names)? {
             Ok(report) => runs.push((label, report)),
             Err(code) => return Ok(code),
         }
@@ -133,17 +161,48 @@ fn compared_config(value: &str) -> anyhow::Result<(SchedulerConfig, Vec<String>)
     Ok((config, Vec::new()))
 }
 
+/// `--openb-nodes`, read.
+fn openb_cluster(args: &SimArgs) -> anyhow::Result<Option<openb::OpenbCluster>> {
+    let Some(path) = &args.openb_nodes else { return Ok(None) };
+    Ok(Some(openb::parse_nodes(&path.display().to_string(), &read(path)?)?))
+}
+
+/// The manifests of PATH, with the openb cluster's objects after them.
+fn manifests(
+    args: &SimArgs,
+    openb: Option<&openb::OpenbCluster>,
+) -> Result<muster_manifest::Manifests, Vec<muster_manifest::Diagnostic>> {
+    let mut manifests =
+        if args.paths.is_empty() { Default::default() } else { muster_manifest::load_paths(&args.paths)? };
+    let (Some(cluster), Some(path)) = (openb, &args.openb_nodes) else { return Ok(manifests) };
+    let file: std::sync::Arc<str> = path.display().to_string().into();
+    let origin = |line: u64| muster_manifest::Origin {
+        file: file.clone(),
+        pos: muster_manifest::Pos { line: u32::try_from(line).unwrap_or(u32::MAX), col: 1 },
+    };
+    let mut add = |object, line| manifests.objects.push(muster_manifest::Loaded { object, origin: origin(line) });
+    for (line, node) in &cluster.nodes {
+        add(Object::Node(Box::new(node.clone())), *line);
+    }
+    for (line, slice) in &cluster.slices {
+        add(Object::ResourceSlice(Box::new(slice.clone())), *line);
+    }
+    add(Object::DeviceClass(Box::new(cluster.device_class.clone())), 1);
+    Ok(manifests)
+}
+
 /// One run of the trace over the cluster under `config`: the report, or the exit code of input
 /// the run refused.
 fn simulate(
     args: &SimArgs,
     trace: &Trace,
+    openb: Option<&openb::OpenbCluster>,
     config: SchedulerConfig,
     names: &[String],
 ) -> anyhow::Result<Result<muster_sim::report::Report, ExitCode>> {
     let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names.to_vec()) };
-    let loaded = muster_manifest::load_paths(&args.paths)
-        .and_then(|m| memory::World::from_manifests_with(m, &names, memory::Options::default()));
+    let loaded =
+        manifests(args, openb).and_then(|m| memory::World::from_manifests_with(m, &names, memory::Options::default()));
     let mut world = match loaded {
         Ok(w) => w,
         Err(diags) => return Ok(Err(crate::refuse(&diags, "; nothing was simulated"))),
@@ -168,6 +227,7 @@ fn simulate(
         samples: matches!(args.output, SimFormat::Html),
         default_class,
         inventory: muster_sim::fragmentation::Inventory::from_slices(&world.slices),
+        shared_capacity: muster_sim::usage::shared_capacity(&world.slices),
     };
     let report =
         Sim::new(engine, trace.clone(), options).run().map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;

@@ -228,3 +228,76 @@ fn compare_runs_the_trace_under_each_configuration_side_by_side() {
             .contains("--compare fastest: neither least-allocated, most-allocated nor a configuration file")
     );
 }
+
+/// The openb sample: the cluster from its node list, the trace from its pod list (recognised by
+/// the header), the rows that cannot run counted on stderr, the summary pinned.
+#[test]
+fn the_openb_sample_runs_from_its_csv_files() {
+    let args = [
+        "sim",
+        "--openb-nodes",
+        "examples/sim-openb/nodes.csv",
+        "--trace",
+        "examples/sim-openb/pods.csv",
+        "-o",
+        "json",
+    ];
+    let first = common::muster(&args);
+    assert!(first.status.success(), "{}", common::stderr(&first));
+    assert_eq!(first.stdout, common::muster(&args).stdout, "two runs gave different JSON");
+    assert_eq!(
+        common::stderr(&first),
+        "warning: examples/sim-openb/pods.csv: 5 rows not simulated: 3 never scheduled (no scheduled_time), 1 never \
+         deleted (no deletion_time, so no duration), 1 ran for 0 s (deletion_time = scheduled_time)\n"
+    );
+    let report: Value = serde_json::from_slice(&first.stdout).unwrap();
+    for (path, want) in [
+        ("summary.jobs", 195.0),
+        ("summary.finished", 195.0),
+        ("summary.pending", 0.0),
+        ("summary.gpuUtilization", 0.614169),
+        ("summary.waitSeconds.p50", 0.0),
+        ("summary.waitSeconds.p95", 4192.0),
+        ("summary.waitSeconds.p99", 12147.0),
+        ("summary.simulatedSeconds", 32946.0),
+        ("classes.gpu-share.jobs", 76.0),
+        ("classes.gpu-multi.jobs", 32.0),
+        ("classes.cpu-only.waitSeconds.p99", 0.0),
+        // gpu_spec A100: the only A100 node; a share of a GPU.
+        ("jobs[openb-pod-0001].waitSeconds", 0.0),
+    ] {
+        let got = lookup(&report, path).unwrap();
+        assert!(same(got, &Value::from(want)), "{path}: expected {want}, got {got}");
+    }
+    assert_eq!(lookup(&report, "jobs[openb-pod-0001].nodes").unwrap(), &serde_json::json!(["openb-node-0007"]));
+}
+
+#[test]
+fn a_bad_openb_row_names_its_file_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("muster-sim-openb-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pods = dir.join("pods.csv");
+    let header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,\
+                  scheduled_time\n";
+    std::fs::write(&pods, format!("{header}p-1,1000,1024,1,1000,,LS,Running,10,5,8\n")).unwrap();
+    let out =
+        common::muster(&["sim", "--openb-nodes", "examples/sim-openb/nodes.csv", "--trace", pods.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        common::stderr(&out),
+        format!("error: {}:2:39: scheduled_time: 8 is before creation_time 10\n", pods.display())
+    );
+    let nodes = dir.join("nodes.csv");
+    std::fs::write(&nodes, "sn,cpu_milli,memory_mib,gpu,model\nn1,4000,1024,2,\n").unwrap();
+    let out =
+        common::muster(&["sim", "--openb-nodes", nodes.to_str().unwrap(), "--trace", "examples/sim-openb/pods.csv"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains(&format!("error: {}:2:16: model: missing", nodes.display())),
+        "{}",
+        common::stderr(&out)
+    );
+    let out = common::muster(&["sim", "--trace", "examples/sim-openb/pods.csv"]);
+    assert_eq!(out.status.code(), Some(2), "neither PATH nor --openb-nodes");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

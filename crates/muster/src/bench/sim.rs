@@ -60,6 +60,8 @@ pub fn trace(jobs: usize, days: u64, seed: u64) -> Trace {
                 class: class.into(),
                 cpu: Some(format!("{}", 20 * gpus)),
                 memory: Some(format!("{}Gi", 200 * gpus)),
+                device_selector: None,
+                capacity_requests: Vec::new(),
             }
         })
         .collect();
@@ -91,7 +93,8 @@ pub fn sim(
     let engine = Engine::new(cluster, config.clone(), Some(&ctx));
     let engine = if verdict_reuse { engine } else { engine.without_verdict_reuse() };
     let inventory = muster_sim::fragmentation::Inventory::from_slices(&slices);
-    let options = Options { until: None, seed, devices, samples: false, default_class: None, inventory };
+    let options =
+        Options { until: None, seed, devices, samples: false, default_class: None, inventory, ..Default::default() };
     let mut sim = Sim::new(engine, trace, options).with_stopwatch(&wall);
     let mut steps = 0u64;
     let mut stopped = None;
