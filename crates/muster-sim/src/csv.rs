@@ -42,15 +42,15 @@ fn error(file: &str, line: u64, column: u64, field: Option<&str>, message: Strin
 /// Splits a line into trimmed cells with their 1-based columns; refuses quoted cells.
 fn split<'t>(file: &str, line: u64, text: &'t str) -> Result<Vec<(u64, &'t str)>, TraceError> {
     let mut cells = Vec::new();
-    let mut start = 0;
+    // Counted as it goes (linear in the line, however many cells it has).
+    let mut column = 1;
     for part in text.split(',') {
-        let column = text[..start].chars().count() as u64 + 1;
         let cell = part.trim();
         if cell.starts_with('"') {
             return Err(error(file, line, column, None, "quoted cells are not supported".into()));
         }
         cells.push((column, cell));
-        start += part.len() + 1;
+        column += part.chars().count() as u64 + 1;
     }
     Ok(cells)
 }
@@ -71,8 +71,9 @@ impl<'t> Table<'t> {
             });
         };
         let header: Vec<&str> = split(file, header_line, header)?.into_iter().map(|(_, c)| c).collect();
-        for (i, name) in header.iter().enumerate() {
-            if header[..i].contains(name) {
+        let mut seen = std::collections::HashSet::new();
+        for name in &header {
+            if !seen.insert(*name) {
                 return Err(error(file, header_line, 1, Some(name), "the header names this column twice".into()));
             }
         }
@@ -170,6 +171,18 @@ mod tests {
         assert_eq!((c.line, c.column, c.name, c.text), (5, 3, "a", "4"));
         assert_eq!(c.uint(10), Ok(4));
         assert!(t.required("z").unwrap_err().to_string().starts_with("f.csv:2:1: the header has no column \"z\""));
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes_and_wide_rows_are_read() {
+        let t = Table::parse("f.csv", "é,b\nçç,2\n").unwrap();
+        let c = t.cell(&t.rows[0], 1);
+        assert_eq!((c.column, c.text), (4, "2"));
+        let wide: Vec<String> = (0..20_000).map(|i| format!("c{i}")).collect();
+        let text = format!("{}\n{}\n", wide.join(","), vec!["1"; 20_000].join(","));
+        let t = Table::parse("f.csv", &text).unwrap();
+        // "1,1,...": cell i starts at column 2i + 1.
+        assert_eq!(t.cell(&t.rows[0], 19_999).column, 39_999);
     }
 
     #[test]
