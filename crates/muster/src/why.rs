@@ -345,6 +345,9 @@ impl Why<'_> {
     /// The snapshot the pod's attempt saw, and the group members reserved before it.
     fn explain_at_attempt(&self, pod: PodId) -> (PodExplanation, Vec<PodId>) {
         let c = &self.world.cluster;
+        // The configuration of the pod's profile, as its attempt had it.
+        let name = c.pod(pod).pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref());
+        let config = self.config.profile_for(name);
         match c.pod(pod).group {
             Some(Ok(g)) => {
                 let order = c.pending_members(g);
@@ -354,11 +357,11 @@ impl Why<'_> {
                 let earlier: &[PodId] = if priorities.len() > 1 { &[] } else { &order[..at] };
                 let (snap, step) = self.before(c.entry_of_group(g), Some((g, earlier)));
                 let reserved = step.placements.iter().map(|(p, _)| *p).collect();
-                (explain_pod_configured(&snap, pod, Some(&self.dra()), Some(&self.budget), &self.config), reserved)
+                (explain_pod_configured(&snap, pod, Some(&self.dra()), Some(&self.budget), config), reserved)
             }
             _ => {
                 let (snap, _) = self.before(QueueEntry::Pod(pod), None);
-                (explain_pod_configured(&snap, pod, Some(&self.dra()), Some(&self.budget), &self.config), Vec::new())
+                (explain_pod_configured(&snap, pod, Some(&self.dra()), Some(&self.budget), config), Vec::new())
             }
         }
     }

@@ -334,3 +334,10 @@ fn volume_plugins_say_which_claim_volume_zone_and_limit() {
     insta::assert_snapshot!("why_volumes_disk_and_zone", why("pod/ns/c-disk-and-zone", &[dir]));
     insta::assert_snapshot!("why_volumes_binding", why("pod/app/c-cache-b", &["tests/scenarios/volumes-binding"]));
 }
+
+#[test]
+fn each_pod_is_explained_under_its_own_profile() {
+    let out = why("pod/ml/prep", &["tests/why/profiles.yaml", "--config", "tests/configs/profiles-gpu-pool.yaml"]);
+    assert!(out.contains("node cpu-1  NodeAffinity: node(s) didn't match scheduler-enforced node affinity"), "{out}");
+    assert!(out.contains("node gpu-1  NodeResourcesFit: Insufficient cpu"), "{out}");
+}

@@ -18,6 +18,15 @@ pub struct Profile {
     pub config: SchedulerConfig,
 }
 
+impl SchedulerConfig {
+    /// The configuration a pod of `scheduler_name` (unset: `default-scheduler`) is scheduled
+    /// with: the further profile of that name, else this one.
+    pub fn profile_for(&self, scheduler_name: Option<&str>) -> &SchedulerConfig {
+        let name = scheduler_name.unwrap_or("default-scheduler");
+        self.profiles.iter().find(|p| p.scheduler_name == name).map_or(self, |p| &p.config)
+    }
+}
+
 /// What a profile changes in the scheduler: its configuration and NodeResourcesFit's resources.
 #[derive(Debug, Default)]
 pub(super) struct Parked {
