@@ -124,7 +124,7 @@ struct PlanArgs {
     #[arg(long, value_enum)]
     scoring: Option<Scoring>,
     /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file: percentageOfNodesToScore,
-    /// one profile's schedulerName, score plugin weights, NodeResourcesFit scoringStrategy.
+    /// profiles (one per schedulerName), score plugin weights, plugin args.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Stop Filter after this percentage of nodes were found feasible (0 = kube-scheduler's

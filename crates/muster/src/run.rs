@@ -17,7 +17,7 @@ pub struct RunArgs {
     /// A KubeSchedulerConfiguration file, as `muster plan --config` reads it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Serve pods whose spec.schedulerName is NAME (repeatable). Default: the config's profile,
+    /// Serve pods whose spec.schedulerName is NAME (repeatable). Default: the config's profiles',
     /// else muster, so that muster runs beside kube-scheduler as a second scheduler.
     #[arg(long = "scheduler-name", value_name = "NAME")]
     scheduler_names: Vec<String>,
