@@ -124,8 +124,7 @@ pub async fn client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<Clie
 /// Runs the scheduler until `shutdown` resolves (or, with `exit_when_idle`, until it is idle).
 pub async fn run(options: Options, shutdown: impl Future<Output = ()>) -> anyhow::Result<Summary> {
     let client = client(options.kubeconfig.as_deref()).await?;
-    let profile = options.scheduler_names.0.first().cloned().unwrap_or_else(|| "muster".into());
-    let metrics = Arc::new(metrics::Metrics::new(&profile));
+    let metrics = Arc::new(metrics::Metrics::new());
     let ready = Arc::new(AtomicBool::new(false));
     if let Some(addr) = options.http_listen {
         let bound = http::serve(addr, http::Health { metrics: metrics.clone(), ready: ready.clone() }).await?;

@@ -351,11 +351,17 @@ impl Loop {
         }
         let m = &self.writer.metrics;
         m.batch_seconds.observe(started.elapsed().as_secs_f64());
-        observe_cycles(m, &cycles, &plan);
-        m.attempt("scheduled", plan.placements.len());
-        let errors = plan.groups.iter().filter(|g| g.outcome == GroupOutcome::SchedulerError).count();
-        m.attempt("error", errors);
-        m.attempt("unschedulable", plan.unschedulable.len());
+        let c = engine.cluster();
+        observe_cycles(m, c, &cycles, &plan);
+        for (p, _) in &plan.placements {
+            m.attempt("scheduled", profile_of(c, *p), 1);
+        }
+        for g in plan.groups.iter().filter(|g| g.outcome == GroupOutcome::SchedulerError) {
+            m.attempt("error", group_profile(c, g.group), 1);
+        }
+        for (p, _) in &plan.unschedulable {
+            m.attempt("unschedulable", profile_of(c, *p), 1);
+        }
         let victims = plan.preempted.len() + plan.pod_preemptions.iter().map(|p| p.victims.len()).sum::<usize>();
         if victims > 0 {
             m.preemption_attempts.inc();
@@ -508,7 +514,12 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// Each cycle's duration (from its start to the next one's, the last to now) by its result, as
 /// `scheduler_scheduling_attempt_duration_seconds` counts it.
-fn observe_cycles(m: &crate::metrics::Metrics, cycles: &[(QueueEntry, std::time::Instant)], plan: &Plan) {
+fn observe_cycles(
+    m: &crate::metrics::Metrics,
+    c: &muster_sched::Cluster,
+    cycles: &[(QueueEntry, std::time::Instant)],
+    plan: &Plan,
+) {
     let placed: HashSet<_> = plan.placements.iter().map(|(p, _)| *p).collect();
     // Each group's and tree's last result in the batch, looked up once per cycle.
     let groups: HashMap<_, _> = plan.groups.iter().map(|r| (r.group, &r.outcome)).collect();
@@ -521,8 +532,27 @@ fn observe_cycles(m: &crate::metrics::Metrics, cycles: &[(QueueEntry, std::time:
             QueueEntry::Group(g) => groups.get(g).map(|o| outcome_result(o)),
             QueueEntry::Composite(c) => trees.get(c).map(|o| outcome_result(o)),
         };
-        m.attempt_duration(outcome.unwrap_or("unschedulable"), until.duration_since(*at).as_secs_f64());
+        let profile = match entry {
+            QueueEntry::Pod(p) => profile_of(c, *p),
+            QueueEntry::Group(g) => group_profile(c, *g),
+            QueueEntry::Composite(t) => c.leaves(*t).first().map_or(DEFAULT_PROFILE, |g| group_profile(c, *g)),
+        };
+        let seconds = until.duration_since(*at).as_secs_f64();
+        m.attempt_duration(outcome.unwrap_or("unschedulable"), profile, seconds);
     }
+}
+
+/// The `profile` label of kube-scheduler's metrics: the pod's `spec.schedulerName`.
+const DEFAULT_PROFILE: &str = "default-scheduler";
+
+fn profile_of(c: &muster_sched::Cluster, pod: muster_sched::PodId) -> &str {
+    let spec = c.pod(pod).pod.spec.as_ref();
+    spec.and_then(|s| s.scheduler_name.as_deref()).unwrap_or(DEFAULT_PROFILE)
+}
+
+/// A group's profile: its first member's.
+fn group_profile(c: &muster_sched::Cluster, g: muster_sched::GroupId) -> &str {
+    c.groups[g].members.first().map_or(DEFAULT_PROFILE, |p| profile_of(c, *p))
 }
 
 fn outcome_result(o: &GroupOutcome) -> &'static str {

@@ -38,7 +38,6 @@ fn latency_buckets() -> Histogram {
 
 pub struct Metrics {
     pub registry: Registry,
-    pub profile: String,
     pub attempts: Family<AttemptLabels, Counter>,
     /// One queue entry's cycle (a pod's, or a whole PodGroup's), by its result.
     pub attempt_seconds: Latencies<AttemptLabels>,
@@ -54,11 +53,16 @@ pub struct Metrics {
     pub binding_failures: Counter,
 }
 
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
 impl Metrics {
-    pub fn new(profile: &str) -> Metrics {
+    pub fn new() -> Metrics {
         let mut m = Metrics {
             registry: Registry::default(),
-            profile: profile.to_string(),
             attempts: Family::default(),
             attempt_seconds: Family::new_with_constructor(latency_buckets),
             pending: Family::default(),
@@ -88,12 +92,13 @@ impl Metrics {
         m
     }
 
-    pub fn attempt(&self, result: &'static str, n: usize) {
-        self.attempts.get_or_create(&AttemptLabels { result, profile: self.profile.clone() }).inc_by(n as u64);
+    /// `n` attempts of pods of `profile` (their `spec.schedulerName`) that ended in `result`.
+    pub fn attempt(&self, result: &'static str, profile: &str, n: usize) {
+        self.attempts.get_or_create(&AttemptLabels { result, profile: profile.into() }).inc_by(n as u64);
     }
 
-    pub fn attempt_duration(&self, result: &'static str, seconds: f64) {
-        self.attempt_seconds.get_or_create(&AttemptLabels { result, profile: self.profile.clone() }).observe(seconds);
+    pub fn attempt_duration(&self, result: &'static str, profile: &str, seconds: f64) {
+        self.attempt_seconds.get_or_create(&AttemptLabels { result, profile: profile.into() }).observe(seconds);
     }
 
     pub fn api_request(&self, verb: &str, resource: &str, code: u16) {
@@ -121,11 +126,12 @@ mod tests {
 
     #[test]
     fn upstream_names_and_labels() {
-        let m = Metrics::new("muster");
-        m.attempt("scheduled", 3);
+        let m = Metrics::new();
+        m.attempt("scheduled", "muster", 3);
         m.queue(1, 2, 3);
         m.api_request("create", "pods/binding", 201);
-        m.attempt_duration("unschedulable", 0.003);
+        m.attempt_duration("unschedulable", "muster", 0.003);
+        m.attempt("scheduled", "gpu-packer", 1);
         let text = m.encode();
         assert!(
             text.contains(
@@ -134,6 +140,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(r#"scheduler_schedule_attempts_total{result="scheduled",profile="muster"} 3"#), "{text}");
+        assert!(text.contains(r#"scheduler_schedule_attempts_total{result="scheduled",profile="gpu-packer"} 1"#));
         assert!(text.contains(r#"scheduler_pending_pods{queue="unschedulable"} 3"#), "{text}");
         assert!(text.contains(r#"muster_api_requests_total{verb="create",resource="pods/binding",code="201"} 1"#));
     }
