@@ -14,11 +14,7 @@ use k8s_openapi::api::scheduling::v1beta1::{PodGroup, PodGroupResourceClaimStatu
 
 /// Whether a member's `spec.resourceClaims` entry is one of the group's.
 pub fn is_shared(group: &PodGroup, entry: &PodResourceClaim) -> bool {
-    group.spec.resource_claims.iter().flatten().any(|e| {
-        e.name == entry.name
-            && e.resource_claim_name == entry.resource_claim_name
-            && e.resource_claim_template_name == entry.resource_claim_template_name
-    })
+    muster_sched::cluster::group_entry(group, entry).is_some()
 }
 
 /// The claims to create for the group's template entries its status does not record yet, and
@@ -39,9 +35,7 @@ pub fn claims_for_group(
         if recorded(&entry.name) {
             continue;
         }
-        let t = templates.iter().find(|t| {
-            t.metadata.name.as_deref() == Some(template) && t.metadata.namespace.as_deref().unwrap_or("default") == ns
-        })?;
+        let t = muster_sched::cluster::find_template(templates, ns, template)?;
         let claim = muster_sched::cluster::generate_group_claim(group, &entry.name, t);
         let status = updated.status.get_or_insert_with(PodGroupStatus::default);
         status.resource_claim_statuses.get_or_insert_with(Vec::new).push(PodGroupResourceClaimStatus {

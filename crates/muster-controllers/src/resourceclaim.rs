@@ -51,9 +51,7 @@ pub fn claims_for(
         {
             continue;
         }
-        let t = templates.iter().find(|t| {
-            t.metadata.name.as_deref() == Some(template) && t.metadata.namespace.as_deref().unwrap_or("default") == ns
-        })?;
+        let t = muster_sched::cluster::find_template(templates, ns, template)?;
         let claim = muster_sched::cluster::generate_claim(pod, name, ns, &entry.name, t);
         let status = updated.status.get_or_insert_with(PodStatus::default);
         status.resource_claim_statuses.get_or_insert_with(Vec::new).push(PodResourceClaimStatus {

@@ -902,18 +902,7 @@ impl Cluster {
             for pc in &spec_claims {
                 // An entry identical to one of the PodGroup's is the group's claim (KEP 5729).
                 if let Some(g) = group
-                    && let Some(entry) = self.groups[g]
-                        .group
-                        .spec
-                        .resource_claims
-                        .iter()
-                        .flatten()
-                        .find(|e| {
-                            e.name == pc.name
-                                && e.resource_claim_name == pc.resource_claim_name
-                                && e.resource_claim_template_name == pc.resource_claim_template_name
-                        })
-                        .cloned()
+                    && let Some(entry) = group_entry(&self.groups[g].group, pc).cloned()
                 {
                     let r = self.group_claim(g, &entry, &index, templates);
                     if let Ok(at) = r {
@@ -944,10 +933,7 @@ impl Cluster {
                             .copied()
                             .ok_or_else(|| format!("resourceclaim \"{name}\" not found")),
                         None if !pending => Err(format!("pod claim {} has no generated ResourceClaim", pc.name)),
-                        None => match templates.iter().find(|t| {
-                            t.metadata.name.as_deref() == Some(template)
-                                && t.metadata.namespace.as_deref().unwrap_or("default") == ns
-                        }) {
+                        None => match find_template(templates, &ns, template) {
                             None => Err(self.missing_template(&ns, template)),
                             Some(t) => {
                                 let claim = generate_claim(&self.pods[pi].pod, &pod_name, &ns, &pc.name, t);
@@ -1462,12 +1448,7 @@ impl Cluster {
         {
             return Ok(at);
         }
-        let t = templates
-            .iter()
-            .find(|t| {
-                t.metadata.name.as_deref() == Some(template)
-                    && t.metadata.namespace.as_deref().unwrap_or("default") == ns
-            })
+        let t = find_template(templates, &ns, template)
             .ok_or_else(|| format!("resourceclaimtemplate \"{template}\" not found"))?;
         let claim = generate_group_claim(group, &entry.name, t);
         let name = claim.metadata.name.clone();
@@ -1544,22 +1525,38 @@ pub(crate) fn zone_interleaved_order(nodes: &[NodeInfo]) -> Vec<NodeId> {
 
 /// The claim kube-controller-manager creates for a pod's template claim. The name's suffix is
 /// derived from the pod and claim names (upstream's is random), so that plans are reproducible.
+/// The ResourceClaimTemplate `namespace/name` of `templates`.
+pub fn find_template<'t>(
+    templates: &'t [ResourceClaimTemplate],
+    namespace: &str,
+    name: &str,
+) -> Option<&'t ResourceClaimTemplate> {
+    templates.iter().find(|t| {
+        t.metadata.name.as_deref() == Some(name) && t.metadata.namespace.as_deref().unwrap_or("default") == namespace
+    })
+}
+
+/// The entry of `group`'s `spec.resourceClaims` that a member's entry is identical to (same
+/// name, claim and template): that entry is the group's claim, not the pod's (KEP 5729).
+pub fn group_entry<'g>(
+    group: &'g PodGroup,
+    entry: &k8s_openapi::api::core::v1::PodResourceClaim,
+) -> Option<&'g k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim> {
+    group.spec.resource_claims.iter().flatten().find(|e| {
+        e.name == entry.name
+            && e.resource_claim_name == entry.resource_claim_name
+            && e.resource_claim_template_name == entry.resource_claim_template_name
+    })
+}
+
 /// The claim the resourceclaim controller makes from template `t` for entry `entry` of a
 /// PodGroup's `spec.resourceClaims` (KEP 5729): named from the PodGroup and the entry (a derived
 /// suffix where upstream draws a random one), owned by the PodGroup.
 pub fn generate_group_claim(group: &PodGroup, entry: &str, t: &ResourceClaimTemplate) -> ResourceClaim {
     let ns = group.metadata.namespace.as_deref().unwrap_or("default");
     let name = group.metadata.name.as_deref().unwrap_or_default();
-    let mut claim = generate_claim_for(ns, name, entry, t);
-    claim.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "scheduling.k8s.io/v1beta1".into(),
-        kind: "PodGroup".into(),
-        name: name.into(),
-        uid: group.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }]);
-    claim
+    let uid = group.metadata.uid.as_deref().unwrap_or_default();
+    generate_claim_for(ns, controller_ref("scheduling.k8s.io/v1beta1", "PodGroup", name, uid), entry, t)
 }
 
 pub fn generate_claim(
@@ -1569,21 +1566,31 @@ pub fn generate_claim(
     claim_name: &str,
     t: &ResourceClaimTemplate,
 ) -> ResourceClaim {
-    let mut claim = generate_claim_for(ns, pod_name, claim_name, t);
-    claim.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "v1".into(),
-        kind: "Pod".into(),
-        name: pod_name.into(),
-        uid: pod.metadata.uid.clone().unwrap_or_default(),
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    generate_claim_for(ns, controller_ref("v1", "Pod", pod_name, uid), claim_name, t)
+}
+
+/// The controller owner reference of a generated claim.
+fn controller_ref(api_version: &str, kind: &str, name: &str, uid: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        name: name.into(),
+        uid: uid.into(),
         controller: Some(true),
         block_owner_deletion: Some(true),
-    }]);
-    claim
+    }
 }
 
 /// A claim from template `t` for `owner`'s entry `claim_name`, named `<owner>-<entry>-<suffix>`
-/// (without owner references).
-fn generate_claim_for(ns: &str, owner: &str, claim_name: &str, t: &ResourceClaimTemplate) -> ResourceClaim {
+/// and owned by `owner`.
+fn generate_claim_for(
+    ns: &str,
+    owner_ref: OwnerReference,
+    claim_name: &str,
+    t: &ResourceClaimTemplate,
+) -> ResourceClaim {
+    let owner = owner_ref.name.as_str();
     let suffix = name_suffix(&[ns, owner, claim_name]);
     let mut base = format!("{owner}-{claim_name}");
     base.truncate(57);
@@ -1597,6 +1604,7 @@ fn generate_claim_for(ns: &str, owner: &str, claim_name: &str, t: &ResourceClaim
             namespace: Some(ns.into()),
             labels: template_meta.labels,
             annotations: Some(annotations),
+            owner_references: Some(vec![owner_ref]),
             ..Default::default()
         },
         spec: Some(spec),

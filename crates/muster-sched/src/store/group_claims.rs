@@ -13,11 +13,7 @@ use crate::cluster::GroupId;
 impl Cluster {
     /// Whether `entry` of a member's `spec.resourceClaims` is one of group `g`'s entries.
     pub(super) fn is_group_entry(&self, g: GroupId, entry: &PodResourceClaim) -> bool {
-        self.groups[g].group.spec.resource_claims.iter().flatten().any(|e| {
-            e.name == entry.name
-                && e.resource_claim_name == entry.resource_claim_name
-                && e.resource_claim_template_name == entry.resource_claim_template_name
-        })
+        crate::cluster::group_entry(&self.groups[g].group, entry).is_some()
     }
 
     /// The name of the group's claim for `entry`: the entry's own, else the one the group's
