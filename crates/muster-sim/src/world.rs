@@ -131,6 +131,8 @@ pub struct Sim<'d, 's> {
     seq: u64,
     /// Sim pods by key: (job, pod index).
     pods: HashMap<String, (u32, u32)>,
+    /// Pods deleted while the current plan's acts are carried out ([`Sim::stale`]).
+    deleted: std::collections::HashSet<String>,
     /// Claims whose allocation the world has written, with their devices (in [`MILLI`]) and
     /// their whole devices per node of the inventory.
     allocated_claims: HashMap<String, (u64, Vec<(u32, u64)>)>,
@@ -189,6 +191,7 @@ impl<'d, 's> Sim<'d, 's> {
             heap: BinaryHeap::new(),
             seq: 0,
             pods: HashMap::new(),
+            deleted: Default::default(),
             allocated_claims,
             free,
             free_ms: 0,
@@ -297,8 +300,11 @@ impl<'d, 's> Sim<'d, 's> {
             self.timing.placed += plan.placements.len() as u64;
             self.timing.unschedulable += plan.unschedulable.len() as u64;
             self.timing.group_attempts += plan.groups.len() as u64;
+            self.deleted.clear();
             for act in acts {
-                self.carry_out(act)?;
+                if !self.stale(&act) {
+                    self.carry_out(act)?;
+                }
             }
             if changed == 0 {
                 break;
@@ -486,6 +492,7 @@ impl<'d, 's> Sim<'d, 's> {
 
     /// Deletes a pod, then does what the claim controller does about its claims.
     fn delete_pod(&mut self, key: &str) -> Result<(), SimError> {
+        self.deleted.insert(key.to_string());
         let Some(id) = self.engine.cluster().pod_id(key) else { return Ok(()) };
         // Claim ids are slots the store keeps (a deleted claim's too): they outlive the pod.
         let claims: Vec<muster_sched::ClaimId> =
@@ -617,6 +624,28 @@ impl<'d, 's> Sim<'d, 's> {
             }
         }
         acts
+    }
+
+    /// Whether an act is about pods an earlier act of the same plan deleted (a preemption that
+    /// restarts a job deletes its pods placed in that plan too): their binding and their claims'
+    /// allocations are not carried out.
+    fn stale(&self, act: &Act) -> bool {
+        let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
+        };
+        match act {
+            Act::Bind { pod, .. } => self.deleted.contains(&key(&pod.metadata)),
+            Act::Unschedulable { key, .. } => self.deleted.contains(key),
+            Act::WriteClaim(claim) => {
+                let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+                let reserved = claim.status.as_ref().and_then(|s| s.reserved_for.as_deref()).unwrap_or_default();
+                !reserved.is_empty()
+                    && reserved
+                        .iter()
+                        .all(|r| r.resource == "pods" && self.deleted.contains(&format!("{ns}/{}", r.name)))
+            }
+            Act::Evict { .. } => false,
+        }
     }
 
     fn carry_out(&mut self, act: Act) -> Result<(), SimError> {

@@ -142,3 +142,17 @@ proptest! {
         prop_assert_eq!(report.json(), fresh.json());
     }
 }
+
+/// A case random traces found: a high-priority gang preempting while others come and go.
+#[test]
+fn a_preempting_gang_keeps_the_device_count_exact() {
+    let shapes = [
+        (14, 10, 1, false, 4, false),
+        (13, 44, 3, false, 1, false),
+        (27, 1, 2, true, 3, true),
+        (0, 43, 3, false, 2, false),
+    ];
+    if let Err(e) = simulate(&shapes, &[], 2, true) {
+        panic!("{e}");
+    }
+}
