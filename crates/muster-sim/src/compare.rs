@@ -42,6 +42,7 @@ pub fn rows(runs: &[(String, Report)]) -> Vec<(&'static str, Vec<String>)> {
         ("stranded devices, mean", each(&|r| format!("{:.1}", r.summary.fragmentation.mean_stranded_gpus))),
         ("preemptions", each(&|r| r.summary.preemptions.to_string())),
         ("evictions", each(&|r| r.summary.evictions.to_string())),
+        ("GPU failures", each(&|r| r.summary.gpu_failures.to_string())),
         ("GPU-hours lost", each(&|r| format!("{:.1}", r.summary.gpu_hours_lost))),
         ("simulated", each(&|r| human_seconds(r.summary.simulated_seconds))),
     ]

@@ -1,7 +1,9 @@
 //! muster-sim: a deterministic discrete-event simulation of a GPU cluster over virtual time, with
 //! muster's own scheduling engine ([`muster_sched::Engine`]) making every decision.
 //!
-//! What it owns: the trace format ([`trace`]), the importer of Alibaba's openb CSV traces
+//! What it owns: the trace format ([`trace`]), the DRA inputs as the trace's GPU failures and
+//! DeviceTaintRules change them ([`devices`]; [`run`] gives the engine each new view), the
+//! importer of Alibaba's openb CSV traces
 //! ([`openb`], over a small CSV reader, [`csv`]), the world around the engine ([`world`]: a heap of
 //! timed events in virtual milliseconds, ties broken by the order they were pushed; jobs' pods,
 //! claims and PodGroups created when they arrive; placed pods bound and run for their duration,
@@ -32,21 +34,24 @@
 //! wait is measured to its first start (`restarts` counts the rest); PodGroup status conditions
 //! and events are not written back; binding never fails and takes no time. A share of a device
 //! that allows multiple allocations (an openb pod's part of a GPU) counts, in the utilization, as
-//! the part of the device's capacity it consumed ([`usage`]). Not yet: device taints and GPU
-//! failures in the timeline, HPA scale-to-zero and cold starts, per-reason unschedulable counts in
-//! the report, fragmentation per rack. The trace has no random field yet, so `--seed` is only
-//! recorded.
+//! the part of the device's capacity it consumed ([`usage`]). A device out of service (tainted
+//! `NoSchedule` or `NoExecute`) still counts as free in the fragmentation figures. Not yet: HPA
+//! scale-to-zero and cold starts, per-reason unschedulable counts in the report, fragmentation per
+//! rack. The trace has no random field yet, so `--seed` is only recorded.
 
 pub mod compare;
 pub mod csv;
+pub mod devices;
 pub mod fragmentation;
 pub mod html;
 pub mod openb;
 pub mod report;
+pub mod run;
 pub mod trace;
 pub mod usage;
 pub mod world;
 
 pub use report::Report;
+pub use run::{run, run_observing};
 pub use trace::{Trace, TraceError};
 pub use world::{Options, Sim, SimError};

@@ -51,6 +51,8 @@ pub struct Sample {
     /// Preemptions and evictions so far, and the device time they lost so far.
     pub preemptions: u64,
     pub evictions: u64,
+    /// Pods that failed with a GPU they held, so far.
+    pub failures: u64,
     pub lost_device_ms: u128,
 }
 
@@ -63,6 +65,7 @@ pub struct Totals {
     pub allocated_ms: u128,
     pub preemptions: u64,
     pub evictions: u64,
+    pub failures: u64,
     pub lost_device_ms: u128,
     pub events: u64,
     pub steps: u64,
@@ -122,9 +125,11 @@ pub struct Summary {
     pub gang_wait_seconds: Percentiles,
     /// Pods deleted to make room for higher-priority pods or gangs.
     pub preemptions: u64,
-    /// Pods evicted by node drains.
+    /// Pods evicted by node drains and NoExecute device taints.
     pub evictions: u64,
-    /// Device-hours of work lost by preempted or evicted pods (their run time so far).
+    /// Pods that failed with a GPU they held (a fatal XID).
+    pub gpu_failures: u64,
+    /// Device-hours of work lost by preempted, evicted or failed pods (their run time so far).
     pub gpu_hours_lost: f64,
     /// Jobs' restarts after losing pods.
     pub restarts: u64,
@@ -233,6 +238,7 @@ impl Report {
             gang_wait_seconds: waits(&gangs),
             preemptions: t.preemptions,
             evictions: t.evictions,
+            gpu_failures: t.failures,
             gpu_hours_lost: (t.lost_device_ms as f64 / 3_600_000.0 * 1e3).round() / 1e3,
             restarts: t.jobs.iter().map(|j| u64::from(j.restarts)).sum(),
             simulated_seconds: seconds(t.span),
@@ -299,7 +305,7 @@ impl Report {
         let s = &self.summary;
         let p = |x: Option<f64>| x.map_or_else(|| "-".into(), human_seconds);
         let mut out = format!(
-            "simulated {} ({} events, {} steps)\njobs: {} ({} finished, {} running, {} pending)\nGPU utilization: {:.1} %\nwait: p50 {}, p95 {}, p99 {}\npreemptions: {}, evictions: {}, restarts: {}, GPU-hours lost: {:.1}\n",
+            "simulated {} ({} events, {} steps)\njobs: {} ({} finished, {} running, {} pending)\nGPU utilization: {:.1} %\nwait: p50 {}, p95 {}, p99 {}\npreemptions: {}, evictions: {}, GPU failures: {}, restarts: {}, GPU-hours lost: {:.1}\n",
             human_seconds(s.simulated_seconds),
             s.events,
             s.steps,
@@ -313,6 +319,7 @@ impl Report {
             p(s.wait_seconds.p99),
             s.preemptions,
             s.evictions,
+            s.gpu_failures,
             s.restarts,
             s.gpu_hours_lost,
         );

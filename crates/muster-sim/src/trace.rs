@@ -25,7 +25,25 @@
 //!   drainNode: node-3      # cordon the node and evict its pods (their jobs are requeued)
 //! - at: 3h
 //!   returnNode: node-3     # uncordon it
+//! - at: 4h                 # the GPU's driver reports an XID: it taints the device
+//!   gpuFailure: {node: node-5, device: gpu-2, xid: 79}   # (a fatal XID also kills its pods)
+//! - at: 6h
+//!   gpuRecovery: {node: node-5, device: gpu-2}           # the driver removes its XID taints
+//! - at: 1d                 # an admin's DeviceTaintRule (resource.k8s.io/v1 spec), by name
+//!   deviceTaintRule:
+//!     metadata: {name: rack-a-maintenance}
+//!     spec:
+//!       deviceSelector: {pool: node-7}
+//!       taint: {key: example.com/maintenance, effect: NoExecute}
+//! - at: 1d2h
+//!   deleteDeviceTaintRule: rack-a-maintenance
 //! ```
+//!
+//! A GPU failure is modelled on NVIDIA's DRA driver with health checks on: the device gets the taint
+//! `gpu.nvidia.com/xid=<xid>`, effect `NoSchedule` for a fatal XID and `None` for the XIDs the
+//! driver treats as the application's own (13, 31, 43, 45, 68, 109); the driver never sets
+//! `NoExecute`. A fatal XID also ends the processes on the GPU: the pods holding it (or, with
+//! health propagation, one of its partitions) fail and their jobs restart.
 
 use std::fmt;
 
@@ -81,6 +99,21 @@ pub enum EventKind {
     DrainNode(String),
     /// `spec.unschedulable = false`.
     ReturnNode(String),
+    /// A GPU of the node reports an XID error (see the module's docs).
+    GpuFailure { node: String, device: String, xid: u32 },
+    /// The GPU recovers: its XID taints are removed.
+    GpuRecovery { node: String, device: String },
+    /// A DeviceTaintRule created, or replaced by name.
+    DeviceTaintRule(Box<k8s_openapi::api::resource::v1::DeviceTaintRule>),
+    /// A DeviceTaintRule deleted, by name.
+    DeleteDeviceTaintRule(String),
+}
+
+impl EventKind {
+    /// Whether the event changes the DRA inputs (ResourceSlices, DeviceTaintRules).
+    pub fn changes_devices(&self) -> bool {
+        !matches!(self, EventKind::DrainNode(_) | EventKind::ReturnNode(_))
+    }
 }
 
 /// A trace that cannot be read: where and why.
@@ -160,6 +193,19 @@ struct EventFile {
     at: Spanned<Duration>,
     drain_node: Option<String>,
     return_node: Option<String>,
+    gpu_failure: Option<GpuFile>,
+    gpu_recovery: Option<GpuFile>,
+    device_taint_rule: Option<Box<k8s_openapi::api::resource::v1::DeviceTaintRule>>,
+    delete_device_taint_rule: Option<String>,
+}
+
+/// A GPU, by node and device name; with the XID for a failure.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuFile {
+    node: String,
+    device: String,
+    xid: Option<u32>,
 }
 
 /// A duration as the trace writes it.
@@ -353,22 +399,61 @@ impl Trace {
         let mut events = Vec::with_capacity(raw.events.len());
         for (i, e) in raw.events.into_iter().enumerate() {
             let (l, c) = at(&e.at.referenced);
-            let kind = match (e.drain_node, e.return_node) {
-                (Some(n), None) => EventKind::DrainNode(n),
-                (None, Some(n)) => EventKind::ReturnNode(n),
-                _ => {
-                    return Err(err(
-                        l,
-                        c,
-                        Some(format!("events[{i}]")),
-                        "expected exactly one of drainNode, returnNode".into(),
-                    ));
-                }
-            };
-            events.push(ClusterEvent { at: e.at.value.0, kind });
+            let at_ms = e.at.value.0;
+            let kind = event_kind(e).map_err(|(field, message)| {
+                err(l, c, Some(format!("events[{i}]{}", field.map(|f| format!(".{f}")).unwrap_or_default())), message)
+            })?;
+            events.push(ClusterEvent { at: at_ms, kind });
         }
         Ok(Trace { jobs, events })
     }
+}
+
+/// The one kind of event an entry names, checked: (the field at fault, the message) otherwise.
+fn event_kind(e: EventFile) -> Result<EventKind, (Option<String>, String)> {
+    let named = [
+        e.drain_node.is_some(),
+        e.return_node.is_some(),
+        e.gpu_failure.is_some(),
+        e.gpu_recovery.is_some(),
+        e.device_taint_rule.is_some(),
+        e.delete_device_taint_rule.is_some(),
+    ];
+    if named.iter().filter(|n| **n).count() != 1 {
+        let kinds = "drainNode, returnNode, gpuFailure, gpuRecovery, deviceTaintRule, deleteDeviceTaintRule";
+        return Err((None, format!("expected exactly one of {kinds}")));
+    }
+    if let Some(n) = e.drain_node {
+        return Ok(EventKind::DrainNode(n));
+    }
+    if let Some(n) = e.return_node {
+        return Ok(EventKind::ReturnNode(n));
+    }
+    if let Some(g) = e.gpu_failure {
+        let xid = g.xid.ok_or((Some("gpuFailure.xid".into()), "required: the XID the GPU reports".into()))?;
+        return Ok(EventKind::GpuFailure { node: g.node, device: g.device, xid });
+    }
+    if let Some(g) = e.gpu_recovery {
+        if g.xid.is_some() {
+            return Err((Some("gpuRecovery.xid".into()), "a recovery names no XID".into()));
+        }
+        return Ok(EventKind::GpuRecovery { node: g.node, device: g.device });
+    }
+    if let Some(name) = e.delete_device_taint_rule {
+        return Ok(EventKind::DeleteDeviceTaintRule(name));
+    }
+    let rule = e.device_taint_rule.expect("counted above");
+    let name = rule.metadata.name.as_deref().unwrap_or_default();
+    if name.is_empty() {
+        return Err((Some("deviceTaintRule.metadata.name".into()), "required".into()));
+    }
+    let mut problems: Vec<_> = muster_sched::validate::dns_subdomain(name, "metadata.name").into_iter().collect();
+    problems.extend(muster_sched::validate::object_meta(&rule.metadata));
+    problems.extend(muster_sched::validate::device_taint_rule(&rule));
+    if let Some((field, message)) = problems.into_iter().next() {
+        return Err((Some(format!("deviceTaintRule.{field}")), message));
+    }
+    Ok(EventKind::DeviceTaintRule(rule))
 }
 
 #[cfg(test)]
@@ -426,5 +511,45 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("apiVersion"));
         let e = Trace::parse("t.yaml", &GOOD.replace("  drainNode: n1\n", "")).unwrap_err();
         assert_eq!((e.line, e.field.as_deref()), (Some(12), Some("events[0]")), "{e}");
+    }
+
+    fn with_event(event: &str) -> Result<Trace, TraceError> {
+        Trace::parse("t.yaml", &GOOD.replace("  drainNode: n1\n", event))
+    }
+
+    #[test]
+    fn device_events_parse() {
+        let t = with_event("  gpuFailure: {node: n1, device: gpu-2, xid: 79}\n").unwrap();
+        let failure = EventKind::GpuFailure { node: "n1".into(), device: "gpu-2".into(), xid: 79 };
+        assert_eq!(t.events[0], ClusterEvent { at: 7_200_000, kind: failure });
+        let t = with_event("  gpuRecovery: {node: n1, device: gpu-2}\n").unwrap();
+        assert_eq!(t.events[0].kind, EventKind::GpuRecovery { node: "n1".into(), device: "gpu-2".into() });
+        let rule = "  deviceTaintRule:\n    metadata: {name: wave-1}\n    spec:\n      deviceSelector: {pool: n1}\n      taint: {key: example.com/maintenance, effect: NoExecute}\n";
+        let t = with_event(rule).unwrap();
+        let EventKind::DeviceTaintRule(r) = &t.events[0].kind else { panic!("{:?}", t.events[0]) };
+        assert_eq!((r.metadata.name.as_deref(), r.spec.taint.effect.as_str()), (Some("wave-1"), "NoExecute"));
+        let t = with_event("  deleteDeviceTaintRule: wave-1\n").unwrap();
+        assert_eq!(t.events[0].kind, EventKind::DeleteDeviceTaintRule("wave-1".into()));
+        assert!(t.events.iter().all(|e| e.kind.changes_devices()));
+    }
+
+    #[test]
+    fn bad_device_events_name_their_field() {
+        let e = with_event("  gpuFailure: {node: n1, device: gpu-2}\n").unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(12), Some("events[0].gpuFailure.xid")), "{e}");
+        let e = with_event("  gpuRecovery: {node: n1, device: gpu-2, xid: 79}\n").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("events[0].gpuRecovery.xid"), "{e}");
+        let e = with_event("  drainNode: n1\n  deleteDeviceTaintRule: r\n").unwrap_err();
+        assert!(e.message.contains("exactly one of"), "{e}");
+        let bad_name =
+            "  deviceTaintRule:\n    metadata: {name: Wave_1}\n    spec:\n      taint: {key: k, effect: NoSchedule}\n";
+        let e = with_event(bad_name).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("events[0].deviceTaintRule.metadata.name"), "{e}");
+        let bad_effect =
+            "  deviceTaintRule:\n    metadata: {name: w}\n    spec:\n      taint: {key: k, effect: Sometimes}\n";
+        let e = with_event(bad_effect).unwrap_err();
+        assert!(e.field.as_deref().is_some_and(|f| f.starts_with("events[0].deviceTaintRule.spec.taint")), "{e}");
+        let e = with_event("  gpuFailure: {node: n1, device: gpu-2, xid: -1}\n").unwrap_err();
+        assert_eq!(e.line, Some(13), "{e}");
     }
 }

@@ -18,10 +18,14 @@ use muster_controllers::resourceclaim::{Release, release};
 use muster_sched::{Change, Cluster, Effect, Engine};
 use serde_json::json;
 
+use muster_controllers::eviction::{DeviceKey, DeviceTaints};
+
 use crate::fragmentation::{Free, Inventory, common_shape};
 use crate::report::{JobOutcome, Report, Sample};
 use crate::trace::{EventKind, Millis, Trace};
 use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole};
+
+mod device_events;
 
 /// The wall-clock instant virtual time 0 stands for in the objects the sim creates (their
 /// `creationTimestamp`): 2026-01-01T00:00:00Z. Only the queue's FIFO order reads it.
@@ -92,8 +96,10 @@ enum Event {
     Arrive { job: u32 },
     /// One pod of the job's attempt finished (stale when the attempt was restarted since).
     Finish { job: u32, pod: u32, attempt: u32 },
-    /// The trace's cluster event number `i`.
+    /// The trace's cluster event number `i` (a node's; device events are not in the heap).
     Cluster(u32),
+    /// NoExecute device taints whose tolerations run out now evict their pods.
+    TaintEvictions,
 }
 
 /// A job as the world tracks it.
@@ -121,9 +127,15 @@ enum Act {
     Unschedulable { key: String, message: String },
 }
 
-/// A simulation in progress.
+/// A simulation in progress: the engine, and the world around it.
 pub struct Sim<'d, 's> {
     engine: Engine<'d>,
+    w: World<'s>,
+}
+
+/// Everything of a simulation but the engine: what [`Sim::pause`] keeps while the caller gives the
+/// engine new DRA inputs.
+pub struct World<'s> {
     trace: Trace,
     options: Options,
     jobs: Vec<JobState>,
@@ -160,6 +172,24 @@ pub struct Sim<'d, 's> {
     class_allocated: Vec<u64>,
     stopwatch: Option<&'s dyn Stopwatch>,
     timing: Timing,
+    /// The trace's device events (indices into its events, by time) and the first not yet due.
+    device_events: Vec<u32>,
+    device_cursor: usize,
+    /// What the caller did about the device events due next ([`Sim::resume`]).
+    update: Option<DeviceUpdate>,
+    /// Every device's taints, as of the last device event.
+    taints: Option<DeviceTaints>,
+    /// Pods that failed with a GPU they held.
+    failures: u64,
+}
+
+/// The device events due now, carried out on the DRA inputs: the taints as they are now, and the
+/// devices whose holders fail ([`crate::devices::DeviceInputs::apply`]).
+pub struct DeviceUpdate {
+    /// When the events are due: the next step's time.
+    pub at: Millis,
+    pub taints: DeviceTaints,
+    pub failed: Vec<DeviceKey>,
 }
 
 impl<'d, 's> Sim<'d, 's> {
@@ -183,8 +213,7 @@ impl<'d, 's> Sim<'d, 's> {
         let class_of =
             trace.jobs.iter().map(|j| class_names.binary_search(&j.class).expect("listed above") as u32).collect();
         let class_allocated = vec![0; class_names.len()];
-        let mut sim = Sim {
-            engine,
+        let w = World {
             trace,
             options,
             jobs,
@@ -213,26 +242,38 @@ impl<'d, 's> Sim<'d, 's> {
             class_allocated,
             stopwatch: None,
             timing: Timing::default(),
+            device_events: Vec::new(),
+            device_cursor: 0,
+            update: None,
+            taints: None,
+            failures: 0,
         };
-        for j in 0..sim.trace.jobs.len() {
-            let at = sim.trace.jobs[j].arrival;
+        let mut sim = Sim { engine, w };
+        for j in 0..sim.w.trace.jobs.len() {
+            let at = sim.w.trace.jobs[j].arrival;
             sim.push(at, Event::Arrive { job: j as u32 });
         }
-        for i in 0..sim.trace.events.len() {
-            let at = sim.trace.events[i].at;
-            sim.push(at, Event::Cluster(i as u32));
+        for i in 0..sim.w.trace.events.len() {
+            let at = sim.w.trace.events[i].at;
+            if sim.w.trace.events[i].kind.changes_devices() {
+                sim.w.device_events.push(i as u32);
+            } else {
+                sim.push(at, Event::Cluster(i as u32));
+            }
         }
+        let events = &sim.w.trace.events;
+        sim.w.device_events.sort_by_key(|i| (events[*i as usize].at, *i));
         sim
     }
 
     /// Times the engine against the whole with `stopwatch` ([`Sim::timing`]).
     pub fn with_stopwatch(mut self, stopwatch: &'s dyn Stopwatch) -> Self {
-        self.stopwatch = Some(stopwatch);
+        self.w.stopwatch = Some(stopwatch);
         self
     }
 
     pub fn timing(&self) -> Timing {
-        self.timing
+        self.w.timing
     }
 
     pub fn engine(&self) -> &Engine<'d> {
@@ -240,52 +281,74 @@ impl<'d, 's> Sim<'d, 's> {
     }
 
     fn push(&mut self, at: Millis, event: Event) {
-        self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, event)));
+        self.w.seq += 1;
+        self.w.heap.push(Reverse((at, self.w.seq, event)));
     }
 
     fn nanos(&self) -> u64 {
-        self.stopwatch.map_or(0, |s| s.nanos())
+        self.w.stopwatch.map_or(0, |s| s.nanos())
     }
 
     fn apply(&mut self, change: Change) -> Result<(), SimError> {
         let t0 = self.nanos();
-        let r = self.engine.apply(change, self.now).map_err(|e| SimError(format!("at {} ms: {e}", self.now)));
-        self.timing.engine_ns += self.nanos() - t0;
+        let r = self.engine.apply(change, self.w.now).map_err(|e| SimError(format!("at {} ms: {e}", self.w.now)));
+        self.w.timing.engine_ns += self.nanos() - t0;
         r
     }
 
     /// The next step's time, if anything is left to happen (and it is not past `until`).
     fn next_time(&self) -> Option<Millis> {
-        let event = self.heap.peek().map(|Reverse((at, _, _))| *at);
-        let wake = self.engine.next_wakeup().map(|w| w.max(self.now + 1));
+        let heap = self.w.heap.peek().map(|Reverse((at, _, _))| *at);
+        let event = match (heap, self.next_device_event()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let wake = self.engine.next_wakeup().map(|w| w.max(self.w.now + 1));
         let next = match (event, wake) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,
         };
-        match self.options.until {
+        match self.w.options.until {
             Some(u) if next > u => None,
             _ => Some(next),
         }
     }
 
-    /// Runs one step (the next time anything happens); false when nothing is left.
+    /// Runs one step (the next time anything happens); false when nothing is left. Device events
+    /// due at that time must have been carried out first ([`Sim::devices_due`], [`Sim::resume`]):
+    /// [`crate::run`] does.
     pub fn step(&mut self) -> Result<bool, SimError> {
-        let Some(t) = self.next_time() else { return Ok(false) };
+        let next = match &self.w.update {
+            Some(update) => Some(update.at),
+            None => self.next_time(),
+        };
+        let Some(t) = next else { return Ok(false) };
+        if self.w.update.is_none() && self.next_device_event() == Some(t) {
+            return Err(SimError(format!(
+                "at {t} ms: device events are due; a trace with device events runs through muster_sim::run"
+            )));
+        }
         let t0 = self.nanos();
         self.advance(t);
-        self.steps += 1;
-        while let Some(Reverse((at, _, event))) = self.heap.peek().copied() {
+        self.w.steps += 1;
+        if let Some(update) = self.w.update.take() {
+            while self.next_device_event() == Some(t) {
+                self.w.device_cursor += 1;
+                self.w.events += 1;
+            }
+            self.on_devices(update)?;
+        }
+        while let Some(Reverse((at, _, event))) = self.w.heap.peek().copied() {
             if at != t {
                 break;
             }
-            self.heap.pop();
-            self.events += 1;
+            self.w.heap.pop();
+            self.w.events += 1;
             self.handle(event)?;
         }
-        if t >= self.last_flush + 30_000 {
+        if t >= self.w.last_flush + 30_000 {
             self.engine.flush_unschedulable(t);
-            self.last_flush = t;
+            self.w.last_flush = t;
         }
         // Rounds of scheduling at t while a round changed the cluster (bounded: each round either
         // binds or evicts something).
@@ -293,14 +356,14 @@ impl<'d, 's> Sim<'d, 's> {
             let e0 = self.nanos();
             let plan = self.engine.schedule(t);
             let effects = self.engine.effects(&plan);
-            self.timing.engine_ns += self.nanos() - e0;
+            self.w.timing.engine_ns += self.nanos() - e0;
             let acts = self.resolve(&effects);
             let changed = plan.placements.len() + plan.preempted.len() + plan.pod_preemptions.len();
-            self.timing.schedule_calls += 1;
-            self.timing.placed += plan.placements.len() as u64;
-            self.timing.unschedulable += plan.unschedulable.len() as u64;
-            self.timing.group_attempts += plan.groups.len() as u64;
-            self.deleted.clear();
+            self.w.timing.schedule_calls += 1;
+            self.w.timing.placed += plan.placements.len() as u64;
+            self.w.timing.unschedulable += plan.unschedulable.len() as u64;
+            self.w.timing.group_attempts += plan.groups.len() as u64;
+            self.w.deleted.clear();
             for act in acts {
                 if !self.stale(&act) {
                     self.carry_out(act)?;
@@ -310,22 +373,23 @@ impl<'d, 's> Sim<'d, 's> {
                 break;
             }
         }
-        self.peak_stranded = self.peak_stranded.max(self.free.stranded());
-        if self.options.samples {
-            self.samples.push(Sample {
+        self.w.peak_stranded = self.w.peak_stranded.max(self.w.free.stranded());
+        if self.w.options.samples {
+            self.w.samples.push(Sample {
                 at: t,
-                allocated: whole(self.allocated),
-                pending_pods: self.pending_pods,
-                per_class: self.class_allocated.iter().copied().map(whole).collect(),
-                free: self.free.free(),
-                stranded: self.free.stranded(),
-                largest: self.free.largest(),
-                preemptions: self.preemptions,
-                evictions: self.evictions,
-                lost_device_ms: self.lost_device_ms,
+                allocated: whole(self.w.allocated),
+                pending_pods: self.w.pending_pods,
+                per_class: self.w.class_allocated.iter().copied().map(whole).collect(),
+                free: self.w.free.free(),
+                stranded: self.w.free.stranded(),
+                largest: self.w.free.largest(),
+                preemptions: self.w.preemptions,
+                evictions: self.w.evictions,
+                failures: self.w.failures,
+                lost_device_ms: self.w.lost_device_ms,
             });
         }
-        self.timing.total_ns += self.nanos() - t0;
+        self.w.timing.total_ns += self.nanos() - t0;
         Ok(true)
     }
 
@@ -337,12 +401,12 @@ impl<'d, 's> Sim<'d, 's> {
 
     /// Moves virtual time to `t`, counting the devices held (and free, and stranded) meanwhile.
     fn advance(&mut self, t: Millis) {
-        debug_assert!(t >= self.now);
-        let dt = u128::from(t - self.now);
-        self.allocated_ms += u128::from(self.allocated) * dt;
-        self.free_ms += u128::from(self.free.free()) * dt;
-        self.stranded_ms += u128::from(self.free.stranded()) * dt;
-        self.now = t;
+        debug_assert!(t >= self.w.now);
+        let dt = u128::from(t - self.w.now);
+        self.w.allocated_ms += u128::from(self.w.allocated) * dt;
+        self.w.free_ms += u128::from(self.w.free.free()) * dt;
+        self.w.stranded_ms += u128::from(self.w.free.stranded()) * dt;
+        self.w.now = t;
     }
 
     fn handle(&mut self, event: Event) -> Result<(), SimError> {
@@ -350,33 +414,35 @@ impl<'d, 's> Sim<'d, 's> {
             Event::Arrive { job } => self.arrive(job as usize),
             Event::Finish { job, pod, attempt } => self.finish_pod(job as usize, pod as usize, attempt),
             Event::Cluster(i) => {
-                let kind = self.trace.events[i as usize].kind.clone();
+                let kind = self.w.trace.events[i as usize].kind.clone();
                 match kind {
                     EventKind::DrainNode(node) => self.drain(&node),
                     EventKind::ReturnNode(node) => self.cordon(&node, false),
+                    _ => Err(SimError("a device event was queued as a node's".into())),
                 }
             }
+            Event::TaintEvictions => self.taint_evictions(),
         }
     }
 
     fn pod_name(&self, job: usize, i: usize) -> String {
-        format!("{}-{i}", self.trace.jobs[job].name)
+        format!("{}-{i}", self.w.trace.jobs[job].name)
     }
 
     fn key(&self, job: usize, name: &str) -> String {
-        format!("{}/{name}", self.trace.jobs[job].namespace)
+        format!("{}/{name}", self.w.trace.jobs[job].namespace)
     }
 
     /// Creates the job's objects: its PodGroup (a gang), then per pod its claim and the pod.
     fn arrive(&mut self, job: usize) -> Result<(), SimError> {
-        let spec = self.trace.jobs[job].clone();
-        let state = &mut self.jobs[job];
+        let spec = self.w.trace.jobs[job].clone();
+        let state = &mut self.w.jobs[job];
         state.arrived = true;
         state.started = vec![None; spec.pods as usize];
         state.finished = 0;
         let attempt = state.attempt;
         let created = Time(
-            k8s_openapi::jiff::Timestamp::from_millisecond(EPOCH_MS + self.now as i64)
+            k8s_openapi::jiff::Timestamp::from_millisecond(EPOCH_MS + self.w.now as i64)
                 .map_err(|e| SimError(format!("time out of range: {e}")))?,
         );
         if spec.gang {
@@ -449,8 +515,8 @@ impl<'d, 's> Sim<'d, 's> {
             }
             let pod: Pod = serde_json::from_value(pod).map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
             let key = self.key(job, &name);
-            self.pods.insert(key, (job as u32, i as u32));
-            self.pending_pods += 1;
+            self.w.pods.insert(key, (job as u32, i as u32));
+            self.w.pending_pods += 1;
             self.apply(Change::UpsertPod(Box::new(pod)))?;
         }
         Ok(())
@@ -458,7 +524,7 @@ impl<'d, 's> Sim<'d, 's> {
 
     /// The DeviceClass a job without `deviceClass` asks for: [`Options::default_class`].
     fn default_class(&self) -> Result<String, SimError> {
-        self.options.default_class.clone().ok_or_else(|| {
+        self.w.options.default_class.clone().ok_or_else(|| {
             SimError(
                 "a job asks for GPUs without deviceClass, and the cluster has no single DeviceClass to default to"
                     .into(),
@@ -468,22 +534,22 @@ impl<'d, 's> Sim<'d, 's> {
 
     /// One pod of the job's attempt finished: it is deleted, its claim released.
     fn finish_pod(&mut self, job: usize, i: usize, attempt: u32) -> Result<(), SimError> {
-        if self.jobs[job].attempt != attempt {
+        if self.w.jobs[job].attempt != attempt {
             return Ok(()); // the attempt was restarted: this pod is gone already
         }
         let name = self.pod_name(job, i);
         let key = self.key(job, &name);
         self.delete_pod(&key)?;
-        self.pods.remove(&key);
-        if let Some((_, devices)) = self.jobs[job].started[i] {
-            self.class_allocated[self.class_of[job] as usize] -= devices;
+        self.w.pods.remove(&key);
+        if let Some((_, devices)) = self.w.jobs[job].started[i] {
+            self.w.class_allocated[self.w.class_of[job] as usize] -= devices;
         }
-        let state = &mut self.jobs[job];
+        let state = &mut self.w.jobs[job];
         state.finished += 1;
-        if state.finished == self.trace.jobs[job].pods {
-            state.end = Some(self.now);
-            if self.trace.jobs[job].gang {
-                let key = self.key(job, &self.trace.jobs[job].name);
+        if state.finished == self.w.trace.jobs[job].pods {
+            state.end = Some(self.w.now);
+            if self.w.trace.jobs[job].gang {
+                let key = self.key(job, &self.w.trace.jobs[job].name);
                 self.apply(Change::DeletePodGroup(key))?;
             }
         }
@@ -492,7 +558,7 @@ impl<'d, 's> Sim<'d, 's> {
 
     /// Deletes a pod, then does what the claim controller does about its claims.
     fn delete_pod(&mut self, key: &str) -> Result<(), SimError> {
-        self.deleted.insert(key.to_string());
+        self.w.deleted.insert(key.to_string());
         let Some(id) = self.engine.cluster().pod_id(key) else { return Ok(()) };
         // Claim ids are slots the store keeps (a deleted claim's too): they outlive the pod.
         let claims: Vec<muster_sched::ClaimId> =
@@ -522,9 +588,9 @@ impl<'d, 's> Sim<'d, 's> {
     }
 
     fn release_devices(&mut self, claim_key: &str) {
-        if let Some((n, on)) = self.allocated_claims.remove(claim_key) {
-            self.allocated -= n;
-            self.free.change(&on, false);
+        if let Some((n, on)) = self.w.allocated_claims.remove(claim_key) {
+            self.w.allocated -= n;
+            self.w.free.change(&on, false);
         }
     }
 
@@ -558,11 +624,11 @@ impl<'d, 's> Sim<'d, 's> {
             return Ok(()); // gone with its job already
         }
         if preempted {
-            self.preemptions += 1;
+            self.w.preemptions += 1;
         } else {
-            self.evictions += 1;
+            self.w.evictions += 1;
         }
-        match self.pods.get(key).copied() {
+        match self.w.pods.get(key).copied() {
             Some((job, _)) => self.restart(job as usize),
             None => self.delete_pod(key),
         }
@@ -571,19 +637,19 @@ impl<'d, 's> Sim<'d, 's> {
     /// Deletes the job's pods (and group), counts the device time they lose, and creates them
     /// again now.
     fn restart(&mut self, job: usize) -> Result<(), SimError> {
-        let spec = self.trace.jobs[job].clone();
+        let spec = self.w.trace.jobs[job].clone();
         for i in 0..spec.pods as usize {
             let name = self.pod_name(job, i);
             let key = self.key(job, &name);
-            if self.pods.remove(&key).is_none() {
+            if self.w.pods.remove(&key).is_none() {
                 continue; // finished
             }
-            match self.jobs[job].started[i] {
+            match self.w.jobs[job].started[i] {
                 Some((since, devices)) => {
-                    self.lost_device_ms += u128::from(devices) * u128::from(self.now - since);
-                    self.class_allocated[self.class_of[job] as usize] -= devices;
+                    self.w.lost_device_ms += u128::from(devices) * u128::from(self.w.now - since);
+                    self.w.class_allocated[self.w.class_of[job] as usize] -= devices;
                 }
-                None => self.pending_pods -= 1,
+                None => self.w.pending_pods -= 1,
             }
             self.delete_pod(&key)?;
         }
@@ -591,11 +657,11 @@ impl<'d, 's> Sim<'d, 's> {
             let key = self.key(job, &spec.name);
             self.apply(Change::DeletePodGroup(key))?;
         }
-        let state = &mut self.jobs[job];
+        let state = &mut self.w.jobs[job];
         state.attempt += 1;
         state.restarts += 1;
         state.nodes.clear();
-        let now = self.now;
+        let now = self.w.now;
         self.push(now, Event::Arrive { job: job as u32 });
         Ok(())
     }
@@ -634,15 +700,15 @@ impl<'d, 's> Sim<'d, 's> {
             format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
         };
         match act {
-            Act::Bind { pod, .. } => self.deleted.contains(&key(&pod.metadata)),
-            Act::Unschedulable { key, .. } => self.deleted.contains(key),
+            Act::Bind { pod, .. } => self.w.deleted.contains(&key(&pod.metadata)),
+            Act::Unschedulable { key, .. } => self.w.deleted.contains(key),
             Act::WriteClaim(claim) => {
                 let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
                 let reserved = claim.status.as_ref().and_then(|s| s.reserved_for.as_deref()).unwrap_or_default();
                 !reserved.is_empty()
                     && reserved
                         .iter()
-                        .all(|r| r.resource == "pods" && self.deleted.contains(&format!("{ns}/{}", r.name)))
+                        .all(|r| r.resource == "pods" && self.w.deleted.contains(&format!("{ns}/{}", r.name)))
             }
             Act::Evict { .. } => false,
         }
@@ -657,12 +723,12 @@ impl<'d, 's> Sim<'d, 's> {
                     claim.metadata.namespace.as_deref().unwrap_or("default"),
                     claim.metadata.name.as_deref().unwrap_or_default()
                 );
-                let n = allocation_milli(&self.options.shared_capacity, &claim);
-                if n > 0 && !self.allocated_claims.contains_key(&key) {
-                    let on = self.options.inventory.claim_nodes(&claim);
-                    self.free.change(&on, true);
-                    self.allocated_claims.insert(key, (n, on));
-                    self.allocated += n;
+                let n = allocation_milli(&self.w.options.shared_capacity, &claim);
+                if n > 0 && !self.w.allocated_claims.contains_key(&key) {
+                    let on = self.w.options.inventory.claim_nodes(&claim);
+                    self.w.free.change(&on, true);
+                    self.w.allocated_claims.insert(key, (n, on));
+                    self.w.allocated += n;
                 }
                 self.apply(Change::UpsertClaim(claim))
             }
@@ -674,12 +740,12 @@ impl<'d, 's> Sim<'d, 's> {
                 );
                 let devices = self.pod_devices(&key);
                 self.apply(Change::UpsertPod(pod))?;
-                let Some((job, i)) = self.pods.get(&key).copied() else { return Ok(()) };
+                let Some((job, i)) = self.w.pods.get(&key).copied() else { return Ok(()) };
                 let (job, i) = (job as usize, i as usize);
-                self.pending_pods -= 1;
-                self.class_allocated[self.class_of[job] as usize] += devices;
-                let now = self.now;
-                let state = &mut self.jobs[job];
+                self.w.pending_pods -= 1;
+                self.w.class_allocated[self.w.class_of[job] as usize] += devices;
+                let now = self.w.now;
+                let state = &mut self.w.jobs[job];
                 state.started[i] = Some((now, devices));
                 if state.started.iter().all(Option::is_some) {
                     if state.start.is_none() {
@@ -691,13 +757,13 @@ impl<'d, 's> Sim<'d, 's> {
                     state.nodes.push(node);
                 }
                 let attempt = state.attempt;
-                let at = now + self.trace.jobs[job].duration;
+                let at = now + self.w.trace.jobs[job].duration;
                 self.push(at, Event::Finish { job: job as u32, pod: i as u32, attempt });
                 Ok(())
             }
             Act::Unschedulable { key, message } => {
-                if let Some((job, _)) = self.pods.get(&key) {
-                    self.jobs[*job as usize].reason = Some(message);
+                if let Some((job, _)) = self.w.pods.get(&key) {
+                    self.w.jobs[*job as usize].reason = Some(message);
                 }
                 Ok(())
             }
@@ -708,23 +774,24 @@ impl<'d, 's> Sim<'d, 's> {
     fn pod_devices(&self, key: &str) -> u64 {
         let c = self.engine.cluster();
         let Some(id) = c.pod_id(key) else { return 0 };
-        let shared = &self.options.shared_capacity;
+        let shared = &self.w.options.shared_capacity;
         c.pod(id).claims.iter().flatten().map(|claim| allocation_milli(shared, &c.claims[*claim].claim)).sum()
     }
 
     /// The report, at the time the simulation stopped (or at `until`).
     pub fn report(mut self) -> Report {
-        if let Some(u) = self.options.until
-            && u > self.now
+        if let Some(u) = self.w.options.until
+            && u > self.w.now
         {
             self.advance(u);
         }
-        let span = self.now;
+        let span = self.w.now;
         let outcomes: Vec<JobOutcome> = self
+            .w
             .trace
             .jobs
             .iter()
-            .zip(&self.jobs)
+            .zip(&self.w.jobs)
             .map(|(spec, s)| {
                 let state = if s.end.is_some() {
                     "finished"
@@ -758,23 +825,24 @@ impl<'d, 's> Sim<'d, 's> {
         Report::build(crate::report::Totals {
             jobs: outcomes,
             span,
-            seed: self.options.seed,
-            devices: self.options.devices,
-            allocated_ms: self.allocated_ms / u128::from(MILLI),
-            preemptions: self.preemptions,
-            evictions: self.evictions,
-            lost_device_ms: self.lost_device_ms / u128::from(MILLI),
-            events: self.events,
-            steps: self.steps,
-            samples: std::mem::take(&mut self.samples),
-            class_names: std::mem::take(&mut self.class_names),
-            shape: self.free.shape(),
-            free_ms: self.free_ms,
-            stranded_ms: self.stranded_ms,
-            peak_stranded: self.peak_stranded,
-            free_now: self.free.free(),
-            stranded_now: self.free.stranded(),
-            inventory_devices: self.options.inventory.nodes.iter().map(|(_, d)| d).sum(),
+            seed: self.w.options.seed,
+            devices: self.w.options.devices,
+            allocated_ms: self.w.allocated_ms / u128::from(MILLI),
+            preemptions: self.w.preemptions,
+            evictions: self.w.evictions,
+            failures: self.w.failures,
+            lost_device_ms: self.w.lost_device_ms / u128::from(MILLI),
+            events: self.w.events,
+            steps: self.w.steps,
+            samples: std::mem::take(&mut self.w.samples),
+            class_names: std::mem::take(&mut self.w.class_names),
+            shape: self.w.free.shape(),
+            free_ms: self.w.free_ms,
+            stranded_ms: self.w.stranded_ms,
+            peak_stranded: self.w.peak_stranded,
+            free_now: self.w.free.free(),
+            stranded_now: self.w.free.stranded(),
+            inventory_devices: self.w.options.inventory.nodes.iter().map(|(_, d)| d).sum(),
         })
     }
 
@@ -802,7 +870,7 @@ impl<'d, 's> Sim<'d, 's> {
                     let device = (r.driver.clone(), r.pool.clone(), r.device.clone());
                     if r.share_id.is_some() {
                         let total = shares.entry(device).or_default();
-                        *total += result_milli(&self.options.shared_capacity, r);
+                        *total += result_milli(&self.w.options.shared_capacity, r);
                         if *total > MILLI {
                             return Err(format!("device {}/{} is shared beyond its capacity", r.pool, r.device));
                         }
@@ -817,20 +885,21 @@ impl<'d, 's> Sim<'d, 's> {
                 }
             }
         }
-        self.free.check()?;
-        let inventory: u64 = self.options.inventory.nodes.iter().map(|(_, d)| d).sum();
+        self.check_taints()?;
+        self.w.free.check()?;
+        let inventory: u64 = self.w.options.inventory.nodes.iter().map(|(_, d)| d).sum();
         // Shares of a device count once per claim in the free counts: exact only without them.
-        let exact = self.options.shared_capacity.is_empty();
-        if exact && inventory == self.options.devices && self.free.free() + self.allocated / MILLI != inventory {
-            let allocated = self.allocated / MILLI;
-            return Err(format!("{} devices free and {allocated} allocated of {inventory}", self.free.free()));
+        let exact = self.w.options.shared_capacity.is_empty();
+        if exact && inventory == self.w.options.devices && self.w.free.free() + self.w.allocated / MILLI != inventory {
+            let allocated = self.w.allocated / MILLI;
+            return Err(format!("{} devices free and {allocated} allocated of {inventory}", self.w.free.free()));
         }
-        let by_class: u64 = self.class_allocated.iter().sum();
-        if by_class > self.allocated {
-            return Err(format!("{by_class} devices counted for the classes, {} allocated", self.allocated));
+        let by_class: u64 = self.w.class_allocated.iter().sum();
+        if by_class > self.w.allocated {
+            return Err(format!("{by_class} devices counted for the classes, {} allocated", self.w.allocated));
         }
-        for (j, s) in self.jobs.iter().enumerate() {
-            let spec = &self.trace.jobs[j];
+        for (j, s) in self.w.jobs.iter().enumerate() {
+            let spec = &self.w.trace.jobs[j];
             if !spec.gang || s.end.is_some() {
                 continue;
             }
@@ -843,6 +912,6 @@ impl<'d, 's> Sim<'d, 's> {
     }
 
     pub fn now(&self) -> Millis {
-        self.now
+        self.w.now
     }
 }

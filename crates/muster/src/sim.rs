@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use muster_manifest::Object;
 use muster_sched::{SchedulerConfig, SchedulerNames};
-use muster_sim::{Options, Sim, Trace, openb};
+use muster_sim::{Options, Trace, openb};
 
 use crate::{Scoring, memory};
 
@@ -201,26 +201,30 @@ fn simulate(
     names: &[String],
 ) -> anyhow::Result<Result<muster_sim::report::Report, ExitCode>> {
     let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names.to_vec()) };
-    let loaded =
-        manifests(args, openb).and_then(|m| memory::World::from_manifests_with(m, &names, memory::Options::default()));
-    let mut world = match loaded {
-        Ok(w) => w,
+    let manifests = match manifests(args, openb) {
+        Ok(m) => m,
         Err(diags) => return Ok(Err(crate::refuse(&diags, "; nothing was simulated"))),
     };
-    let dra = muster_sched::DraContext {
-        index: muster_alloc::SliceIndex::new(&world.slices),
-        classes: &world.device_classes,
-        env: muster_cel::Env::default(),
-        features: muster_alloc::Features::kubernetes_1_37(),
+    // The slices as drivers publish them: the device events change their taints.
+    let published: Vec<_> = manifests
+        .objects
+        .iter()
+        .filter_map(|o| match &o.object {
+            Object::ResourceSlice(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect();
+    let options = memory::Options::default();
+    let mut world = match memory::World::from_manifests_with(manifests, &names, options) {
+        Ok(w) => w,
+        Err(diags) => return Ok(Err(crate::refuse(&diags, "; nothing was simulated"))),
     };
     let devices = world.slices.iter().map(|s| s.spec.devices.as_ref().map_or(0, Vec::len) as u64).sum();
     let default_class = match world.device_classes.as_slice() {
         [only] => only.metadata.name.clone(),
         _ => None,
     };
-    let cluster = std::mem::take(&mut world.cluster);
-    let engine = muster_sched::Engine::new(cluster, config, Some(&dra));
-    let options = Options {
+    let sim_options = Options {
         until: args.until,
         seed: args.seed,
         devices,
@@ -229,7 +233,15 @@ fn simulate(
         inventory: muster_sim::fragmentation::Inventory::from_slices(&world.slices),
         shared_capacity: muster_sim::usage::shared_capacity(&world.slices),
     };
-    let report =
-        Sim::new(engine, trace.clone(), options).run().map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
+    let inputs = muster_sim::devices::DeviceInputs {
+        published,
+        rules: std::mem::take(&mut world.rules),
+        classes: std::mem::take(&mut world.device_classes),
+        health_propagation: options.health_propagation,
+    };
+    let cluster = std::mem::take(&mut world.cluster);
+    drop(world);
+    let report = muster_sim::run(cluster, &config, inputs, trace.clone(), sim_options, None)
+        .map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
     Ok(Ok(report))
 }

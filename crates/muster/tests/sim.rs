@@ -187,7 +187,7 @@ fn the_html_report_is_self_contained_and_the_same_twice() {
     );
     assert!(paths.iter().all(|d| d.contains(" L")), "{paths:?}");
     assert!(html.contains("with fewer than 4 free"), "the caption defines stranded devices");
-    assert!(html.contains("evicted by drains (1)") && html.contains("GPU-hours lost, cumulative (2.0 in all)"));
+    assert!(html.contains("evicted (1)") && html.contains("GPU-hours lost, cumulative (2.0 in all)"));
     assert!(html.contains("<td>a</td><td>default</td>"), "the worst-waits table lists the jobs");
 }
 

@@ -72,13 +72,21 @@ pub fn losses(out: &mut String, report: &Report, samples: &[Sample], x_max: f64)
     let s = &report.summary;
     let preempted = series(samples, |x| x.preemptions as f64);
     let evicted = series(samples, |x| x.evictions as f64);
-    let y_max = highest(&preempted).max(highest(&evicted));
+    let failed = series(samples, |x| x.failures as f64);
+    let y_max = highest(&preempted).max(highest(&evicted)).max(highest(&failed));
     frame(out, "Preemptions and evictions, cumulative", x_max, y_max, "pods");
     steps(out, &preempted, x_max, y_max, PALETTE[1]);
     legend(out, 0, &format!("preempted ({})", s.preemptions), PALETTE[1]);
     steps(out, &evicted, x_max, y_max, PALETTE[4]);
-    legend(out, 1, &format!("evicted by drains ({})", s.evictions), PALETTE[4]);
-    close(out, "Pods deleted to make room for higher-priority pods or gangs, and pods evicted from drained nodes.");
+    legend(out, 1, &format!("evicted ({})", s.evictions), PALETTE[4]);
+    if s.gpu_failures > 0 {
+        steps(out, &failed, x_max, y_max, PALETTE[2]);
+        legend(out, 2, &format!("failed with their GPU ({})", s.gpu_failures), PALETTE[2]);
+    }
+    close(
+        out,
+        "Pods deleted to make room for higher-priority pods or gangs, pods evicted from drained nodes or by NoExecute device taints, and pods whose GPU failed (a fatal XID).",
+    );
     let lost = series(samples, |x| hours(x.lost_device_ms));
     let y_max = highest(&lost);
     frame(out, &format!("GPU-hours lost, cumulative ({:.1} in all)", s.gpu_hours_lost), x_max, y_max, "GPU-hours");
@@ -157,6 +165,7 @@ mod tests {
             allocated_ms: 0,
             preemptions: 0,
             evictions: 0,
+            failures: 0,
             lost_device_ms: 0,
             events: 0,
             steps: 0,
