@@ -441,6 +441,12 @@ impl Why<'_> {
                 j["verdict"] = json!({"status": "not-in-plan"});
             }
         }
+        if !self.config.profiles.is_empty() {
+            // Several profiles: say whose plugins and weights the verdict is under.
+            let name = info.pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
+            let _ = writeln!(text, "  profile: {name} (the pod's spec.schedulerName)");
+            j["profile"] = json!(name);
+        }
         if let Some(Ok(g)) = info.group {
             let group = &c.groups[g];
             let result = plan.groups.iter().find(|r| r.group == g);

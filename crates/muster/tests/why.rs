@@ -340,4 +340,5 @@ fn each_pod_is_explained_under_its_own_profile() {
     let out = why("pod/ml/prep", &["tests/why/profiles.yaml", "--config", "tests/configs/profiles-gpu-pool.yaml"]);
     assert!(out.contains("node cpu-1  NodeAffinity: node(s) didn't match scheduler-enforced node affinity"), "{out}");
     assert!(out.contains("node gpu-1  NodeResourcesFit: Insufficient cpu"), "{out}");
+    assert!(out.contains("  profile: gpu-pool (the pod's spec.schedulerName)\n"), "{out}");
 }
