@@ -4,9 +4,9 @@
 //! [`muster_sched::cluster::generate_group_claim`]), recorded in the PodGroup's
 //! `status.resourceClaimStatuses` and in each member's (so that a kubelet never needs the
 //! PodGroup). A member's entry identical to the group's (same name, claim and template) is the
-//! group's claim, never one of its own.
-//!
-//! Not modelled: releasing a group's claims when the PodGroup is deleted.
+//! group's claim, never one of its own. When the PodGroup is deleted,
+//! [`crate::resourceclaim::release_consumers`] deletes the claims it owns and releases those
+//! reserved for it.
 
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim, PodResourceClaimStatus, PodStatus};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};

@@ -64,23 +64,41 @@ pub fn claims_for(
 }
 
 /// What the controller does about `claim`, given the pods that exist (`pod(name)` in the claim's
-/// namespace); `None` when nothing changes.
+/// namespace); `None` when nothing changes. Consumers other than pods are kept.
 pub fn release<'p>(claim: &ResourceClaim, pod: impl Fn(&str) -> Option<&'p Pod>) -> Option<Release> {
+    release_consumers(claim, pod, |_| true)
+}
+
+/// [`release`], with PodGroup consumers too: `group(name)` says whether the PodGroup of that name
+/// exists in the claim's namespace. A claim a gone PodGroup owns (one made from its template) is
+/// deleted, as the garbage collector does; a gone PodGroup's `reservedFor` entry is dropped.
+pub fn release_consumers<'p>(
+    claim: &ResourceClaim,
+    pod: impl Fn(&str) -> Option<&'p Pod>,
+    group: impl Fn(&str) -> bool,
+) -> Option<Release> {
     let holds = |name: &str, uid: &str| {
         pod(name).is_some_and(|p| !done(p) && p.metadata.uid.as_deref().is_none_or(|u| u.is_empty() || u == uid))
     };
-    // A claim made for a pod (its controller owner) that is gone or done goes with it.
-    let owner =
-        claim.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true) && o.kind == "Pod");
-    if let Some(o) = owner
-        && !holds(&o.name, &o.uid)
-    {
+    // A claim made for a pod or a PodGroup (its controller owner) that is gone or done goes with it.
+    let owner = claim.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true));
+    let gone = owner.is_some_and(|o| match o.kind.as_str() {
+        "Pod" => !holds(&o.name, &o.uid),
+        "PodGroup" => !group(&o.name),
+        _ => false,
+    });
+    if gone {
         let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
         return Some(Release::Delete(format!("{ns}/{}", claim.metadata.name.as_deref().unwrap_or_default())));
     }
     let status = claim.status.as_ref()?;
     let reserved = status.reserved_for.as_deref().unwrap_or_default();
-    let kept: Vec<_> = reserved.iter().filter(|r| r.resource != "pods" || holds(&r.name, &r.uid)).cloned().collect();
+    let consumer = |r: &&k8s_openapi::api::resource::v1::ResourceClaimConsumerReference| match r.resource.as_str() {
+        "pods" => holds(&r.name, &r.uid),
+        "podgroups" => group(&r.name),
+        _ => true,
+    };
+    let kept: Vec<_> = reserved.iter().filter(consumer).cloned().collect();
     let deallocate = kept.is_empty() && status.allocation.is_some();
     if kept.len() == reserved.len() && !deallocate {
         return None;
@@ -154,5 +172,29 @@ mod tests {
         assert_eq!(release(&claims[0], |_| Some(&done)), Some(Release::Delete(format!("ml/{name}"))));
         let running = pod("w", "Running");
         assert_eq!(release(&claims[0], |_| Some(&running)), None);
+    }
+
+    #[test]
+    fn a_pod_group_that_is_gone_releases_its_claims() {
+        let shared: ResourceClaim = serde_json::from_value(json!({"metadata": {"name": "shared", "namespace": "ml"},
+            "spec": {"devices": {"requests": []}},
+            "status": {"allocation": {"devices": {"results": []}},
+                       "reservedFor": [{"resource": "podgroups", "name": "g", "uid": "u-g"}]}}))
+        .unwrap();
+        // Kept by release (it reads pods only) and while the group exists.
+        assert_eq!(release(&shared, |_| None), None);
+        assert_eq!(release_consumers(&shared, |_| None, |g| g == "g"), None);
+        let Some(Release::Update(free)) = release_consumers(&shared, |_| None, |_| false) else { panic!("g is gone") };
+        let status = free.status.as_ref().unwrap();
+        assert!(status.allocation.is_none() && status.reserved_for.is_none());
+        // A claim the group owns (made from its template) goes with it.
+        let mut owned = shared.clone();
+        owned.metadata.owner_references = Some(vec![
+            serde_json::from_value(json!({"apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup", "name": "g", "uid": "u-g", "controller": true}))
+            .unwrap(),
+        ]);
+        assert_eq!(release_consumers(&owned, |_| None, |_| false), Some(Release::Delete("ml/shared".into())));
+        assert_eq!(release(&owned, |_| None), None, "release takes every PodGroup as there");
     }
 }

@@ -13,20 +13,21 @@
 //! - a PodGroup's template entries (KEP 5729) get one claim each for the whole group (owned by
 //!   the PodGroup), recorded in its status and in its members' ([`muster_controllers::group_claims`]);
 //!   a member's entry identical to the group's gets no claim of its own. Run after every PodGroup
-//!   write, and for a pod after its own writes.
+//!   write, and for a pod after its own writes. When a PodGroup is deleted, the claims it owns are
+//!   deleted (the garbage collector's part) and the claims reserved for it lose it from
+//!   `reservedFor`, deallocated when no consumer is left.
 //!
 //! - a pod's generic ephemeral volumes get their PersistentVolumeClaims (the ephemeral-volume
 //!   controller, [`muster_controllers::ephemeral`]).
 //!
 //! Not modelled: reacting to a template created after its pod (the pod waits until its next
-//! write), releasing a PodGroup's claims when it is deleted, and the workload controllers at run
-//! time (workloads are expanded once, at preload).
+//! write), and the workload controllers at run time (workloads are expanded once, at preload).
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use muster_controllers::group_claims::{claims_for_group, member_status};
-use muster_controllers::resourceclaim::{Release, claims_for, release};
+use muster_controllers::resourceclaim::{Release, claims_for, release, release_consumers};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -171,6 +172,42 @@ fn names_pod(claim: &Value, name: &str) -> bool {
     let reserved = claim["status"]["reservedFor"].as_array().into_iter().flatten();
     let owners = claim["metadata"]["ownerReferences"].as_array().into_iter().flatten();
     reserved.chain(owners.filter(|o| o["kind"] == "Pod")).any(|r| r["name"] == name)
+}
+
+/// Whether `claim` names the PodGroup `name`: as a consumer or as its owner.
+fn names_group(claim: &Value, name: &str) -> bool {
+    let reserved = claim["status"]["reservedFor"].as_array().into_iter().flatten();
+    let owners = claim["metadata"]["ownerReferences"].as_array().into_iter().flatten();
+    reserved
+        .filter(|r| r["resource"] == "podgroups")
+        .chain(owners.filter(|o| o["kind"] == "PodGroup"))
+        .any(|r| r["name"] == name)
+}
+
+/// A PodGroup was deleted: the claims it owns go, the claims reserved for it are released.
+pub(crate) fn after_pod_group_delete(store: &mut Store, ns: &str, name: &str) {
+    let (pods_res, claims_res) = (res("", "pods"), res("resource.k8s.io", "resourceclaims"));
+    let related: Vec<(Key, ResourceClaim)> = store
+        .list(claims_res, Some(ns))
+        .filter(|(_, v)| names_group(v, name))
+        .filter_map(|(k, v)| Some((k.clone(), typed(v)?)))
+        .collect();
+    for (key, claim) in related {
+        let pods: Vec<Pod> = claim
+            .status
+            .iter()
+            .flat_map(|s| s.reserved_for.iter().flatten())
+            .filter(|r| r.resource == "pods")
+            .filter_map(|r| store.get(pods_res, &store::key(pods_res, Some(ns), &r.name)).and_then(|v| typed(v)))
+            .collect();
+        let pod = |n: &str| pods.iter().find(|p| p.metadata.name.as_deref() == Some(n));
+        let group = |n: &str| pod_group(store, ns, n).is_some();
+        match release_consumers(&claim, pod, group) {
+            Some(Release::Update(c)) => write_claim_status(store, &key, &c),
+            Some(Release::Delete(_)) => delete_claim(store, &key),
+            None => {}
+        }
+    }
 }
 
 fn release_claims(store: &mut Store, ns: &str, pod_name: &str) {

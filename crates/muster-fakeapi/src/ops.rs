@@ -37,7 +37,8 @@ pub(crate) fn dispatch(
             let ns = t.ns.as_deref().or_else(|| meta_str(v, "namespace")).unwrap_or("default").to_string();
             match registry::get(t.res).plural {
                 "pods" => crate::controllers::after_pod_write(&mut store, &ns, &name),
-                "podgroups" if verb != "delete" => crate::controllers::after_pod_group_write(&mut store, &ns, &name),
+                "podgroups" if verb == "delete" => crate::controllers::after_pod_group_delete(&mut store, &ns, &name),
+                "podgroups" => crate::controllers::after_pod_group_write(&mut store, &ns, &name),
                 plural @ ("persistentvolumes" | "persistentvolumeclaims") => {
                     crate::volume_controller::after_write(&mut store, plural, &ns, &name)
                 }

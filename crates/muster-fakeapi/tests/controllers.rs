@@ -77,6 +77,44 @@ async fn shared_claims_lose_finished_pods_and_are_deallocated_with_the_last() {
 }
 
 #[tokio::test]
+async fn a_deleted_pod_group_takes_its_claim_and_releases_the_ones_reserved_for_it() {
+    let template = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "channel", "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "ch", "exactly": {"deviceClassName": "imex"}}]}}}});
+    let group = json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "channel"}]}});
+    let other = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "shared", "namespace": "ml", "finalizers": ["resource.kubernetes.io/delete-protection"]},
+        "spec": {"devices": {"requests": []}}});
+    let (fake, client) = start(FakeApi::new().with_objects(vec![template, group, other])).await;
+    let claims: Api<ResourceClaim> = Api::namespaced(client.clone(), "ml");
+    let made: Vec<String> = fake
+        .list("resourceclaims")
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str().map(String::from))
+        .filter(|n| n != "shared")
+        .collect();
+    assert_eq!(made.len(), 1, "one claim for the group's template entry: {made:?}");
+    // The scheduler allocates both for the group.
+    let g: serde_json::Value = fake.get("scheduling.k8s.io/v1beta1", "podgroups", Some("ml"), "g").unwrap();
+    let consumer =
+        json!({"resource": "podgroups", "apiGroup": "scheduling.k8s.io", "name": "g", "uid": g["metadata"]["uid"]});
+    let status = json!({"status": {"allocation": {"devices": {"results": []}}, "reservedFor": [consumer]}});
+    for name in [made[0].as_str(), "shared"] {
+        claims.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    }
+    let groups: Api<k8s_openapi::api::scheduling::v1beta1::PodGroup> = Api::namespaced(client, "ml");
+    groups.delete("g", &DeleteParams::default()).await.unwrap();
+    assert_eq!(code(claims.get(&made[0]).await), 404, "the group's own claim goes with it");
+    let c = claims.get("shared").await.unwrap();
+    let status = c.status.unwrap();
+    assert!(status.allocation.is_none() && status.reserved_for.is_none(), "released: {status:?}");
+    assert!(c.metadata.finalizers.unwrap_or_default().is_empty(), "and its protection lifted");
+}
+
+#[tokio::test]
 async fn workloads_are_expanded_into_pods_at_preload() {
     let objects = manifests::load(&[repo("tests/scenarios/workload-controllers")]).expect("the scenario loads");
     let (fake, client) = start(FakeApi::new().with_objects(objects)).await;
