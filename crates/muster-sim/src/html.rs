@@ -244,6 +244,7 @@ pub fn render(report: &Report, title: &str) -> String {
     cdf_plot(&mut out, report, "Gangs: wait until minCount members were running, CDF per class", |j| j.gang);
     figures::fragmentation(&mut out, report, &samples, x_max);
     figures::losses(&mut out, report, &samples, x_max);
+    figures::endpoints(&mut out, report, &samples, x_max);
     worst(&mut out, report, 20);
     out.push_str("</body></html>\n");
     out

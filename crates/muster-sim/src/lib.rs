@@ -35,9 +35,13 @@
 //! and events are not written back; binding never fails and takes no time. A share of a device
 //! that allows multiple allocations (an openb pod's part of a GPU) counts, in the utilization, as
 //! the part of the device's capacity it consumed ([`usage`]). A device out of service (tainted
-//! `NoSchedule` or `NoExecute`) still counts as free in the fragmentation figures. Not yet: HPA
-//! scale-to-zero and cold starts, per-reason unschedulable counts in the report, fragmentation per
-//! rack. The trace has no random field yet, so `--seed` is only recorded.
+//! `NoSchedule` or `NoExecute`) still counts as free in the fragmentation figures. Inference
+//! endpoints' replicas are scaled by an HPA model (`world/endpoints.rs`: sync period, tolerance,
+//! default behavior, scale to zero) on the trace's metric; their GPUs count in the utilization,
+//! not in the per-class figures. Not yet: per-reason unschedulable counts in the report,
+//! fragmentation per rack, HPA `behavior` other than the default, cold starts drawn from a
+//! distribution (the trace gives one length per endpoint). The trace has no random field yet, so
+//! `--seed` is only recorded.
 
 pub mod compare;
 pub mod csv;

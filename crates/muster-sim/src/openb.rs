@@ -379,7 +379,7 @@ pub fn parse_pods(file: &str, text: &str) -> Result<PodList, TraceError> {
             Some(job(r, arrival, duration))
         })
         .collect();
-    Ok(PodList { trace: Trace { jobs, events: Vec::new() }, skipped })
+    Ok(PodList { trace: Trace { jobs, ..Trace::default() }, skipped })
 }
 
 #[cfg(test)]

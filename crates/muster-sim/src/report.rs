@@ -15,6 +15,9 @@ use serde::Serialize;
 
 use crate::trace::Millis;
 
+pub mod endpoints;
+pub use endpoints::{EndpointLine, EndpointOutcome};
+
 /// One job at the end.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobOutcome {
@@ -54,6 +57,8 @@ pub struct Sample {
     /// Pods that failed with a GPU they held, so far.
     pub failures: u64,
     pub lost_device_ms: u128,
+    /// Serving replicas per endpoint (in trace order).
+    pub serving: Vec<u32>,
 }
 
 /// What the world counted.
@@ -82,6 +87,7 @@ pub struct Totals {
     pub stranded_now: u64,
     /// Devices of the nodes the fragmentation counts cover.
     pub inventory_devices: u64,
+    pub endpoints: Vec<EndpointOutcome>,
 }
 
 /// p50, p95 and p99, in seconds; null without data.
@@ -133,6 +139,10 @@ pub struct Summary {
     pub gpu_hours_lost: f64,
     /// Jobs' restarts after losing pods.
     pub restarts: u64,
+    /// Inference endpoints' cold starts (demand with no replica serving, until one serves): how
+    /// many, and how long, in seconds.
+    pub cold_starts: usize,
+    pub cold_start_seconds: Percentiles,
     pub simulated_seconds: f64,
     pub seed: u64,
     /// Events handled (arrivals, finishes, cluster events) and scheduling steps.
@@ -202,6 +212,8 @@ pub struct Report {
     pub summary: Summary,
     pub classes: BTreeMap<String, ClassSummary>,
     pub jobs: Vec<JobLine>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointLine>,
     /// Per step, for plots; not in the JSON.
     #[serde(skip)]
     pub samples: Vec<Sample>,
@@ -241,6 +253,8 @@ impl Report {
             gpu_failures: t.failures,
             gpu_hours_lost: (t.lost_device_ms as f64 / 3_600_000.0 * 1e3).round() / 1e3,
             restarts: t.jobs.iter().map(|j| u64::from(j.restarts)).sum(),
+            cold_starts: endpoints::cold_starts(&t.endpoints).0,
+            cold_start_seconds: endpoints::cold_starts(&t.endpoints).1,
             simulated_seconds: seconds(t.span),
             seed: t.seed,
             events: t.events,
@@ -286,6 +300,7 @@ impl Report {
             summary,
             classes,
             jobs,
+            endpoints: t.endpoints.into_iter().map(EndpointLine::of).collect(),
             samples: t.samples,
             devices: t.devices,
             class_names: t.class_names,
@@ -323,6 +338,17 @@ impl Report {
             s.restarts,
             s.gpu_hours_lost,
         );
+        if !self.endpoints.is_empty() {
+            let c = &s.cold_start_seconds;
+            out.push_str(&format!(
+                "endpoints: {}, cold starts: {} (p50 {}, p95 {}, p99 {})\n",
+                self.endpoints.len(),
+                s.cold_starts,
+                p(c.p50),
+                p(c.p95),
+                p(c.p99)
+            ));
+        }
         if self.jobs.iter().any(|j| j.gang) {
             let g = &s.gang_wait_seconds;
             out.push_str(&format!("gang wait until minCount: p50 {}, p95 {}, p99 {}\n", p(g.p50), p(g.p95), p(g.p99)));

@@ -44,8 +44,13 @@
 //! driver treats as the application's own (13, 31, 43, 45, 68, 109); the driver never sets
 //! `NoExecute`. A fatal XID also ends the processes on the GPU: the pods holding it (or, with
 //! health propagation, one of its partitions) fail and their jobs restart.
+//!
+//! Inference endpoints scaled by an HPA, down to zero, are documented in [`endpoints`].
 
 use std::fmt;
+
+pub mod endpoints;
+pub use endpoints::{Endpoint, Hpa};
 
 use serde::Deserialize;
 use serde_saphyr::Spanned;
@@ -58,6 +63,9 @@ pub type Millis = u64;
 pub struct Trace {
     pub jobs: Vec<Job>,
     pub events: Vec<ClusterEvent>,
+    /// Inference endpoints and the HPA that scales them.
+    pub endpoints: Vec<Endpoint>,
+    pub hpa: Hpa,
 }
 
 /// One job of the trace.
@@ -160,6 +168,9 @@ struct TraceFile {
     jobs: Vec<JobFile>,
     #[serde(default)]
     events: Vec<EventFile>,
+    #[serde(default)]
+    endpoints: Vec<endpoints::EndpointFile>,
+    hpa: Option<endpoints::HpaFile>,
 }
 
 fn one() -> u32 {
@@ -405,7 +416,16 @@ impl Trace {
             })?;
             events.push(ClusterEvent { at: at_ms, kind });
         }
-        Ok(Trace { jobs, events })
+        let mut taken: std::collections::HashSet<(String, String)> =
+            jobs.iter().map(|j| (j.namespace.clone(), j.name.clone())).collect();
+        let endpoints = raw
+            .endpoints
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| endpoints::endpoint(file, i, e, &mut taken))
+            .collect::<Result<Vec<_>, _>>()?;
+        let hpa = endpoints::hpa(raw.hpa).map_err(|(field, message)| err(None, None, Some(field), message))?;
+        Ok(Trace { jobs, events, endpoints, hpa })
     }
 }
 

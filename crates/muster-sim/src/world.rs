@@ -22,10 +22,11 @@ use muster_controllers::eviction::{DeviceKey, DeviceTaints};
 
 use crate::fragmentation::{Free, Inventory, common_shape};
 use crate::report::{JobOutcome, Report, Sample};
-use crate::trace::{EventKind, Millis, Trace};
+use crate::trace::{EventKind, Job, Millis, Trace};
 use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole};
 
 mod device_events;
+mod endpoints;
 
 /// The wall-clock instant virtual time 0 stands for in the objects the sim creates (their
 /// `creationTimestamp`): 2026-01-01T00:00:00Z. Only the queue's FIFO order reads it.
@@ -100,6 +101,12 @@ enum Event {
     Cluster(u32),
     /// NoExecute device taints whose tolerations run out now evict their pods.
     TaintEvictions,
+    /// Every HorizontalPodAutoscaler syncs.
+    HpaSync,
+    /// An endpoint's metric changes.
+    Load { endpoint: u32 },
+    /// An endpoint's replica is done with its cold start.
+    Ready { endpoint: u32, index: u32 },
 }
 
 /// A job as the world tracks it.
@@ -181,6 +188,11 @@ pub struct World<'s> {
     taints: Option<DeviceTaints>,
     /// Pods that failed with a GPU they held.
     failures: u64,
+    /// The trace's inference endpoints; their replicas by key (endpoint, replica index); the
+    /// last HPA sync.
+    endpoints: Vec<endpoints::EndpointState>,
+    replica_of: HashMap<String, (u32, u32)>,
+    hpa_end: Millis,
 }
 
 /// The device events due now, carried out on the DRA inputs: the taints as they are now, and the
@@ -247,6 +259,9 @@ impl<'d, 's> Sim<'d, 's> {
             update: None,
             taints: None,
             failures: 0,
+            endpoints: Vec::new(),
+            replica_of: HashMap::new(),
+            hpa_end: 0,
         };
         let mut sim = Sim { engine, w };
         for j in 0..sim.w.trace.jobs.len() {
@@ -263,6 +278,7 @@ impl<'d, 's> Sim<'d, 's> {
         }
         let events = &sim.w.trace.events;
         sim.w.device_events.sort_by_key(|i| (events[*i as usize].at, *i));
+        sim.push_endpoint_events();
         sim
     }
 
@@ -387,6 +403,7 @@ impl<'d, 's> Sim<'d, 's> {
                 evictions: self.w.evictions,
                 failures: self.w.failures,
                 lost_device_ms: self.w.lost_device_ms,
+                serving: self.serving(),
             });
         }
         self.w.timing.total_ns += self.nanos() - t0;
@@ -422,6 +439,15 @@ impl<'d, 's> Sim<'d, 's> {
                 }
             }
             Event::TaintEvictions => self.taint_evictions(),
+            Event::HpaSync => self.hpa_sync(),
+            Event::Load { endpoint } => {
+                self.check_cold(endpoint as usize);
+                Ok(())
+            }
+            Event::Ready { endpoint, index } => {
+                self.replica_ready(endpoint, index);
+                Ok(())
+            }
         }
     }
 
@@ -464,62 +490,80 @@ impl<'d, 's> Sim<'d, 's> {
         for i in 0..spec.pods as usize {
             let name = self.pod_name(job, i);
             let uid = format!("sim-{}-{name}-{attempt}", spec.namespace);
-            let mut requests = serde_json::Map::new();
-            if let Some(cpu) = &spec.cpu {
-                requests.insert("cpu".into(), json!(cpu));
-            }
-            if let Some(memory) = &spec.memory {
-                requests.insert("memory".into(), json!(memory));
-            }
-            let mut container = json!({"name": "main", "resources": {"requests": requests}});
-            let mut pod = json!({
-                "metadata": {"name": name, "namespace": spec.namespace, "uid": uid, "creationTimestamp": created,
-                    "labels": {"muster.dev/sim-job": spec.name, "muster.dev/sim-class": spec.class}},
-                "spec": {}
-            });
-            if spec.gpus_per_pod > 0 {
-                let class = match &spec.device_class {
-                    Some(c) => c.clone(),
-                    None => self.default_class()?,
-                };
-                let mut exactly =
-                    json!({"deviceClassName": class, "allocationMode": "ExactCount", "count": spec.gpus_per_pod});
-                if let Some(cel) = &spec.device_selector {
-                    exactly["selectors"] = json!([{"cel": {"expression": cel}}]);
-                }
-                if !spec.capacity_requests.is_empty() {
-                    let requests: serde_json::Map<String, serde_json::Value> =
-                        spec.capacity_requests.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-                    exactly["capacity"] = json!({"requests": requests});
-                }
-                let claim: ResourceClaim = serde_json::from_value(json!({
-                    "metadata": {"name": format!("{name}-gpus"), "namespace": spec.namespace,
-                        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
-                            "controller": true, "blockOwnerDeletion": true}]},
-                    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}
-                }))
-                .map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
+            let (claim, pod) = self.pod_objects(&spec, &name, &uid, &created, "muster.dev/sim-job")?;
+            if let Some(claim) = claim {
                 self.apply(Change::UpsertClaim(Box::new(claim)))?;
-                container["resources"]["claims"] = json!([{"name": "gpus"}]);
-                pod["spec"]["resourceClaims"] = json!([{"name": "gpus", "resourceClaimName": format!("{name}-gpus")}]);
             }
-            pod["spec"]["containers"] = json!([container]);
-            if let Some(p) = spec.priority {
-                pod["spec"]["priority"] = json!(p);
-            }
-            if let Some(pc) = &spec.priority_class_name {
-                pod["spec"]["priorityClassName"] = json!(pc);
-            }
-            if spec.gang {
-                pod["spec"]["schedulingGroup"] = json!({"podGroupName": spec.name});
-            }
-            let pod: Pod = serde_json::from_value(pod).map_err(|e| SimError(format!("job {}: {e}", spec.name)))?;
             let key = self.key(job, &name);
             self.w.pods.insert(key, (job as u32, i as u32));
             self.w.pending_pods += 1;
             self.apply(Change::UpsertPod(Box::new(pod)))?;
         }
         Ok(())
+    }
+
+    /// A pod of `spec` named `name` (labelled `label: <spec's name>` and with the class), and its
+    /// claim when it asks for GPUs.
+    pub(super) fn pod_objects(
+        &self,
+        spec: &Job,
+        name: &str,
+        uid: &str,
+        created: &Time,
+        label: &str,
+    ) -> Result<(Option<ResourceClaim>, Pod), SimError> {
+        let mut requests = serde_json::Map::new();
+        if let Some(cpu) = &spec.cpu {
+            requests.insert("cpu".into(), json!(cpu));
+        }
+        if let Some(memory) = &spec.memory {
+            requests.insert("memory".into(), json!(memory));
+        }
+        let mut container = json!({"name": "main", "resources": {"requests": requests}});
+        let mut pod = json!({
+            "metadata": {"name": name, "namespace": spec.namespace, "uid": uid, "creationTimestamp": created,
+                "labels": {label: spec.name, "muster.dev/sim-class": spec.class}},
+            "spec": {}
+        });
+        let mut made = None;
+        if spec.gpus_per_pod > 0 {
+            let class = match &spec.device_class {
+                Some(c) => c.clone(),
+                None => self.default_class()?,
+            };
+            let mut exactly =
+                json!({"deviceClassName": class, "allocationMode": "ExactCount", "count": spec.gpus_per_pod});
+            if let Some(cel) = &spec.device_selector {
+                exactly["selectors"] = json!([{"cel": {"expression": cel}}]);
+            }
+            if !spec.capacity_requests.is_empty() {
+                let requests: serde_json::Map<String, serde_json::Value> =
+                    spec.capacity_requests.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                exactly["capacity"] = json!({"requests": requests});
+            }
+            let claim: ResourceClaim = serde_json::from_value(json!({
+                "metadata": {"name": format!("{name}-gpus"), "namespace": spec.namespace,
+                    "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
+                        "controller": true, "blockOwnerDeletion": true}]},
+                "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}
+            }))
+            .map_err(|e| SimError(format!("{}: {e}", spec.name)))?;
+            made = Some(claim);
+            container["resources"]["claims"] = json!([{"name": "gpus"}]);
+            pod["spec"]["resourceClaims"] = json!([{"name": "gpus", "resourceClaimName": format!("{name}-gpus")}]);
+        }
+        pod["spec"]["containers"] = json!([container]);
+        if let Some(p) = spec.priority {
+            pod["spec"]["priority"] = json!(p);
+        }
+        if let Some(pc) = &spec.priority_class_name {
+            pod["spec"]["priorityClassName"] = json!(pc);
+        }
+        if spec.gang {
+            pod["spec"]["schedulingGroup"] = json!({"podGroupName": spec.name});
+        }
+        let pod: Pod = serde_json::from_value(pod).map_err(|e| SimError(format!("{}: {e}", spec.name)))?;
+        Ok((made, pod))
     }
 
     /// The DeviceClass a job without `deviceClass` asks for: [`Options::default_class`].
@@ -630,7 +674,7 @@ impl<'d, 's> Sim<'d, 's> {
         }
         match self.w.pods.get(key).copied() {
             Some((job, _)) => self.restart(job as usize),
-            None => self.delete_pod(key),
+            None => self.replace_replica(key),
         }
     }
 
@@ -740,6 +784,9 @@ impl<'d, 's> Sim<'d, 's> {
                 );
                 let devices = self.pod_devices(&key);
                 self.apply(Change::UpsertPod(pod))?;
+                if self.replica_bound(&key) {
+                    return Ok(());
+                }
                 let Some((job, i)) = self.w.pods.get(&key).copied() else { return Ok(()) };
                 let (job, i) = (job as usize, i as usize);
                 self.w.pending_pods -= 1;
@@ -843,6 +890,7 @@ impl<'d, 's> Sim<'d, 's> {
             free_now: self.w.free.free(),
             stranded_now: self.w.free.stranded(),
             inventory_devices: self.w.options.inventory.nodes.iter().map(|(_, d)| d).sum(),
+            endpoints: self.endpoint_outcomes(),
         })
     }
 

@@ -96,7 +96,7 @@ fn trace(shapes: &[JobShape], devices: &[DeviceEvent], nodes: usize) -> Trace {
         events.push(ClusterEvent { at: at * 60_000, kind: start });
         events.push(ClusterEvent { at: at * 60_000 + 1_200_000, kind: end });
     }
-    Trace { jobs, events }
+    Trace { jobs, events, ..Trace::default() }
 }
 
 fn simulate(shapes: &[JobShape], devices: &[DeviceEvent], nodes: usize) -> Result<Report, TestCaseError> {

@@ -72,7 +72,7 @@ fn trace(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize) -> Trace {
         events.push(ClusterEvent { at: at * 60_000, kind: EventKind::DrainNode(node.clone()) });
         events.push(ClusterEvent { at: at * 60_000 + 600_000, kind: EventKind::ReturnNode(node) });
     }
-    Trace { jobs, events }
+    Trace { jobs, events, ..Trace::default() }
 }
 
 fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize, memo: bool) -> Result<Report, TestCaseError> {

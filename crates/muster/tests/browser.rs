@@ -92,10 +92,15 @@ fn the_sim_reports_render_in_headless_chromium_without_console_messages() {
         ],
         "sim-compare",
     );
+    let endpoint = render(
+        &["sim", "tests/sim/scale-to-zero/cluster.yaml", "--trace", "tests/sim/scale-to-zero/trace.yaml"],
+        "sim-scale-to-zero",
+    );
     // The report: allocation, pending pods, wait CDF, gang wait CDF, free and stranded devices,
     // largest free block, preemptions and evictions, GPU-hours lost. The comparison: the same but
     // the gang wait (no gang in that trace); nothing is preempted there, so some lines are flat.
-    for (page, figures, changing) in [(&report, 8, true), (&comparison, 7, false)] {
+    // The endpoint's: no gang either, and the replicas serving.
+    for (page, figures, changing) in [(&report, 8, true), (&comparison, 7, false), (&endpoint, 8, false)] {
         let (dom, console) = open(page, None);
         assert!(console.is_empty(), "{}: console messages: {console:#?}", page.display());
         assert!(dom.contains("<h1>muster sim:"), "{dom}");

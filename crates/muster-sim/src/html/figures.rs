@@ -94,6 +94,31 @@ pub fn losses(out: &mut String, report: &Report, samples: &[Sample], x_max: f64)
     close(out, "The run time so far times the devices held, of every preempted or evicted pod: work thrown away.");
 }
 
+/// Each inference endpoint's serving replicas over time, with its cold starts; nothing without
+/// endpoints.
+pub fn endpoints(out: &mut String, report: &Report, samples: &[Sample], x_max: f64) {
+    if report.endpoints.is_empty() || samples.is_empty() {
+        return;
+    }
+    let lines: Vec<Vec<(f64, f64)>> = (0..report.endpoints.len())
+        .map(|e| series(samples, |x| x.serving.get(e).copied().unwrap_or(0) as f64))
+        .collect();
+    let y_max = lines.iter().map(|l| highest(l)).fold(1.0, f64::max);
+    frame(out, "Inference replicas serving", x_max, y_max, "replicas");
+    for (e, (line, ep)) in lines.iter().zip(&report.endpoints).enumerate() {
+        let color = PALETTE[e % PALETTE.len()];
+        steps(out, line, x_max, y_max, color);
+        let p95 = ep.cold_start_seconds.p95.map_or_else(|| "-".into(), |s| format!("{s:.0} s"));
+        legend(out, e, &format!("{} ({} cold starts, p95 {p95})", ep.name, ep.cold_starts), color);
+    }
+    close(
+        out,
+        "Replicas done with their cold start, per endpoint, as its HorizontalPodAutoscaler scales it. A cold start \
+         runs from demand with no replica serving to the first replica serving: the HPA's sync, the scheduling wait, \
+         then image pull and model load.",
+    );
+}
+
 /// The CDF of the waits of the jobs `which` keeps.
 pub fn wait_cdf(report: &Report, which: fn(&JobLine) -> bool) -> Vec<(f64, f64)> {
     let mut waits: Vec<f64> = report.jobs.iter().filter(|j| which(j)).filter_map(|j| j.wait_seconds).collect();
@@ -178,6 +203,7 @@ mod tests {
             free_now: 0,
             stranded_now: 0,
             inventory_devices: 0,
+            endpoints: Vec::new(),
         });
         report.jobs = vec![job("a", Some(5.0), true), job("b", Some(1.0), false), job("c", None, true)];
         assert_eq!(wait_cdf(&report, |j| j.gang), vec![(0.0, 0.0), (5.0, 1.0)]);

@@ -149,7 +149,7 @@ impl<'d, 's> Sim<'d, 's> {
     fn evict_quietly(&mut self, key: &str) -> Result<(), SimError> {
         match self.w.pods.get(key).copied() {
             Some((job, _)) => self.restart(job as usize),
-            None => self.delete_pod(key),
+            None => self.replace_replica(key),
         }
     }
 }

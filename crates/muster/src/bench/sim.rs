@@ -65,7 +65,7 @@ pub fn trace(jobs: usize, days: u64, seed: u64) -> Trace {
             }
         })
         .collect();
-    Trace { jobs, events: Vec::new() }
+    Trace { jobs, ..Trace::default() }
 }
 
 pub fn sim(

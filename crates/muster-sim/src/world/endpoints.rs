@@ -1,0 +1,278 @@
+//! Inference endpoints: each a Deployment whose replicas (one pod, and its claim, each) a
+//! HorizontalPodAutoscaler scales on the trace's External metric, as kube-controller-manager's
+//! controller computes it every sync period (`pkg/controller/podautoscaler`):
+//!
+//! - the raw recommendation: with an `AverageValue` target, the current count when the metric per
+//!   replica is within the tolerance of the target, else `ceil(metric / target)` (from zero
+//!   replicas: the latter);
+//! - the default `behavior`: scale-up unstabilized, scale-down to the highest recommendation of
+//!   the stabilization window; at most `max(2 × current, current + 4)` after a scale-up, anything
+//!   down; then `[minReplicas, maxReplicas]` (with `minReplicas: 0`, the alpha `HPAScaleToZero`);
+//! - a scale-down deletes pending replicas first, then those still starting, then ready ones,
+//!   newest first (the ReplicaSet's ranking); an evicted, preempted or failed replica is replaced
+//!   at once.
+//!
+//! A replica serves `coldStart` after it is bound (image pull and model load). A cold start is the
+//! time from demand (a metric above 0) with no replica serving to the first replica serving: the
+//! HPA's sync delay, the scheduling wait and the cold start itself. Demand that goes away first
+//! counts no cold start.
+
+use std::collections::VecDeque;
+
+use crate::report::EndpointOutcome;
+use crate::trace::{Endpoint, Job, Millis};
+
+use super::{Event, Sim, SimError};
+
+/// An endpoint as the world tracks it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct EndpointState {
+    /// Its replicas, oldest first.
+    pub(super) replicas: Vec<Replica>,
+    next_index: u32,
+    /// The raw recommendations of the syncs within the scale-down stabilization window.
+    recommendations: VecDeque<(Millis, u32)>,
+    /// Since when there is demand and no replica serving.
+    cold_since: Option<Millis>,
+    pub(super) cold_starts: Vec<Millis>,
+    pub(super) peak: u32,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Replica {
+    index: u32,
+    key: String,
+    bound: Option<Millis>,
+    pub(super) ready: bool,
+}
+
+/// The raw recommendation for `metric` over `current` replicas (`AverageValue` target).
+pub(crate) fn raw_recommendation(metric: f64, target: f64, current: u32, tolerance: f64) -> u32 {
+    if current > 0 && (metric / (target * f64::from(current)) - 1.0).abs() <= tolerance {
+        return current;
+    }
+    let want = (metric / target).ceil();
+    if want >= f64::from(u32::MAX) { u32::MAX } else { want as u32 }
+}
+
+/// The default behavior's limits on a scale from `current` to `stabilized`, then the bounds.
+pub(crate) fn limited(current: u32, stabilized: u32, min: u32, max: u32) -> u32 {
+    let up_limit = current.saturating_mul(2).max(current.saturating_add(4));
+    stabilized.min(up_limit).clamp(min, max)
+}
+
+impl<'d, 's> Sim<'d, 's> {
+    /// The endpoints' first sync at 0 and their load changes.
+    pub(super) fn push_endpoint_events(&mut self) {
+        let endpoints = &self.w.trace.endpoints;
+        if endpoints.is_empty() {
+            return;
+        }
+        let hpa = self.w.trace.hpa;
+        let last = endpoints.iter().filter_map(|e| e.load.last().map(|(at, _)| *at)).max().unwrap_or(0);
+        self.w.hpa_end = last + hpa.scale_down_stabilization + 2 * hpa.sync_period;
+        let loads: Vec<(Millis, u32)> = endpoints
+            .iter()
+            .enumerate()
+            .flat_map(|(e, ep)| ep.load.iter().map(move |(at, _)| (*at, e as u32)))
+            .collect();
+        self.w.endpoints = vec![EndpointState::default(); endpoints.len()];
+        self.push(0, Event::HpaSync);
+        for (at, endpoint) in loads {
+            self.push(at, Event::Load { endpoint });
+        }
+    }
+
+    /// Every HPA's sync: the replicas scaled to its recommendation; the next sync pushed.
+    pub(super) fn hpa_sync(&mut self) -> Result<(), SimError> {
+        let hpa = self.w.trace.hpa;
+        for e in 0..self.w.endpoints.len() {
+            let want = self.recommendation(e);
+            self.scale(e, want)?;
+            self.check_cold(e);
+        }
+        let next = self.w.now + hpa.sync_period;
+        if next <= self.w.hpa_end {
+            self.push(next, Event::HpaSync);
+        }
+        Ok(())
+    }
+
+    /// What the endpoint's HPA asks for now.
+    fn recommendation(&mut self, e: usize) -> u32 {
+        let (hpa, now) = (self.w.trace.hpa, self.w.now);
+        let spec = &self.w.trace.endpoints[e];
+        let state = &mut self.w.endpoints[e];
+        let current = state.replicas.len() as u32;
+        let raw = raw_recommendation(spec.load_at(now), spec.target, current, hpa.tolerance);
+        // Stabilization: scale down only to the highest recommendation of the window.
+        let window_start = now.saturating_sub(hpa.scale_down_stabilization);
+        state.recommendations.retain(|(at, _)| *at > window_start);
+        let down = state.recommendations.iter().map(|(_, r)| *r).fold(raw, u32::max);
+        state.recommendations.push_back((now, raw));
+        let stabilized = if raw > current { raw } else { current.min(down) };
+        limited(current, stabilized, spec.min_replicas, spec.max_replicas)
+    }
+
+    /// Creates or deletes replicas until the endpoint has `want`.
+    fn scale(&mut self, e: usize, want: u32) -> Result<(), SimError> {
+        while (self.w.endpoints[e].replicas.len() as u32) < want {
+            self.add_replica(e)?;
+        }
+        while self.w.endpoints[e].replicas.len() as u32 > want {
+            let state = &self.w.endpoints[e];
+            // Pending first, then starting, then serving; the newest of each first.
+            let rank = |r: &Replica| (r.bound.is_some(), r.ready, std::cmp::Reverse(r.index));
+            let victim = (0..state.replicas.len()).min_by_key(|i| rank(&state.replicas[*i])).expect("not empty");
+            self.remove_replica(e, victim)?;
+        }
+        let state = &mut self.w.endpoints[e];
+        state.peak = state.peak.max(state.replicas.len() as u32);
+        Ok(())
+    }
+
+    /// The endpoint as a one-pod job spec, for [`Sim::pod_objects`].
+    fn replica_spec(spec: &Endpoint) -> Job {
+        Job {
+            name: spec.name.clone(),
+            namespace: spec.namespace.clone(),
+            arrival: 0,
+            duration: 0,
+            pods: 1,
+            gang: false,
+            gpus_per_pod: spec.gpus_per_pod,
+            device_class: spec.device_class.clone(),
+            priority: spec.priority,
+            priority_class_name: None,
+            class: spec.class.clone(),
+            cpu: spec.cpu.clone(),
+            memory: spec.memory.clone(),
+            device_selector: None,
+            capacity_requests: Vec::new(),
+        }
+    }
+
+    fn add_replica(&mut self, e: usize) -> Result<(), SimError> {
+        let spec = Self::replica_spec(&self.w.trace.endpoints[e]);
+        let index = self.w.endpoints[e].next_index;
+        self.w.endpoints[e].next_index += 1;
+        let name = format!("{}-r{index}", spec.name);
+        let uid = format!("sim-{}-{name}", spec.namespace);
+        let created = crate::devices::time(self.w.now)?;
+        let (claim, pod) = self.pod_objects(&spec, &name, &uid, &created, "muster.dev/sim-endpoint")?;
+        if let Some(claim) = claim {
+            self.apply(muster_sched::Change::UpsertClaim(Box::new(claim)))?;
+        }
+        let key = format!("{}/{name}", spec.namespace);
+        self.w.replica_of.insert(key.clone(), (e as u32, index));
+        self.w.endpoints[e].replicas.push(Replica { index, key, bound: None, ready: false });
+        self.w.pending_pods += 1;
+        self.apply(muster_sched::Change::UpsertPod(Box::new(pod)))
+    }
+
+    fn remove_replica(&mut self, e: usize, at: usize) -> Result<(), SimError> {
+        let replica = self.w.endpoints[e].replicas.remove(at);
+        self.w.replica_of.remove(&replica.key);
+        if replica.bound.is_none() {
+            self.w.pending_pods -= 1;
+        }
+        self.delete_pod(&replica.key)?;
+        self.check_cold(e);
+        Ok(())
+    }
+
+    /// A replica lost (evicted, preempted, failed): the ReplicaSet makes another.
+    pub(super) fn replace_replica(&mut self, key: &str) -> Result<(), SimError> {
+        let Some((e, index)) = self.w.replica_of.get(key).copied() else { return self.delete_pod(key) };
+        let e = e as usize;
+        let at = self.w.endpoints[e].replicas.iter().position(|r| r.index == index).expect("tracked");
+        self.remove_replica(e, at)?;
+        self.add_replica(e)
+    }
+
+    /// A replica was bound: it serves after the cold start.
+    pub(super) fn replica_bound(&mut self, key: &str) -> bool {
+        let Some((e, index)) = self.w.replica_of.get(key).copied() else { return false };
+        let now = self.w.now;
+        let replica = self.w.endpoints[e as usize].replicas.iter_mut().find(|r| r.index == index).expect("tracked");
+        replica.bound = Some(now);
+        self.w.pending_pods -= 1;
+        let at = now + self.w.trace.endpoints[e as usize].cold_start;
+        self.push(at, Event::Ready { endpoint: e, index });
+        true
+    }
+
+    /// The replica's cold start is over, if it is still there.
+    pub(super) fn replica_ready(&mut self, e: u32, index: u32) {
+        let now = self.w.now;
+        let state = &mut self.w.endpoints[e as usize];
+        let Some(replica) = state.replicas.iter_mut().find(|r| r.index == index && r.bound.is_some()) else {
+            return;
+        };
+        replica.ready = true;
+        if let Some(since) = state.cold_since.take() {
+            state.cold_starts.push(now - since);
+        }
+    }
+
+    /// A cold start begins when there is demand and no replica serving; ends without a count
+    /// when the demand goes.
+    pub(super) fn check_cold(&mut self, e: usize) {
+        let demand = self.w.trace.endpoints[e].load_at(self.w.now) > 0.0;
+        let state = &mut self.w.endpoints[e];
+        let serving = state.replicas.iter().any(|r| r.ready);
+        match (demand, serving, state.cold_since) {
+            (false, _, _) | (true, true, _) => state.cold_since = None,
+            (true, false, None) => state.cold_since = Some(self.w.now),
+            (true, false, Some(_)) => {}
+        }
+    }
+}
+
+impl Sim<'_, '_> {
+    /// Serving replicas per endpoint.
+    pub(super) fn serving(&self) -> Vec<u32> {
+        self.w.endpoints.iter().map(|s| s.replicas.iter().filter(|r| r.ready).count() as u32).collect()
+    }
+
+    pub(super) fn endpoint_outcomes(&self) -> Vec<EndpointOutcome> {
+        let specs = &self.w.trace.endpoints;
+        specs
+            .iter()
+            .zip(&self.w.endpoints)
+            .map(|(spec, s)| EndpointOutcome {
+                name: spec.name.clone(),
+                namespace: spec.namespace.clone(),
+                class: spec.class.clone(),
+                cold_starts: s.cold_starts.clone(),
+                peak_replicas: s.peak,
+                replicas: s.replicas.len() as u32,
+                serving: s.replicas.iter().filter(|r| r.ready).count() as u32,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_raw_recommendation_keeps_the_count_within_the_tolerance() {
+        assert_eq!(raw_recommendation(35.0, 10.0, 0, 0.1), 4, "from zero: ceil(35 / 10)");
+        assert_eq!(raw_recommendation(0.0, 10.0, 0, 0.1), 0);
+        assert_eq!(raw_recommendation(41.0, 10.0, 4, 0.1), 4, "41 / 40 is within 10 %");
+        assert_eq!(raw_recommendation(45.0, 10.0, 4, 0.1), 5);
+        assert_eq!(raw_recommendation(0.0, 10.0, 3, 0.1), 0);
+        assert_eq!(raw_recommendation(f64::MAX, 1.0, 1, 0.1), u32::MAX);
+    }
+
+    #[test]
+    fn scale_up_is_limited_and_bounds_apply() {
+        assert_eq!(limited(0, 10, 0, 20), 4, "from zero: at most 4 at once");
+        assert_eq!(limited(5, 30, 0, 20), 10, "at most double");
+        assert_eq!(limited(5, 0, 0, 20), 0, "scale-down: anything");
+        assert_eq!(limited(5, 0, 1, 20), 1, "but not below minReplicas");
+        assert_eq!(limited(2, 3, 0, 2), 2, "nor above maxReplicas");
+    }
+}

@@ -1,0 +1,152 @@
+//! Properties of simulations with inference endpoints that an HPA scales (to zero, too), beside
+//! jobs that may preempt their replicas: over random load curves, no device is allocated twice and
+//! no gang is partly running at any step; an endpoint never has more than `maxReplicas` nor,
+//! once synced, fewer than `minReplicas`; with the load at zero in the end, it is back at
+//! `minReplicas`; the same trace gives the same report.
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
+use muster_sched::{Cluster, SchedulerConfig, SchedulerNames};
+use muster_sim::devices::DeviceInputs;
+use muster_sim::trace::{Endpoint, Job, Trace};
+use muster_sim::{Options, Report, SimError};
+use proptest::prelude::*;
+use serde_json::json;
+
+const GPUS_PER_NODE: u32 = 4;
+
+fn cluster(nodes: usize) -> (Vec<Node>, Vec<ResourceSlice>, Vec<DeviceClass>) {
+    let node_objs = (0..nodes)
+        .map(|n| {
+            serde_json::from_value(json!({"metadata": {"name": format!("n{n}")},
+                "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}}))
+            .unwrap()
+        })
+        .collect();
+    let slices = (0..nodes)
+        .map(|n| {
+            let devices: Vec<_> = (0..GPUS_PER_NODE).map(|d| json!({"name": format!("gpu-{d}")})).collect();
+            serde_json::from_value(json!({"metadata": {"name": format!("n{n}-gpu")},
+                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{n}"),
+                    "pool": {"name": format!("n{n}"), "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
+            .unwrap()
+        })
+        .collect();
+    let class = json!({"metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}});
+    (node_objs, slices, vec![serde_json::from_value(class).unwrap()])
+}
+
+/// (min replicas, max replicas, cold start seconds, GPUs per replica, load values every 10 minutes)
+type EndpointShape = (u32, u32, u64, u32, Vec<u32>);
+/// (arrival minute, duration minutes, pods, gang, GPUs per pod, high priority)
+type JobShape = (u64, u64, u32, bool, u32, bool);
+
+fn trace(endpoints: &[EndpointShape], jobs: &[JobShape]) -> Trace {
+    let endpoints = endpoints
+        .iter()
+        .enumerate()
+        .map(|(i, (min, max, cold, gpus, load))| {
+            let mut load: Vec<(u64, f64)> =
+                load.iter().enumerate().map(|(k, v)| (k as u64 * 600_000, f64::from(*v))).collect();
+            load.push((load.len() as u64 * 600_000, 0.0)); // demand ends
+            Endpoint {
+                name: format!("e{i}"),
+                namespace: "default".into(),
+                class: "serving".into(),
+                gpus_per_pod: *gpus,
+                device_class: None,
+                priority: Some(50),
+                cpu: None,
+                memory: None,
+                min_replicas: *min,
+                max_replicas: (*max).max(*min).max(1),
+                target: 10.0,
+                cold_start: cold * 1000,
+                load,
+            }
+        })
+        .collect();
+    let jobs = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, &(arrival, duration, pods, gang, gpus, high))| Job {
+            name: format!("j{i}"),
+            namespace: "default".into(),
+            arrival: arrival * 60_000,
+            duration: duration * 60_000,
+            pods,
+            gang,
+            gpus_per_pod: gpus,
+            device_class: None,
+            priority: Some(if high { 100 } else { 0 }),
+            priority_class_name: None,
+            class: "batch".into(),
+            cpu: Some("1".into()),
+            memory: None,
+            device_selector: None,
+            capacity_requests: Vec::new(),
+        })
+        .collect();
+    Trace { jobs, endpoints, ..Trace::default() }
+}
+
+fn simulate(endpoints: &[EndpointShape], jobs: &[JobShape], nodes: usize) -> Result<Report, TestCaseError> {
+    let (node_objs, slices, classes) = cluster(nodes);
+    let c = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let options = Options {
+        devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
+        default_class: Some("gpu".into()),
+        inventory: muster_sim::fragmentation::Inventory::from_slices(&slices),
+        ..Options::default()
+    };
+    let inputs = DeviceInputs { published: slices, rules: Vec::new(), classes, health_propagation: true };
+    let mut steps = 0;
+    let mut observe = |sim: &muster_sim::Sim<'_, '_>| {
+        steps += 1;
+        if steps > 200_000 {
+            return Err(SimError("the simulation does not end".into()));
+        }
+        sim.check().map_err(|e| SimError(format!("at {} ms: {e}", sim.now())))
+    };
+    let trace = trace(endpoints, jobs);
+    muster_sim::run_observing(c, &SchedulerConfig::default(), inputs, trace, options, None, &mut observe)
+        .map_err(|e| TestCaseError::fail(e.to_string()))
+}
+
+fn endpoint() -> impl Strategy<Value = EndpointShape> {
+    (0u32..3, 1u32..5, 0u64..300, 0u32..3, prop::collection::vec(prop_oneof![Just(0u32), 1u32..60], 1..6))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn replicas_stay_within_bounds_and_devices_are_never_double_booked(
+        nodes in 1usize..4,
+        endpoints in prop::collection::vec(endpoint(), 1..3),
+        jobs in prop::collection::vec((0u64..40, 1u64..60, 1u32..3, any::<bool>(), 0u32..5, any::<bool>()), 0..6),
+    ) {
+        let report = simulate(&endpoints, &jobs, nodes)?;
+        for (line, (min, max, _, _, _)) in report.endpoints.iter().zip(&endpoints) {
+            let max = (*max).max(*min).max(1);
+            prop_assert!(line.peak_replicas <= max, "{line:?}");
+            // Demand ended long before the last sync: back at minReplicas.
+            prop_assert_eq!(line.replicas, *min, "{:?}", line);
+        }
+        let again = simulate(&endpoints, &jobs, nodes)?;
+        prop_assert_eq!(report.json(), again.json());
+    }
+}
+
+#[test]
+fn from_zero_the_first_replica_serves_after_the_sync_and_the_cold_start() {
+    // Demand at 0 s; the sync at 0 s scales to 1; bound at once; serving 90 s later.
+    let report = simulate(&[(0, 2, 90, 1, vec![5])], &[], 1).unwrap();
+    let e = &report.endpoints[0];
+    assert_eq!((e.cold_starts, e.cold_start_seconds.p50), (1, Some(90.0)), "{e:?}");
+    assert_eq!(e.peak_replicas, 1);
+    // No GPU to place it on: the demand ends first, and no cold start is counted.
+    let report = simulate(&[(0, 2, 90, 8, vec![5])], &[], 1).unwrap();
+    assert_eq!(report.endpoints[0].cold_starts, 0, "{:?}", report.endpoints[0]);
+}
