@@ -15,7 +15,7 @@
 //!
 //! What it must never do: read a clock (time is the virtual time it computes; a caller that wants
 //! to know where the wall time goes may hand in a [`world::Stopwatch`], read for those figures
-//! only), draw randomness, do I/O (the binary reads the files and writes the output), or make a
+//! only), draw randomness but from the run's seed (same seed, same draws), do I/O (the binary reads the files and writes the output), or make a
 //! scheduling decision of its own (it asks the engine and does what the effects say). Same trace,
 //! cluster and options: the same report, byte for byte.
 //!
@@ -39,9 +39,8 @@
 //! endpoints' replicas are scaled by an HPA model (`world/endpoints.rs`: sync period, tolerance,
 //! default behavior, scale to zero) on the trace's metric; their GPUs count in the utilization,
 //! not in the per-class figures. Not yet: per-reason unschedulable counts in the report,
-//! fragmentation per rack, HPA `behavior` other than the default, cold starts drawn from a
-//! distribution (the trace gives one length per endpoint). The trace has no random field yet, so
-//! `--seed` is only recorded.
+//! fragmentation per rack, HPA `behavior` other than the default. The seed matters only to
+//! endpoints whose cold start is a range (each replica's drawn from it); otherwise it is recorded.
 
 pub mod compare;
 pub mod csv;

@@ -38,8 +38,8 @@ pub struct Options {
     /// Stop at this virtual time (events after it do not happen); without it, the simulation runs
     /// until nothing is left to happen.
     pub until: Option<Millis>,
-    /// Recorded in the report. The trace format has no random field yet: runs are deterministic
-    /// whatever the seed.
+    /// Recorded in the report; draws the cold start of each replica of an endpoint whose cold
+    /// start is a range ([`crate::trace::Endpoint::cold_start_for`]). The same seed, the same run.
     pub seed: u64,
     /// How many devices the cluster's ResourceSlices publish: the denominator of the utilization.
     pub devices: u64,

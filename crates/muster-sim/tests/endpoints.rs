@@ -63,6 +63,7 @@ fn trace(endpoints: &[EndpointShape], jobs: &[JobShape]) -> Trace {
                 max_replicas: (*max).max(*min).max(1),
                 target: 10.0,
                 cold_start: cold * 1000,
+                cold_start_max: cold * 1000,
                 load,
             }
         })

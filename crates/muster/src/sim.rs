@@ -34,7 +34,8 @@ pub struct SimArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Recorded in the report; the trace format has no random field yet.
+    /// Draws the cold start of each replica of an endpoint whose cold start is a range; recorded
+    /// in the report. The same seed, the same run.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Stop the simulation at this virtual time (e.g. 7d, 12h); default: when nothing is left to

@@ -10,7 +10,8 @@
 //!   minReplicas: 0           # default 1; 0 scales to zero
 //!   maxReplicas: 4
 //!   target: 10               # the metric's target average value per replica
-//!   coldStart: 2m            # image pull and model load, from binding until the replica serves
+//!   coldStart: 2m            # image pull and model load, from binding until the replica serves;
+//!                            # or {min: 1m, max: 4m}: each replica's drawn uniformly (--seed)
 //!   load:                    # the metric: a value from each time on
 //!   - {at: 0s, value: 0}
 //!   - {at: 1h, value: 35}
@@ -41,18 +42,38 @@ pub struct Endpoint {
     pub max_replicas: u32,
     /// The metric's target average value per replica (> 0).
     pub target: f64,
-    /// From a replica's binding until it serves.
+    /// From a replica's binding until it serves: at least `cold_start`, at most `cold_start_max`
+    /// (each replica's drawn uniformly from the run's seed, [`Endpoint::cold_start_for`]).
     pub cold_start: Millis,
+    pub cold_start_max: Millis,
     /// The metric: `(from, value)`, by strictly increasing time; 0 before the first.
     pub load: Vec<(Millis, f64)>,
 }
 
 impl Endpoint {
+    /// The cold start of replica `index` under `seed`: the same for the same three, always.
+    pub fn cold_start_for(&self, seed: u64, index: u32) -> Millis {
+        let span = self.cold_start_max - self.cold_start;
+        if span == 0 {
+            return self.cold_start;
+        }
+        let name = muster_sched::cluster::stable_hash(&[&self.namespace, &self.name]);
+        self.cold_start + splitmix64(seed ^ name ^ u64::from(index)) % (span + 1)
+    }
+
     /// The metric's value at `t`.
     pub fn load_at(&self, t: Millis) -> f64 {
         let i = self.load.partition_point(|(at, _)| *at <= t);
         if i == 0 { 0.0 } else { self.load[i - 1].1 }
     }
+}
+
+/// One step of SplitMix64: a well-mixed 64-bit value from any seed.
+fn splitmix64(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// The HorizontalPodAutoscaler controller's settings (kube-controller-manager flags and the
@@ -85,9 +106,17 @@ pub(super) struct EndpointFile {
     min_replicas: Option<u32>,
     max_replicas: u32,
     target: f64,
-    cold_start: Option<Duration>,
+    cold_start: Option<ColdStartFile>,
     #[serde(default)]
     load: Vec<LoadFile>,
+}
+
+/// A cold start's length, or the range each replica's is drawn from.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ColdStartFile {
+    Fixed(Duration),
+    Range { min: Duration, max: Duration },
 }
 
 #[derive(Deserialize)]
@@ -169,6 +198,12 @@ pub(super) fn endpoint(
             return Err(err(f, format!("{q:?} is not a quantity ({e})")));
         }
     }
+    let (cold_start, cold_start_max) = match raw.cold_start {
+        None => (0, 0),
+        Some(ColdStartFile::Fixed(d)) => (d.0, d.0),
+        Some(ColdStartFile::Range { min, max }) if min.0 <= max.0 => (min.0, max.0),
+        Some(ColdStartFile::Range { .. }) => return Err(err("coldStart", "min is longer than max".into())),
+    };
     let mut load = Vec::with_capacity(raw.load.len());
     for (k, l) in raw.load.into_iter().enumerate() {
         if !(l.value.is_finite() && l.value >= 0.0) {
@@ -191,7 +226,8 @@ pub(super) fn endpoint(
         min_replicas,
         max_replicas: raw.max_replicas,
         target: raw.target,
-        cold_start: raw.cold_start.map_or(0, |d| d.0),
+        cold_start,
+        cold_start_max,
         load,
     })
 }
@@ -218,6 +254,22 @@ mod tests {
         assert_eq!(t.hpa, super::Hpa::default());
         let t = parse("endpoints: []\nhpa: {syncPeriod: 30s, scaleDownStabilization: 0s, tolerance: 0}\n").unwrap();
         assert_eq!((t.hpa.sync_period, t.hpa.scale_down_stabilization, t.hpa.tolerance), (30_000, 0, 0.0));
+    }
+
+    #[test]
+    fn a_cold_start_range_is_drawn_per_replica_from_the_seed() {
+        let t = parse("endpoints:\n- name: chat\n  maxReplicas: 3\n  target: 10\n  coldStart: {min: 1m, max: 4m}\n")
+            .unwrap();
+        let e = &t.endpoints[0];
+        let draws: Vec<u64> = (0..64).map(|i| e.cold_start_for(7, i)).collect();
+        assert!(draws.iter().all(|d| (60_000..=240_000).contains(d)), "{draws:?}");
+        assert!(draws.iter().collect::<std::collections::BTreeSet<_>>().len() > 32, "spread: {draws:?}");
+        assert_eq!(draws, (0..64).map(|i| e.cold_start_for(7, i)).collect::<Vec<_>>(), "the same seed, the same draws");
+        assert_ne!(draws, (0..64).map(|i| e.cold_start_for(8, i)).collect::<Vec<_>>(), "another seed, others");
+        let fixed = parse("endpoints:\n- name: chat\n  maxReplicas: 3\n  target: 10\n  coldStart: 2m\n").unwrap();
+        assert_eq!(fixed.endpoints[0].cold_start_for(7, 3), 120_000);
+        let bad = parse("endpoints:\n- name: chat\n  maxReplicas: 3\n  target: 10\n  coldStart: {min: 4m, max: 1m}\n");
+        assert_eq!(bad.unwrap_err().field.as_deref(), Some("endpoints[0].coldStart"));
     }
 
     #[test]

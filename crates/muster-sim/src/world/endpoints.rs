@@ -12,7 +12,8 @@
 //!   newest first (the ReplicaSet's ranking); an evicted, preempted or failed replica is replaced
 //!   at once.
 //!
-//! A replica serves `coldStart` after it is bound (image pull and model load). A cold start is the
+//! A replica serves `coldStart` after it is bound (image pull and model load; drawn per replica
+//! from the run's seed when the trace gives a range). A cold start is the
 //! time from demand (a metric above 0) with no replica serving to the first replica serving: the
 //! HPA's sync delay, the scheduling wait and the cold start itself. Demand that goes away first
 //! counts no cold start.
@@ -197,7 +198,7 @@ impl<'d, 's> Sim<'d, 's> {
         let replica = self.w.endpoints[e as usize].replicas.iter_mut().find(|r| r.index == index).expect("tracked");
         replica.bound = Some(now);
         self.w.pending_pods -= 1;
-        let at = now + self.w.trace.endpoints[e as usize].cold_start;
+        let at = now + self.w.trace.endpoints[e as usize].cold_start_for(self.w.options.seed, index);
         self.push(at, Event::Ready { endpoint: e, index });
         true
     }
