@@ -218,6 +218,9 @@ pub fn render(report: &Report, title: &str) -> String {
         s.evictions,
         s.gpu_hours_lost
     );
+    for note in &report.notes {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(note));
+    }
     let samples = thin(&report.samples, 1500);
     let x_max = s.simulated_seconds.max(1.0);
     let alloc: Vec<(f64, f64)> = samples.iter().map(|x| (x.at as f64 / 1000.0, x.allocated as f64)).collect();

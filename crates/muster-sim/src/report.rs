@@ -214,6 +214,9 @@ pub struct Report {
     pub jobs: Vec<JobLine>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<EndpointLine>,
+    /// What the caller says about the input (rows of an openb trace left out, say).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Per step, for plots; not in the JSON.
     #[serde(skip)]
     pub samples: Vec<Sample>,
@@ -301,6 +304,7 @@ impl Report {
             classes,
             jobs,
             endpoints: t.endpoints.into_iter().map(EndpointLine::of).collect(),
+            notes: Vec::new(),
             samples: t.samples,
             devices: t.devices,
             class_names: t.class_names,
@@ -380,6 +384,9 @@ impl Report {
             for j in pending {
                 out.push_str(&format!("  {}: {}\n", j.name, j.reason.as_deref().unwrap_or("")));
             }
+        }
+        for note in &self.notes {
+            out.push_str(&format!("note: {note}\n"));
         }
         out
     }

@@ -71,24 +71,26 @@ fn read(path: &std::path::Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))
 }
 
-/// The trace in either format; an openb pod list's rows left out are reported on stderr.
-fn read_trace(path: &std::path::Path) -> anyhow::Result<Result<Trace, muster_sim::TraceError>> {
+/// The trace in either format, with notes about the input: an openb pod list's rows left out
+/// (also on stderr).
+fn read_trace(path: &std::path::Path) -> anyhow::Result<Result<(Trace, Vec<String>), muster_sim::TraceError>> {
     let text = read(path)?;
     let file = path.display().to_string();
     if !openb::is_pod_list(&text) {
-        return Ok(Trace::parse(&file, &text));
+        return Ok(Trace::parse(&file, &text).map(|t| (t, Vec::new())));
     }
     Ok(openb::parse_pods(&file, &text).map(|list| {
-        if let Some(summary) = list.skipped.summary() {
-            eprintln!("warning: {file}: {summary}");
+        let notes: Vec<String> = list.skipped.summary().into_iter().map(|s| format!("{file}: {s}")).collect();
+        for note in &notes {
+            eprintln!("warning: {note}");
         }
-        list.trace
+        (list.trace, notes)
     }))
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let parsed = read_trace(&args.trace).and_then(|trace| Ok((trace?, openb_cluster(&args)?)));
-    let (trace, openb_nodes) = match parsed {
+    let ((trace, notes), openb_nodes) = match parsed {
         Ok(t) => t,
         Err(e) => match e.downcast::<muster_sim::TraceError>() {
             Ok(e) => {
@@ -109,7 +111,10 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     for (label, (config, names)) in configs {
         match simulate(&args, &trace, openb_nodes.as_ref(), config, &names)? {
-            Ok(report) => runs.push((label, report)),
+            Ok(mut report) => {
+                report.notes = notes.clone();
+                runs.push((label, report))
+            }
             Err(code) => return Ok(code),
         }
     }

@@ -251,6 +251,8 @@ fn the_openb_sample_runs_from_its_csv_files() {
          deleted (no deletion_time, so no duration), 1 ran for 0 s (deletion_time = scheduled_time)\n"
     );
     let report: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let note = common::stderr(&first).strip_prefix("warning: ").unwrap().trim_end().to_string();
+    assert_eq!(report["notes"], serde_json::json!([note]), "the report keeps the note");
     for (path, want) in [
         ("summary.jobs", 195.0),
         ("summary.finished", 195.0),
