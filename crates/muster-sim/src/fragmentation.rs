@@ -15,7 +15,11 @@
 //! - *stranded* devices are the free devices of nodes with fewer free devices than the shape:
 //!   a pod of the shape cannot use them;
 //! - the *largest free block* is the most free devices on one node: the largest pod that could
-//!   still be placed, devices-wise.
+//!   still be placed, devices-wise;
+//! - with racks (a node label, `muster sim --rack-label`), the *largest gang placeable in one
+//!   rack* is, over racks, the most pods of the shape its nodes' free devices could hold
+//!   (Σ ⌊free / shape⌋ over the rack's nodes): the largest gang a rack-wide topology constraint
+//!   could still place, devices-wise.
 
 use std::collections::HashMap;
 
@@ -30,6 +34,9 @@ pub struct Inventory {
     pub nodes: Vec<(String, u64)>,
     /// driver → pool → index into `nodes`.
     pools: HashMap<String, HashMap<String, u32>>,
+    /// Rack names, sorted, and each node's rack (index into `racks`), if it has one.
+    pub racks: Vec<String>,
+    rack_of: Vec<Option<u32>>,
 }
 
 impl Inventory {
@@ -59,7 +66,18 @@ impl Inventory {
                 }
             }
         }
-        Inventory { nodes, pools }
+        let rack_of = vec![None; nodes.len()];
+        Inventory { nodes, pools, racks: Vec::new(), rack_of }
+    }
+
+    /// The inventory with each node's rack, as `rack(node name)` says.
+    pub fn with_racks(mut self, rack: impl Fn(&str) -> Option<String>) -> Inventory {
+        let of: Vec<Option<String>> = self.nodes.iter().map(|(n, _)| rack(n)).collect();
+        let names: std::collections::BTreeSet<&String> = of.iter().flatten().collect();
+        self.racks = names.into_iter().cloned().collect();
+        self.rack_of =
+            of.iter().map(|r| r.as_ref().map(|r| self.racks.binary_search(r).expect("listed") as u32)).collect();
+        self
     }
 
     /// How many devices of the claim's allocation each node holds, by node index.
@@ -108,6 +126,9 @@ pub struct Free {
     shape: u64,
     free: u64,
     stranded: u64,
+    /// Each node's rack, and per rack the pods of the shape its free devices could hold.
+    rack_of: Vec<Option<u32>>,
+    rack_pods: Vec<u64>,
 }
 
 impl Free {
@@ -122,6 +143,13 @@ impl Free {
         let mut free = Free { held: vec![0; capacity.len()], by_free, shape: shape.max(1), ..Free::default() };
         free.free = capacity.iter().sum();
         free.stranded = capacity.iter().map(|&c| free.stranded_on(c)).sum();
+        free.rack_of = inventory.rack_of.clone();
+        free.rack_pods = vec![0; inventory.racks.len()];
+        for (node, rack) in free.rack_of.iter().enumerate() {
+            if let Some(r) = rack {
+                free.rack_pods[*r as usize] += capacity[node] / free.shape;
+            }
+        }
         free.capacity = capacity;
         free
     }
@@ -145,7 +173,21 @@ impl Free {
             self.by_free[after as usize] += 1;
             self.free = self.free - before + after;
             self.stranded = self.stranded - self.stranded_on(before) + self.stranded_on(after);
+            if let Some(r) = self.rack_of.get(node).copied().flatten() {
+                let pods = &mut self.rack_pods[r as usize];
+                *pods = *pods - before / self.shape + after / self.shape;
+            }
         }
+    }
+
+    /// Whether the nodes have racks.
+    pub fn has_racks(&self) -> bool {
+        !self.rack_pods.is_empty()
+    }
+
+    /// The most pods of the shape one rack's free devices could hold (O(racks)).
+    pub fn largest_rack_gang(&self) -> u64 {
+        self.rack_pods.iter().copied().max().unwrap_or(0)
     }
 
     pub fn shape(&self) -> u64 {
@@ -173,6 +215,15 @@ impl Free {
         let free: u64 = frees.iter().sum();
         let stranded: u64 = frees.iter().map(|&f| self.stranded_on(f)).sum();
         let largest = frees.iter().copied().max().unwrap_or(0);
+        let mut rack_pods = vec![0; self.rack_pods.len()];
+        for (node, rack) in self.rack_of.iter().enumerate() {
+            if let Some(r) = rack {
+                rack_pods[*r as usize] += frees[node] / self.shape;
+            }
+        }
+        if rack_pods != self.rack_pods {
+            return Err(format!("pods placeable per rack kept as {:?}, counted as {rack_pods:?}", self.rack_pods));
+        }
         let got = (self.free, self.stranded, self.largest());
         if got != (free, stranded, largest) {
             return Err(format!("free, stranded, largest kept as {got:?}, counted as {:?}", (free, stranded, largest)));
@@ -247,6 +298,21 @@ mod tests {
         free.change(&on_a, false);
         assert_eq!((free.free(), free.stranded(), free.largest()), (9, 1, 8));
         free.check().unwrap();
+    }
+
+    #[test]
+    fn the_largest_gang_of_a_rack_counts_whole_shapes_per_node() {
+        // a and b in rack r1, c in r2; shape 4.
+        let inv = inventory().with_racks(|n| Some(if n == "c" { "r2" } else { "r1" }.to_string()));
+        assert_eq!(inv.racks, vec!["r1".to_string(), "r2".to_string()]);
+        let mut free = Free::new(&inv, 4);
+        assert_eq!(free.largest_rack_gang(), 4, "r1: 2 + 2 pods of 4");
+        free.change(&[(0, 5)], true); // a: 3 free, no whole shape
+        assert_eq!(free.largest_rack_gang(), 2);
+        free.change(&[(1, 8)], true); // b full: r1 holds none, r2 one
+        assert_eq!(free.largest_rack_gang(), 1);
+        free.check().unwrap();
+        assert!(!Free::new(&inventory(), 4).has_racks());
     }
 
     #[test]

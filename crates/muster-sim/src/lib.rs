@@ -38,8 +38,8 @@
 //! `NoSchedule` or `NoExecute`) still counts as free in the fragmentation figures. Inference
 //! endpoints' replicas are scaled by an HPA model (`world/endpoints.rs`: sync period, tolerance,
 //! default behavior, scale to zero) on the trace's metric; their GPUs count in the utilization,
-//! not in the per-class figures. Not yet: per-reason unschedulable counts in the report,
-//! fragmentation per rack, HPA `behavior` other than the default. The seed matters only to
+//! not in the per-class figures. Not yet: per-reason unschedulable counts in the report, HPA
+//! `behavior` other than the default. The seed matters only to
 //! endpoints whose cold start is a range (each replica's drawn from it); otherwise it is recorded.
 
 pub mod compare;

@@ -51,6 +51,8 @@ pub struct Sample {
     pub free: u64,
     pub stranded: u64,
     pub largest: u64,
+    /// The largest gang of the shape placeable in one rack (0 without racks).
+    pub rack_gang: u64,
     /// Preemptions and evictions so far, and the device time they lost so far.
     pub preemptions: u64,
     pub evictions: u64,
@@ -85,6 +87,10 @@ pub struct Totals {
     /// Free devices now (a zero-length run's means).
     pub free_now: u64,
     pub stranded_now: u64,
+    /// Racks, the largest gang placeable in one rack integrated over time, and now.
+    pub racks: usize,
+    pub rack_gang_ms: u128,
+    pub rack_gang_now: u64,
     /// Devices of the nodes the fragmentation counts cover.
     pub inventory_devices: u64,
     pub endpoints: Vec<EndpointOutcome>,
@@ -164,6 +170,12 @@ pub struct Fragmentation {
     pub mean_stranded_gpus: f64,
     /// The most stranded at the end of a step.
     pub peak_stranded_gpus: u64,
+    /// With racks (`--rack-label`): how many, and over the simulated span the largest gang of
+    /// `gpusPerPod` pods placeable in one rack (three decimals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub racks: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_largest_rack_gang_pods: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -363,6 +375,12 @@ impl Report {
                 "free devices: {:.1} on average, {:.1} of them stranded (on nodes with fewer than {} free), peak {}\n",
                 f.mean_free_gpus, f.mean_stranded_gpus, f.gpus_per_pod, f.peak_stranded_gpus
             ));
+            if let (Some(racks), Some(gang)) = (f.racks, f.mean_largest_rack_gang_pods) {
+                out.push_str(&format!(
+                    "largest gang of {}-device pods placeable in one rack: {gang:.1} pods on average ({racks} racks)\n",
+                    f.gpus_per_pod
+                ));
+            }
         }
         if self.classes.len() > 1 {
             out.push_str("per class:\n");
@@ -403,6 +421,8 @@ fn fragmentation(t: &Totals) -> Fragmentation {
         mean_free_gpus: mean(t.free_ms, t.free_now),
         mean_stranded_gpus: mean(t.stranded_ms, t.stranded_now),
         peak_stranded_gpus: t.peak_stranded,
+        racks: (t.racks > 0).then_some(t.racks),
+        mean_largest_rack_gang_pods: (t.racks > 0).then(|| mean(t.rack_gang_ms, t.rack_gang_now)),
     }
 }
 

@@ -159,6 +159,7 @@ pub struct World<'s> {
     free: Free,
     free_ms: u128,
     stranded_ms: u128,
+    rack_gang_ms: u128,
     peak_stranded: u64,
     /// Devices allocated now (in [`MILLI`]), and their time integral.
     allocated: u64,
@@ -237,6 +238,7 @@ impl<'d, 's> Sim<'d, 's> {
             free,
             free_ms: 0,
             stranded_ms: 0,
+            rack_gang_ms: 0,
             peak_stranded: 0,
             allocated,
             allocated_ms: 0,
@@ -399,6 +401,7 @@ impl<'d, 's> Sim<'d, 's> {
                 free: self.w.free.free(),
                 stranded: self.w.free.stranded(),
                 largest: self.w.free.largest(),
+                rack_gang: self.w.free.largest_rack_gang(),
                 preemptions: self.w.preemptions,
                 evictions: self.w.evictions,
                 failures: self.w.failures,
@@ -423,6 +426,7 @@ impl<'d, 's> Sim<'d, 's> {
         self.w.allocated_ms += u128::from(self.w.allocated) * dt;
         self.w.free_ms += u128::from(self.w.free.free()) * dt;
         self.w.stranded_ms += u128::from(self.w.free.stranded()) * dt;
+        self.w.rack_gang_ms += u128::from(self.w.free.largest_rack_gang()) * dt;
         self.w.now = t;
     }
 
@@ -889,6 +893,9 @@ impl<'d, 's> Sim<'d, 's> {
             peak_stranded: self.w.peak_stranded,
             free_now: self.w.free.free(),
             stranded_now: self.w.free.stranded(),
+            racks: self.w.options.inventory.racks.len(),
+            rack_gang_ms: self.w.rack_gang_ms,
+            rack_gang_now: self.w.free.largest_rack_gang(),
             inventory_devices: self.w.options.inventory.nodes.iter().map(|(_, d)| d).sum(),
             endpoints: self.endpoint_outcomes(),
         })

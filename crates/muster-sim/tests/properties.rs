@@ -89,7 +89,9 @@ fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize, memo: bo
     let options = Options {
         devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
         default_class: Some("gpu".into()),
-        inventory: muster_sim::fragmentation::Inventory::from_slices(&slices),
+        // Two nodes per rack: the per-rack counts are checked at every step too.
+        inventory: muster_sim::fragmentation::Inventory::from_slices(&slices)
+            .with_racks(|n| n[1..].parse::<usize>().ok().map(|i| format!("rack-{}", i / 2))),
         ..Options::default()
     };
     let mut sim = Sim::new(engine, trace(shapes, drains, nodes), options);

@@ -54,6 +54,10 @@ pub struct SimArgs {
     /// other flags give.
     #[arg(long, value_name = "CONFIG")]
     compare: Vec<String>,
+    /// The node label that names a node's rack, for the largest gang placeable in one rack
+    /// (nodes without it belong to no rack; no node with it, no such figure).
+    #[arg(long, value_name = "KEY", default_value = "topology.kubernetes.io/rack")]
+    rack_label: String,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -236,7 +240,10 @@ fn simulate(
         devices,
         samples: matches!(args.output, SimFormat::Html),
         default_class,
-        inventory: muster_sim::fragmentation::Inventory::from_slices(&world.slices),
+        inventory: muster_sim::fragmentation::Inventory::from_slices(&world.slices).with_racks(|name| {
+            let c = &world.cluster;
+            c.node_id(name).and_then(|id| c.node(id).detail.labels.get(&args.rack_label).cloned())
+        }),
         shared_capacity: muster_sim::usage::shared_capacity(&world.slices),
     };
     let inputs = muster_sim::devices::DeviceInputs {

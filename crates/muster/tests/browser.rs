@@ -99,8 +99,11 @@ fn the_sim_reports_render_in_headless_chromium_without_console_messages() {
     // The report: allocation, pending pods, wait CDF, gang wait CDF, free and stranded devices,
     // largest free block, preemptions and evictions, GPU-hours lost. The comparison: the same but
     // the gang wait (no gang in that trace); nothing is preempted there, so some lines are flat.
-    // The endpoint's: no gang either, and the replicas serving.
-    for (page, figures, changing) in [(&report, 8, true), (&comparison, 7, false), (&endpoint, 8, false)] {
+    let racks = render(&["sim", "tests/sim/racks/cluster.yaml", "--trace", "tests/sim/racks/trace.yaml"], "sim-racks");
+    // The endpoint's: no gang either, and the replicas serving. The racks': a gang, and the
+    // largest gang placeable in one rack.
+    let pages = [(&report, 8, true), (&comparison, 7, false), (&endpoint, 8, false), (&racks, 9, false)];
+    for (page, figures, changing) in pages {
         let (dom, console) = open(page, None);
         assert!(console.is_empty(), "{}: console messages: {console:#?}", page.display());
         assert!(dom.contains("<h1>muster sim:"), "{dom}");

@@ -62,6 +62,19 @@ pub fn fragmentation(out: &mut String, report: &Report, samples: &[Sample], x_ma
     frame(out, "Largest free block on one node", x_max, y_max, "devices");
     steps(out, &largest, x_max, y_max, PALETTE[0]);
     close(out, "The most free devices on one node: the largest pod that could still be placed, devices-wise.");
+    if report.summary.fragmentation.racks.is_some() {
+        let gang = series(samples, |x| x.rack_gang as f64);
+        let y_max = highest(&gang);
+        frame(out, &format!("Largest gang of {shape}-device pods placeable in one rack"), x_max, y_max, "pods");
+        steps(out, &gang, x_max, y_max, PALETTE[2]);
+        close(
+            out,
+            &format!(
+                "Over racks, the most pods of {shape} devices one rack's free devices could hold (whole pods per node, \
+                 summed over the rack's nodes): the largest gang a rack-wide topology constraint could still place."
+            ),
+        );
+    }
 }
 
 /// Preemptions and evictions, and the GPU-hours they lost, cumulative over time.
@@ -203,6 +216,9 @@ mod tests {
             free_now: 0,
             stranded_now: 0,
             inventory_devices: 0,
+            racks: 0,
+            rack_gang_ms: 0,
+            rack_gang_now: 0,
             endpoints: Vec::new(),
         });
         report.jobs = vec![job("a", Some(5.0), true), job("b", Some(1.0), false), job("c", None, true)];
