@@ -969,4 +969,9 @@ impl<'d, 's> Sim<'d, 's> {
     pub fn now(&self) -> Millis {
         self.w.now
     }
+
+    /// Events handled so far (arrivals, finishes, cluster events, HPA syncs...).
+    pub fn events(&self) -> u64 {
+        self.w.events
+    }
 }

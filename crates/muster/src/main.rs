@@ -14,6 +14,7 @@ mod effects;
 mod fuzz;
 mod memory;
 mod output;
+mod progress;
 mod run;
 mod sim;
 mod source;

@@ -114,7 +114,9 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         configs.push((c.clone(), compared_config(c)?));
     }
     for (label, (config, names)) in configs {
-        match simulate(&args, &trace, openb_nodes.as_ref(), config, &names)? {
+        // The progress line names the configuration in a comparison only.
+        let shown = if args.compare.is_empty() { "" } else { label.as_str() };
+        match simulate(&args, &trace, openb_nodes.as_ref(), config, &names, shown)? {
             Ok(mut report) => {
                 report.notes = notes.clone();
                 runs.push((label, report))
@@ -209,6 +211,7 @@ fn simulate(
     openb: Option<&openb::OpenbCluster>,
     config: SchedulerConfig,
     names: &[String],
+    label: &str,
 ) -> anyhow::Result<Result<muster_sim::report::Report, ExitCode>> {
     let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names.to_vec()) };
     let manifests = match manifests(args, openb) {
@@ -254,7 +257,13 @@ fn simulate(
     };
     let cluster = std::mem::take(&mut world.cluster);
     drop(world);
-    let report = muster_sim::run(cluster, &config, inputs, trace.clone(), sim_options, None)
-        .map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
+    let mut progress = crate::progress::Progress::new(trace, args.until, label);
+    let mut observe = |sim: &muster_sim::Sim<'_, '_>| {
+        progress.update(sim.now(), sim.events());
+        Ok(())
+    };
+    let run = muster_sim::run_observing(cluster, &config, inputs, trace.clone(), sim_options, None, &mut observe);
+    progress.finish();
+    let report = run.map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
     Ok(Ok(report))
 }
