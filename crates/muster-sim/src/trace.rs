@@ -11,7 +11,7 @@
 //! - name: train-a          # unique; pods are <name>-<i>, claims <name>-<i>-gpus
 //!   arrival: 0s            # ms, s, m, h, d, combined (1h30m); a bare 0 is allowed
 //!   duration: 1h           # how long each pod runs once bound (> 0)
-//!   pods: 8                # default 1
+//!   pods: 8                # default 1, at most 100,000 (maxReplicas too)
 //!   gang: true             # a PodGroup with minCount = pods
 //!   gpusPerPod: 8          # a ResourceClaim per pod asking exactly this many devices
 //!   deviceClass: gpu.example.com  # default: the cluster's only DeviceClass
@@ -154,6 +154,10 @@ impl fmt::Display for TraceError {
 }
 
 impl std::error::Error for TraceError {}
+
+/// The most pods one job (or replicas one endpoint) may have: muster's bound, so that one line
+/// of a trace cannot ask for billions of objects.
+pub const MAX_PODS: u32 = 100_000;
 
 /// The API version and kind a trace must declare.
 pub const API_VERSION: &str = "muster.dev/v1alpha1";
@@ -372,8 +376,8 @@ impl Trace {
                 let (l, c) = at(&j.duration.referenced);
                 return Err(err(l, c, field("duration"), "must be longer than 0s".into()));
             }
-            if j.pods == 0 {
-                return Err(err(l, c, field("pods"), "must be at least 1".into()));
+            if j.pods == 0 || j.pods > MAX_PODS {
+                return Err(err(l, c, field("pods"), format!("{}: expected 1 to {MAX_PODS}", j.pods)));
             }
             if j.priority.is_some() && j.priority_class_name.is_some() {
                 return Err(err(l, c, field("priority"), "give priority or priorityClassName, not both".into()));
@@ -521,6 +525,8 @@ mod tests {
         let e = Trace::parse("t.yaml", &GOOD.replace("duration: 1h", "duration: 1y")).unwrap_err();
         assert_eq!(e.line, Some(6), "{e}");
         assert!(e.message.contains("not a duration"), "{e}");
+        let e = Trace::parse("t.yaml", &GOOD.replace("pods: 2", "pods: 4000000000")).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("jobs[0].pods"), "{e}");
         let e = Trace::parse("t.yaml", &GOOD.replace("duration: 1h", "duration: 0s")).unwrap_err();
         assert_eq!((e.line, e.field.as_deref()), (Some(6), Some("jobs[0].duration")), "{e}");
         let twice = GOOD.replace("events:", "- name: a\n  arrival: 1s\n  duration: 1s\nevents:");

@@ -37,6 +37,19 @@ const SEEDS: &[&str] = &[
     include_str!("../../../tests/scenarios/volumes-capacity/cluster.yaml"),
 ];
 
+/// The sim's seed corpus: every trace of `tests/sim`, run over one small cluster.
+const TRACES: &[&str] = &[
+    include_str!("../../../tests/sim/device-taint-rule/trace.yaml"),
+    include_str!("../../../tests/sim/drain/trace.yaml"),
+    include_str!("../../../tests/sim/gang-waits/trace.yaml"),
+    include_str!("../../../tests/sim/gpu-failure/trace.yaml"),
+    include_str!("../../../tests/sim/packing-least/trace.yaml"),
+    include_str!("../../../tests/sim/preemption/trace.yaml"),
+    include_str!("../../../tests/sim/racks/trace.yaml"),
+    include_str!("../../../tests/sim/scale-to-zero/trace.yaml"),
+];
+const SIM_CLUSTER: &str = include_str!("../../../tests/sim/gpu-failure/cluster.yaml");
+
 /// Text that YAML gives a meaning to, inserted at random places.
 const PUNCTUATION: &[&str] = &[
     ":",
@@ -191,6 +204,61 @@ fn plan_every_way(manifests: muster_manifest::Manifests) {
     }
 }
 
+/// A trace read, and when it reads, simulated for two days over a small cluster: an error is
+/// fine, a panic is not. Traces of more than 2,000 pods or replicas are only read (a trace may ask
+/// for any number; the fuzzer's time is bounded).
+fn simulate_every_way(text: &str) {
+    let Ok(trace) = muster_sim::Trace::parse("fuzz-trace.yaml", text) else { return };
+    let pods: u64 = trace.jobs.iter().map(|j| u64::from(j.pods)).sum::<u64>()
+        + trace.endpoints.iter().map(|e| u64::from(e.max_replicas)).sum::<u64>();
+    if pods > 2_000 {
+        return;
+    }
+    let manifests = muster_manifest::load_str("cluster.yaml", SIM_CLUSTER).expect("the cluster loads");
+    let published: Vec<_> = manifests
+        .objects
+        .iter()
+        .filter_map(|o| match &o.object {
+            muster_manifest::Object::ResourceSlice(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect();
+    let names = muster_sched::SchedulerNames::default();
+    let mut world = crate::memory::World::from_manifests(manifests, &names).expect("the cluster builds");
+    let options = muster_sim::Options {
+        until: Some(2 * 86_400_000),
+        devices: 8,
+        default_class: Some("gpu.example.com".into()),
+        inventory: muster_sim::fragmentation::Inventory::from_slices(&world.slices),
+        ..muster_sim::Options::default()
+    };
+    let inputs = muster_sim::devices::DeviceInputs {
+        published,
+        rules: Vec::new(),
+        classes: std::mem::take(&mut world.device_classes),
+        health_propagation: true,
+    };
+    let cluster = std::mem::take(&mut world.cluster);
+    if let Ok(report) =
+        muster_sim::run(cluster, &muster_sched::SchedulerConfig::default(), inputs, trace, options, None)
+    {
+        let _ = (report.json(), report.text(), muster_sim::html::render(&report, "fuzz"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MUSTER_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).map_or(128, |n: u32| n / 4),
+        max_shrink_iters: 1000,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn mutated_traces_never_panic(seed in 0..TRACES.len(), mutations in prop::collection::vec(mutation(), 1..6)) {
+        simulate_every_way(&apply(TRACES[seed], &mutations));
+    }
+}
+
 proptest! {
     // MUSTER_FUZZ_CASES=100000 for a longer local run.
     #![proptest_config(ProptestConfig {
@@ -209,5 +277,9 @@ proptest! {
 fn the_seeds_read_every_way() {
     for s in SEEDS {
         read_every_way(s);
+    }
+    for t in TRACES {
+        assert!(muster_sim::Trace::parse("seed.yaml", t).is_ok());
+        simulate_every_way(t);
     }
 }

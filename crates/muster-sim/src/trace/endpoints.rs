@@ -143,8 +143,9 @@ pub(super) fn hpa(raw: Option<HpaFile>) -> Result<Hpa, (String, String)> {
         scale_down_stabilization: raw.scale_down_stabilization.map_or(d.scale_down_stabilization, |x| x.0),
         tolerance: raw.tolerance.unwrap_or(d.tolerance),
     };
-    if hpa.sync_period == 0 {
-        return Err(("hpa.syncPeriod".into(), "must be longer than 0s".into()));
+    if hpa.sync_period < 1_000 {
+        // muster's bound, not the flag's: a sync per millisecond would stall a week's run.
+        return Err(("hpa.syncPeriod".into(), "must be at least 1s".into()));
     }
     if !(0.0..1.0).contains(&hpa.tolerance) {
         return Err(("hpa.tolerance".into(), format!("{}: expected at least 0 and less than 1", hpa.tolerance)));
@@ -182,8 +183,9 @@ pub(super) fn endpoint(
         return Err(err("name", format!("{name:?} is also the name of a job or endpoint")));
     }
     let min_replicas = raw.min_replicas.unwrap_or(1);
-    if raw.max_replicas == 0 || raw.max_replicas < min_replicas {
-        return Err(err("maxReplicas", format!("{}: expected at least 1 and minReplicas", raw.max_replicas)));
+    if raw.max_replicas == 0 || raw.max_replicas < min_replicas || raw.max_replicas > super::MAX_PODS {
+        let bound = super::MAX_PODS;
+        return Err(err("maxReplicas", format!("{}: expected minReplicas (and 1) to {bound}", raw.max_replicas)));
     }
     if !(raw.target.is_finite() && raw.target > 0.0) {
         return Err(err("target", format!("{}: expected a number above 0", raw.target)));
@@ -277,6 +279,8 @@ mod tests {
         let field = |body: &str| parse(body).unwrap_err().field;
         let e = |rest: &str| format!("endpoints:\n- name: chat\n  maxReplicas: 3\n  target: 10\n{rest}");
         assert_eq!(field(&e("  minReplicas: 4\n")).as_deref(), Some("endpoints[0].maxReplicas"));
+        let huge = "endpoints:\n- name: chat\n  maxReplicas: 2000000000\n  target: 1e-300\n";
+        assert_eq!(field(huge).as_deref(), Some("endpoints[0].maxReplicas"));
         assert_eq!(
             field(&e("  load:\n  - {at: 1h, value: 1}\n  - {at: 1h, value: 2}\n")).as_deref(),
             Some("endpoints[0].load[1].at")
@@ -288,6 +292,7 @@ mod tests {
         let twice = "jobs:\n- name: chat\n  arrival: 0s\n  duration: 1h\nendpoints:\n- name: chat\n  maxReplicas: 1\n  target: 1\n";
         assert_eq!(field(twice).as_deref(), Some("endpoints[0].name"));
         assert_eq!(field("hpa: {syncPeriod: 0s}\n").as_deref(), Some("hpa.syncPeriod"));
+        assert_eq!(field("hpa: {syncPeriod: 999ms}\n").as_deref(), Some("hpa.syncPeriod"));
         assert_eq!(field("hpa: {tolerance: 1.5}\n").as_deref(), Some("hpa.tolerance"));
         assert!(parse(&e("  replicas: 2\n")).is_err(), "unknown fields are refused");
     }
