@@ -648,9 +648,11 @@ impl Cluster {
         let node_ids: HashMap<String, NodeId> =
             c.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), NodeId(i as u32))).collect();
 
+        // Sorted by borrowed keys: copying every pod's namespace and name would cost the memory
+        // of two strings per pod at the peak of the build.
         let mut order: Vec<usize> = (0..pods.len()).collect();
-        let keys: Vec<_> = pods.iter().map(|p| (p.metadata.namespace.clone(), p.metadata.name.clone())).collect();
-        order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+        let key = |i: usize| (pods[i].metadata.namespace.as_ref(), pods[i].metadata.name.as_ref());
+        order.sort_by(|a, b| key(*a).cmp(&key(*b)));
         let mut pods: Vec<Option<Box<Pod>>> = pods.into_iter().map(Some).collect();
         c.pods.reserve_exact(pods.len());
         for pod in order.into_iter().filter_map(|i| pods[i].take()) {
