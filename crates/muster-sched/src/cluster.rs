@@ -643,6 +643,8 @@ impl Cluster {
                 Err(e) => errors.push(e),
             }
         }
+        // The nodes moved out: their buffer (1.5 KiB a slot) goes before the pods are built.
+        drop(nodes);
         c.nodes_with_images =
             c.nodes.iter().filter(|n| crate::plugins::image_locality::has_images(&n.detail.node)).count();
         let node_ids: HashMap<String, NodeId> =
@@ -837,6 +839,8 @@ impl Cluster {
             .filter(|(_, v)| *v != 0)
             .collect();
         reqs.sort_unstable();
+        // Kept per pod: without spare capacity (collected through a filter, it has some).
+        reqs.shrink_to_fit();
         let non_zero = [non_zero_milli_cpu, non_zero_memory];
         let shape = match self.shapes.get(&(reqs.clone(), non_zero)) {
             Some(shape) => *shape,
