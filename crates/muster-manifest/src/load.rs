@@ -5,6 +5,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod stream;
+
 use crate::object::{self, Object, supported_versions};
 use crate::yaml::{self, Node, Pos, Value};
 
@@ -145,6 +147,11 @@ fn read_paths<P: AsRef<Path>>(paths: &[P]) -> Loader {
             match found {
                 Found::File(f) => {
                     let name = f.display().to_string();
+                    let large = std::fs::metadata(&f).is_ok_and(|m| m.len() >= stream::STREAM_MIN_BYTES);
+                    if large && stream::streamable(&f).unwrap_or(false) {
+                        loader.add_file_streaming(&name, &f);
+                        continue;
+                    }
                     match std::fs::read_to_string(&f) {
                         Ok(text) => loader.add_text(&name, &text),
                         Err(e) => loader.error(&name, None, format!("cannot read: {e}")),
@@ -298,15 +305,41 @@ struct Loader {
     /// Every named object of a kind muster reads, loaded or not, in input order: the same object
     /// twice is an error even when one of them is invalid (as `check` reports it).
     identities: Vec<Identity>,
+    /// Those of the pieces merged into this loader, in input order, after which `identities`
+    /// come (see [`Loader::all_identities`]).
+    merged_identities: Vec<Vec<Identity>>,
     allow_duplicates: bool,
     as_written: bool,
 }
 
 /// An object's identity (API group, kind, namespace, name), its name for messages, and where it is.
+/// One is kept per object until the whole input is read, so it holds one string besides the
+/// group: the kind, the namespace and the name are read back out of `display`.
 struct Identity {
-    key: (String, String, String, String),
-    display: String,
+    group: Box<str>,
+    /// `Kind namespace/name` or `Kind name` (see `Loader::add_node`), ending with the name.
+    display: Box<str>,
+    /// The name's length in bytes, at the end of `display`.
+    name_len: u32,
     origin: Origin,
+}
+
+impl Identity {
+    fn new(group: &str, display: String, name: &str, origin: Origin) -> Identity {
+        debug_assert!(display.ends_with(name));
+        let name_len = u32::try_from(name.len()).unwrap_or(u32::MAX);
+        Identity { group: group.into(), display: display.into_boxed_str(), name_len, origin }
+    }
+
+    /// (API group, kind, namespace, name), as the API server keys the object. The namespace is
+    /// the text between the kind and the first `/` (empty without one).
+    fn key(&self) -> (&str, &str, &str, &str) {
+        let d = &*self.display;
+        let name = d.get(d.len().saturating_sub(self.name_len as usize)..).unwrap_or("");
+        let (kind, rest) = d.split_once(' ').unwrap_or((d, ""));
+        let ns = rest.split_once('/').map_or("", |(ns, _)| ns);
+        (&self.group, kind, ns, name)
+    }
 }
 
 impl Loader {
@@ -315,10 +348,15 @@ impl Loader {
     }
 
     fn add_text(&mut self, name: &str, text: &str) {
-        let file: Arc<str> = name.into();
+        let pieces = yaml::split_documents(text, PIECE_BYTES);
+        self.add_pieces(&name.into(), text, &pieces, 0);
+    }
+
+    /// Adds `text`, cut at `pieces` (byte offset, lines before it in `text`), the first line of
+    /// `text` being line `line_base + 1` of `file`.
+    fn add_pieces(&mut self, file: &Arc<str>, text: &str, pieces: &[(usize, u32)], line_base: u32) {
         // Large dumps are cut into pieces of whole documents, parsed and decoded on every core;
         // the pieces are merged back in order, so the result does not depend on the thread count.
-        let pieces = yaml::split_documents(text, PIECE_BYTES);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(pieces.len());
         let results: Vec<std::sync::Mutex<Option<Loader>>> = pieces.iter().map(|_| Default::default()).collect();
         let next = std::sync::atomic::AtomicUsize::new(0);
@@ -328,7 +366,7 @@ impl Loader {
                 let Some(&(start, line)) = pieces.get(i) else { break };
                 let end = pieces.get(i + 1).map_or(text.len(), |p| p.0);
                 let mut part = Loader { as_written: self.as_written, ..Loader::default() };
-                part.add_piece(&file, &text[start..end], line);
+                part.add_piece(file, &text[start..end], line_base + line);
                 *results[i].lock().expect("no worker panics") = Some(part);
             }
         };
@@ -346,7 +384,12 @@ impl Loader {
             self.manifests.objects.extend(part.manifests.objects);
             self.manifests.provided_templates.extend(part.manifests.provided_templates);
             self.manifests.warnings.extend(part.manifests.warnings);
-            self.identities.extend(part.identities);
+            // Kept in the pieces' own vectors: one vector for the whole input would double (and
+            // copy) as it grows, holding up to twice what it needs until the input is read.
+            let mut own = part.identities;
+            own.shrink_to_fit();
+            self.merged_identities.extend(part.merged_identities);
+            self.merged_identities.push(own);
             for (k, n) in part.manifests.ignored {
                 *self.manifests.ignored.entry(k).or_default() += n;
             }
@@ -464,13 +507,7 @@ impl Loader {
         let name = node.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).filter(|n| !n.is_empty());
         if let Some(name) = name.filter(|_| !supported_versions(kind).is_empty()) {
             let group = api_version.split_once('/').map_or("", |(g, _)| g);
-            let display = name_of();
-            let ns = display.split_once(' ').and_then(|(_, n)| n.split_once('/')).map_or("", |(ns, _)| ns);
-            self.identities.push(Identity {
-                key: (group.to_string(), kind.to_string(), ns.to_string(), name.to_string()),
-                display: display.clone(),
-                origin: origin.clone(),
-            });
+            self.identities.push(Identity::new(group, name_of(), name, origin.clone()));
         }
         // A device's 1.36 node-allocatable field, in its 1.37 form, with a warning each.
         let rewritten = crate::node_allocatable::rewrite(kind, node);
@@ -555,6 +592,11 @@ impl Loader {
         }
     }
 
+    /// Every identity, in input order.
+    fn all_identities(&self) -> impl Iterator<Item = &Identity> {
+        self.merged_identities.iter().flatten().chain(&self.identities)
+    }
+
     fn finish(mut self) -> Result<Manifests, Vec<Diagnostic>> {
         if !self.allow_duplicates {
             self.report_duplicates();
@@ -565,24 +607,25 @@ impl Loader {
     fn partial(mut self) -> Partial {
         let loaded: std::collections::HashSet<String> =
             self.manifests.objects.iter().map(|l| l.object.display_name()).collect();
-        let not_loaded = self.identities.iter().map(|i| i.display.clone()).filter(|d| !loaded.contains(d)).collect();
+        let not_loaded = self.all_identities().map(|i| i.display.to_string()).filter(|d| !loaded.contains(d)).collect();
         self.report_duplicates();
         Partial { manifests: self.manifests, errors: self.errors, not_loaded }
     }
 
     /// The same object twice is an error naming both places.
     fn report_duplicates(&mut self) {
-        let mut seen: HashMap<&(String, String, String, String), &Origin> = HashMap::new();
-        for id in &self.identities {
-            if let Some(first) = seen.insert(&id.key, &id.origin) {
+        let mut seen: HashMap<(&str, &str, &str, &str), &Origin> = HashMap::new();
+        let identities = self.merged_identities.iter().flatten().chain(&self.identities);
+        for id in identities {
+            if let Some(first) = seen.insert(id.key(), &id.origin) {
                 self.errors.push(Diagnostic {
                     file: id.origin.file.clone(),
                     pos: Some(id.origin.pos),
-                    object: Some(id.display.clone()),
+                    object: Some(id.display.to_string()),
                     field: None,
                     message: format!("defined twice; first defined at {first}"),
                 });
-                seen.insert(&id.key, first);
+                seen.insert(id.key(), first);
             }
         }
     }

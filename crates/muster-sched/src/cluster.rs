@@ -643,14 +643,18 @@ impl Cluster {
                 Err(e) => errors.push(e),
             }
         }
+        // The nodes moved out: their buffer (1.5 KiB a slot) goes before the pods are built.
+        drop(nodes);
         c.nodes_with_images =
             c.nodes.iter().filter(|n| crate::plugins::image_locality::has_images(&n.detail.node)).count();
         let node_ids: HashMap<String, NodeId> =
             c.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), NodeId(i as u32))).collect();
 
+        // Sorted by borrowed keys: copying every pod's namespace and name would cost the memory
+        // of two strings per pod at the peak of the build.
         let mut order: Vec<usize> = (0..pods.len()).collect();
-        let keys: Vec<_> = pods.iter().map(|p| (p.metadata.namespace.clone(), p.metadata.name.clone())).collect();
-        order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+        let key = |i: usize| (pods[i].metadata.namespace.as_ref(), pods[i].metadata.name.as_ref());
+        order.sort_by(|a, b| key(*a).cmp(&key(*b)));
         let mut pods: Vec<Option<Box<Pod>>> = pods.into_iter().map(Some).collect();
         c.pods.reserve_exact(pods.len());
         for pod in order.into_iter().filter_map(|i| pods[i].take()) {
@@ -835,6 +839,8 @@ impl Cluster {
             .filter(|(_, v)| *v != 0)
             .collect();
         reqs.sort_unstable();
+        // Kept per pod: without spare capacity (collected through a filter, it has some).
+        reqs.shrink_to_fit();
         let non_zero = [non_zero_milli_cpu, non_zero_memory];
         let shape = match self.shapes.get(&(reqs.clone(), non_zero)) {
             Some(shape) => *shape,

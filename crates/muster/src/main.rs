@@ -651,26 +651,7 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 size as f64 / (1 << 20) as f64
             );
         }
-        BenchCommand::Load { paths } => {
-            let t = std::time::Instant::now();
-            let manifests = muster_manifest::load_paths(&paths)
-                .map_err(|d| anyhow::anyhow!("{} input errors, first: {}", d.len(), d[0]))?;
-            let parsed = t.elapsed();
-            let n = manifests.objects.len();
-            let t_build = std::time::Instant::now();
-            let world = memory::World::from_manifests(manifests, &SchedulerNames::default())
-                .map_err(|d| anyhow::anyhow!("{} model errors", d.len()))?;
-            let total = t.elapsed();
-            println!(
-                "load: {n} objects ({} nodes, {} pods)\n  read + parse + decode: {:.3} s\n  snapshot build: {:.3} s\n  total: {:.3} s\n  peak RSS: {:.0} MiB",
-                world.cluster.nodes.len(),
-                world.cluster.pods.len(),
-                parsed.as_secs_f64(),
-                t_build.elapsed().as_secs_f64(),
-                total.as_secs_f64(),
-                bench::peak_rss_mib().unwrap_or(f64::NAN)
-            );
-        }
+        BenchCommand::Load { paths } => print!("{}", bench::load(&paths)?),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -14,10 +14,13 @@ use muster_controllers::eviction::{DeviceTaints, Eviction, evictions};
 use muster_controllers::podgroup::GangWait;
 use muster_controllers::slice_view::scheduling_view;
 use muster_controllers::{Created, Workloads};
-use muster_manifest::{Diagnostic, Manifests, Object, Origin};
+use muster_manifest::{Diagnostic, Manifests, Object};
 use muster_sched::cycle::GANG_WAIT_TIMEOUT_REASON;
 use muster_sched::spread_selectors::SpreadSelector;
 use muster_sched::{Cluster, GroupNode, GroupOutcome, ModelError, Plan, SchedulerNames};
+
+mod origins;
+use origins::Origins;
 
 /// How a world is built from manifests.
 #[derive(Clone, Copy, Debug)]
@@ -74,14 +77,20 @@ impl World {
         names: &SchedulerNames,
         options: Options,
     ) -> Result<World, Vec<Diagnostic>> {
-        let mut nodes = Vec::new();
-        let mut pods = Vec::new();
+        // Sized for the input: a `Node` is 1.5 KiB, and a vector of them that doubles as it grows
+        // holds up to twice that, beside every object, at the peak of the build.
+        let count = |node: bool| {
+            let is = |o: &Object| if node { matches!(o, Object::Node(_)) } else { matches!(o, Object::Pod(_)) };
+            manifests.objects.iter().filter(|l| is(&l.object)).count()
+        };
+        let mut nodes = Vec::with_capacity(count(true));
+        let mut pods = Vec::with_capacity(count(false));
         let mut classes = Vec::new();
         let mut unused: Vec<(&'static str, usize)> = Vec::new();
         let mut bad: Vec<ModelError> = Vec::new();
         let mut composites = Vec::new();
         let mut budgets = Vec::new();
-        let mut origins: HashMap<(&'static str, String), Origin> = HashMap::new();
+        let mut origins = Origins::with_capacity(manifests.objects.len());
         let mut workloads = Workloads::default();
         let mut workload_annotations = HashMap::new();
         let (mut device_classes, mut slices, mut claims, mut templates, mut rules, mut groups) =
@@ -95,7 +104,7 @@ impl World {
                 l.object.metadata().name.as_deref(),
                 l.object.is_namespaced(),
             );
-            origins.insert((l.object.kind(), key.clone()), l.origin);
+            origins.insert(l.object.kind(), key.clone(), l.origin);
             bad.extend(muster_sched::validate::on(l.object.kind(), &key, crate::validation::object(&l.object)));
             // Beyond upstream: a gang's device topology, on a PodGroup or the Workload it names.
             if matches!(l.object.kind(), "PodGroup" | "Workload") {
@@ -206,17 +215,17 @@ impl World {
         // A created pod's problems (an unknown PriorityClass in a template) point at its workload.
         for c in &expansion.created {
             let root = (c.root.kind, format!("{}/{}", c.root.namespace, c.root.name));
-            if let Some(origin) = origins.get(&root).cloned() {
+            if let Some(origin) = origins.get(root.0, &root.1).cloned() {
                 let r = c.object.reference();
-                origins.insert((r.kind, format!("{}/{}", r.namespace, r.name)), origin);
+                origins.insert(r.kind, format!("{}/{}", r.namespace, r.name), origin);
             }
         }
         let mut cluster = Cluster::build(nodes, pods, &classes, names).map_err(|mut errs| {
             errs.append(&mut bad);
-            errs.into_iter().map(|e| model_diagnostic(e, &origins)).collect::<Vec<_>>()
+            errs.into_iter().map(|e| model_diagnostic(e, &mut origins)).collect::<Vec<_>>()
         })?;
         if !bad.is_empty() {
-            return Err(bad.into_iter().map(|e| model_diagnostic(e, &origins)).collect());
+            return Err(bad.into_iter().map(|e| model_diagnostic(e, &mut origins)).collect());
         }
         // PodGroups first: a member's claim entry identical to its group's is the group's claim.
         cluster.workload_annotations = workload_annotations;
@@ -266,7 +275,7 @@ impl World {
             let mut located = std::mem::take(&mut manifests.warnings);
             cluster.warnings.extend(located.iter().map(ToString::to_string));
             cluster.warnings.extend(found.iter().map(ToString::to_string));
-            located.extend(found.into_iter().map(|w| model_diagnostic(w, &origins)));
+            located.extend(found.into_iter().map(|w| model_diagnostic(w, &mut origins)));
             located
         };
         // The taints as published, with their sources; then the slices as the scheduler sees them.
@@ -412,8 +421,8 @@ fn object_key(ns: Option<&str>, name: Option<&str>, namespaced: bool) -> String 
     }
 }
 
-fn model_diagnostic(e: ModelError, origins: &HashMap<(&'static str, String), Origin>) -> Diagnostic {
-    let origin = origins.get(&(e.kind, e.object.clone()));
+fn model_diagnostic(e: ModelError, origins: &mut Origins) -> Diagnostic {
+    let origin = origins.get(e.kind, &e.object);
     Diagnostic {
         file: origin.map_or_else(|| "<input>".into(), |o| o.file.clone()),
         pos: origin.map(|o| o.pos),
