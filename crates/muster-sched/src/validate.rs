@@ -169,25 +169,50 @@ fn at_least_one(value: i32, path: &str) -> Option<FieldError> {
 /// A PodGroup's gang size: `spec.schedulingPolicy.gang.minCount` is `+k8s:minimum=1`
 /// (k8s.io/api scheduling/v1beta1 types, declarative validation).
 pub fn pod_group(g: &PodGroup) -> Vec<FieldError> {
-    g.spec
+    let mut out: Vec<FieldError> = g
+        .spec
         .scheduling_policy
         .gang
         .as_ref()
         .and_then(|gang| at_least_one(gang.min_count, "spec.schedulingPolicy.gang.minCount"))
         .into_iter()
-        .collect()
+        .collect();
+    let keys = g.spec.scheduling_constraints.as_ref().and_then(|c| c.topology.as_ref());
+    topology(keys.map(|t| t.iter().map(|t| t.key.as_str()).collect()), &mut out);
+    out
+}
+
+/// `spec.schedulingConstraints.topology` of a PodGroup or CompositePodGroup: at most one entry
+/// (`+k8s:maxItems=1`: "only a single topology constraint can be specified"), whose `key` is a
+/// node label key (required).
+fn topology(keys: Option<Vec<&str>>, out: &mut Vec<FieldError>) {
+    let Some(keys) = keys else { return };
+    let path = "spec.schedulingConstraints.topology";
+    too_many(path, keys.len(), 1, out);
+    for (i, key) in keys.iter().enumerate() {
+        let at = format!("{path}[{i}].key");
+        if key.is_empty() {
+            out.push((at, "Required value".into()));
+        } else {
+            out.extend(meta::qualified_name(key, &at));
+        }
+    }
 }
 
 /// A CompositePodGroup's `spec.schedulingPolicy.gang.minGroupCount` is `+k8s:minimum=1`
 /// (k8s.io/api scheduling/v1alpha3 `CompositeGangSchedulingPolicy`).
 pub fn composite_pod_group(c: &CompositePodGroup) -> Vec<FieldError> {
-    c.spec
+    let mut out: Vec<FieldError> = c
+        .spec
         .scheduling_policy
         .gang
         .as_ref()
         .and_then(|gang| at_least_one(gang.min_group_count, "spec.schedulingPolicy.gang.minGroupCount"))
         .into_iter()
-        .collect()
+        .collect();
+    let keys = c.spec.scheduling_constraints.as_ref().and_then(|c| c.topology.as_ref());
+    topology(keys.map(|t| t.iter().map(|t| t.key.as_str()).collect()), &mut out);
+    out
 }
 
 /// `HighestUserDefinablePriority`: the largest value a class outside `system-` may have.
@@ -557,6 +582,25 @@ mod name_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_has_one_topology_constraint_at_most_with_a_label_key() {
+        let group = |topology: serde_json::Value| -> PodGroup {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "g"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "schedulingConstraints": {"topology": topology}}}))
+            .unwrap()
+        };
+        assert!(pod_group(&group(serde_json::json!([{"key": "topology.kubernetes.io/rack"}]))).is_empty());
+        let two = pod_group(&group(serde_json::json!([{"key": "a"}, {"key": "b"}])));
+        assert_eq!(
+            two,
+            [("spec.schedulingConstraints.topology".into(), "Too many: 2: must have at most 1 items".into())]
+        );
+        let bad = pod_group(&group(serde_json::json!([{"key": ""}])));
+        assert_eq!(bad, [("spec.schedulingConstraints.topology[0].key".into(), "Required value".into())]);
+        let bad = pod_group(&group(serde_json::json!([{"key": "a b"}])));
+        assert_eq!(bad[0].0, "spec.schedulingConstraints.topology[0].key");
+    }
 
     #[test]
     fn unsupported_lists_values_in_order() {
