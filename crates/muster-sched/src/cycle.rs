@@ -238,7 +238,7 @@ impl Plan {
 /// hints); any event for a failure not tied to a Filter plugin — but another pod's arrival on a
 /// node or relabeling there only for a pod with hard spread constraints or required pod
 /// (anti-)affinity, as upstream's PodTopologySpread and InterPodAffinity hints skip the others.
-fn wake_for(pod: &crate::cluster::PodInfo, e: &FitError, spread: &PodTopologySpreadArgs) -> Wake {
+pub fn wake_for(pod: &crate::cluster::PodInfo, e: &FitError, spread: &PodTopologySpreadArgs) -> Wake {
     let wake = if e.pre_filter_message.is_some() || e.group_message.is_some() || e.rejections.is_empty() {
         Wake::ANY
     } else {
