@@ -5,7 +5,7 @@
 //! (`cycle::wake_for`), or when the change requeues the pod itself (its own update). Every case
 //! upstream queues, muster wakes; of the cases upstream skips, muster skips those its event
 //! kinds can tell apart (it never looks at the changed object's labels) — the counts are pinned:
-//! PodTopologySpread 33 cases (20 upstream queues, all woken; of 13 + 7 skips muster skips 3 + 1),
+//! PodTopologySpread 33 cases (13 upstream queues, all woken; of 13 + 7 skips muster skips 3 + 1),
 //! InterPodAffinity 29 cases (14 queues, all woken; of 10 + 5 skips muster skips 2 + 0).
 
 use k8s_openapi::api::core::v1::{Node, Pod};
