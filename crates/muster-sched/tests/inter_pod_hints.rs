@@ -1,7 +1,8 @@
 //! Queueing hints of PodTopologySpread and InterPodAffinity, one change at a time: a pod either
-//! plugin rejected sleeps through events that cannot help it (a node's heartbeat, a claim) and
-//! is tried again, and placed, after the event that does (a pod bound or deleted, a node added
-//! or relabeled).
+//! plugin rejected sleeps through an event that cannot help it (a node's heartbeat) and is tried
+//! again, and placed, after the event that does (a pod bound, confirmed, deleted or relabeled, a
+//! node added or relabeled); a pod with neither plugin's constraints sleeps through other pods'
+//! bindings.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use muster_sched::{Change, Cluster, Engine, QueueEntry, SchedulerConfig, SchedulerNames};
