@@ -234,13 +234,22 @@ impl Plan {
     }
 }
 
-/// The events that could help a pod that failed with `e` (the rejecting plugins' queueing
-/// hints); any event for a failure not tied to a Filter plugin.
-fn wake_for(e: &FitError) -> Wake {
-    if e.pre_filter_message.is_some() || e.group_message.is_some() || e.rejections.is_empty() {
-        return Wake::ANY;
+/// The events that could help `pod`, which failed with `e` (the rejecting plugins' queueing
+/// hints); any event for a failure not tied to a Filter plugin — but another pod's arrival on a
+/// node or relabeling there only for a pod with hard spread constraints or required pod
+/// (anti-)affinity, as upstream's PodTopologySpread and InterPodAffinity hints skip the others.
+pub fn wake_for(pod: &crate::cluster::PodInfo, e: &FitError, spread: &PodTopologySpreadArgs) -> Wake {
+    let wake = if e.pre_filter_message.is_some() || e.group_message.is_some() || e.rejections.is_empty() {
+        Wake::ANY
+    } else {
+        e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
+    };
+    use crate::plugins::{inter_pod_affinity, pod_topology_spread};
+    if pod_topology_spread::may_filter(&pod.pod, spread) || inter_pod_affinity::has_required_terms(pod) {
+        wake
+    } else {
+        wake.without(Wake::ASSIGNED_POD_ADDED.union(Wake::ASSIGNED_POD_LABELS_CHANGED))
     }
-    e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
 }
 
 /// One entry of the scheduling queue: a pod, or a PodGroup whose pending members are scheduled
@@ -644,10 +653,11 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 self.entry_pods(entry).into_iter().filter(|p| self.cluster.pod(*p).state == PodState::Pending).collect()
             }
         };
+        let (c, spread) = (&*self.cluster, &self.config.pod_topology_spread);
         let wake = plan.unschedulable[failed_before..]
             .iter()
             .filter(|(p, _)| pending.contains(p))
-            .fold(Wake::NONE, |w, (_, e)| w.union(wake_for(e)));
+            .fold(Wake::NONE, |w, (p, e)| w.union(wake_for(c.pod(*p), e, spread)));
         Attempted { pending: !pending.is_empty(), wake, freed: plan.victims() > victims_before }
     }
 

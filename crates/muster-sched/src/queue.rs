@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::cluster::PodState;
 use crate::cycle::QueueEntry;
 
 /// A point on the world's clock, in milliseconds.
@@ -79,11 +80,30 @@ impl Wake {
     /// A PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode or CSIDriver was added,
     /// changed or deleted.
     pub const STORAGE_CHANGED: Wake = Wake(1 << 7);
+    /// A pod came to a node: bound by another scheduler, added bound, or this scheduler's
+    /// binding confirmed (kube-scheduler's `AssignedPodAdd`, sent when the informer sees the
+    /// bound pod, not at Reserve).
+    pub const ASSIGNED_POD_ADDED: Wake = Wake(1 << 8);
+    /// A pod on a node had its labels changed (`Pod/UpdatePodLabel` of an assigned pod).
+    pub const ASSIGNED_POD_LABELS_CHANGED: Wake = Wake(1 << 9);
+    /// A node was deleted (its pods stop counting in any topology domain).
+    pub const NODE_DELETED: Wake = Wake(1 << 10);
+    /// A node's labels changed (`Node/UpdateNodeLabel`); sent with [`Wake::NODE_CHANGED`].
+    pub const NODE_LABELS_CHANGED: Wake = Wake(1 << 11);
+    /// A node's taints changed (`Node/UpdateNodeTaint`); sent with [`Wake::NODE_CHANGED`].
+    pub const NODE_TAINTS_CHANGED: Wake = Wake(1 << 12);
     /// Any event: for failures whose cause the queue cannot narrow down.
     pub const ANY: Wake = Wake(u16::MAX);
+    /// How many bits a set has room for.
+    const BITS: usize = 16;
 
     pub fn union(self, other: Wake) -> Wake {
         Wake(self.0 | other.0)
+    }
+
+    /// The events of `self` that are not in `other`.
+    pub fn without(self, other: Wake) -> Wake {
+        Wake(self.0 & !other.0)
     }
 
     pub fn intersects(self, other: Wake) -> bool {
@@ -104,8 +124,60 @@ impl Wake {
             "VolumeRestrictions" | "NodeVolumeLimits" => {
                 node.union(Wake::STORAGE_CHANGED).union(Wake::ASSIGNED_POD_DELETED)
             }
+            // Upstream: Pod Add|UpdatePodLabel|Delete (assigned pods; the pending pod's own
+            // update requeues it in the store) and Node Add|Delete|UpdateNodeLabel|UpdateNodeTaint.
+            "PodTopologySpread" => Wake::ASSIGNED_POD.union(Wake::NODE_TOPOLOGY).union(Wake::NODE_TAINTS_CHANGED),
+            // Upstream: Pod Add|UpdatePodLabel|Delete and Node Add|UpdateNodeLabel. Node Delete
+            // too, broader than upstream: the store stops counting a deleted node's pods at once,
+            // where upstream counts them until they are deleted (an assigned pod's Delete).
+            "InterPodAffinity" => Wake::ASSIGNED_POD.union(Wake::NODE_TOPOLOGY),
             _ => Wake::ANY,
         }
+    }
+
+    /// A pod on a node added, relabeled or gone: what changes the pods PodTopologySpread and
+    /// InterPodAffinity count.
+    const ASSIGNED_POD: Wake =
+        Wake(Wake::ASSIGNED_POD_ADDED.0 | Wake::ASSIGNED_POD_LABELS_CHANGED.0 | Wake::ASSIGNED_POD_DELETED.0);
+
+    /// A node added, deleted or relabeled: what changes the topology domains.
+    const NODE_TOPOLOGY: Wake = Wake(Wake::NODE_ADDED.0 | Wake::NODE_DELETED.0 | Wake::NODE_LABELS_CHANGED.0);
+
+    /// The events a node's update was: [`Wake::NODE_CHANGED`], with the label and taint
+    /// changes it made.
+    pub fn node_updated(labels_changed: bool, taints_changed: bool) -> Wake {
+        let mut wake = Wake::NODE_CHANGED;
+        if labels_changed {
+            wake = wake.union(Wake::NODE_LABELS_CHANGED);
+        }
+        if taints_changed {
+            wake = wake.union(Wake::NODE_TAINTS_CHANGED);
+        }
+        wake
+    }
+
+    /// The events a pod's change was for pods that wait on where others run: it left a node,
+    /// came to one (a binding confirming this scheduler's assumption included), or had its
+    /// labels changed on one. `old` is its state before (`Deleted` for a new pod).
+    pub fn pod_updated(old: &PodState, new: &PodState, relabeled: bool) -> Wake {
+        let (was_on, is_on) = (old.on_node(), new.on_node());
+        let confirmed = matches!((old, new), (PodState::Assumed(_), PodState::Bound(_)));
+        let mut wake = Wake::NONE;
+        if was_on.is_some() && was_on != is_on {
+            wake = wake.union(Wake::ASSIGNED_POD_DELETED);
+        }
+        if is_on.is_some() && (was_on != is_on || confirmed) {
+            wake = wake.union(Wake::ASSIGNED_POD_ADDED);
+        }
+        if was_on.is_some() && was_on == is_on && relabeled {
+            wake = wake.union(Wake::ASSIGNED_POD_LABELS_CHANGED);
+        }
+        wake
+    }
+
+    /// The bits set, by position.
+    fn bits(self) -> impl Iterator<Item = usize> {
+        (0..Wake::BITS).filter(move |b| self.0 & (1 << b) != 0)
     }
 }
 
@@ -147,6 +219,9 @@ pub struct SchedulingQueue {
     backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
     /// In the unschedulable pool since, by entry.
     unschedulable: BTreeMap<QueueEntry, Millis>,
+    /// How many entries in the unschedulable pool wait for each [`Wake`] bit: an event no entry
+    /// waits for (a binding confirmed, a node's heartbeat) wakes nothing without a scan.
+    waiting: [u32; Wake::BITS],
     /// Counts pops; an event records the count (`moveRequestCycle`): an entry whose attempt was
     /// in flight during an event goes to backoff rather than waiting for another event.
     cycle: u64,
@@ -225,6 +300,7 @@ impl SchedulingQueue {
             }
             Place::Unschedulable => {
                 self.unschedulable.remove(&entry);
+                self.count_waiting(info.wake, false);
             }
             // Popped lazily: `pop` skips entries it no longer knows.
             Place::Active | Place::InFlight => {}
@@ -283,6 +359,7 @@ impl SchedulingQueue {
         } else {
             info.place = Place::Unschedulable;
             self.unschedulable.insert(entry, now);
+            self.count_waiting(wake, true);
         }
     }
 
@@ -290,6 +367,9 @@ impl SchedulingQueue {
     /// waiting for it moves to the active queue (or to backoff, while its backoff lasts).
     pub fn on_event(&mut self, event: Wake, now: Millis) {
         self.move_request_cycle = self.cycle;
+        if !event.bits().any(|b| self.waiting[b] > 0) {
+            return;
+        }
         let woken: Vec<QueueEntry> =
             self.unschedulable.keys().copied().filter(|e| self.info[e].wake.intersects(event)).collect();
         for entry in woken {
@@ -350,6 +430,7 @@ impl SchedulingQueue {
             }
             _ => return,
         }
+        let wake = info.wake;
         let expiry = Self::expiry(info, self.limits);
         if info.attempts > 0 && expiry > now {
             info.place = Place::Backoff;
@@ -357,6 +438,15 @@ impl SchedulingQueue {
         } else {
             info.place = Place::Active;
             self.active.push(Reverse((info.order.clone(), entry)));
+        }
+        self.count_waiting(wake, false);
+    }
+
+    /// Counts an entry that joins (`joins`) or leaves the unschedulable pool waiting for `wake`.
+    fn count_waiting(&mut self, wake: Wake, joins: bool) {
+        for b in wake.bits() {
+            let n = &mut self.waiting[b];
+            *n = if joins { *n + 1 } else { n.saturating_sub(1) };
         }
     }
 
@@ -462,6 +552,120 @@ mod tests {
         assert!(q.is_idle());
         q.flush_unschedulable(MAX_IN_UNSCHEDULABLE);
         assert_eq!(q.pop(MAX_IN_UNSCHEDULABLE), Some(pod(0)));
+    }
+
+    /// The kinds of events that exist, one bit each.
+    const EVENTS: [Wake; 13] = [
+        Wake::NODE_ADDED,
+        Wake::NODE_CHANGED,
+        Wake::ASSIGNED_POD_DELETED,
+        Wake::POD_CHANGED,
+        Wake::CLAIM_CHANGED,
+        Wake::DEVICES_CHANGED,
+        Wake::WORKLOAD_CHANGED,
+        Wake::STORAGE_CHANGED,
+        Wake::ASSIGNED_POD_ADDED,
+        Wake::ASSIGNED_POD_LABELS_CHANGED,
+        Wake::NODE_DELETED,
+        Wake::NODE_LABELS_CHANGED,
+        Wake::NODE_TAINTS_CHANGED,
+    ];
+
+    fn woken_by(plugin: &str) -> Vec<Wake> {
+        EVENTS.into_iter().filter(|e| Wake::for_plugin(plugin).intersects(*e)).collect()
+    }
+
+    #[test]
+    fn pod_topology_spread_waits_for_assigned_pods_and_node_topology() {
+        assert_eq!(
+            woken_by("PodTopologySpread"),
+            [
+                Wake::NODE_ADDED,
+                Wake::ASSIGNED_POD_DELETED,
+                Wake::ASSIGNED_POD_ADDED,
+                Wake::ASSIGNED_POD_LABELS_CHANGED,
+                Wake::NODE_DELETED,
+                Wake::NODE_LABELS_CHANGED,
+                Wake::NODE_TAINTS_CHANGED,
+            ]
+        );
+    }
+
+    #[test]
+    fn inter_pod_affinity_waits_for_assigned_pods_and_node_labels() {
+        assert_eq!(
+            woken_by("InterPodAffinity"),
+            [
+                Wake::NODE_ADDED,
+                Wake::ASSIGNED_POD_DELETED,
+                Wake::ASSIGNED_POD_ADDED,
+                Wake::ASSIGNED_POD_LABELS_CHANGED,
+                Wake::NODE_DELETED,
+                Wake::NODE_LABELS_CHANGED,
+            ]
+        );
+    }
+
+    #[test]
+    fn other_plugins_ignore_the_new_pod_and_node_events() {
+        let new = [
+            Wake::ASSIGNED_POD_ADDED,
+            Wake::ASSIGNED_POD_LABELS_CHANGED,
+            Wake::NODE_DELETED,
+            Wake::NODE_LABELS_CHANGED,
+            Wake::NODE_TAINTS_CHANGED,
+        ];
+        for plugin in ["NodeResourcesFit", "TaintToleration", "NodeAffinity", "DynamicResources", "VolumeBinding"] {
+            assert!(new.iter().all(|e| !Wake::for_plugin(plugin).intersects(*e)), "{plugin}");
+        }
+        assert!(new.iter().all(|e| Wake::for_plugin("SomethingElse").intersects(*e)), "any event");
+    }
+
+    #[test]
+    fn a_node_update_says_whether_labels_or_taints_changed() {
+        assert_eq!(Wake::node_updated(false, false), Wake::NODE_CHANGED);
+        assert_eq!(Wake::node_updated(true, false), Wake::NODE_CHANGED.union(Wake::NODE_LABELS_CHANGED));
+        assert_eq!(Wake::node_updated(false, true), Wake::NODE_CHANGED.union(Wake::NODE_TAINTS_CHANGED));
+    }
+
+    #[test]
+    fn a_pod_update_is_an_assigned_pod_event_only_when_it_is_on_a_node() {
+        use crate::cluster::NodeId;
+        let (n0, n1) = (NodeId(0), NodeId(1));
+        let up = Wake::pod_updated;
+        assert_eq!(up(&PodState::Deleted, &PodState::Bound(n0), false), Wake::ASSIGNED_POD_ADDED);
+        assert_eq!(up(&PodState::Pending, &PodState::Bound(n0), true), Wake::ASSIGNED_POD_ADDED);
+        assert_eq!(up(&PodState::Assumed(n0), &PodState::Bound(n0), false), Wake::ASSIGNED_POD_ADDED, "confirmed");
+        assert_eq!(up(&PodState::Bound(n0), &PodState::Bound(n0), true), Wake::ASSIGNED_POD_LABELS_CHANGED);
+        assert_eq!(up(&PodState::Bound(n0), &PodState::Bound(n0), false), Wake::NONE);
+        assert_eq!(up(&PodState::Bound(n0), &PodState::Terminated, true), Wake::ASSIGNED_POD_DELETED);
+        assert_eq!(
+            up(&PodState::Bound(n0), &PodState::Bound(n1), false),
+            Wake::ASSIGNED_POD_DELETED.union(Wake::ASSIGNED_POD_ADDED)
+        );
+        assert_eq!(up(&PodState::Pending, &PodState::Pending, true), Wake::NONE, "its own update requeues it");
+        assert_eq!(up(&PodState::Deleted, &PodState::BoundElsewhere("gone".into()), false), Wake::NONE);
+    }
+
+    #[test]
+    fn the_waiting_counts_follow_entries_in_and_out_of_the_pool() {
+        let mut q = SchedulingQueue::new();
+        for i in 0..3 {
+            q.add(pod(i), key(0, &format!("p{i}")));
+        }
+        let waits = [Wake::NODE_ADDED, Wake::NODE_ADDED.union(Wake::NODE_DELETED), Wake::CLAIM_CHANGED];
+        for (i, wake) in waits.into_iter().enumerate() {
+            assert_eq!(q.pop(0), Some(pod(i as u32)));
+            q.failed(pod(i as u32), wake, 0);
+        }
+        let count = |q: &SchedulingQueue, w: Wake| w.bits().map(|b| q.waiting[b]).sum::<u32>();
+        assert_eq!((count(&q, Wake::NODE_ADDED), count(&q, Wake::NODE_DELETED)), (2, 1));
+        q.on_event(Wake::NODE_DELETED, 10);
+        assert_eq!((count(&q, Wake::NODE_ADDED), count(&q, Wake::NODE_DELETED)), (1, 0));
+        q.remove(pod(2));
+        q.flush_unschedulable(MAX_IN_UNSCHEDULABLE);
+        assert_eq!(count(&q, Wake::ANY), 0);
+        assert_eq!(q.counts(), (1, 1, 0), "p0 flushed past its backoff, p1 woken into it");
     }
 
     #[test]

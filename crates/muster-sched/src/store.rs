@@ -299,6 +299,10 @@ impl Cluster {
                 let old = &mut self.nodes[id.0 as usize];
                 let zone_moved =
                     crate::cluster::zone_key(&old.detail.labels) != crate::cluster::zone_key(&info.detail.labels);
+                applied.wake = Wake::node_updated(
+                    old.detail.labels != info.detail.labels,
+                    old.detail.taints != info.detail.taints,
+                );
                 info.requested = old.requested;
                 info.non_zero_requested = old.non_zero_requested;
                 info.num_pods = old.num_pods;
@@ -310,7 +314,6 @@ impl Cluster {
                 if zone_moved {
                     self.node_order = crate::cluster::zone_interleaved_order(&self.nodes);
                 }
-                applied.wake = Wake::NODE_CHANGED;
             }
             None => {
                 let id = NodeId(self.nodes.len() as u32);
@@ -333,7 +336,7 @@ impl Cluster {
 
     fn delete_node(&mut self, name: &str) -> Applied {
         let Some(id) = self.index().nodes.remove(name) else { return Applied::default() };
-        let mut applied = Applied::default();
+        let mut applied = Applied { wake: Wake::NODE_DELETED, ..Applied::default() };
         let on_node = self.nodes[id.0 as usize].detail.pods.clone();
         for pod in on_node {
             let Cluster { nodes, pods, index, inter_pod, .. } = self;
@@ -386,6 +389,7 @@ impl Cluster {
                 // `spec.resourceClaims` is immutable: the claims resolved when the pod was added
                 // stay (with a special extended-resources claim Reserve added).
                 let old = &mut self.pods[id.0 as usize];
+                let relabeled = old.pod.metadata.labels != info.pod.metadata.labels;
                 info.claims = std::mem::take(&mut old.claims);
                 if info.claims.iter().any(Result::is_err) {
                     info.claims.clear(); // resolved again below: the status may name a claim now
@@ -410,19 +414,21 @@ impl Cluster {
                     info.state = PodState::Preempted(*n);
                 }
                 // Resources freed only when the pod leaves its node (not when a binding confirms
-                // an assumption).
-                if old.on_node().is_some() && old.on_node() != info.state.on_node() {
-                    applied.wake = applied.wake.union(Wake::ASSIGNED_POD_DELETED);
-                }
+                // an assumption); a pod that comes to a node or is relabeled there changes
+                // what PodTopologySpread and InterPodAffinity count.
+                applied.wake = applied.wake.union(Wake::pod_updated(&old, &info.state, relabeled));
                 id
             }
-            None => match self.index().free_pods.pop() {
-                Some(id) => id,
-                None => {
-                    self.pods.push(PodInfo::vacant());
-                    PodId(self.pods.len() as u32 - 1)
+            None => {
+                applied.wake = Wake::pod_updated(&PodState::Deleted, &info.state, false);
+                match self.index().free_pods.pop() {
+                    Some(id) => id,
+                    None => {
+                        self.pods.push(PodInfo::vacant());
+                        PodId(self.pods.len() as u32 - 1)
+                    }
                 }
-            },
+            }
         };
         let resolve = info.claims.is_empty() && info.pod.spec.as_ref().is_some_and(|s| s.resource_claims.is_some());
         let map_extended = known.is_none();

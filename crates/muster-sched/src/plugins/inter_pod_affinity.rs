@@ -95,6 +95,13 @@ pub struct WeightedTerm {
     pub weight: i64,
 }
 
+/// Whether the pod has required pod affinity or anti-affinity terms: only such a pod is helped
+/// by another pod's arrival or relabeling (upstream's `isSchedulableAfterPodChange` looks at the
+/// pending pod's own required terms).
+pub fn has_required_terms(pod: &crate::cluster::PodInfo) -> bool {
+    pod.affinity.as_ref().is_some_and(|t| !t.required_affinity.is_empty() || !t.required_anti_affinity.is_empty())
+}
+
 /// A pod's affinity and anti-affinity terms, parsed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AffinityTerms {

@@ -69,6 +69,19 @@ impl PodTopologySpreadArgs {
     }
 }
 
+/// Whether PodTopologySpread's Filter may reject the pod: it has a `DoNotSchedule` constraint of
+/// its own, or none of its own and a `DoNotSchedule` default (which applies only when something
+/// selects the pod: a broad answer). Only such a pod is helped by another pod's arrival or
+/// relabeling (upstream's `isSchedulableAfterPodChange` looks at the hard constraints only).
+pub fn may_filter(pod: &k8s_openapi::api::core::v1::Pod, args: &PodTopologySpreadArgs) -> bool {
+    let own = pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
+    if own.is_empty() {
+        args.has_defaults("DoNotSchedule")
+    } else {
+        own.iter().any(|c| c.when_unsatisfiable == "DoNotSchedule")
+    }
+}
+
 /// One constraint, its selector parsed and its defaults applied.
 #[derive(Clone, Debug)]
 pub struct Constraint {
