@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Pod, PodExtendedResourceClaimStatus};
 use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use muster_sched::effects::{EventType, Preemptor};
 use muster_sched::{ClaimId, Cluster, Effect};
 
@@ -103,6 +104,9 @@ pub enum Job {
         status: &'static str,
         reason: &'static str,
         message: String,
+        /// The condition's `lastTransitionTime` when its status does not change (the write then
+        /// updates only its reason or message); `None`: now.
+        since: Option<Time>,
     },
     /// Any other event about a pod.
     Event {
@@ -182,9 +186,17 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch, event });
             }
             Effect::GroupCondition { group, type_, status, reason, message } => {
+                // As `meta.SetStatusCondition`: the same condition again is no write (its echo
+                // would only bring the group back), a new reason or message keeps the time.
+                let current = group_condition(cluster, group, type_);
+                if current.is_some_and(|c| c.status == status && c.reason == reason && c.message == message) {
+                    continue;
+                }
+                let since = current.filter(|c| c.status == status).map(|c| c.last_transition_time.clone());
                 let key = cluster.node_key(group);
                 let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
                 jobs.push(Job::GroupCondition {
+                    since,
                     composite: matches!(group, muster_sched::GroupNode::Composite(_)),
                     namespace: namespace.to_string(),
                     name: name.to_string(),
@@ -228,6 +240,19 @@ fn victims_by_preemptor(effects: &[Effect]) -> HashMap<Preemptor, Vec<muster_sch
 }
 
 /// Whether the pod already has this condition (the patch would change nothing).
+/// The group's condition of that type, as the store holds the group.
+fn group_condition<'c>(cluster: &'c Cluster, group: muster_sched::GroupNode, type_: &str) -> Option<&'c Condition> {
+    let conditions = match group {
+        muster_sched::GroupNode::Group(g) => {
+            cluster.groups[g].group.status.as_ref().and_then(|s| s.conditions.as_ref())
+        }
+        muster_sched::GroupNode::Composite(c) => {
+            cluster.composites[c].composite.status.as_ref().and_then(|s| s.conditions.as_ref())
+        }
+    };
+    conditions.into_iter().flatten().find(|c| c.type_ == type_)
+}
+
 fn has_condition(pod: &Pod, type_: &str, status: &str, reason: &str, message: &str) -> bool {
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
     conditions.into_iter().flatten().any(|c| {
@@ -236,4 +261,51 @@ fn has_condition(pod: &Pod, type_: &str, status: &str, reason: &str, message: &s
             && c.reason.as_deref() == Some(reason)
             && c.message.as_deref() == Some(message)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+    use muster_sched::{Change, GroupNode};
+    use serde_json::json;
+
+    /// A cluster holding PodGroup ml/g with `conditions` in its status.
+    fn cluster(conditions: serde_json::Value) -> Cluster {
+        let mut c = Cluster::build(Vec::new(), Vec::new(), &[], &muster_sched::SchedulerNames::default()).unwrap();
+        let group: PodGroup = serde_json::from_value(json!({"metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}, "status": {"conditions": conditions}}))
+        .unwrap();
+        c.apply(Change::UpsertPodGroup(Box::new(group))).unwrap();
+        c
+    }
+
+    fn condition(cluster: &Cluster, message: &str) -> Vec<Job> {
+        let g = GroupNode::Group(muster_sched::GroupId(0));
+        let effect = Effect::GroupCondition {
+            group: g,
+            type_: "PodGroupInitiallyScheduled",
+            status: "False",
+            reason: "Unschedulable",
+            message: message.into(),
+        };
+        translate(cluster, vec![effect])
+    }
+
+    #[test]
+    fn a_group_condition_already_there_is_not_written_again() {
+        let then = "2026-01-01T00:00:00Z";
+        let c = cluster(json!([{"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0 of 2 pods fit", "lastTransitionTime": then}]));
+        assert!(condition(&c, "0 of 2 pods fit").is_empty(), "the same condition: no write to echo back");
+        // A new message keeps the time of the transition.
+        let jobs = condition(&c, "1 of 2 pods fit");
+        let [Job::GroupCondition { since: Some(t), .. }] = &jobs[..] else { panic!("one write: {}", jobs.len()) };
+        assert_eq!(serde_json::to_value(t).unwrap(), json!(then));
+        // A new status is a transition now.
+        let c = cluster(json!([{"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled",
+            "message": "", "lastTransitionTime": then}]));
+        let jobs = condition(&c, "0 of 2 pods fit");
+        assert!(matches!(&jobs[..], [Job::GroupCondition { since: None, .. }]));
+    }
 }

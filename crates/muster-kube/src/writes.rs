@@ -92,10 +92,10 @@ impl Writer {
                 }
                 Done::Other
             }
-            Job::GroupCondition { composite, namespace, name, type_, status, reason, message } => {
+            Job::GroupCondition { composite, namespace, name, type_, status, reason, message, since } => {
                 let patch = json!({"status": {"conditions": [{
                     "type": type_, "status": status, "reason": reason, "message": message,
-                    "lastTransitionTime": Time(now()),
+                    "lastTransitionTime": since.unwrap_or_else(|| Time(now())),
                 }]}});
                 let r = self.group_condition(composite, &namespace, &name, Patch::Strategic(patch)).await;
                 if let Err(e) = r {
