@@ -184,15 +184,20 @@ fn names_group(claim: &Value, name: &str) -> bool {
         .any(|r| r["name"] == name)
 }
 
+/// The claims of the namespace that `keep` keeps, typed.
+fn claims_where(store: &Store, ns: &str, keep: impl Fn(&Value) -> bool) -> Vec<(Key, ResourceClaim)> {
+    let claims_res = res("resource.k8s.io", "resourceclaims");
+    store
+        .list(claims_res, Some(ns))
+        .filter(|(_, v)| keep(v))
+        .filter_map(|(k, v)| Some((k.clone(), typed(v)?)))
+        .collect()
+}
+
 /// A PodGroup was deleted: the claims it owns go, the claims reserved for it are released.
 pub(crate) fn after_pod_group_delete(store: &mut Store, ns: &str, name: &str) {
-    let (pods_res, claims_res) = (res("", "pods"), res("resource.k8s.io", "resourceclaims"));
-    let related: Vec<(Key, ResourceClaim)> = store
-        .list(claims_res, Some(ns))
-        .filter(|(_, v)| names_group(v, name))
-        .filter_map(|(k, v)| Some((k.clone(), typed(v)?)))
-        .collect();
-    for (key, claim) in related {
+    let pods_res = res("", "pods");
+    for (key, claim) in claims_where(store, ns, |v| names_group(v, name)) {
         let pods: Vec<Pod> = claim
             .status
             .iter()
@@ -211,12 +216,8 @@ pub(crate) fn after_pod_group_delete(store: &mut Store, ns: &str, name: &str) {
 }
 
 fn release_claims(store: &mut Store, ns: &str, pod_name: &str) {
-    let (pods_res, claims_res) = (res("", "pods"), res("resource.k8s.io", "resourceclaims"));
-    let related: Vec<(Key, ResourceClaim)> = store
-        .list(claims_res, Some(ns))
-        .filter(|(_, v)| names_pod(v, pod_name))
-        .filter_map(|(k, v)| Some((k.clone(), typed(v)?)))
-        .collect();
+    let pods_res = res("", "pods");
+    let related = claims_where(store, ns, |v| names_pod(v, pod_name));
     if related.is_empty() {
         return;
     }

@@ -4,38 +4,14 @@
 //! device with a NoExecute taint or a fatal XID's taint at any step; with every GPU recovered and
 //! every rule deleted in the end, every job that fits the cluster finishes. Same trace, same report.
 
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceSlice};
-use muster_sched::{Cluster, SchedulerConfig, SchedulerNames};
-use muster_sim::devices::DeviceInputs;
-use muster_sim::trace::{ClusterEvent, EventKind, Job, Trace};
-use muster_sim::{Options, Report, SimError};
+mod common;
+
+use common::{GPUS_PER_NODE, job, run_checked};
+use k8s_openapi::api::resource::v1::DeviceTaintRule;
+use muster_sim::Report;
+use muster_sim::trace::{ClusterEvent, EventKind, Trace};
 use proptest::prelude::*;
 use serde_json::json;
-
-const GPUS_PER_NODE: u32 = 4;
-
-fn cluster(nodes: usize) -> (Vec<Node>, Vec<ResourceSlice>, Vec<DeviceClass>) {
-    let node_objs = (0..nodes)
-        .map(|n| {
-            serde_json::from_value(json!({"metadata": {"name": format!("n{n}")},
-                "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}}))
-            .unwrap()
-        })
-        .collect();
-    let slices = (0..nodes)
-        .map(|n| {
-            let devices: Vec<_> = (0..GPUS_PER_NODE).map(|d| json!({"name": format!("gpu-{d}")})).collect();
-            serde_json::from_value(json!({"metadata": {"name": format!("n{n}-gpu")},
-                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{n}"),
-                    "pool": {"name": format!("n{n}"), "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
-            .unwrap()
-        })
-        .collect();
-    let class = json!({"metadata": {"name": "gpu"},
-        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}});
-    (node_objs, slices, vec![serde_json::from_value(class).unwrap()])
-}
 
 /// (arrival minute, duration minutes, pods, gang, gpus per pod)
 type JobShape = (u64, u64, u32, bool, u32);
@@ -52,27 +28,7 @@ fn rule(name: &str, selector: serde_json::Value, effect: &str) -> EventKind {
 }
 
 fn trace(shapes: &[JobShape], devices: &[DeviceEvent], nodes: usize) -> Trace {
-    let jobs = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, &(arrival, duration, pods, gang, gpus))| Job {
-            name: format!("j{i}"),
-            namespace: "default".into(),
-            arrival: arrival * 60_000,
-            duration: duration * 60_000,
-            pods,
-            gang,
-            gpus_per_pod: gpus,
-            device_class: None,
-            priority: None,
-            priority_class_name: None,
-            class: "default".into(),
-            cpu: Some("1".into()),
-            memory: None,
-            device_selector: None,
-            capacity_requests: Vec::new(),
-        })
-        .collect();
+    let jobs = shapes.iter().enumerate().map(|(i, shape)| job(i, *shape, 0)).collect();
     let mut events = Vec::new();
     for (k, &(at, node, device, what)) in devices.iter().enumerate() {
         let (node, device) = (format!("n{}", node % nodes), format!("gpu-{}", device % GPUS_PER_NODE));
@@ -100,26 +56,7 @@ fn trace(shapes: &[JobShape], devices: &[DeviceEvent], nodes: usize) -> Trace {
 }
 
 fn simulate(shapes: &[JobShape], devices: &[DeviceEvent], nodes: usize) -> Result<Report, TestCaseError> {
-    let (node_objs, slices, classes) = cluster(nodes);
-    let c = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default()).unwrap();
-    let options = Options {
-        devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
-        default_class: Some("gpu".into()),
-        inventory: muster_sim::fragmentation::Inventory::from_slices(&slices),
-        ..Options::default()
-    };
-    let inputs = DeviceInputs { published: slices, rules: Vec::new(), classes, health_propagation: true };
-    let mut steps = 0;
-    let mut observe = |sim: &muster_sim::Sim<'_, '_>| {
-        steps += 1;
-        if steps > 100_000 {
-            return Err(SimError("the simulation does not end".into()));
-        }
-        sim.check().map_err(|e| SimError(format!("at {} ms: {e}", sim.now())))
-    };
-    let trace = trace(shapes, devices, nodes);
-    muster_sim::run_observing(c, &SchedulerConfig::default(), inputs, trace, options, None, &mut observe)
-        .map_err(|e| TestCaseError::fail(e.to_string()))
+    run_checked(trace(shapes, devices, nodes), nodes)
 }
 
 proptest! {

@@ -4,38 +4,12 @@
 //! once synced, fewer than `minReplicas`; with the load at zero in the end, it is back at
 //! `minReplicas`; the same trace gives the same report.
 
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
-use muster_sched::{Cluster, SchedulerConfig, SchedulerNames};
-use muster_sim::devices::DeviceInputs;
-use muster_sim::trace::{Endpoint, Job, Trace};
-use muster_sim::{Options, Report, SimError};
+mod common;
+
+use common::{job, run_checked};
+use muster_sim::Report;
+use muster_sim::trace::{Endpoint, Trace};
 use proptest::prelude::*;
-use serde_json::json;
-
-const GPUS_PER_NODE: u32 = 4;
-
-fn cluster(nodes: usize) -> (Vec<Node>, Vec<ResourceSlice>, Vec<DeviceClass>) {
-    let node_objs = (0..nodes)
-        .map(|n| {
-            serde_json::from_value(json!({"metadata": {"name": format!("n{n}")},
-                "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}}))
-            .unwrap()
-        })
-        .collect();
-    let slices = (0..nodes)
-        .map(|n| {
-            let devices: Vec<_> = (0..GPUS_PER_NODE).map(|d| json!({"name": format!("gpu-{d}")})).collect();
-            serde_json::from_value(json!({"metadata": {"name": format!("n{n}-gpu")},
-                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{n}"),
-                    "pool": {"name": format!("n{n}"), "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
-            .unwrap()
-        })
-        .collect();
-    let class = json!({"metadata": {"name": "gpu"},
-        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}});
-    (node_objs, slices, vec![serde_json::from_value(class).unwrap()])
-}
 
 /// (min replicas, max replicas, cold start seconds, GPUs per replica, load values every 10 minutes)
 type EndpointShape = (u32, u32, u64, u32, Vec<u32>);
@@ -71,48 +45,13 @@ fn trace(endpoints: &[EndpointShape], jobs: &[JobShape]) -> Trace {
     let jobs = jobs
         .iter()
         .enumerate()
-        .map(|(i, &(arrival, duration, pods, gang, gpus, high))| Job {
-            name: format!("j{i}"),
-            namespace: "default".into(),
-            arrival: arrival * 60_000,
-            duration: duration * 60_000,
-            pods,
-            gang,
-            gpus_per_pod: gpus,
-            device_class: None,
-            priority: Some(if high { 100 } else { 0 }),
-            priority_class_name: None,
-            class: "batch".into(),
-            cpu: Some("1".into()),
-            memory: None,
-            device_selector: None,
-            capacity_requests: Vec::new(),
-        })
+        .map(|(i, &(a, d, p, g, n, high))| job(i, (a, d, p, g, n), if high { 100 } else { 0 }))
         .collect();
     Trace { jobs, endpoints, ..Trace::default() }
 }
 
 fn simulate(endpoints: &[EndpointShape], jobs: &[JobShape], nodes: usize) -> Result<Report, TestCaseError> {
-    let (node_objs, slices, classes) = cluster(nodes);
-    let c = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default()).unwrap();
-    let options = Options {
-        devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
-        default_class: Some("gpu".into()),
-        inventory: muster_sim::fragmentation::Inventory::from_slices(&slices),
-        ..Options::default()
-    };
-    let inputs = DeviceInputs { published: slices, rules: Vec::new(), classes, health_propagation: true };
-    let mut steps = 0;
-    let mut observe = |sim: &muster_sim::Sim<'_, '_>| {
-        steps += 1;
-        if steps > 200_000 {
-            return Err(SimError("the simulation does not end".into()));
-        }
-        sim.check().map_err(|e| SimError(format!("at {} ms: {e}", sim.now())))
-    };
-    let trace = trace(endpoints, jobs);
-    muster_sim::run_observing(c, &SchedulerConfig::default(), inputs, trace, options, None, &mut observe)
-        .map_err(|e| TestCaseError::fail(e.to_string()))
+    run_checked(trace(endpoints, jobs), nodes)
 }
 
 fn endpoint() -> impl Strategy<Value = EndpointShape> {

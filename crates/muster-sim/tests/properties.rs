@@ -4,42 +4,14 @@
 //! the cluster at all; the free and stranded devices kept current agree with a fresh count at
 //! every step. Same trace, same report, with or without the allocator's memory.
 
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use muster_sched::{Cluster, Engine, SchedulerConfig, SchedulerNames};
-use muster_sim::trace::{ClusterEvent, EventKind, Job, Trace};
+use muster_sim::trace::{ClusterEvent, EventKind, Trace};
 use muster_sim::{Options, Report, Sim};
 use proptest::prelude::*;
-use serde_json::json;
 
-const GPUS_PER_NODE: u32 = 4;
+mod common;
 
-fn cluster(nodes: usize) -> (Vec<Node>, Vec<ResourceSlice>, Vec<DeviceClass>) {
-    let node_objs = (0..nodes)
-        .map(|n| {
-            serde_json::from_value(
-                json!({"metadata": {"name": format!("n{n}"), "labels": {"kubernetes.io/hostname": format!("n{n}")}},
-                "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}}),
-            )
-            .unwrap()
-        })
-        .collect();
-    let slices = (0..nodes)
-        .map(|n| {
-            let devices: Vec<_> = (0..GPUS_PER_NODE).map(|d| json!({"name": format!("gpu-{d}")})).collect();
-            serde_json::from_value(json!({"metadata": {"name": format!("n{n}-gpu")},
-                "spec": {"driver": "gpu.example.com", "nodeName": format!("n{n}"),
-                    "pool": {"name": format!("n{n}"), "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
-            .unwrap()
-        })
-        .collect();
-    let classes = vec![
-        serde_json::from_value(json!({"metadata": {"name": "gpu"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}))
-        .unwrap(),
-    ];
-    (node_objs, slices, classes)
-}
+use common::{GPUS_PER_NODE, cluster};
 
 /// (arrival minute, duration minutes, pods, gang, gpus per pod, high priority)
 type JobShape = (u64, u64, u32, bool, u32, bool);
@@ -48,23 +20,7 @@ fn trace(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize) -> Trace {
     let jobs = shapes
         .iter()
         .enumerate()
-        .map(|(i, &(arrival, duration, pods, gang, gpus, high))| Job {
-            name: format!("j{i}"),
-            namespace: "default".into(),
-            arrival: arrival * 60_000,
-            duration: duration * 60_000,
-            pods,
-            gang,
-            gpus_per_pod: gpus,
-            device_class: None,
-            priority: Some(if high { 100 } else { 0 }),
-            priority_class_name: None,
-            class: if gang { "gang".into() } else { "single".into() },
-            cpu: Some("1".into()),
-            memory: None,
-            device_selector: None,
-            capacity_requests: Vec::new(),
-        })
+        .map(|(i, &(a, d, p, g, n, high))| common::job(i, (a, d, p, g, n), if high { 100 } else { 0 }))
         .collect();
     let mut events = Vec::new();
     for &(at, node) in drains {
