@@ -26,6 +26,14 @@ use crate::trace::{EventKind, Job, Millis, Trace};
 use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole};
 
 mod device_events;
+
+/// The devices a claim's allocation holds.
+fn allocated(
+    claim: &ResourceClaim,
+) -> impl Iterator<Item = &k8s_openapi::api::resource::v1::DeviceRequestAllocationResult> {
+    let devices = claim.status.iter().flat_map(|s| s.allocation.iter()).flat_map(|a| a.devices.iter());
+    devices.flat_map(|d| d.results.iter().flatten())
+}
 mod endpoints;
 
 /// The wall-clock instant virtual time 0 stands for in the objects the sim creates (their
@@ -676,6 +684,12 @@ impl<'d, 's> Sim<'d, 's> {
         } else {
             self.w.evictions += 1;
         }
+        self.lose(key)
+    }
+
+    /// A running pod is gone (evicted, preempted, failed): its job restarts, an endpoint's
+    /// replica is replaced, another pod is deleted.
+    fn lose(&mut self, key: &str) -> Result<(), SimError> {
         match self.w.pods.get(key).copied() {
             Some((job, _)) => self.restart(job as usize),
             None => self.replace_replica(key),
@@ -915,13 +929,7 @@ impl<'d, 's> Sim<'d, 's> {
                 }
                 let claim = &c.claims[*claim].claim;
                 let name = claim.metadata.name.clone().unwrap_or_default();
-                let results = claim
-                    .status
-                    .iter()
-                    .flat_map(|s| s.allocation.iter())
-                    .flat_map(|a| a.devices.iter())
-                    .flat_map(|d| d.results.iter().flatten());
-                for r in results {
+                for r in allocated(claim) {
                     let device = (r.driver.clone(), r.pool.clone(), r.device.clone());
                     if r.share_id.is_some() {
                         let total = shares.entry(device).or_default();

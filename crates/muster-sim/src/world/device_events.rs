@@ -10,7 +10,7 @@ use muster_controllers::eviction::{DeviceKey, DeviceTaints, evictions};
 use muster_sched::Engine;
 use muster_sched::queue::SchedulingQueue;
 
-use super::{DeviceUpdate, EPOCH_MS, Event, Sim, SimError, World};
+use super::{DeviceUpdate, EPOCH_MS, Event, Sim, SimError, World, allocated};
 use crate::devices::{XID_TAINT_KEY, failed_with_partitions};
 use crate::trace::{EventKind, Millis};
 
@@ -58,7 +58,7 @@ impl<'d, 's> Sim<'d, 's> {
         for key in self.holders(&failed) {
             if self.engine.cluster().pod_id(&key).is_some() {
                 self.w.failures += 1;
-                self.evict_quietly(&key)?;
+                self.lose(&key)?;
             }
         }
         self.taint_evictions()
@@ -74,9 +74,7 @@ impl<'d, 's> Sim<'d, 's> {
         for p in c.pods.iter().filter(|p| p.state.on_node().is_some()) {
             let holds = p.claims.iter().flatten().any(|claim| {
                 let claim = &c.claims[*claim].claim;
-                let results = claim.status.iter().flat_map(|s| s.allocation.iter()).flat_map(|a| a.devices.iter());
-                results
-                    .flat_map(|d| d.results.iter().flatten())
+                allocated(claim)
                     .any(|r| devices.iter().any(|k| k.driver == r.driver && k.pool == r.pool && k.device == r.device))
             });
             if holds {
@@ -127,9 +125,8 @@ impl<'d, 's> Sim<'d, 's> {
         for p in c.pods.iter().filter(|p| p.state.on_node().is_some()) {
             for claim in p.claims.iter().flatten() {
                 let claim = &c.claims[*claim].claim;
-                let results = claim.status.iter().flat_map(|s| s.allocation.iter()).flat_map(|a| a.devices.iter());
                 // A toleration copied into the result may keep its holder for a while.
-                for r in results.flat_map(|d| d.results.iter().flatten()).filter(|r| r.tolerations.is_none()) {
+                for r in allocated(claim).filter(|r| r.tolerations.is_none()) {
                     let key = DeviceKey::new(&r.driver, &r.pool, &r.device);
                     let bad = taints.of(&key).into_iter().find(|t| {
                         t.taint.effect == "NoExecute"
@@ -143,13 +140,5 @@ impl<'d, 's> Sim<'d, 's> {
             }
         }
         Ok(())
-    }
-
-    /// A pod that failed: its job restarts (counted as a failure, not an eviction).
-    fn evict_quietly(&mut self, key: &str) -> Result<(), SimError> {
-        match self.w.pods.get(key).copied() {
-            Some((job, _)) => self.restart(job as usize),
-            None => self.replace_replica(key),
-        }
     }
 }
