@@ -63,7 +63,7 @@ fn claims_are_created_used_and_released_as_pods_come_and_go() {
         // Completions: ten seconds after its start a pod succeeds.
         for (key, _) in started.iter().filter(|(_, at)| now == at + 10_000) {
             let id = engine.cluster().pod_id(key).unwrap();
-            let mut pod = engine.cluster().pod(id).pod.clone();
+            let mut pod = Box::new(engine.cluster().pod(id).pod.object());
             pod.status.get_or_insert_with(Default::default).phase = Some("Succeeded".into());
             engine.apply(Change::UpsertPod(pod), now).unwrap();
             finished.push(key.clone());
@@ -73,7 +73,7 @@ fn claims_are_created_used_and_released_as_pods_come_and_go() {
         let releases: Vec<Release> = c
             .claims
             .iter()
-            .filter_map(|info| release(&info.claim, |name| c.pod_id(&format!("ml/{name}")).map(|p| &*c.pod(p).pod)))
+            .filter_map(|info| release(&info.claim, |name| c.pod_id(&format!("ml/{name}")).map(|p| c.pod(p).pod.lean())))
             .collect();
         for r in releases {
             match r {
@@ -84,7 +84,7 @@ fn claims_are_created_used_and_released_as_pods_come_and_go() {
         // Scheduling, then binding what was placed.
         let plan = engine.schedule(now);
         for (pod, node) in plan.placements {
-            let mut bound = engine.cluster().pod(pod).pod.clone();
+            let mut bound = Box::new(engine.cluster().pod(pod).pod.object());
             bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(node).name().to_string());
             bound.status.get_or_insert_with(Default::default).phase = Some("Running".into());
             started.push((engine.cluster().pod(pod).key.clone(), now));

@@ -124,7 +124,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
     let mut pending: Vec<ClaimWrite> = Vec::new();
     let mut pending_ids: Vec<ClaimId> = Vec::new();
     let mut unit_of_claim: HashMap<ClaimId, usize> = HashMap::new();
-    let pod_ref = |p: muster_sched::PodId| PodRef::of(&cluster.pod(p).pod);
+    let pod_ref = |p: muster_sched::PodId| PodRef::of(cluster.pod(p).pod.lean());
     let victims = victims_by_preemptor(&effects);
     let mut volumes = HashMap::new();
     for effect in effects {
@@ -176,12 +176,12 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 unit.pods.push(Binding {
                     pod: pod_ref(pod),
                     node: cluster.node(node).name().to_string(),
-                    extended: info.pod.status.as_ref().and_then(|s| s.extended_resource_claim_status.clone()),
+                    extended: info.pod.status().and_then(|s| s.extended_resource_claim_status.clone()),
                     volumes: volumes.remove(&pod),
                 });
             }
             Effect::PodUnschedulable { pod, reason, message } => {
-                let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
+                let patch = !has_condition(cluster.pod(pod).pod.lean(), "PodScheduled", "False", reason, &message);
                 let event = crate::series::EventWrite::Nothing;
                 jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch, event });
             }

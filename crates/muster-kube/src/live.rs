@@ -441,7 +441,7 @@ impl Loop {
                     self.summary.binding_failures += 1;
                     self.writer.metrics.binding_failures.inc();
                     let id = engine.cluster().pod_id(&pod.key());
-                    let same = id.filter(|id| engine.cluster().pod(*id).pod.metadata.uid.as_deref() == Some(&pod.uid));
+                    let same = id.filter(|id| engine.cluster().pod(*id).pod.meta().uid.as_deref() == Some(&pod.uid));
                     if let Some(id) = same {
                         engine.forget(id, self.now());
                     }
@@ -546,7 +546,7 @@ fn observe_cycles(
 const DEFAULT_PROFILE: &str = "default-scheduler";
 
 fn profile_of(c: &muster_sched::Cluster, pod: muster_sched::PodId) -> &str {
-    let spec = c.pod(pod).pod.spec.as_ref();
+    let spec = c.pod(pod).pod.spec();
     spec.and_then(|s| s.scheduler_name.as_deref()).unwrap_or(DEFAULT_PROFILE)
 }
 

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaimStatus, PodStatus, Taint};
+use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaimStatus, Taint};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
@@ -17,6 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use muster_api::resources::{self, PodRequests};
 use muster_api::taints::PREFER_NO_SCHEDULE;
 
+use crate::stored_pod::StoredPod;
 use crate::fastdiv::Divisor;
 
 /// A resource name interned for the hot path. `CPU` is counted in millicores, everything else in
@@ -280,7 +281,8 @@ impl PodState {
 /// A pod and what the scheduler derived from it (`framework.PodInfo`).
 #[derive(Clone, Debug)]
 pub struct PodInfo {
-    pub pod: Box<Pod>,
+    /// The object, its container lists packed ([`StoredPod`]).
+    pub pod: StoredPod,
     /// `namespace/name`.
     pub key: String,
     pub priority: i32,
@@ -312,7 +314,7 @@ impl PodInfo {
     /// An empty slot (a deleted pod's).
     pub fn vacant() -> PodInfo {
         PodInfo {
-            pod: Box::default(),
+            pod: StoredPod::default(),
             key: String::new(),
             priority: 0,
             requests: Vec::new(),
@@ -328,11 +330,11 @@ impl PodInfo {
     }
 
     pub fn namespace(&self) -> &str {
-        self.pod.metadata.namespace.as_deref().unwrap_or("default")
+        self.pod.meta().namespace.as_deref().unwrap_or("default")
     }
 
     pub fn name(&self) -> &str {
-        self.pod.metadata.name.as_deref().unwrap_or_default()
+        self.pod.meta().name.as_deref().unwrap_or_default()
     }
 }
 
@@ -853,7 +855,7 @@ impl Cluster {
         let affinity = crate::plugins::inter_pod_affinity::AffinityTerms::of(&pod);
         Ok(PodInfo {
             affinity,
-            pod,
+            pod: StoredPod::new(pod),
             key,
             priority,
             requests: reqs,
@@ -898,8 +900,8 @@ impl Cluster {
             let ns = pod.namespace().to_string();
             let pod_name = pod.name().to_string();
             let pending = pod.state == PodState::Pending;
-            let spec_claims = pod.pod.spec.as_ref().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
-            let statuses = pod.pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
+            let spec_claims = pod.pod.spec().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
+            let statuses = pod.pod.status().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
             let group = match pod.group {
                 Some(Ok(g)) => Some(g),
                 _ => None,
@@ -915,7 +917,7 @@ impl Cluster {
                         index.insert((ns.clone(), self.claims[at].claim.metadata.name.clone().unwrap_or_default()), at);
                         if entry.resource_claim_template_name.is_some() {
                             let name = self.claims[at].claim.metadata.name.clone();
-                            let status = self.pods[pi].pod.status.get_or_insert_with(PodStatus::default);
+                            let status = self.pods[pi].pod.ensure_status();
                             let list = status.resource_claim_statuses.get_or_insert_with(Vec::new);
                             if !list.iter().any(|s| s.name == pc.name) {
                                 list.push(PodResourceClaimStatus { name: pc.name.clone(), resource_claim_name: name });
@@ -942,7 +944,7 @@ impl Cluster {
                         None => match find_template(templates, &ns, template) {
                             None => Err(self.missing_template(&ns, template)),
                             Some(t) => {
-                                let claim = generate_claim(&self.pods[pi].pod, &pod_name, &ns, &pc.name, t);
+                                let claim = generate_claim(self.pods[pi].pod.lean(), &pod_name, &ns, &pc.name, t);
                                 let name = claim.metadata.name.clone().unwrap_or_default();
                                 let at = ClaimId(self.claims.len() as u32);
                                 index.insert((ns.clone(), name.clone()), at);
@@ -954,7 +956,7 @@ impl Cluster {
                                     spec_fingerprint,
                                     group: None,
                                 });
-                                let status = self.pods[pi].pod.status.get_or_insert_with(PodStatus::default);
+                                let status = self.pods[pi].pod.ensure_status();
                                 status.resource_claim_statuses.get_or_insert_with(Vec::new).push(
                                     PodResourceClaimStatus { name: pc.name.clone(), resource_claim_name: Some(name) },
                                 );
@@ -1030,7 +1032,7 @@ impl Cluster {
 
     /// The special extended-resources claim a pod already owns (from an earlier attempt).
     fn owned_extended_claim(&self, pod: &PodInfo) -> Option<String> {
-        let uid = pod.pod.metadata.uid.as_deref().unwrap_or_default();
+        let uid = pod.pod.meta().uid.as_deref().unwrap_or_default();
         self.claims
             .iter()
             .find(|c| {
@@ -1061,14 +1063,13 @@ impl Cluster {
         for (pi, pod) in self.pods.iter_mut().enumerate() {
             let Some(name) = pod
                 .pod
-                .spec
-                .as_ref()
+                .spec()
                 .and_then(|s| s.scheduling_group.as_ref())
                 .and_then(|g| g.pod_group_name.as_deref())
             else {
                 continue;
             };
-            let group_key = format!("{}/{name}", pod.pod.metadata.namespace.as_deref().unwrap_or("default"));
+            let group_key = format!("{}/{name}", pod.pod.meta().namespace.as_deref().unwrap_or("default"));
             pod.group = Some(match index.get(&group_key) {
                 Some(&gi) => {
                     self.groups[gi].members.push(PodId(pi as u32));
@@ -1267,7 +1268,7 @@ impl Cluster {
             let matched: Vec<&PodInfo> = self
                 .pods
                 .iter()
-                .filter(|p| p.pod.metadata.namespace.as_deref().unwrap_or("default") == ns)
+                .filter(|p| p.pod.meta().namespace.as_deref().unwrap_or("default") == ns)
                 .filter(|p| !matches!(p.state, PodState::Terminated | PodState::Deleted))
                 .filter(|p| self.budget_selects(&b, p))
                 .collect();
@@ -1291,10 +1292,10 @@ impl Cluster {
     /// labels (a budget without a selector covers nothing; an empty one covers every pod).
     pub fn budget_selects(&self, b: &k8s_openapi::api::policy::v1::PodDisruptionBudget, p: &PodInfo) -> bool {
         let same_ns = b.metadata.namespace.as_deref().unwrap_or("default")
-            == p.pod.metadata.namespace.as_deref().unwrap_or("default");
+            == p.pod.meta().namespace.as_deref().unwrap_or("default");
         let Some(sel) = b.spec.as_ref().and_then(|s| s.selector.as_ref()) else { return false };
         let empty = BTreeMap::new();
-        same_ns && muster_api::selectors::label_selector_matches(sel, p.pod.metadata.labels.as_ref().unwrap_or(&empty))
+        same_ns && muster_api::selectors::label_selector_matches(sel, p.pod.meta().labels.as_ref().unwrap_or(&empty))
     }
 
     /// The pending members of PodGroup `g` in its cycle's order: priority, then age, then name.
@@ -1305,7 +1306,7 @@ impl Cluster {
             let (a, b) = (self.pod(*a), self.pod(*b));
             b.priority
                 .cmp(&a.priority)
-                .then_with(|| a.pod.metadata.creation_timestamp.cmp(&b.pod.metadata.creation_timestamp))
+                .then_with(|| a.pod.meta().creation_timestamp.cmp(&b.pod.meta().creation_timestamp))
                 .then_with(|| a.key.cmp(&b.key))
         });
         pending

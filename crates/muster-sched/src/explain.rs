@@ -106,7 +106,7 @@ pub fn explain_pod_configured(
         out.pre_filter = Some("no nodes available to schedule pods".into());
         return out;
     }
-    let spec_claims = pod.pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()).is_some_and(|c| !c.is_empty());
+    let spec_claims = pod.pod.spec().and_then(|s| s.resource_claims.as_ref()).is_some_and(|c| !c.is_empty());
     let has_claims = !pod.claims.is_empty() || !pod.dra_extended.is_empty();
     if has_claims || spec_claims {
         if dra.is_none() {
@@ -123,7 +123,7 @@ pub fn explain_pod_configured(
         out.pre_filter = Some(format!("{msg}: the pod waits until its PodGroup exists"));
         return out;
     }
-    match crate::volumes::pre_filter(&pod.pod, cluster) {
+    match crate::volumes::pre_filter(pod.pod.lean(), cluster) {
         Ok(v) => state.volumes = v,
         Err(msg) => {
             out.pre_filter = Some(msg);
@@ -153,7 +153,7 @@ pub fn explain_pod_configured(
                 let detail = state
                     .volumes
                     .as_deref()
-                    .and_then(|v| crate::volumes::explain(v, r.plugin, &pod.pod, node, cluster));
+                    .and_then(|v| crate::volumes::explain(v, r.plugin, pod.pod.lean(), node, cluster));
                 NodeVerdict::Volume { rejection: r, detail }
             }
             Err(r) => NodeVerdict::Filter(r),

@@ -57,7 +57,7 @@ pub struct CycleState<'a> {
 
 impl<'a> CycleState<'a> {
     pub fn new(pod: &'a PodInfo) -> Self {
-        let spec = pod.pod.spec.as_ref().expect("the model only holds pods with a spec");
+        let spec = pod.pod.spec().expect("the model only holds pods with a spec");
         let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
         let node_affinity = spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref());
         let mut inline_requests = [0; 3];

@@ -31,6 +31,7 @@ mod workload;
 use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
 use crate::cycle::QueueEntry;
 use crate::queue::Wake;
+use crate::stored_pod::StoredPod;
 
 /// One change to the cluster.
 #[derive(Clone, Debug)]
@@ -152,7 +153,7 @@ impl Index {
                 index.elsewhere.entry(node.clone()).or_default().push(id);
             }
             if let Some(Err(_)) = p.group
-                && let Some(name) = group_name(&p.pod)
+                && let Some(name) = group_name(p.pod.lean())
             {
                 index.group_waiters.entry(format!("{}/{name}", p.namespace())).or_default().push(id);
             }
@@ -188,20 +189,20 @@ impl Index {
 /// Whether two versions of a pod differ only where the scheduler does not look: the object's
 /// version fields, and its status other than the claims it was given (`resourceClaimStatuses`,
 /// `extendedResourceClaimStatus`), which DynamicResources waits for.
-fn same_for_scheduling(old: &Pod, new: &Pod) -> bool {
-    let meta = |p: &Pod| {
-        let mut m = p.metadata.clone();
+fn same_for_scheduling(old: &StoredPod, new: &StoredPod) -> bool {
+    let meta = |p: &StoredPod| {
+        let mut m = p.meta().clone();
         (m.resource_version, m.generation, m.managed_fields) = (None, None, None);
         m
     };
-    let claims = |p: &Pod| {
-        let status = p.status.as_ref();
+    let claims = |p: &StoredPod| {
+        let status = p.status();
         (
             status.and_then(|s| s.resource_claim_statuses.clone()),
             status.and_then(|s| s.extended_resource_claim_status.clone()),
         )
     };
-    old.spec == new.spec && meta(old) == meta(new) && claims(old) == claims(new)
+    old.same_spec(new) && meta(old) == meta(new) && claims(old) == claims(new)
 }
 
 /// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`).
@@ -389,7 +390,7 @@ impl Cluster {
                 // `spec.resourceClaims` is immutable: the claims resolved when the pod was added
                 // stay (with a special extended-resources claim Reserve added).
                 let old = &mut self.pods[id.0 as usize];
-                let relabeled = old.pod.metadata.labels != info.pod.metadata.labels;
+                let relabeled = old.pod.meta().labels != info.pod.meta().labels;
                 info.claims = std::mem::take(&mut old.claims);
                 if info.claims.iter().any(Result::is_err) {
                     info.claims.clear(); // resolved again below: the status may name a claim now
@@ -430,7 +431,7 @@ impl Cluster {
                 }
             }
         };
-        let resolve = info.claims.is_empty() && info.pod.spec.as_ref().is_some_and(|s| s.resource_claims.is_some());
+        let resolve = info.claims.is_empty() && info.pod.spec().is_some_and(|s| s.resource_claims.is_some());
         let map_extended = known.is_none();
         self.put_pod(id, info, &mut applied);
         if still_pending.is_some() {
@@ -460,8 +461,8 @@ impl Cluster {
             Some(Ok(g)) => Some(g),
             _ => None,
         };
-        let entries = info.pod.spec.as_ref().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
-        let statuses = info.pod.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
+        let entries = info.pod.spec().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
+        let statuses = info.pod.status().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
         let mut resolved = Vec::with_capacity(entries.len());
         for entry in &entries {
             let shared = group.filter(|g| self.is_group_entry(*g, entry));
@@ -595,7 +596,7 @@ impl Cluster {
 
     /// Puts a pod into its slot and into every place that counts it.
     fn put_pod(&mut self, id: PodId, mut info: PodInfo, applied: &mut Applied) {
-        if let Some(name) = group_name(&info.pod).map(str::to_string) {
+        if let Some(name) = group_name(info.pod.lean()).map(str::to_string) {
             let group_key = format!("{}/{name}", info.namespace());
             info.group = Some(match self.index().groups.get(&group_key).copied() {
                 Some(g) => {
@@ -649,7 +650,7 @@ impl Cluster {
                 for pod in self.index().group_waiters.remove(&key).unwrap_or_default() {
                     let p = &mut self.pods[pod.0 as usize];
                     // The slot may hold another pod by now.
-                    let names = group_name(&p.pod).is_some_and(|n| format!("{}/{n}", p.namespace()) == key);
+                    let names = group_name(p.pod.lean()).is_some_and(|n| format!("{}/{n}", p.namespace()) == key);
                     if p.state == PodState::Deleted || !names || matches!(p.group, Some(Ok(_))) {
                         continue;
                     }

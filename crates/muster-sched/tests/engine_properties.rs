@@ -67,7 +67,7 @@ fn check(c: &Cluster, broken: &HashSet<String>) -> Result<(), String> {
         if !holds && p.state != PodState::Deleted {
             for i in p.claims.iter().flatten() {
                 let reserved = c.claims[*i].claim.status.as_ref().and_then(|s| s.reserved_for.as_ref());
-                if reserved.is_some_and(|r| r.iter().any(|r| Some(&r.name) == p.pod.metadata.name.as_ref())) {
+                if reserved.is_some_and(|r| r.iter().any(|r| Some(&r.name) == p.pod.meta().name.as_ref())) {
                     return Err(format!("{} holds no node but claim {} is reserved for it", p.key, c.claims[*i].key()));
                 }
             }
@@ -176,7 +176,7 @@ proptest! {
                 if fail_bits >> (b % 16) & 1 == 1 {
                     engine.forget(*pod, now);
                 } else {
-                    let mut bound = engine.cluster().pod(*pod).pod.clone();
+                    let mut bound = Box::new(engine.cluster().pod(*pod).pod.object());
                     bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(*node).name().to_string());
                     engine.apply(Change::UpsertPod(bound), now).unwrap();
                 }

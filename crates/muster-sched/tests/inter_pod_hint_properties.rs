@@ -96,7 +96,7 @@ fn schedule_and_bind(engine: &mut Engine, now: u64) {
     let plan = engine.schedule(now);
     for (p, n) in plan.placements {
         let c = engine.cluster();
-        let mut bound = c.pod(p).pod.clone();
+        let mut bound = Box::new(c.pod(p).pod.object());
         bound.spec.get_or_insert_with(Default::default).node_name = Some(c.node(n).name().to_string());
         engine.apply(Change::UpsertPod(bound), now).unwrap();
     }
@@ -138,7 +138,7 @@ impl History {
                 self.bound[k].1 = app;
                 let key = format!("ns/{}", self.bound[k].0);
                 let Some(id) = engine.cluster().pod_id(&key) else { return };
-                let mut p = engine.cluster().pod(id).pod.clone();
+                let mut p = Box::new(engine.cluster().pod(id).pod.object());
                 p.metadata.labels.get_or_insert_with(Default::default).insert("app".into(), format!("a{app}"));
                 Change::UpsertPod(p)
             }

@@ -96,7 +96,7 @@ fn counts(c: &Cluster, key: &str, app: &str) -> BTreeMap<String, i64> {
     let mut m: BTreeMap<String, i64> = c.nodes.iter().map(|n| (n.detail.labels[key].clone(), 0)).collect();
     for p in &c.pods {
         if let Some(n) = p.state.on_node()
-            && p.pod.metadata.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str) == Some(app)
+            && p.pod.meta().labels.as_ref().and_then(|l| l.get("app")).map(String::as_str) == Some(app)
         {
             *m.entry(label(c, n, key).to_string()).or_default() += 1;
         }
@@ -137,7 +137,7 @@ proptest! {
                     let key = if spec.rule == 3 { HOST } else { ZONE };
                     let domain = label(&cluster, node, key).to_string();
                     for (j, other) in cluster.pods.iter().enumerate() {
-                        if j == i || other.pod.metadata.labels.as_ref().and_then(|l| l.get("app")) != Some(&app) {
+                        if j == i || other.pod.meta().labels.as_ref().and_then(|l| l.get("app")) != Some(&app) {
                             continue;
                         }
                         if let Some(n) = other.state.on_node() {

@@ -213,7 +213,7 @@ fn a_confirmed_binding_settles_its_decisions_and_stale_copies_are_ignored() {
     written.metadata.resource_version = Some("11".into());
     engine.apply(Change::UpsertStorage(Box::new(StorageObject::Volume(written))), 2).unwrap();
     assert_eq!(engine.cluster().volumes.volumes["pv0"].metadata.resource_version.as_deref(), Some("11"));
-    let mut bound = engine.cluster().pod(pod).pod.clone();
+    let mut bound = Box::new(engine.cluster().pod(pod).pod.object());
     bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(node).name().to_string());
     assert_eq!(engine.cluster().volumes.decisions.len(), 1);
     engine.apply(Change::UpsertPod(bound), 3).unwrap();

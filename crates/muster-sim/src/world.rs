@@ -625,7 +625,7 @@ impl<'d, 's> Sim<'d, 's> {
             let info = &c.claims[claim];
             let claim_key = info.key();
             let ns = info.claim.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-            let lookup = |name: &str| c.pod_id(&format!("{ns}/{name}")).map(|p| &*c.pod(p).pod);
+            let lookup = |name: &str| c.pod_id(&format!("{ns}/{name}")).map(|p| c.pod(p).pod.lean());
             match release(&info.claim, lookup) {
                 Some(Release::Delete(k)) => {
                     self.release_devices(&k);
@@ -739,7 +739,7 @@ impl<'d, 's> Sim<'d, 's> {
                     acts.push(Act::WriteClaim(Box::new(c.claims[*claim].claim.clone())))
                 }
                 Effect::Bind { pod, node } => {
-                    let mut object = c.pod(*pod).pod.clone();
+                    let mut object = Box::new(c.pod(*pod).pod.object());
                     let name = c.node(*node).name().to_string();
                     object.spec.get_or_insert_with(Default::default).node_name = Some(name.clone());
                     object.status.get_or_insert_with(Default::default).phase = Some("Running".into());

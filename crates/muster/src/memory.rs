@@ -270,7 +270,7 @@ impl World {
                 let warnings = muster_sched::validate::unpublished_allocations(&c.claim, &published);
                 found.extend(muster_sched::validate::on("ResourceClaim", &object, warnings));
             }
-            found.extend(namespaces.undefined(cluster.pods.iter().map(|p| &*p.pod)));
+            found.extend(namespaces.undefined(cluster.pods.iter().map(|p| p.pod.lean())));
             // Objects read in a beta version come first, as the loader found them.
             let mut located = std::mem::take(&mut manifests.warnings);
             cluster.warnings.extend(located.iter().map(ToString::to_string));
@@ -281,7 +281,7 @@ impl World {
         // The taints as published, with their sources; then the slices as the scheduler sees them.
         let (slices, taints) = scheduling_view(&slices, &rules, options.health_propagation);
         let evictions =
-            evictions(cluster.claims.iter().map(|c| &c.claim), cluster.pods.iter().map(|p| &*p.pod), &taints);
+            evictions(cluster.claims.iter().map(|c| &c.claim), cluster.pods.iter().map(|p| p.pod.lean()), &taints);
         Ok(World {
             manifests,
             cluster,
@@ -470,7 +470,7 @@ pub fn changed_claims(cluster: &Cluster, now: Option<&Time>) -> Vec<(ResourceCla
 pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
     let mut out = Vec::with_capacity(plan.placements.len() + plan.unschedulable.len());
     for (pod_id, node_id) in &plan.placements {
-        let mut pod = (*cluster.pod(*pod_id).pod).clone();
+        let mut pod = cluster.pod(*pod_id).pod.object();
         if let Some(spec) = pod.spec.as_mut() {
             spec.node_name = Some(cluster.node(*node_id).name().to_string());
         }
@@ -478,7 +478,7 @@ pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
         out.push(pod);
     }
     for (pod_id, err) in &plan.unschedulable {
-        let mut pod = (*cluster.pod(*pod_id).pod).clone();
+        let mut pod = cluster.pod(*pod_id).pod.object();
         set_scheduled_condition(&mut pod, "False", Some(err.reason()), Some(err.message()));
         out.push(pod);
     }
@@ -491,7 +491,7 @@ pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
             r.victims.iter().map(|v| (*v, format!("a higher-priority pod ({})", cluster.pod(r.pod).key)))
         }));
     for (pod_id, by) in victims {
-        let mut pod = (*cluster.pod(pod_id).pod).clone();
+        let mut pod = cluster.pod(pod_id).pod.object();
         let conds = pod.status.get_or_insert_with(PodStatus::default).conditions.get_or_insert_with(Vec::new);
         conds.retain(|c| c.type_ != "DisruptionTarget");
         conds.push(PodCondition {

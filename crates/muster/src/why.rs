@@ -36,7 +36,7 @@ fn pod_preemption(plan: &Plan, c: &Cluster, pod: PodId) -> String {
         }
         None if plan.placements.iter().any(|(p, _)| *p == pod) => "not needed".to_string(),
         None if {
-            let s = c.pod(pod).pod.spec.as_ref();
+            let s = c.pod(pod).pod.spec();
             c.never_preempts(
                 s.and_then(|s| s.preemption_policy.as_deref()),
                 s.and_then(|s| s.priority_class_name.as_deref()),
@@ -346,7 +346,7 @@ impl Why<'_> {
     fn explain_at_attempt(&self, pod: PodId) -> (PodExplanation, Vec<PodId>) {
         let c = &self.world.cluster;
         // The configuration of the pod's profile, as its attempt had it.
-        let name = c.pod(pod).pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref());
+        let name = c.pod(pod).pod.spec().and_then(|s| s.scheduler_name.as_deref());
         let config = self.config.profile_for(name);
         match c.pod(pod).group {
             Some(Ok(g)) => {
@@ -443,7 +443,7 @@ impl Why<'_> {
         }
         if !self.config.profiles.is_empty() {
             // Several profiles: say whose plugins and weights the verdict is under.
-            let name = info.pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
+            let name = info.pod.spec().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
             let _ = writeln!(text, "  profile: {name} (the pod's spec.schedulerName)");
             j["profile"] = json!(name);
         }

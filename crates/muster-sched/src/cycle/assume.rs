@@ -36,7 +36,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 annotations.is_some_and(|a| a.contains_key(crate::cluster::EXTENDED_RESOURCE_CLAIM_ANNOTATION))
             };
             info.claims.retain(|c| !special(c));
-            if let Some(status) = info.pod.status.as_mut() {
+            if let Some(status) = info.pod.status_mut() {
                 status.extended_resource_claim_status = None;
             }
         }

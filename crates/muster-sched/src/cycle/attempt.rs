@@ -93,7 +93,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             Some("no nodes available to schedule pods".to_string())
         } else {
             pre_filter(&state, cluster, dra.is_some(), undo.is_some())
-                .or_else(|| match crate::volumes::pre_filter(&pod.pod, cluster) {
+                .or_else(|| match crate::volumes::pre_filter(pod.pod.lean(), cluster) {
                     Ok(v) => {
                         state.volumes = v;
                         None
@@ -431,7 +431,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 /// plan without DRA inputs cannot serve claims), and GangScheduling's PreEnqueue (a pod naming a
 /// missing PodGroup waits; a member is only scheduled inside its group's cycle).
 fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool, in_group_cycle: bool) -> Option<String> {
-    let spec = state.pod.pod.spec.as_ref()?;
+    let spec = state.pod.pod.spec()?;
     let extended = !state.pod.dra_extended.is_empty();
     if extended || !state.pod.claims.is_empty() || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
         if !dra {
@@ -474,7 +474,7 @@ pub fn run_all_filters(
     }
     run_filters(state, node, cluster)?;
     if let Some(v) = &state.volumes {
-        crate::volumes::filter(v, &state.pod.pod, node, cluster)?;
+        crate::volumes::filter(v, state.pod.pod.lean(), node, cluster)?;
     }
     if let Some(s) = &state.spread {
         pod_topology_spread::filter(s, node_id)?;

@@ -11,7 +11,9 @@
 //! rejections are reused: a PreFilter or group message, or a plugin's error, may name the pod's
 //! own objects.
 
-use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod};
+use k8s_openapi::api::core::v1::{ContainerPort, Pod};
+
+use crate::stored_pod::StoredPod;
 
 use super::*;
 use crate::cluster::PodInfo;
@@ -49,7 +51,7 @@ pub(super) fn equivalent(c: &Cluster, a: PodId, b: PodId) -> bool {
         && pb.stale_extended_claim.is_none()
         && own_claims_free(c, pb)
         && same_claim_specs(c, pa, pb)
-        && same_pod(&pa.pod, &pb.pod, labels_matter(c, &pa.pod))
+        && same_pod(&pa.pod, &pb.pod, labels_matter(c, pa.pod.lean()))
 }
 
 /// Labels decide a Filter verdict only through inter-pod terms: an existing pod's required
@@ -82,10 +84,10 @@ fn same_claim_specs(c: &Cluster, a: &PodInfo, b: &PodInfo) -> bool {
         })
 }
 
-fn same_pod(a: &Pod, b: &Pod, labels_matter: bool) -> bool {
-    let (ma, mb) = (&a.metadata, &b.metadata);
-    let (Some(sa), Some(sb)) = (&a.spec, &b.spec) else { return false };
-    let nominated = |p: &Pod| p.status.as_ref().and_then(|s| s.nominated_node_name.clone());
+fn same_pod(a: &StoredPod, b: &StoredPod, labels_matter: bool) -> bool {
+    let (ma, mb) = (a.meta(), b.meta());
+    let (Some(sa), Some(sb)) = (a.spec(), b.spec()) else { return false };
+    let nominated = |p: &StoredPod| p.status().and_then(|s| s.nominated_node_name.clone());
     ma.namespace == mb.namespace
         && (!labels_matter || ma.labels == mb.labels)
         && ma.owner_references == mb.owner_references
@@ -97,13 +99,13 @@ fn same_pod(a: &Pod, b: &Pod, labels_matter: bool) -> bool {
         && sa.priority_class_name == sb.priority_class_name
         && sa.scheduler_name == sb.scheduler_name
         && sa.node_name == sb.node_name
-        && ports(&sa.containers) == ports(&sb.containers)
-        && ports(sa.init_containers.as_deref().unwrap_or(&[])) == ports(sb.init_containers.as_deref().unwrap_or(&[]))
+        && ports(a) == ports(b)
         && nominated(a) == nominated(b)
         && sa.volumes == sb.volumes
         && !sa.volumes.iter().flatten().any(|v| v.ephemeral.is_some())
 }
 
-fn ports(containers: &[Container]) -> Vec<(Option<&str>, &[ContainerPort])> {
-    containers.iter().map(|c| (c.restart_policy.as_deref(), c.ports.as_deref().unwrap_or(&[]))).collect()
+/// Each container's ports and restart policy (init containers first, then regular ones).
+fn ports(pod: &StoredPod) -> Vec<(bool, Option<&str>, &[ContainerPort])> {
+    pod.containers().iter().map(|c| (c.init, c.restart_policy.as_deref(), &c.ports[..])).collect()
 }

@@ -173,7 +173,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let spec = &c.groups[g].group.spec;
         c.never_preempts(spec.preemption_policy.as_deref(), spec.priority_class_name.as_deref())
             || pending.iter().any(|p| {
-                let s = c.pod(*p).pod.spec.as_ref();
+                let s = c.pod(*p).pod.spec();
                 c.never_preempts(
                     s.and_then(|s| s.preemption_policy.as_deref()),
                     s.and_then(|s| s.priority_class_name.as_deref()),

@@ -40,7 +40,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     pub(super) fn preempt_for_pod(&mut self, pod: PodId, err: &FitError) -> Option<PodPreemption> {
         let c = &*self.cluster;
         let info = c.pod(pod);
-        let spec = info.pod.spec.as_ref();
+        let spec = info.pod.spec();
         if c.never_preempts(
             spec.and_then(|s| s.preemption_policy.as_deref()),
             spec.and_then(|s| s.priority_class_name.as_deref()),
@@ -101,7 +101,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             .enumerate()
             .filter(|(_, p)| p.state == PodState::Bound(node) && p.priority < priority)
             .map(|(i, p)| {
-                let start = p.pod.status.as_ref().and_then(|s| s.start_time.clone());
+                let start = p.pod.status().and_then(|s| s.start_time.clone());
                 ((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![PodId(i as u32)])
             })
             .collect();
@@ -165,7 +165,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 .iter()
                 .map(|v| c.pod(*v))
                 .filter(|p| p.priority == highest)
-                .filter_map(|p| p.pod.status.as_ref().and_then(|s| s.start_time.as_ref()))
+                .filter_map(|p| p.pod.status().and_then(|s| s.start_time.as_ref()))
                 .min();
             (cand.against.len(), highest, sum, cand.victims.len(), std::cmp::Reverse(earliest.cloned()))
         };

@@ -67,7 +67,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if p.priority >= priority || members.contains(&PodId(i as u32)) {
                 continue;
             }
-            let start = p.pod.status.as_ref().and_then(|s| s.start_time.clone());
+            let start = p.pod.status().and_then(|s| s.start_time.clone());
             let all_mode = match &p.group {
                 Some(Ok(gi)) => disrupted_together(c, *gi),
                 _ => None,
@@ -217,7 +217,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         self.cluster.nodes[node.0 as usize].generation = fresh;
         let mut claims = Vec::new();
         if let Some((ctx, state)) = self.dra.as_mut() {
-            let uid = self.cluster.pods[pod.0 as usize].pod.metadata.uid.clone();
+            let uid = self.cluster.pods[pod.0 as usize].pod.meta().uid.clone();
             let name = self.cluster.pods[pod.0 as usize].name().to_string();
             let ids: Vec<ClaimId> = self.cluster.pods[pod.0 as usize].claims.iter().flatten().copied().collect();
             let node_name = self.cluster.nodes[node.0 as usize].name().to_string();

@@ -79,7 +79,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if self.profiles.names.len() == 1 {
             return;
         }
-        let spec = self.cluster.pod(pod).pod.spec.as_ref();
+        let spec = self.cluster.pod(pod).pod.spec();
         let name = spec.and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler");
         let want = self.profiles.names.iter().position(|n| n == name).unwrap_or(0);
         if want == self.profiles.active {

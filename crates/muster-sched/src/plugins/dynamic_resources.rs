@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerExtendedResourceRequest, Node, Pod, PodExtendedResourceClaimStatus, PodStatus,
+    Container, ContainerExtendedResourceRequest, Node, PodExtendedResourceClaimStatus,
 };
 use k8s_openapi::api::resource::v1::{
     AllocationResult, DeviceClaim, DeviceClass, DeviceRequest, ExactDeviceRequest, ResourceClaim,
@@ -18,6 +18,7 @@ use muster_api::selectors::{NodeView, node_selector_matches};
 
 use crate::cluster::{ClaimInfo, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, NodeInfo, PodInfo};
 use crate::framework::Rejection;
+use crate::stored_pod::StoredPod;
 
 pub const NAME: &str = "DynamicResources";
 
@@ -281,7 +282,7 @@ pub fn unreserve(
         state.remove_claim(&claim.claim, features);
         let pod = &mut cluster.pods[pod_index];
         pod.claims.pop();
-        if let Some(st) = pod.pod.status.as_mut() {
+        if let Some(st) = pod.pod.status_mut() {
             st.extended_resource_claim_status = None;
         }
     }
@@ -389,12 +390,11 @@ fn container_request(
 /// shortfall, and of those shortfalls only the largest is kept (init containers run one at a
 /// time), the others' mappings pointing at it. Requests are sorted by name.
 pub fn extended_requests(
-    pod: &Pod,
+    pod: &StoredPod,
     needed: &[(&str, &str)],
 ) -> (Vec<DeviceRequest>, Vec<ContainerExtendedResourceRequest>) {
-    let Some(spec) = pod.spec.as_ref() else { return Default::default() };
-    let inits = spec.init_containers.as_deref().unwrap_or_default();
-    let containers: Vec<&Container> = inits.iter().chain(&spec.containers).collect();
+    let (inits, regular) = pod.spec_containers();
+    let containers: Vec<&Container> = inits.iter().chain(&regular).collect();
     let long_lived = |i: usize| i >= inits.len() || containers[i].restart_policy.as_deref() == Some("Always");
     let mut requests = Vec::new();
     let mut mappings = Vec::new();
@@ -457,7 +457,7 @@ pub fn extended_claim(pod: &PodInfo, mask: u64, resources: &crate::cluster::Reso
                 api_version: "v1".into(),
                 kind: "Pod".into(),
                 name: pod.name().to_string(),
-                uid: pod.pod.metadata.uid.clone().unwrap_or_default(),
+                uid: pod.pod.meta().uid.clone().unwrap_or_default(),
                 controller: Some(true),
                 block_owner_deletion: None,
             }]),
@@ -508,7 +508,7 @@ pub fn reserve_extended(
     cluster.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint, group: None });
     let pod = &mut cluster.pods[pod_index];
     pod.claims.push(Ok(at));
-    pod.pod.status.get_or_insert_with(PodStatus::default).extended_resource_claim_status =
+    pod.pod.ensure_status().extended_resource_claim_status =
         Some(PodExtendedResourceClaimStatus { resource_claim_name: name, request_mappings: extended.mappings });
 }
 
@@ -517,7 +517,7 @@ fn consumer(pod: &PodInfo) -> ResourceClaimConsumerReference {
         api_group: None,
         resource: "pods".into(),
         name: pod.name().to_string(),
-        uid: pod.pod.metadata.uid.clone().unwrap_or_default(),
+        uid: pod.pod.meta().uid.clone().unwrap_or_default(),
     }
 }
 
@@ -525,14 +525,14 @@ fn consumer(pod: &PodInfo) -> ResourceClaimConsumerReference {
 mod tests {
     use super::*;
 
-    fn pod(spec: serde_json::Value) -> Pod {
-        serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}, "spec": spec})).unwrap()
+    fn pod(spec: serde_json::Value) -> StoredPod {
+        StoredPod::new(serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}, "spec": spec})).unwrap())
     }
 
     type Brief = (Vec<(String, i64)>, Vec<(String, String)>);
 
     /// (request name, count) and (container, request name) pairs, to compare briefly.
-    fn brief(pod: &Pod) -> Brief {
+    fn brief(pod: &StoredPod) -> Brief {
         let (reqs, maps) = extended_requests(pod, &[("nvidia.com/gpu", "gpu")]);
         (
             reqs.iter().map(|r| (r.name.clone(), r.exactly.as_ref().unwrap().count.unwrap())).collect(),

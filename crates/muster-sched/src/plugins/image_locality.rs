@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
+
+use crate::stored_pod::StoredPod;
 
 use crate::cluster::{Cluster, NodeId};
 use crate::framework::MAX_NODE_SCORE;
@@ -87,20 +89,12 @@ fn priority(sum: i64, containers: usize) -> i64 {
 
 /// The scores of `feasible` (not normalized, as upstream), or `None` when every node would score
 /// the same (no node reports images, or none holds any of the pod's).
-pub fn score(pod: &Pod, feasible: &[NodeId], cluster: &Cluster, states: &mut ImageStates) -> Option<Vec<i64>> {
+pub fn score(pod: &StoredPod, feasible: &[NodeId], cluster: &Cluster, states: &mut ImageStates) -> Option<Vec<i64>> {
     if cluster.nodes_with_images == 0 {
         return None;
     }
-    let spec = pod.spec.as_ref()?;
-    let containers: Vec<String> = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers)
-        .filter_map(|c| c.image.as_deref())
-        .map(normalized)
-        .collect();
-    let count = spec.init_containers.as_ref().map_or(0, Vec::len) + spec.containers.len();
+    let containers: Vec<String> = pod.containers().iter().filter_map(|c| c.image.as_deref()).map(normalized).collect();
+    let count = pod.containers().len();
     states.refresh(cluster);
     let held: Vec<&ImageState> = containers.iter().filter_map(|c| states.by_name.get(c)).collect();
     if held.is_empty() {

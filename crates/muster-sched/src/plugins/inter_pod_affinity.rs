@@ -231,7 +231,7 @@ pub fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, cache: &mut Topolog
     if !t.required_affinity.is_empty() {
         let all: Vec<&AffinityTerm> = t.required_affinity.iter().collect();
         let m = matcher(&all);
-        s.self_affinity = m.matches(&state.pod.pod, cluster);
+        s.self_affinity = m.matches(state.pod.pod.lean(), cluster);
         let fp = m.fingerprint();
         cache.memos.counts(cluster, fp, |n| m.count_on(n, cluster));
         for term in &t.required_affinity {
@@ -270,7 +270,7 @@ fn existing_anti_affinity(
     cluster: &Cluster,
     cache: &mut TopologyCache,
 ) {
-    let pod = &state.pod.pod;
+    let pod = state.pod.pod.lean();
     let key = pod_signature(pod) ^ 0xa7a7;
     cache.memos.scores(
         cluster,
@@ -397,7 +397,7 @@ fn existing_terms_score(
     if cluster.inter_pod.with_affinity == 0 {
         return;
     }
-    let pod = &state.pod.pod;
+    let pod = state.pod.pod.lean();
     let hard = args.hard_pod_affinity_weight;
     let key = pod_signature(pod) ^ (hard as u64).rotate_left(17);
     cache.memos.scores(cluster, key, |n| n.affinity_pods == 0, |n| existing_on(n, cluster, pod, hard));

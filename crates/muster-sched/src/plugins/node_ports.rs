@@ -2,7 +2,7 @@
 //! they have the same protocol and number and either host IP is the wildcard `0.0.0.0` or both
 //! IPs are equal (an empty IP is the wildcard, an empty protocol TCP).
 
-use k8s_openapi::api::core::v1::Pod;
+use crate::stored_pod::StoredPod;
 
 use crate::cluster::{Cluster, NodeInfo};
 use crate::framework::{CycleState, Rejection};
@@ -30,13 +30,11 @@ impl HostPort<'_> {
 
 /// The host ports of a pod's containers and sidecars (init containers with `restartPolicy:
 /// Always`; other init containers have exited before the pod runs), those with `hostPort > 0`.
-pub fn host_ports(pod: &Pod) -> Vec<HostPort<'_>> {
-    let Some(spec) = pod.spec.as_ref() else { return Vec::new() };
-    let sidecars = spec.init_containers.iter().flatten().filter(|c| c.restart_policy.as_deref() == Some("Always"));
-    spec.containers
+pub fn host_ports(pod: &StoredPod) -> Vec<HostPort<'_>> {
+    pod.containers()
         .iter()
-        .chain(sidecars)
-        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|c| c.long_lived())
+        .flat_map(|c| c.ports.iter())
         .filter(|p| p.host_port.is_some_and(|h| h > 0))
         .map(|p| HostPort {
             ip: p.host_ip.as_deref().filter(|ip| !ip.is_empty()).unwrap_or(WILDCARD),
@@ -65,6 +63,7 @@ pub fn filter(state: &CycleState<'_>, node: &NodeInfo, cluster: &Cluster) -> Res
 mod tests {
     use super::*;
     use crate::SchedulerNames;
+    use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
 
     fn pod(name: &str, node: Option<&str>, ports: &[(&str, &str, i32)]) -> Box<Pod> {
@@ -162,8 +161,8 @@ mod tests {
             p.spec.as_mut().unwrap().init_containers = Some(vec![c]);
             p
         };
-        assert_eq!(host_ports(&with_init(Some("Always"))).len(), 1);
-        assert!(host_ports(&with_init(None)).is_empty());
+        assert_eq!(host_ports(&StoredPod::new(with_init(Some("Always")))).len(), 1);
+        assert!(host_ports(&StoredPod::new(with_init(None))).is_empty());
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub fn over_limit(
     }
     let mut attached = BTreeMap::new();
     for id in &node.detail.pods {
-        attachable(&cluster.pod(*id).pod, &cluster.volumes, &mut attached);
+        attachable(cluster.pod(*id).pod.lean(), &cluster.volumes, &mut attached);
     }
     let mut attached_count: BTreeMap<&str, usize> = BTreeMap::new();
     for driver in attached.values() {

@@ -202,7 +202,7 @@ impl PodMatcher {
 
     /// How many pods on the node match.
     pub fn count_on(&self, node: &NodeInfo, cluster: &Cluster) -> u32 {
-        node.detail.pods.iter().filter(|p| self.matches(&cluster.pod(**p).pod, cluster)).count() as u32
+        node.detail.pods.iter().filter(|p| self.matches(cluster.pod(**p).pod.lean(), cluster)).count() as u32
     }
 }
 

@@ -105,7 +105,7 @@ pub fn constraints(
     args: &PodTopologySpreadArgs,
     action: &str,
 ) -> (Vec<Constraint>, bool) {
-    let pod = &state.pod.pod;
+    let pod = state.pod.pod.lean();
     let own = pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
     if !own.is_empty() {
         return (parse(own, pod, action, None), false);

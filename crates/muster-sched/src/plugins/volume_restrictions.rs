@@ -46,7 +46,7 @@ pub fn pre_filter(pod: &Pod, cluster: &Cluster) -> Result<Option<RestrictionsSta
 /// True when a pod on some node (bound or assumed) mounts the claim.
 fn claim_in_use(cluster: &Cluster, ns: &str, name: &str) -> bool {
     cluster.pods.iter().filter(|p| p.state.on_node().is_some() && p.namespace() == ns).any(|p| {
-        let volumes = p.pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+        let volumes = p.pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
         volumes.iter().any(|v| v.persistent_volume_claim.as_ref().is_some_and(|c| c.claim_name == name))
     })
 }
@@ -71,7 +71,7 @@ pub fn filter(state: &RestrictionsState, pod: &Pod, node: &NodeInfo, cluster: &C
 pub fn disk_conflict<'c>(pod: &Pod, node: &NodeInfo, cluster: &'c Cluster) -> Option<&'c str> {
     let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
     node.detail.pods.iter().map(|id| cluster.pod(*id)).find_map(|other| {
-        let theirs = other.pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+        let theirs = other.pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
         volumes
             .iter()
             .filter(|v| needs_check(v))

@@ -96,7 +96,7 @@ pub fn churn(nodes: usize, running: usize, count: usize, seed: u64) -> anyhow::R
         // The world binds what was placed: the pod comes back bound, confirming the assumption.
         let t = Instant::now();
         for (pod, node) in plan.placements {
-            let mut bound = engine.cluster().pod(pod).pod.clone();
+            let mut bound = Box::new(engine.cluster().pod(pod).pod.object());
             if let Some(spec) = bound.spec.as_mut() {
                 spec.node_name = Some(engine.cluster().node(node).name().to_string());
             }
