@@ -3,9 +3,11 @@
 //! matching and node selection. Everything here is a pure function of `k8s-openapi` values; this
 //! crate never does I/O, never holds state, and never redefines a Kubernetes type.
 
+pub mod pod;
 pub mod quantity;
 pub mod resources;
 pub mod selectors;
 pub mod taints;
 
+pub use pod::PodObject;
 pub use quantity::{Quantity, QuantityError};

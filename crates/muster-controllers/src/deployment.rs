@@ -21,11 +21,12 @@
 //! Deviation: the hash is muster's ([`crate::naming::template_hash`]); a name clash with a
 //! ReplicaSet of another template bumps the collision count, as upstream does on `AlreadyExists`.
 
+use muster_api::PodObject;
 use std::collections::BTreeMap;
 
 use k8s_openapi::Resource;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, ReplicaSetSpec};
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -129,8 +130,8 @@ pub fn sync(d: &Deployment, replica_sets: &[ReplicaSet], pods: &Pods<'_>) -> Ste
         .iter()
         .map(|(_, rs)| {
             let o = Owner { api_version: ReplicaSet::API_VERSION, kind: ReplicaSet::KIND, meta: &rs.metadata };
-            let running = |p: &&Pod| !matches!(phase(p), "Failed" | "Succeeded");
-            pods.iter().filter(|p| o.claims(&p.metadata, &rs.spec.selector)).filter(running).count()
+            let running = |p: &&dyn PodObject| !matches!(phase(*p), "Failed" | "Succeeded");
+            pods.iter().filter(|p| o.claims(p.meta(), &rs.spec.selector)).filter(running).count()
         })
         .sum();
     if recreate && old_pods > 0 {
@@ -386,7 +387,7 @@ mod tests {
         }
         // Run again with what was created: nothing more.
         let pods: Vec<_> = out.pods().cloned().collect();
-        let refs: Vec<_> = pods.iter().collect();
+        let refs: Vec<&dyn crate::PodObject> = pods.iter().map(|p| p as &dyn crate::PodObject).collect();
         let again = crate::expand(&mut w, &refs);
         assert!(again.created.is_empty(), "{:?}", again.created);
     }

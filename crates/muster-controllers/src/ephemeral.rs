@@ -4,20 +4,21 @@
 //! kube-controller-manager creates it before the scheduler sees the pod. A claim of that name that
 //! exists already is left alone (VolumeBinding then refuses it if the pod does not own it).
 
+use muster_api::PodObject;
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 /// The claims to create for `pods`' ephemeral volumes, given the claims that exist (by
 /// namespace and name), in pod then volume order.
-pub fn claims_for(pods: &[&Pod], existing: &BTreeSet<(String, String)>) -> Vec<PersistentVolumeClaim> {
+pub fn claims_for(pods: &[&dyn PodObject], existing: &BTreeSet<(String, String)>) -> Vec<PersistentVolumeClaim> {
     let mut out = Vec::new();
     let mut made = BTreeSet::new();
     for pod in pods {
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        let pod_name = pod.metadata.name.clone().unwrap_or_default();
-        let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+        let ns = pod.meta().namespace.clone().unwrap_or_else(|| "default".into());
+        let pod_name = pod.meta().name.clone().unwrap_or_default();
+        let volumes = pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
         for v in volumes {
             let Some(template) = v.ephemeral.as_ref().and_then(|e| e.volume_claim_template.as_ref()) else {
                 continue;
@@ -37,7 +38,7 @@ pub fn claims_for(pods: &[&Pod], existing: &BTreeSet<(String, String)>) -> Vec<P
                         api_version: "v1".into(),
                         kind: "Pod".into(),
                         name: pod_name.clone(),
-                        uid: pod.metadata.uid.clone().unwrap_or_default(),
+                        uid: pod.meta().uid.clone().unwrap_or_default(),
                         controller: Some(true),
                         block_owner_deletion: Some(true),
                     }]),
@@ -54,6 +55,7 @@ pub fn claims_for(pods: &[&Pod], existing: &BTreeSet<(String, String)>) -> Vec<P
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
 
     #[test]

@@ -23,10 +23,10 @@
 //! No clock is read: a taint without `timeAdded` (the API server sets it on create) gives an
 //! eviction without a time, which callers report as such.
 
+use muster_api::PodObject;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{
     CounterSet, Device, DeviceTaint, DeviceTaintRule, DeviceToleration, ResourceClaim, ResourceSlice,
 };
@@ -343,26 +343,26 @@ fn namespace(ns: Option<&str>) -> &str {
 /// The pods `claims`' NoExecute device taints evict, and the dry runs of `None` DeviceTaintRules,
 /// sorted (dry runs last, then by pod, claim, device, taint and source) and without duplicates.
 /// `pods` are every pod of the snapshot; those without `spec.nodeName` are never evicted.
-pub fn evictions<'a>(
+pub fn evictions<'a, P: PodObject + ?Sized + 'a>(
     claims: impl IntoIterator<Item = &'a ResourceClaim>,
-    pods: impl IntoIterator<Item = &'a Pod>,
+    pods: impl IntoIterator<Item = &'a P>,
     taints: &DeviceTaints,
 ) -> Vec<Eviction> {
     // Bound pods by (namespace, name) and by (namespace, pod group).
-    let mut by_name: HashMap<(&str, &str), &Pod> = HashMap::new();
-    let mut by_group: HashMap<(&str, &str), Vec<&Pod>> = HashMap::new();
+    let mut by_name: HashMap<(&str, &str), &P> = HashMap::new();
+    let mut by_group: HashMap<(&str, &str), Vec<&P>> = HashMap::new();
     for p in pods {
-        let Some(spec) = p.spec.as_ref().filter(|s| s.node_name.as_deref().is_some_and(|n| !n.is_empty())) else {
+        let Some(spec) = p.spec().filter(|s| s.node_name.as_deref().is_some_and(|n| !n.is_empty())) else {
             continue;
         };
-        let ns = namespace(p.metadata.namespace.as_deref());
-        by_name.insert((ns, p.metadata.name.as_deref().unwrap_or_default()), p);
+        let ns = namespace(p.meta().namespace.as_deref());
+        by_name.insert((ns, p.meta().name.as_deref().unwrap_or_default()), p);
         if let Some(g) = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.as_deref()) {
             by_group.entry((ns, g)).or_default().push(p);
         }
     }
-    let pod_key = |p: &Pod| {
-        format!("{}/{}", namespace(p.metadata.namespace.as_deref()), p.metadata.name.as_deref().unwrap_or_default())
+    let pod_key = |p: &P| {
+        format!("{}/{}", namespace(p.meta().namespace.as_deref()), p.meta().name.as_deref().unwrap_or_default())
     };
     let mut out = Vec::new();
     for claim in claims {
@@ -377,7 +377,7 @@ pub fn evictions<'a>(
             match (group, r.resource.as_str()) {
                 ("", "pods") => {
                     if let Some(p) = by_name.get(&(ns, r.name.as_str())) {
-                        let uid = p.metadata.uid.as_deref().unwrap_or("");
+                        let uid = p.meta().uid.as_deref().unwrap_or("");
                         if r.uid.is_empty() || uid.is_empty() || uid == r.uid {
                             consumers.insert(pod_key(p));
                         }
@@ -462,6 +462,7 @@ pub fn rule_condition(rule: &DeviceTaintRule, evictions: &[Eviction]) -> (&'stat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::api::core::v1::{PodSchedulingGroup, PodSpec};
     use k8s_openapi::api::resource::v1::{
         AllocationResult, Counter, Device, DeviceAllocationResult, DeviceCounterConsumption,

@@ -30,6 +30,7 @@
 //! `WorkloadWithJob` integration (a Workload and PodGroup per Job, `spec.scheduling`) is off, as
 //! by default in 1.37.
 
+use muster_api::PodObject;
 use std::collections::BTreeSet;
 
 use k8s_openapi::Resource;
@@ -155,23 +156,23 @@ type ToCreate = Option<(usize, Option<i64>)>;
 fn plan(job: &Job, owner: &Owner<'_>, selector: &LabelSelector, pods: &Pods<'_>) -> Result<Vec<ToCreate>, String> {
     let spec = job.spec.as_ref().expect("checked by sync");
     let status = job.status.clone().unwrap_or_default();
-    let mine: Vec<&Pod> = pods.claimed(owner, selector).collect();
-    let active: Vec<&Pod> = mine.iter().copied().filter(|p| is_active(p)).collect();
-    let terminating: Vec<&Pod> = mine
+    let mine: Vec<&dyn PodObject> = pods.claimed(owner, selector).collect();
+    let active: Vec<&dyn PodObject> = mine.iter().copied().filter(|p| is_active(*p)).collect();
+    let terminating: Vec<&dyn PodObject> = mine
         .iter()
         .copied()
-        .filter(|p| p.metadata.deletion_timestamp.is_some() && !matches!(phase(p), "Succeeded" | "Failed"))
+        .filter(|p| p.meta().deletion_timestamp.is_some() && !matches!(phase(*p), "Succeeded" | "Failed"))
         .collect();
     let only_failed = spec.pod_replacement_policy.as_deref().unwrap_or(if spec.pod_failure_policy.is_some() {
         "Failed"
     } else {
         "TerminatingOrFailed"
     }) == "Failed";
-    let failed_pods: Vec<&Pod> = mine
+    let failed_pods: Vec<&dyn PodObject> = mine
         .iter()
         .copied()
         .filter(|p| {
-            phase(p) == "Failed" || (!only_failed && p.metadata.deletion_timestamp.is_some() && phase(p) != "Succeeded")
+            phase(*p) == "Failed" || (!only_failed && p.meta().deletion_timestamp.is_some() && phase(*p) != "Succeeded")
         })
         .collect();
     let parallelism = i64::from(spec.parallelism.unwrap_or(1).max(0));
@@ -187,7 +188,7 @@ fn plan(job: &Job, owner: &Owner<'_>, selector: &LabelSelector, pods: &Pods<'_>)
     let indexed = spec.completion_mode.as_deref() == Some("Indexed");
     if !indexed {
         let succeeded = i64::from(status.succeeded.unwrap_or(0))
-            .max(mine.iter().filter(|p| phase(p) == "Succeeded").count() as i64);
+            .max(mine.iter().filter(|p| phase(**p) == "Succeeded").count() as i64);
         let want = match spec.completions {
             None if succeeded > 0 => active.len() as i64,
             None => parallelism,
@@ -198,17 +199,17 @@ fn plan(job: &Job, owner: &Owner<'_>, selector: &LabelSelector, pods: &Pods<'_>)
     let Some(completions) = spec.completions.map(|c| c.max(0) as usize) else {
         return Err("completionMode Indexed without completions (the API server refuses it): no pods created".into());
     };
-    let index_of = |p: &Pod| -> Option<usize> {
-        p.metadata.annotations.as_ref()?.get(COMPLETION_INDEX)?.parse::<usize>().ok().filter(|i| *i < completions)
+    let index_of = |p: &dyn PodObject| -> Option<usize> {
+        p.meta().annotations.as_ref()?.get(COMPLETION_INDEX)?.parse::<usize>().ok().filter(|i| *i < completions)
     };
     let mut completed = parse_indexes(status.completed_indexes.as_deref().unwrap_or(""), completions);
-    completed.extend(mine.iter().filter(|p| phase(p) == "Succeeded").filter_map(|p| index_of(p)));
+    completed.extend(mine.iter().filter(|p| phase(**p) == "Succeeded").filter_map(|p| index_of(*p)));
     let failure_count = |i: usize| -> i64 {
         failed_pods
             .iter()
-            .filter(|p| index_of(p) == Some(i))
+            .filter(|p| index_of(**p) == Some(i))
             .map(|p| {
-                let prior = p.metadata.annotations.as_ref().and_then(|a| a.get(INDEX_FAILURE_COUNT));
+                let prior = p.meta().annotations.as_ref().and_then(|a| a.get(INDEX_FAILURE_COUNT));
                 prior.and_then(|v| v.parse::<i64>().ok()).unwrap_or(0) + 1
             })
             .max()
@@ -229,9 +230,9 @@ fn plan(job: &Job, owner: &Owner<'_>, selector: &LabelSelector, pods: &Pods<'_>)
     }
     let mut taken: BTreeSet<usize> = completed.clone();
     taken.extend(failed_indexes.iter().copied());
-    taken.extend(active.iter().filter_map(|p| index_of(p)));
+    taken.extend(active.iter().filter_map(|p| index_of(*p)));
     if only_failed {
-        taken.extend(terminating.iter().filter_map(|p| index_of(p)));
+        taken.extend(terminating.iter().filter_map(|p| index_of(*p)));
     }
     let want = (completions as i64 - completed.len() as i64).clamp(0, parallelism);
     let count = (want - active.len() as i64 - waiting).max(0) as usize;
@@ -394,7 +395,7 @@ mod tests {
     #[test]
     fn backoff_limit_stops_a_failing_job() {
         let failed: Vec<Pod> = (0..3).map(|i| job_pod(&format!("f{i}"), None, "Failed")).collect();
-        let refs: Vec<&Pod> = failed.iter().collect();
+        let refs: Vec<&dyn crate::PodObject> = failed.iter().map(|p| p as &dyn crate::PodObject).collect();
         let mut j = job(Some(5), Some(2), false);
         j.spec.as_mut().unwrap().backoff_limit = Some(2);
         let (pods, notes) = sync(&j, &mut Pods::new(&refs));

@@ -29,6 +29,8 @@
 //! after priority), a `resourceVersion`, a status. `spec.schedulerName` is the template's (unset:
 //! the default scheduler, which muster serves).
 
+pub use muster_api::PodObject;
+
 pub mod deployment;
 pub mod ephemeral;
 pub mod eviction;
@@ -153,7 +155,7 @@ impl Expansion {
 /// Runs the controllers to a fixed point over `workloads` and the input's `pods`: Deployments
 /// (new ReplicaSets, added to `workloads.replica_sets`), then ReplicaSets, StatefulSets and Jobs
 /// (pods). Objects without `metadata.uid` get one from [`naming::uid`].
-pub fn expand(workloads: &mut Workloads, pods: &[&Pod]) -> Expansion {
+pub fn expand(workloads: &mut Workloads, pods: &[&dyn PodObject]) -> Expansion {
     let mut out = Expansion::default();
     if workloads.is_empty() {
         return out;

@@ -2,6 +2,7 @@
 //! them it owns or adopts (`ClaimPods`), and a pod from its template (`GetPodFromTemplate` in
 //! `pkg/controller/controller_utils.go`).
 
+use muster_api::PodObject;
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
@@ -83,13 +84,13 @@ pub(crate) fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
 }
 
 /// `controller.IsPodActive`: not Succeeded, not Failed, not being deleted.
-pub(crate) fn is_active(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
+pub(crate) fn is_active(pod: &dyn PodObject) -> bool {
+    let phase = pod.status().and_then(|s| s.phase.as_deref());
+    !matches!(phase, Some("Succeeded" | "Failed")) && pod.meta().deletion_timestamp.is_none()
 }
 
-pub(crate) fn phase(pod: &Pod) -> &str {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+pub(crate) fn phase(pod: &dyn PodObject) -> &str {
+    pod.status().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
 
 /// `GetPodFromTemplate`: the template's labels, annotations, finalizers and spec, `generateName`
@@ -113,25 +114,25 @@ pub(crate) fn from_template(template: &PodTemplateSpec, owner: &Owner<'_>) -> Po
 
 /// The pods the controllers see: the input's, then those created, with every name taken.
 pub struct Pods<'a> {
-    existing: &'a [&'a Pod],
+    existing: &'a [&'a dyn PodObject],
     created: Vec<Pod>,
     names: HashSet<(String, String)>,
 }
 
 impl<'a> Pods<'a> {
-    pub fn new(existing: &'a [&'a Pod]) -> Self {
+    pub fn new(existing: &'a [&'a dyn PodObject]) -> Self {
         let names = existing
             .iter()
             .map(|p| {
-                let ns = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-                (ns, p.metadata.name.clone().unwrap_or_default())
+                let ns = p.meta().namespace.clone().unwrap_or_else(|| "default".into());
+                (ns, p.meta().name.clone().unwrap_or_default())
             })
             .collect();
         Pods { existing, created: Vec::new(), names }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Pod> {
-        self.existing.iter().copied().chain(self.created.iter())
+    pub fn iter(&self) -> impl Iterator<Item = &dyn PodObject> {
+        self.existing.iter().copied().chain(self.created.iter().map(|p| p as &dyn PodObject))
     }
 
     /// The pods `owner` owns or adopts (see [`Owner::claims`]).
@@ -139,8 +140,8 @@ impl<'a> Pods<'a> {
         &'s self,
         owner: &'s Owner<'_>,
         selector: &'s LabelSelector,
-    ) -> impl Iterator<Item = &'s Pod> {
-        self.iter().filter(move |p| owner.claims(&p.metadata, selector))
+    ) -> impl Iterator<Item = &'s dyn PodObject> {
+        self.iter().filter(move |p| owner.claims(p.meta(), selector))
     }
 
     pub fn taken(&self, namespace: &str, name: &str) -> bool {

@@ -107,7 +107,7 @@ mod tests {
         let foreign = pod("ml", "e", &[("app", "web")], Some(("ReplicaSet", "other", "x")), "Running");
         let stale = pod("ml", "f", &[("app", "web")], Some(("ReplicaSet", "web-5c8d9", "old-uid")), "Running");
         let elsewhere = pod("prod", "g", &[("app", "web")], None, "Running");
-        let all = [&owned, &orphan, &done, &failed, &foreign, &stale, &elsewhere];
+        let all: [&dyn crate::PodObject; 7] = [&owned, &orphan, &done, &failed, &foreign, &stale, &elsewhere];
         let mut pods = Pods::new(&all);
         assert_eq!(sync(&rs(4), &mut pods).len(), 2);
         assert!(sync(&rs(2), &mut Pods::new(&all)).is_empty());

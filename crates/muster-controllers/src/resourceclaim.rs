@@ -10,6 +10,7 @@
 
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaimStatus, PodStatus};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use muster_api::PodObject;
 
 /// What the controller does about one claim.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,8 +22,8 @@ pub enum Release {
 }
 
 /// Whether a pod holds what it reserved: it exists and has not terminated.
-fn done(pod: &Pod) -> bool {
-    matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
+fn done(pod: &(impl PodObject + ?Sized)) -> bool {
+    matches!(pod.status().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
 }
 
 /// The claims to create for `pod`'s template entries that its status does not name yet, and the
@@ -65,20 +66,23 @@ pub fn claims_for(
 
 /// What the controller does about `claim`, given the pods that exist (`pod(name)` in the claim's
 /// namespace); `None` when nothing changes. Consumers other than pods are kept.
-pub fn release<'p>(claim: &ResourceClaim, pod: impl Fn(&str) -> Option<&'p Pod>) -> Option<Release> {
+pub fn release<'p, P: PodObject + ?Sized + 'p>(
+    claim: &ResourceClaim,
+    pod: impl Fn(&str) -> Option<&'p P>,
+) -> Option<Release> {
     release_consumers(claim, pod, |_| true)
 }
 
 /// [`release`], with PodGroup consumers too: `group(name)` says whether the PodGroup of that name
 /// exists in the claim's namespace. A claim a gone PodGroup owns (one made from its template) is
 /// deleted, as the garbage collector does; a gone PodGroup's `reservedFor` entry is dropped.
-pub fn release_consumers<'p>(
+pub fn release_consumers<'p, P: PodObject + ?Sized + 'p>(
     claim: &ResourceClaim,
-    pod: impl Fn(&str) -> Option<&'p Pod>,
+    pod: impl Fn(&str) -> Option<&'p P>,
     group: impl Fn(&str) -> bool,
 ) -> Option<Release> {
     let holds = |name: &str, uid: &str| {
-        pod(name).is_some_and(|p| !done(p) && p.metadata.uid.as_deref().is_none_or(|u| u.is_empty() || u == uid))
+        pod(name).is_some_and(|p| !done(p) && p.meta().uid.as_deref().is_none_or(|u| u.is_empty() || u == uid))
     };
     // A claim made for a pod or a PodGroup (its controller owner) that is gone or done goes with it.
     let owner = claim.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true));
@@ -158,7 +162,7 @@ mod tests {
         assert_eq!(status.reserved_for.as_ref().unwrap().len(), 1);
         assert!(status.allocation.is_some(), "a still holds it");
         assert_eq!(release(&pruned, both), None, "nothing more to do");
-        let Some(Release::Update(free)) = release(&pruned, |_| None) else { panic!("a is gone") };
+        let Some(Release::Update(free)) = release(&pruned, |_| None::<&Pod>) else { panic!("a is gone") };
         assert!(
             free.status.as_ref().unwrap().allocation.is_none() && free.status.as_ref().unwrap().reserved_for.is_none()
         );
@@ -182,9 +186,11 @@ mod tests {
                        "reservedFor": [{"resource": "podgroups", "name": "g", "uid": "u-g"}]}}))
         .unwrap();
         // Kept by release (it reads pods only) and while the group exists.
-        assert_eq!(release(&shared, |_| None), None);
-        assert_eq!(release_consumers(&shared, |_| None, |g| g == "g"), None);
-        let Some(Release::Update(free)) = release_consumers(&shared, |_| None, |_| false) else { panic!("g is gone") };
+        assert_eq!(release(&shared, |_| None::<&Pod>), None);
+        assert_eq!(release_consumers(&shared, |_| None::<&Pod>, |g| g == "g"), None);
+        let Some(Release::Update(free)) = release_consumers(&shared, |_| None::<&Pod>, |_| false) else {
+            panic!("g is gone")
+        };
         let status = free.status.as_ref().unwrap();
         assert!(status.allocation.is_none() && status.reserved_for.is_none());
         // A claim the group owns (made from its template) goes with it.
@@ -194,7 +200,7 @@ mod tests {
             "kind": "PodGroup", "name": "g", "uid": "u-g", "controller": true}))
             .unwrap(),
         ]);
-        assert_eq!(release_consumers(&owned, |_| None, |_| false), Some(Release::Delete("ml/shared".into())));
-        assert_eq!(release(&owned, |_| None), None, "release takes every PodGroup as there");
+        assert_eq!(release_consumers(&owned, |_| None::<&Pod>, |_| false), Some(Release::Delete("ml/shared".into())));
+        assert_eq!(release(&owned, |_| None::<&Pod>), None, "release takes every PodGroup as there");
     }
 }

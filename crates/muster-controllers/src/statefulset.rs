@@ -25,6 +25,7 @@
 use k8s_openapi::Resource;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, Volume};
+use muster_api::PodObject;
 
 use crate::naming::template_hash;
 use crate::pods::{Owner, Pods, controller_of, from_template, phase};
@@ -66,14 +67,13 @@ pub fn sync(set: &StatefulSet, pods: &mut Pods<'_>) -> (Vec<Pod>, Vec<String>) {
         let pod_name = format!("{name}-{ordinal}");
         let existing = pods.taken(ns, &pod_name).then(|| {
             pods.iter().find(|p| {
-                p.metadata.namespace.as_deref().unwrap_or("default") == ns
-                    && p.metadata.name.as_deref() == Some(&pod_name)
+                p.meta().namespace.as_deref().unwrap_or("default") == ns && p.meta().name.as_deref() == Some(&pod_name)
             })
         });
         if let Some(existing) = existing.flatten() {
-            let ours = owner.claims(&existing.metadata, &spec.selector);
+            let ours = owner.claims(existing.meta(), &spec.selector);
             if !ours {
-                let holder = controller_of(&existing.metadata)
+                let holder = controller_of(existing.meta())
                     .map_or("no controller".to_string(), |r| format!("{} {}", r.kind, r.name));
                 notes.push(format!("pod {ns}/{pod_name} exists and is not the StatefulSet's ({holder}): ordinal {ordinal} is not created"));
             } else if matches!(phase(existing), "Failed" | "Succeeded") {
@@ -82,8 +82,8 @@ pub fn sync(set: &StatefulSet, pods: &mut Pods<'_>) -> (Vec<Pod>, Vec<String>) {
                     phase(existing)
                 ));
             }
-            let bound = existing.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
-            let blocked = existing.metadata.deletion_timestamp.is_some()
+            let bound = existing.spec().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+            let blocked = existing.meta().deletion_timestamp.is_some()
                 || (bound && !(phase(existing) == "Running" && ready(existing)));
             if ordered && ours && blocked {
                 let missing: Vec<String> = (ordinal + 1..start + replicas)
@@ -140,9 +140,8 @@ pub fn sync(set: &StatefulSet, pods: &mut Pods<'_>) -> (Vec<Pod>, Vec<String>) {
 }
 
 /// `podutil.IsPodReady`: the Ready condition is True.
-fn ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
+fn ready(pod: &dyn PodObject) -> bool {
+    pod.status()
         .and_then(|s| s.conditions.as_ref())
         .into_iter()
         .flatten()
@@ -154,14 +153,14 @@ fn ready(pod: &Pod) -> bool {
 /// pod, unless a claim of that name exists.
 pub fn claims_for(
     sets: &[StatefulSet],
-    pods: &[&Pod],
+    pods: &[&dyn PodObject],
     existing: &std::collections::BTreeSet<(String, String)>,
 ) -> Vec<PersistentVolumeClaim> {
     let mut out = Vec::new();
     for pod in pods {
-        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let ns = pod.meta().namespace.as_deref().unwrap_or("default");
         let Some(owner) = pod
-            .metadata
+            .meta()
             .owner_references
             .iter()
             .flatten()
@@ -175,7 +174,7 @@ pub fn claims_for(
         }) else {
             continue;
         };
-        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+        let pod_name = pod.meta().name.as_deref().unwrap_or_default();
         let Some(ordinal) = pod_name.strip_prefix(&format!("{}-", owner.name)) else { continue };
         let selector = set.spec.selector.match_labels.clone().unwrap_or_default();
         for t in set.spec.volume_claim_templates.as_deref().unwrap_or_default() {
@@ -266,12 +265,12 @@ mod tests {
         let v = &pods[0].spec.as_ref().unwrap().volumes.as_ref().unwrap()[0];
         assert_eq!(v.name, "data");
         assert_eq!(v.persistent_volume_claim.as_ref().unwrap().claim_name, "data-pg-0");
-        let refs: Vec<&Pod> = pods.iter().collect();
+        let refs: Vec<&dyn crate::PodObject> = pods.iter().map(|p| p as &dyn crate::PodObject).collect();
         let existing = std::collections::BTreeSet::from([("db".to_string(), "data-pg-1".to_string())]);
         let mut two = s.clone();
         two.spec.replicas = Some(2);
         let (pods2, _) = sync(&two, &mut Pods::new(&[]));
-        let refs2: Vec<&Pod> = pods2.iter().collect();
+        let refs2: Vec<&dyn crate::PodObject> = pods2.iter().map(|p| p as &dyn crate::PodObject).collect();
         let claims = claims_for(std::slice::from_ref(&two), &refs2, &existing);
         let names: Vec<_> = claims.iter().map(|c| c.metadata.name.as_deref().unwrap()).collect();
         assert_eq!(names, ["data-pg-0"]);

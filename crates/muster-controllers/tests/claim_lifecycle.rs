@@ -43,7 +43,8 @@ fn claims_are_created_used_and_released_as_pods_come_and_go() {
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };
-    let cluster = Cluster::build(vec![node], Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let cluster =
+        Cluster::build(vec![node], Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
     let mut started: Vec<(String, u64)> = Vec::new();
     let mut finished = Vec::new();
@@ -73,7 +74,7 @@ fn claims_are_created_used_and_released_as_pods_come_and_go() {
         let releases: Vec<Release> = c
             .claims
             .iter()
-            .filter_map(|info| release(&info.claim, |name| c.pod_id(&format!("ml/{name}")).map(|p| c.pod(p).pod.lean())))
+            .filter_map(|info| release(&info.claim, |name| c.pod_id(&format!("ml/{name}")).map(|p| &c.pod(p).pod)))
             .collect();
         for r in releases {
             match r {

@@ -32,7 +32,8 @@ pub fn expand(objects: Vec<Object>) -> Vec<Value> {
         }
     }
     let expansion = {
-        let existing: Vec<&_> = pods.iter().collect();
+        let existing: Vec<&dyn muster_controllers::PodObject> =
+            pods.iter().map(|p| p as &dyn muster_controllers::PodObject).collect();
         muster_controllers::expand(&mut workloads, &existing)
     };
     let created: Vec<Value> = expansion.pods().filter_map(|p| serde_json::to_value(p).ok()).collect();

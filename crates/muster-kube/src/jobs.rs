@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::{Pod, PodExtendedResourceClaimStatus};
+use k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use muster_sched::effects::{EventType, Preemptor};
@@ -20,11 +20,12 @@ pub struct PodRef {
 }
 
 impl PodRef {
-    pub fn of(pod: &Pod) -> PodRef {
+    pub fn of(pod: &dyn muster_sched::PodObject) -> PodRef {
+        let meta = pod.meta();
         PodRef {
-            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
-            name: pod.metadata.name.clone().unwrap_or_default(),
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_else(|| "default".into()),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
         }
     }
 
@@ -124,7 +125,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
     let mut pending: Vec<ClaimWrite> = Vec::new();
     let mut pending_ids: Vec<ClaimId> = Vec::new();
     let mut unit_of_claim: HashMap<ClaimId, usize> = HashMap::new();
-    let pod_ref = |p: muster_sched::PodId| PodRef::of(cluster.pod(p).pod.lean());
+    let pod_ref = |p: muster_sched::PodId| PodRef::of(&cluster.pod(p).pod);
     let victims = victims_by_preemptor(&effects);
     let mut volumes = HashMap::new();
     for effect in effects {
@@ -181,7 +182,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 });
             }
             Effect::PodUnschedulable { pod, reason, message } => {
-                let patch = !has_condition(cluster.pod(pod).pod.lean(), "PodScheduled", "False", reason, &message);
+                let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
                 let event = crate::series::EventWrite::Nothing;
                 jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch, event });
             }
@@ -253,8 +254,8 @@ fn group_condition<'c>(cluster: &'c Cluster, group: muster_sched::GroupNode, typ
     conditions.into_iter().flatten().find(|c| c.type_ == type_)
 }
 
-fn has_condition(pod: &Pod, type_: &str, status: &str, reason: &str, message: &str) -> bool {
-    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+fn has_condition(pod: &muster_sched::StoredPod, type_: &str, status: &str, reason: &str, message: &str) -> bool {
+    let conditions = pod.status().and_then(|s| s.conditions.as_ref());
     conditions.into_iter().flatten().any(|c| {
         c.type_ == type_
             && c.status == status
@@ -272,7 +273,13 @@ mod tests {
 
     /// A cluster holding PodGroup ml/g with `conditions` in its status.
     fn cluster(conditions: serde_json::Value) -> Cluster {
-        let mut c = Cluster::build(Vec::new(), Vec::new(), &[], &muster_sched::SchedulerNames::default()).unwrap();
+        let mut c = Cluster::build(
+            Vec::new(),
+            Vec::<muster_sched::StoredPod>::new(),
+            &[],
+            &muster_sched::SchedulerNames::default(),
+        )
+        .unwrap();
         let group: PodGroup = serde_json::from_value(json!({"metadata": {"name": "g", "namespace": "ml"},
             "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}, "status": {"conditions": conditions}}))
         .unwrap();

@@ -169,8 +169,9 @@ impl Loop {
         self.ready.store(true, Ordering::Relaxed);
         self.summary.synced_ms = Some(self.now());
         tracing::info!(objects = first.len(), "every watch listed; scheduling");
-        let mut cluster = Cluster::build(Vec::new(), Vec::new(), &[], &self.options.scheduler_names)
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let mut cluster =
+            Cluster::build(Vec::new(), Vec::<muster_sched::StoredPod>::new(), &[], &self.options.scheduler_names)
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         // The storage kinds are watched: the volume plugins run even while none exists (a pod
         // naming a missing PersistentVolumeClaim waits for it, as upstream).
         cluster.volumes.enabled = true;

@@ -14,8 +14,8 @@ pub mod providers;
 pub mod yaml;
 
 pub use load::{
-    Diagnostic, Found, Loaded, Manifests, Origin, Partial, find_files, load_paths, load_paths_partial, load_str,
-    load_str_documents, load_texts_partial,
+    Diagnostic, Found, Loaded, Manifests, Origin, Partial, Sink, find_files, load_paths, load_paths_partial,
+    load_paths_partial_with, load_str, load_str_documents, load_texts_partial,
 };
 pub use object::Object;
 pub use yaml::Pos;

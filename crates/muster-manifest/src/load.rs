@@ -93,8 +93,13 @@ impl Manifests {
 /// Reads `paths` (files, directories walked recursively for `*.yaml`, `*.yml` and `*.json`, or `-`
 /// for standard input). Returns every problem found, not only the first.
 pub fn load_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, Vec<Diagnostic>> {
-    read_paths(paths).finish()
+    read_paths(paths, Loader::default()).finish()
 }
+
+/// Takes each object as soon as it is decoded (in input order), instead of the loader keeping it
+/// until the whole input is read: a caller that keeps objects in a smaller form (the store's
+/// packed pods) never holds the whole input decoded. An object it gives back is kept as usual.
+pub type Sink<'s> = &'s mut (dyn FnMut(Loaded) -> Option<Loaded> + Send);
 
 /// What [`load_paths_partial`] read: the objects that loaded, every problem, and the names
 /// (`Kind namespace/name` or `Kind name`) of the objects that did not load.
@@ -107,7 +112,13 @@ pub struct Partial {
 /// [`load_paths`] for reporting problems: whatever loads is kept even when something does not,
 /// so that later layers (the cluster model) can report theirs too.
 pub fn load_paths_partial<P: AsRef<Path>>(paths: &[P]) -> Partial {
-    read_paths(paths).partial()
+    read_paths(paths, Loader::default()).partial()
+}
+
+/// [`load_paths_partial`], handing every object to `sink` as it is decoded. The objects `sink`
+/// took count as loaded; when the result has errors, what `sink` took is incomplete.
+pub fn load_paths_partial_with<P: AsRef<Path>>(paths: &[P], sink: Sink<'_>) -> Partial {
+    read_paths(paths, Loader { sink: Some(sink), ..Loader::default() }).partial()
 }
 
 /// [`load_paths_partial`] over texts already read, as `(name, text)`.
@@ -131,8 +142,7 @@ impl Partial {
     }
 }
 
-fn read_paths<P: AsRef<Path>>(paths: &[P]) -> Loader {
-    let mut loader = Loader::default();
+fn read_paths<'s, P: AsRef<Path>>(paths: &[P], mut loader: Loader<'s>) -> Loader<'s> {
     for p in paths {
         let p = p.as_ref();
         if p == Path::new("-") {
@@ -299,8 +309,10 @@ fn document_cuts(text: &str) -> Vec<(usize, u32)> {
 const PIECE_BYTES: usize = 256 * 1024;
 
 #[derive(Default)]
-struct Loader {
+struct Loader<'s> {
     manifests: Manifests,
+    /// Where decoded objects go instead of `manifests.objects` (see [`Sink`]).
+    sink: Option<Sink<'s>>,
     errors: Vec<Diagnostic>,
     /// Every named object of a kind muster reads, loaded or not, in input order: the same object
     /// twice is an error even when one of them is invalid (as `check` reports it).
@@ -321,6 +333,8 @@ struct Identity {
     display: Box<str>,
     /// The name's length in bytes, at the end of `display`.
     name_len: u32,
+    /// The object decoded (and was kept or handed to the sink).
+    loaded: bool,
     origin: Origin,
 }
 
@@ -328,7 +342,7 @@ impl Identity {
     fn new(group: &str, display: String, name: &str, origin: Origin) -> Identity {
         debug_assert!(display.ends_with(name));
         let name_len = u32::try_from(name.len()).unwrap_or(u32::MAX);
-        Identity { group: group.into(), display: display.into_boxed_str(), name_len, origin }
+        Identity { group: group.into(), display: display.into_boxed_str(), name_len, loaded: false, origin }
     }
 
     /// (API group, kind, namespace, name), as the API server keys the object. The namespace is
@@ -342,7 +356,7 @@ impl Identity {
     }
 }
 
-impl Loader {
+impl Loader<'_> {
     fn error(&mut self, file: &str, pos: Option<Pos>, message: String) {
         self.errors.push(Diagnostic { file: file.into(), pos, object: None, field: None, message });
     }
@@ -381,7 +395,7 @@ impl Loader {
         }
         for r in results {
             let part = r.into_inner().expect("no worker panics").expect("every piece is processed");
-            self.manifests.objects.extend(part.manifests.objects);
+            self.keep(part.manifests.objects);
             self.manifests.provided_templates.extend(part.manifests.provided_templates);
             self.manifests.warnings.extend(part.manifests.warnings);
             // Kept in the pieces' own vectors: one vector for the whole input would double (and
@@ -505,10 +519,10 @@ impl Loader {
         };
         // The identity as the API server would key it, for the duplicate check.
         let name = node.get("metadata").and_then(|m| m.get("name")).and_then(Node::as_str).filter(|n| !n.is_empty());
-        if let Some(name) = name.filter(|_| !supported_versions(kind).is_empty()) {
+        let identified = name.filter(|_| !supported_versions(kind).is_empty()).map(|name| {
             let group = api_version.split_once('/').map_or("", |(g, _)| g);
             self.identities.push(Identity::new(group, name_of(), name, origin.clone()));
-        }
+        });
         // A device's 1.36 node-allocatable field, in its 1.37 form, with a warning each.
         let rewritten = crate::node_allocatable::rewrite(kind, node);
         for r in rewritten.iter().flat_map(|(_, done)| done) {
@@ -547,6 +561,11 @@ impl Loader {
                     && obj.metadata().namespace.as_deref().unwrap_or("").is_empty()
                 {
                     obj.metadata_mut().namespace = Some("default".into());
+                }
+                if identified.is_some()
+                    && let Some(id) = self.identities.last_mut()
+                {
+                    id.loaded = true;
                 }
                 self.manifests.objects.push(Loaded { object: obj, origin });
             }
@@ -593,6 +612,15 @@ impl Loader {
     }
 
     /// Every identity, in input order.
+    /// Keeps decoded objects, or hands them to the sink.
+    fn keep(&mut self, objects: Vec<Loaded>) {
+        let Some(sink) = self.sink.as_mut() else {
+            self.manifests.objects.extend(objects);
+            return;
+        };
+        self.manifests.objects.extend(objects.into_iter().filter_map(&mut **sink));
+    }
+
     fn all_identities(&self) -> impl Iterator<Item = &Identity> {
         self.merged_identities.iter().flatten().chain(&self.identities)
     }
@@ -605,9 +633,18 @@ impl Loader {
     }
 
     fn partial(mut self) -> Partial {
-        let loaded: std::collections::HashSet<String> =
-            self.manifests.objects.iter().map(|l| l.object.display_name()).collect();
-        let not_loaded = self.all_identities().map(|i| i.display.to_string()).filter(|d| !loaded.contains(d)).collect();
+        // An object defined twice, once loaded, counts as loaded.
+        let mut failed: Vec<&str> = self.all_identities().filter(|i| !i.loaded).map(|i| &*i.display).collect();
+        if !failed.is_empty() {
+            let loaded: std::collections::HashSet<&str> = failed.iter().copied().collect();
+            let loaded: std::collections::HashSet<&str> = self
+                .all_identities()
+                .filter(|i| i.loaded && loaded.contains(&*i.display))
+                .map(|i| &*i.display)
+                .collect();
+            failed.retain(|d| !loaded.contains(d));
+        }
+        let not_loaded = failed.into_iter().map(str::to_string).collect();
         self.report_duplicates();
         Partial { manifests: self.manifests, errors: self.errors, not_loaded }
     }

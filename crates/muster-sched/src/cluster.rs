@@ -6,19 +6,20 @@
 //! it. Resource names are interned into small integer ids so that the Filter and Score hot paths
 //! work on dense `i64` vectors.
 
+use muster_api::PodObject;
 use std::collections::{BTreeMap, HashMap};
 
-use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaimStatus, Taint};
+use k8s_openapi::api::core::v1::{Node, PodResourceClaimStatus, Taint};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use muster_api::resources::{self, PodRequests};
+use muster_api::resources;
 use muster_api::taints::PREFER_NO_SCHEDULE;
 
-use crate::stored_pod::StoredPod;
 use crate::fastdiv::Divisor;
+use crate::stored_pod::StoredPod;
 
 /// A resource name interned for the hot path. `CPU` is counted in millicores, everything else in
 /// whole units.
@@ -621,9 +622,9 @@ impl ClaimInfo {
 
 impl Cluster {
     /// Builds the snapshot. Every problem is returned, not only the first.
-    pub fn build(
+    pub fn build<P: Into<StoredPod>>(
         nodes: Vec<Node>,
-        pods: Vec<Box<Pod>>,
+        pods: Vec<P>,
         priority_classes: &[PriorityClass],
         scheduler_names: &SchedulerNames,
     ) -> Result<Cluster, Vec<ModelError>> {
@@ -654,10 +655,11 @@ impl Cluster {
 
         // Sorted by borrowed keys: copying every pod's namespace and name would cost the memory
         // of two strings per pod at the peak of the build.
+        let pods: Vec<StoredPod> = pods.into_iter().map(Into::into).collect();
         let mut order: Vec<usize> = (0..pods.len()).collect();
-        let key = |i: usize| (pods[i].metadata.namespace.as_ref(), pods[i].metadata.name.as_ref());
+        let key = |i: usize| (pods[i].meta().namespace.as_ref(), pods[i].meta().name.as_ref());
         order.sort_by(|a, b| key(*a).cmp(&key(*b)));
-        let mut pods: Vec<Option<Box<Pod>>> = pods.into_iter().map(Some).collect();
+        let mut pods: Vec<Option<StoredPod>> = pods.into_iter().map(Some).collect();
         c.pods.reserve_exact(pods.len());
         for pod in order.into_iter().filter_map(|i| pods[i].take()) {
             let info = match c.pod_info(pod, |name| node_ids.get(name).copied()) {
@@ -779,23 +781,26 @@ impl Cluster {
     /// and its PodGroup are resolved later. `node_id` finds the node a bound pod names.
     pub(crate) fn pod_info(
         &mut self,
-        pod: Box<Pod>,
+        mut pod: StoredPod,
         node_id: impl Fn(&str) -> Option<NodeId>,
     ) -> Result<PodInfo, ModelError> {
         let key = format!(
             "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-            pod.metadata.name.as_deref().unwrap_or_default()
+            pod.meta().namespace.as_deref().unwrap_or("default"),
+            pod.meta().name.as_deref().unwrap_or_default()
         );
         let err =
             |field: Option<String>, message: String| ModelError { kind: "Pod", object: key.clone(), field, message };
-        let Some(spec) = pod.spec.as_ref() else {
+        let Some(requests) = pod.take_requests() else {
+            return Err(err(Some("spec".into()), "required value".into()));
+        };
+        let Some(spec) = pod.spec() else {
             return Err(err(Some("spec".into()), "required value".into()));
         };
         if let Some((field, message)) = crate::validate::pod_spec(spec).into_iter().next() {
             return Err(err(Some(field), message));
         }
-        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        let phase = pod.status().and_then(|s| s.phase.as_deref());
         let state = if matches!(phase, Some("Succeeded" | "Failed")) {
             PodState::Terminated
         } else if let Some(node) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
@@ -828,12 +833,11 @@ impl Cluster {
             },
             (None, None) => self.default_priority,
         };
-        let PodRequests { requests, non_zero_milli_cpu, non_zero_memory } =
-            resources::pod_requests(spec, pod.status.as_ref())
-                .map_err(|e| err(Some(e.field), format!("invalid quantity {:?}: {}", e.value, e.source)))?;
+        let crate::stored_pod::Requests { requests, non_zero } =
+            requests.map_err(|e| err(Some(e.field), format!("invalid quantity {:?}: {}", e.value, e.source)))?;
         let mut reqs: Vec<(ResourceId, i64)> = requests
             .iter()
-            .filter(|(n, _)| n.as_str() != resources::PODS)
+            .filter(|(n, _)| &**n != resources::PODS)
             .map(|(n, q)| {
                 let id = self.resources.intern(n);
                 (id, amount(id, *q))
@@ -843,7 +847,6 @@ impl Cluster {
         reqs.sort_unstable();
         // Kept per pod: without spare capacity (collected through a filter, it has some).
         reqs.shrink_to_fit();
-        let non_zero = [non_zero_milli_cpu, non_zero_memory];
         let shape = match self.shapes.get(&(reqs.clone(), non_zero)) {
             Some(shape) => *shape,
             None => {
@@ -855,7 +858,7 @@ impl Cluster {
         let affinity = crate::plugins::inter_pod_affinity::AffinityTerms::of(&pod);
         Ok(PodInfo {
             affinity,
-            pod: StoredPod::new(pod),
+            pod,
             key,
             priority,
             requests: reqs,
@@ -944,7 +947,7 @@ impl Cluster {
                         None => match find_template(templates, &ns, template) {
                             None => Err(self.missing_template(&ns, template)),
                             Some(t) => {
-                                let claim = generate_claim(self.pods[pi].pod.lean(), &pod_name, &ns, &pc.name, t);
+                                let claim = generate_claim(&self.pods[pi].pod, &pod_name, &ns, &pc.name, t);
                                 let name = claim.metadata.name.clone().unwrap_or_default();
                                 let at = ClaimId(self.claims.len() as u32);
                                 index.insert((ns.clone(), name.clone()), at);
@@ -1061,11 +1064,8 @@ impl Cluster {
         let index: HashMap<String, usize> = groups.iter().enumerate().map(|(i, g)| (key(g), i)).collect();
         self.groups = groups.into_iter().map(|g| self.group_info(g)).collect();
         for (pi, pod) in self.pods.iter_mut().enumerate() {
-            let Some(name) = pod
-                .pod
-                .spec()
-                .and_then(|s| s.scheduling_group.as_ref())
-                .and_then(|g| g.pod_group_name.as_deref())
+            let Some(name) =
+                pod.pod.spec().and_then(|s| s.scheduling_group.as_ref()).and_then(|g| g.pod_group_name.as_deref())
             else {
                 continue;
             };
@@ -1567,13 +1567,13 @@ pub fn generate_group_claim(group: &PodGroup, entry: &str, t: &ResourceClaimTemp
 }
 
 pub fn generate_claim(
-    pod: &Pod,
+    pod: &dyn PodObject,
     pod_name: &str,
     ns: &str,
     claim_name: &str,
     t: &ResourceClaimTemplate,
 ) -> ResourceClaim {
-    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let uid = pod.meta().uid.as_deref().unwrap_or_default();
     generate_claim_for(ns, controller_ref("v1", "Pod", pod_name, uid), claim_name, t)
 }
 

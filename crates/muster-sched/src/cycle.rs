@@ -245,7 +245,7 @@ pub fn wake_for(pod: &crate::cluster::PodInfo, e: &FitError, spread: &PodTopolog
         e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
     };
     use crate::plugins::{inter_pod_affinity, pod_topology_spread};
-    if pod_topology_spread::may_filter(pod.pod.lean(), spread) || inter_pod_affinity::has_required_terms(pod) {
+    if pod_topology_spread::may_filter(&pod.pod, spread) || inter_pod_affinity::has_required_terms(pod) {
         wake
     } else {
         wake.without(Wake::ASSIGNED_POD_ADDED.union(Wake::ASSIGNED_POD_LABELS_CHANGED))
@@ -480,7 +480,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         match entry {
             QueueEntry::Pod(p) => {
                 let p = c.pod(p);
-                (p.state == PodState::Pending).then(|| order(p.priority, &p.pod.meta(), &p.key))
+                (p.state == PodState::Pending).then(|| order(p.priority, p.pod.meta(), &p.key))
             }
             QueueEntry::Group(g) => {
                 let group = &c.groups[g];

@@ -123,7 +123,7 @@ pub fn explain_pod_configured(
         out.pre_filter = Some(format!("{msg}: the pod waits until its PodGroup exists"));
         return out;
     }
-    match crate::volumes::pre_filter(pod.pod.lean(), cluster) {
+    match crate::volumes::pre_filter(&pod.pod, cluster) {
         Ok(v) => state.volumes = v,
         Err(msg) => {
             out.pre_filter = Some(msg);
@@ -153,7 +153,7 @@ pub fn explain_pod_configured(
                 let detail = state
                     .volumes
                     .as_deref()
-                    .and_then(|v| crate::volumes::explain(v, r.plugin, pod.pod.lean(), node, cluster));
+                    .and_then(|v| crate::volumes::explain(v, r.plugin, &pod.pod, node, cluster));
                 NodeVerdict::Volume { rejection: r, detail }
             }
             Err(r) => NodeVerdict::Filter(r),

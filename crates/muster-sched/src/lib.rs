@@ -37,6 +37,7 @@ pub use cycle::{
 pub use effects::Effect;
 pub use engine::Engine;
 pub use framework::{FilterError, FitError, Rejection};
+pub use muster_api::PodObject;
 pub use plugins::dynamic_resources::DraContext;
 pub use plugins::node_resources_fit::{ScoringStrategy, ShapePoint};
 pub use queue::Backoff;

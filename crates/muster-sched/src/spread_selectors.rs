@@ -10,10 +10,11 @@
 //! nothing; nor does one whose selector is unset or not valid. An empty default selector means
 //! no default constraint for the pod.
 
+use muster_api::PodObject;
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Pod, ReplicationController, Service};
+use k8s_openapi::api::core::v1::{ReplicationController, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::plugins::pod_matcher::{Operator, Requirement, Selector, pod_labels};
@@ -157,8 +158,8 @@ impl SpreadSelectors {
 
     /// The pod's default selector's requirements (see the module docs); empty when nothing
     /// selects the pod, at once when its namespace holds none of these objects.
-    pub fn default_selector(&self, pod: &Pod) -> Vec<Requirement> {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    pub fn default_selector(&self, pod: &dyn PodObject) -> Vec<Requirement> {
+        let namespace = pod.meta().namespace.as_deref().unwrap_or("default");
         let Some(ns) = self.by_namespace.get(namespace) else { return Vec::new() };
         let labels = pod_labels(pod);
         let mut set: BTreeMap<&str, &str> = BTreeMap::new();
@@ -183,11 +184,11 @@ impl SpreadSelectors {
 }
 
 /// The selector of the pod's controller, when it is a kind that counts and the namespace holds it.
-fn controller_selector<'s>(ns: &'s NamespaceSelectors, pod: &Pod) -> Option<&'s ObjectSelector> {
+fn controller_selector<'s>(ns: &'s NamespaceSelectors, pod: &dyn PodObject) -> Option<&'s ObjectSelector> {
     if ns.controllers.is_empty() {
         return None;
     }
-    let owner = pod.metadata.owner_references.as_deref()?.iter().find(|o| o.controller == Some(true))?;
+    let owner = pod.meta().owner_references.as_deref()?.iter().find(|o| o.controller == Some(true))?;
     let kind = SpreadSelectorKind::of_owner(&owner.api_version, &owner.kind)?;
     ns.controllers.get(&(kind, owner.name.clone()))
 }

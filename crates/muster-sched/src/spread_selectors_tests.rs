@@ -1,6 +1,8 @@
 //! Default selectors after upstream's `DefaultSelector` / `GetPodServices` behaviour (own data;
 //! the facts each case checks carry over).
 
+use k8s_openapi::api::core::v1::Pod;
+use muster_api::PodObject;
 use serde_json::{Value, json};
 
 use super::*;
@@ -62,7 +64,7 @@ fn shown(reqs: Vec<Requirement>) -> Vec<String> {
     v
 }
 
-fn selector_of(s: &SpreadSelectors, p: &Pod) -> Vec<String> {
+fn selector_of(s: &SpreadSelectors, p: &dyn PodObject) -> Vec<String> {
     shown(s.default_selector(p))
 }
 

@@ -16,6 +16,7 @@
 //! DeviceClasses, ResourceSlices and DeviceTaintRules are not changes of the store: they are the
 //! allocator's inputs, which a world replaces as a whole.
 
+use muster_api::PodObject;
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -153,7 +154,7 @@ impl Index {
                 index.elsewhere.entry(node.clone()).or_default().push(id);
             }
             if let Some(Err(_)) = p.group
-                && let Some(name) = group_name(p.pod.lean())
+                && let Some(name) = group_name(&p.pod)
             {
                 index.group_waiters.entry(format!("{}/{name}", p.namespace())).or_default().push(id);
             }
@@ -206,8 +207,8 @@ fn same_for_scheduling(old: &StoredPod, new: &StoredPod) -> bool {
 }
 
 /// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`).
-fn group_name(pod: &Pod) -> Option<&str> {
-    pod.spec.as_ref()?.scheduling_group.as_ref()?.pod_group_name.as_deref()
+fn group_name(pod: &dyn PodObject) -> Option<&str> {
+    pod.spec()?.scheduling_group.as_ref()?.pod_group_name.as_deref()
 }
 
 impl Cluster {
@@ -375,7 +376,7 @@ impl Cluster {
         pod.metadata.managed_fields = None;
         let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
         let node = node_name.and_then(|n| self.node_id(n));
-        let mut info = self.pod_info(pod, |_| node)?;
+        let mut info = self.pod_info(StoredPod::new(pod), |_| node)?;
         let known = self.pod_id(&info.key);
         // A pending pod's update that changes nothing the scheduler reads (its own
         // PodScheduled condition, written after a failed attempt) leaves its queue entry — and
@@ -596,7 +597,7 @@ impl Cluster {
 
     /// Puts a pod into its slot and into every place that counts it.
     fn put_pod(&mut self, id: PodId, mut info: PodInfo, applied: &mut Applied) {
-        if let Some(name) = group_name(info.pod.lean()).map(str::to_string) {
+        if let Some(name) = group_name(&info.pod).map(str::to_string) {
             let group_key = format!("{}/{name}", info.namespace());
             info.group = Some(match self.index().groups.get(&group_key).copied() {
                 Some(g) => {
@@ -650,7 +651,7 @@ impl Cluster {
                 for pod in self.index().group_waiters.remove(&key).unwrap_or_default() {
                     let p = &mut self.pods[pod.0 as usize];
                     // The slot may hold another pod by now.
-                    let names = group_name(p.pod.lean()).is_some_and(|n| format!("{}/{n}", p.namespace()) == key);
+                    let names = group_name(&p.pod).is_some_and(|n| format!("{}/{n}", p.namespace()) == key);
                     if p.state == PodState::Deleted || !names || matches!(p.group, Some(Ok(_))) {
                         continue;
                     }

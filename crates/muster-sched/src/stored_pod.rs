@@ -1,22 +1,47 @@
 //! A pod as the store keeps it. A decoded `k8s-openapi` `Pod` is 2,464 bytes of struct before any
-//! string, and each `Container` 2,336 more, with two maps of quantities behind it (issue 16: about
-//! 6 KiB per one-container pod). The scheduler reads little of a container once the pod's requests
+//! string (616 of them the status, even when there is none), and each `Container` 2,336 more, with
+//! two maps of quantities behind it (issue 16: about 6 KiB per one-container pod). The store keeps
+//! the metadata, the spec behind a pointer and the status behind another, only when there is one. The scheduler reads little of a container once the pod's requests
 //! are derived: its image (ImageLocality), its ports (NodePorts) and its restart policy (sidecars).
 //! So the store keeps the object with its container lists taken out, those lists packed as JSON
 //! (rebuilt for the rare readers that need them whole and for outputs that print the pod), and a
 //! [`ContainerView`] of each container for the scheduler.
 //!
 //! What is taken out: `spec.initContainers`, `spec.containers`, `spec.ephemeralContainers` and
-//! `status.{init,,ephemeral}ContainerStatuses` (read only when requests are derived, before
-//! packing). [`StoredPod::lean`] hands out the rest as a `Pod` whose container lists are empty.
+//! `status.{init,,ephemeral}ContainerStatuses`. The pod's requests, which read them, are derived
+//! before packing and kept until the store takes them. Readers see the rest through
+//! [`PodObject`], as they see a `Pod`: with the container lists empty.
 
-use k8s_openapi::api::core::v1::{Container, ContainerPort, ContainerStatus, EphemeralContainer, Pod, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, ContainerStatus, EphemeralContainer, Pod, PodSpec, PodStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use muster_api::resources::{self, PodRequests, QuantityFieldError};
+use muster_api::{PodObject, Quantity};
 
 /// The spec's container lists, as packed: `initContainers`, `containers`, `ephemeralContainers`.
 type SpecContainers = (Option<Vec<Container>>, Vec<Container>, Option<Vec<EphemeralContainer>>);
 /// The status's container lists, as packed: init, regular, ephemeral.
 type StatusContainers = (Option<Vec<ContainerStatus>>, Option<Vec<ContainerStatus>>, Option<Vec<ContainerStatus>>);
+
+/// A pod's requests as derived from its containers (`resources::pod_requests`), kept in a small
+/// form until the store takes them: a map per pod would hold about 600 bytes until then.
+#[derive(Clone, Debug)]
+pub struct Requests {
+    /// Resource name and amount, sorted by name, only non-zero entries.
+    pub requests: Box<[(Box<str>, Quantity)]>,
+    /// CPU (milli) and memory with the non-zero defaults, for scoring.
+    pub non_zero: [i64; 2],
+}
+
+impl From<PodRequests> for Requests {
+    fn from(r: PodRequests) -> Requests {
+        Requests {
+            requests: r.requests.into_iter().map(|(n, q)| (n.into_boxed_str(), q)).collect(),
+            non_zero: [r.non_zero_milli_cpu, r.non_zero_memory],
+        }
+    }
+}
 
 /// What the scheduler reads of one container (init containers first, then regular ones).
 #[derive(Clone, Debug, PartialEq)]
@@ -49,18 +74,33 @@ impl ContainerView {
 /// A pod as the store keeps it (see the module).
 #[derive(Clone, Debug, Default)]
 pub struct StoredPod {
-    /// The object with its container lists empty.
-    lean: Box<Pod>,
+    /// The object's parts, the container lists taken out of the spec and the status.
+    meta: ObjectMeta,
+    spec: Option<Box<PodSpec>>,
+    status: Option<Box<PodStatus>>,
     /// [`SpecContainers`] as JSON; empty when the pod has no spec.
     spec_containers: Box<[u8]>,
     /// [`StatusContainers`] as JSON; empty when the status has none of them.
     status_containers: Box<[u8]>,
     containers: Box<[ContainerView]>,
+    /// The requests derived from the containers before they were packed, until the store takes
+    /// them ([`StoredPod::take_requests`]).
+    requests: Option<Box<Result<Requests, QuantityFieldError>>>,
+}
+
+impl From<Box<Pod>> for StoredPod {
+    fn from(pod: Box<Pod>) -> StoredPod {
+        StoredPod::new(pod)
+    }
 }
 
 impl StoredPod {
     /// Takes the pod's container lists out and packs them.
     pub fn new(mut pod: Box<Pod>) -> StoredPod {
+        let requests = pod
+            .spec
+            .as_ref()
+            .map(|spec| Box::new(resources::pod_requests(spec, pod.status.as_ref()).map(Requests::from)));
         let (spec_containers, containers) = match pod.spec.as_mut() {
             Some(spec) => {
                 let lists: SpecContainers = (
@@ -89,36 +129,46 @@ impl StoredPod {
             }
             _ => Box::default(),
         };
-        StoredPod { lean: pod, spec_containers, status_containers, containers }
+        let Pod { metadata, spec, status } = *pod;
+        StoredPod {
+            meta: metadata,
+            spec: spec.map(Box::new),
+            status: status.map(Box::new),
+            spec_containers,
+            status_containers,
+            containers,
+            requests,
+        }
+    }
+
+    /// The pod's requests, derived from its containers when it was packed; `None` once taken, or
+    /// when the pod has no spec.
+    pub fn take_requests(&mut self) -> Option<Result<Requests, QuantityFieldError>> {
+        self.requests.take().map(|r| *r)
     }
 
     pub fn meta(&self) -> &ObjectMeta {
-        &self.lean.metadata
+        &self.meta
     }
 
     /// The spec, its container lists empty (read [`StoredPod::containers`]).
     pub fn spec(&self) -> Option<&PodSpec> {
-        self.lean.spec.as_ref()
+        self.spec.as_deref()
     }
 
     /// The status, its container statuses taken out.
     pub fn status(&self) -> Option<&PodStatus> {
-        self.lean.status.as_ref()
+        self.status.as_deref()
     }
 
     /// The status to change, if the pod has one.
     pub fn status_mut(&mut self) -> Option<&mut PodStatus> {
-        self.lean.status.as_mut()
+        self.status.as_deref_mut()
     }
 
     /// The status to change, created when the pod has none.
     pub fn ensure_status(&mut self) -> &mut PodStatus {
-        self.lean.status.get_or_insert_with(PodStatus::default)
-    }
-
-    /// The object with its container lists empty: for readers of everything but containers.
-    pub fn lean(&self) -> &Pod {
-        &self.lean
+        self.status.get_or_insert_with(Box::default)
     }
 
     /// What the scheduler reads of each container, init containers first.
@@ -134,12 +184,16 @@ impl StoredPod {
 
     /// True when the two specs are equal, container lists included.
     pub fn same_spec(&self, other: &StoredPod) -> bool {
-        self.lean.spec == other.lean.spec && self.spec_containers == other.spec_containers
+        self.spec == other.spec && self.spec_containers == other.spec_containers
     }
 
     /// The whole object, as it was given (with the changes the store made to its status).
     pub fn object(&self) -> Pod {
-        let mut pod = (*self.lean).clone();
+        let mut pod = Pod {
+            metadata: self.meta.clone(),
+            spec: self.spec.as_deref().cloned(),
+            status: self.status.as_deref().cloned(),
+        };
         if let Some(spec) = pod.spec.as_mut() {
             (spec.init_containers, spec.containers, spec.ephemeral_containers) = self.unpack_spec();
         }
@@ -156,6 +210,20 @@ impl StoredPod {
             return Default::default();
         }
         unpack(&self.spec_containers)
+    }
+}
+
+impl PodObject for StoredPod {
+    fn meta(&self) -> &ObjectMeta {
+        StoredPod::meta(self)
+    }
+
+    fn spec(&self) -> Option<&PodSpec> {
+        StoredPod::spec(self)
+    }
+
+    fn status(&self) -> Option<&PodStatus> {
+        StoredPod::status(self)
     }
 }
 
@@ -221,7 +289,8 @@ mod tests {
 
     #[test]
     fn a_pod_without_spec_or_status_comes_back_whole() {
-        let pod = Pod { metadata: ObjectMeta { name: Some("bare".into()), ..Default::default() }, ..Default::default() };
+        let pod =
+            Pod { metadata: ObjectMeta { name: Some("bare".into()), ..Default::default() }, ..Default::default() };
         let stored = StoredPod::new(Box::new(pod.clone()));
         assert_eq!(stored.object(), pod);
         assert!(stored.containers().is_empty());

@@ -3,9 +3,10 @@
 //! (`k8s.io/component-helpers/storage/volume`), and the bindings a plan decided (VolumeBinding's
 //! Reserve writes them into these copies, as kube-scheduler's assume caches hold them).
 
+use muster_api::PodObject;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Volume};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
 use crate::cluster::PodId;
@@ -188,9 +189,9 @@ pub struct PodClaim<'a> {
 }
 
 /// The pod's volumes that name claims, in `spec.volumes` order.
-pub fn pod_claims(pod: &Pod) -> Vec<PodClaim<'_>> {
-    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+pub fn pod_claims(pod: &dyn PodObject) -> Vec<PodClaim<'_>> {
+    let pod_name = pod.meta().name.as_deref().unwrap_or_default();
+    let volumes = pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
     volumes
         .iter()
         .filter_map(|v| {
@@ -208,9 +209,8 @@ pub fn pod_claims(pod: &Pod) -> Vec<PodClaim<'_>> {
 }
 
 /// True when the pod has a volume that names a claim (the volume plugins have work to do).
-pub fn has_claims(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
+pub fn has_claims(pod: &dyn PodObject) -> bool {
+    pod.spec()
         .and_then(|s| s.volumes.as_deref())
         .is_some_and(|v| v.iter().any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some()))
 }
@@ -221,23 +221,23 @@ pub fn not_found(name: &str) -> String {
 }
 
 /// `ephemeral.VolumeIsForPod`: the claim of an ephemeral volume must be controlled by the pod.
-pub fn volume_is_for_pod(pod: &Pod, pvc: &PersistentVolumeClaim) -> Result<(), String> {
-    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+pub fn volume_is_for_pod(pod: &dyn PodObject, pvc: &PersistentVolumeClaim) -> Result<(), String> {
+    let uid = pod.meta().uid.as_deref().unwrap_or_default();
     let owned = pvc.metadata.owner_references.iter().flatten().any(|o| {
         o.controller == Some(true)
             && o.kind == "Pod"
-            && o.name == pod.metadata.name.as_deref().unwrap_or_default()
+            && o.name == pod.meta().name.as_deref().unwrap_or_default()
             && (uid.is_empty() || o.uid == uid)
     });
     if owned {
         return Ok(());
     }
-    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let ns = pod.meta().namespace.as_deref().unwrap_or("default");
     Err(format!(
         "PVC {}/{} was not created for pod {ns}/{} (pod is not owner)",
         pvc.metadata.namespace.as_deref().unwrap_or(ns),
         pvc.metadata.name.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
+        pod.meta().name.as_deref().unwrap_or_default()
     ))
 }
 
@@ -326,9 +326,12 @@ pub struct PodVolumeState {
 /// The volume plugins' PreFilter: `Ok(None)` when every one skips the pod (no claim, no disk that
 /// may conflict) or the world gives no storage objects; `Err` with the first failing plugin's
 /// message.
-pub fn pre_filter(pod: &Pod, cluster: &crate::cluster::Cluster) -> Result<Option<Box<PodVolumeState>>, String> {
+pub fn pre_filter(
+    pod: &dyn PodObject,
+    cluster: &crate::cluster::Cluster,
+) -> Result<Option<Box<PodVolumeState>>, String> {
     use crate::plugins::{node_volume_limits, volume_binding, volume_restrictions, volume_zone};
-    if !cluster.volumes.enabled || pod.spec.as_ref().and_then(|s| s.volumes.as_ref()).is_none_or(Vec::is_empty) {
+    if !cluster.volumes.enabled || pod.spec().and_then(|s| s.volumes.as_ref()).is_none_or(Vec::is_empty) {
         return Ok(None);
     }
     let restrictions = volume_restrictions::pre_filter(pod, cluster)?;
@@ -344,7 +347,7 @@ pub fn pre_filter(pod: &Pod, cluster: &crate::cluster::Cluster) -> Result<Option
 /// The volume plugins' Filters, in upstream's order; the first rejection wins.
 pub fn filter(
     state: &PodVolumeState,
-    pod: &Pod,
+    pod: &dyn PodObject,
     node: &crate::cluster::NodeInfo,
     cluster: &crate::cluster::Cluster,
 ) -> Result<(), crate::framework::Rejection> {
@@ -370,7 +373,7 @@ pub fn filter(
 pub fn explain(
     state: &PodVolumeState,
     plugin: &str,
-    pod: &Pod,
+    pod: &dyn PodObject,
     node: &crate::cluster::NodeInfo,
     cluster: &crate::cluster::Cluster,
 ) -> Option<String> {

@@ -162,7 +162,8 @@ fn parent_chains_with_a_cycle_or_a_missing_parent_are_reported() {
             "spec": {"parentCompositePodGroupName": parent, "schedulingPolicy": {"basic": {}}}}))
         .unwrap()
     };
-    let mut cluster = Cluster::build(Vec::new(), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let mut cluster =
+        Cluster::build(Vec::new(), Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     cluster.add_pod_groups(vec![pg("in-cycle", "a"), pg("orphan", "gone")]);
     cluster.add_composite_pod_groups(vec![cpg("a", "b"), cpg("b", "a")]);
     let g = |name: &str| {

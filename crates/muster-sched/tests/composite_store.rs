@@ -113,7 +113,7 @@ proptest! {
         let want = at_once(node_count, &all);
         let mut shuffled: Vec<(u32, Object)> = all.iter().cloned().enumerate().map(|(i, o)| (order[i % order.len()], o)).collect();
         shuffled.sort_by_key(|(k, _)| *k);
-        let cluster = Cluster::build(nodes(node_count), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+        let cluster = Cluster::build(nodes(node_count), Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
         let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
         for (_, o) in shuffled {
             engine.apply(change(o), 0).unwrap();
@@ -130,7 +130,7 @@ proptest! {
         let tree = Tree { min, block: false, nested, leaves };
         let all = objects(&tree);
         let want = at_once(node_count, &all);
-        let cluster = Cluster::build(nodes(node_count), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+        let cluster = Cluster::build(nodes(node_count), Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
         let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
         for o in all.iter().cloned() {
             engine.apply(change(o), 0).unwrap();

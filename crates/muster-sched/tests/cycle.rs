@@ -405,7 +405,7 @@ fn zones_are_interleaved_like_the_node_tree() {
     };
     let cluster = Cluster::build(
         vec![n("a1", "a"), n("a2", "a"), n("a3", "a"), n("b1", "b"), n("c1", "c")],
-        vec![],
+        Vec::<muster_sched::StoredPod>::new(),
         &[],
         &SchedulerNames::default(),
     )

@@ -32,7 +32,7 @@ fn pod(name: &str, claim: &str, node: Option<&str>) -> Box<Pod> {
 /// One node `n0` with `gpus` devices, and the DRA inputs for it.
 fn one_node(gpus: u8) -> (Cluster, Vec<k8s_openapi::api::resource::v1::ResourceSlice>) {
     let (nodes, slices) = common::gpu_nodes(&[gpus], "rack", "r");
-    (Cluster::build(nodes, Vec::new(), &[], &SchedulerNames::default()).unwrap(), slices)
+    (Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap(), slices)
 }
 
 /// A pod arrives before the claim it names: it waits, saying which claim it misses, and is placed
@@ -134,7 +134,8 @@ fn a_gang_arriving_pod_by_pod_is_placed_whole_once_min_count_pods_exist() {
             .unwrap()
         })
         .collect();
-    let cluster = Cluster::build(nodes, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let cluster =
+        Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
     let member = |i: usize| -> Box<Pod> {
         Box::new(
@@ -260,7 +261,8 @@ fn a_pod_assumed_onto_a_deleted_node_is_placed_elsewhere() {
 /// later pods its value; deleting it leaves the pods the store has as they are.
 #[test]
 fn priority_classes_apply_to_pods_that_come_later() {
-    let cluster = Cluster::build(Vec::new(), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let cluster =
+        Cluster::build(Vec::new(), Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
     let plain = |name: &str, class: Option<&str>| -> Box<Pod> {
         let mut spec = json!({"containers": [{"name": "c"}]});

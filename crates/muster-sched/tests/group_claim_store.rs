@@ -108,7 +108,7 @@ proptest! {
         if second < first {
             keyed.swap(first, second);
         }
-        let cluster = Cluster::build(nodes, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+        let cluster = Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
         let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
         for (_, _, o) in keyed {
             let change = match o {

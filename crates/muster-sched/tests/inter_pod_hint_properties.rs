@@ -171,7 +171,7 @@ proptest! {
         ops in prop::collection::vec(op(), 0..12),
     ) {
         let nodes = zones.iter().enumerate().map(|(i, z)| *node(i, *z, 0)).collect();
-        let cluster = Cluster::build(nodes, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+        let cluster = Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
         let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
         let mut now = 0;
         for (i, (r, app)) in pending.iter().enumerate() {

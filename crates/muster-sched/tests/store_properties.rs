@@ -218,7 +218,7 @@ proptest! {
         }
         history.extend(finals);
 
-        let mut one_by_one = Cluster::build(Vec::new(), Vec::new(), &[], &names).unwrap();
+        let mut one_by_one = Cluster::build(Vec::new(), Vec::<muster_sched::StoredPod>::new(), &[], &names).unwrap();
         for change in history {
             one_by_one.apply(change).unwrap();
         }

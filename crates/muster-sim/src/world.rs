@@ -625,7 +625,7 @@ impl<'d, 's> Sim<'d, 's> {
             let info = &c.claims[claim];
             let claim_key = info.key();
             let ns = info.claim.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-            let lookup = |name: &str| c.pod_id(&format!("{ns}/{name}")).map(|p| c.pod(p).pod.lean());
+            let lookup = |name: &str| c.pod_id(&format!("{ns}/{name}")).map(|p| &c.pod(p).pod);
             match release(&info.claim, lookup) {
                 Some(Release::Delete(k)) => {
                     self.release_devices(&k);

@@ -14,7 +14,7 @@ fn simulate(nodes: &str, pods: &str) -> (Report, usize) {
     let slices: Vec<_> = slices.into_iter().map(|(_, s)| s).collect();
     let classes = vec![device_class];
     let nodes = nodes.into_iter().map(|(_, n)| n).collect();
-    let c = Cluster::build(nodes, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let c = Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     let ctx = muster_sched::DraContext {
         index: muster_alloc::SliceIndex::new(&slices),
         classes: &classes,

@@ -33,7 +33,7 @@ fn trace(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize) -> Trace {
 
 fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize, memo: bool) -> Result<Report, TestCaseError> {
     let (node_objs, slices, classes) = cluster(nodes);
-    let c = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let c = Cluster::build(node_objs, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     let ctx = muster_sched::DraContext {
         index: muster_alloc::SliceIndex::new(&slices),
         classes: &classes,

@@ -493,7 +493,7 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names) };
     let options = memory::Options { health_propagation: !args.no_health_propagation };
     let loaded = match args.kubeconfig.as_deref() {
-        None => load_reporting_all(&args.paths, &names, options),
+        None => memory::World::load(&args.paths, &names, options),
         Some(k) => {
             source::load(&args.paths, Some(k)).and_then(|m| memory::World::from_manifests_with(m, &names, options))
         }
@@ -542,30 +542,6 @@ pub(crate) fn refuse(diags: &[muster_manifest::Diagnostic], then: &str) -> ExitC
     }
     eprintln!("{} error{} in the input{then}", diags.len(), if diags.len() == 1 { "" } else { "s" });
     ExitCode::from(2)
-}
-
-/// The world of `paths`, or every error of the input: when some objects do not load, the cluster
-/// model is still built from those that do and its errors (a missing PriorityClass, ...) are
-/// reported after the loader's, as `check` reports both. A model error about an object that did
-/// not load, or naming one (`PriorityClass "x"`), is left out: it would only echo the first.
-fn load_reporting_all(
-    paths: &[std::path::PathBuf],
-    names: &SchedulerNames,
-    options: memory::Options,
-) -> Result<memory::World, Vec<muster_manifest::Diagnostic>> {
-    let mut partial = muster_manifest::load_paths_partial(paths);
-    let built = memory::World::from_manifests_with(std::mem::take(&mut partial.manifests), names, options);
-    if partial.errors.is_empty() {
-        return built;
-    }
-    let mut errors = std::mem::take(&mut partial.errors);
-    let Err(model) = built else { return Err(errors) };
-    for d in model {
-        if !partial.echoes(&d) && !errors.iter().any(|e| e.pos == d.pos && e.message == d.message) {
-            errors.push(d);
-        }
-    }
-    Err(errors)
 }
 
 /// ResourceSlices the API server refuses (`validate::resource_slice`, as `check` and `plan`

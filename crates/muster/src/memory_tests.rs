@@ -58,7 +58,7 @@ fn selectors() -> Vec<(String, Vec<String>)> {
     let shown = |r: &Requirement| format!("{}={}", r.key, r.values.join(","));
     c.pods
         .iter()
-        .map(|p| (p.key.clone(), c.spread_selectors.default_selector(p.pod.lean()).iter().map(shown).collect()))
+        .map(|p| (p.key.clone(), c.spread_selectors.default_selector(&p.pod).iter().map(shown).collect()))
         .collect()
 }
 

@@ -18,7 +18,7 @@ use crate::yaml;
 pub(super) const STREAM_MIN_BYTES: u64 = 2 * WINDOW_BYTES as u64;
 
 /// How much text is read at a time (a window also holds the unfinished piece carried over).
-const WINDOW_BYTES: usize = 16 << 20;
+const WINDOW_BYTES: usize = 512 << 10;
 
 /// The message `read_to_string` gives for text that is not UTF-8.
 const NOT_UTF8: &str = "stream did not contain valid UTF-8";
@@ -51,7 +51,7 @@ pub(super) fn streamable(path: &Path) -> std::io::Result<bool> {
     }
 }
 
-impl Loader {
+impl Loader<'_> {
     /// Reads the file at `path` (named `name` in messages) window by window. A read error leaves
     /// nothing of the file, as when it is read whole.
     pub(super) fn add_file_streaming(&mut self, name: &str, path: &Path) {

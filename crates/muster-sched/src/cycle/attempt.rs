@@ -93,7 +93,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             Some("no nodes available to schedule pods".to_string())
         } else {
             pre_filter(&state, cluster, dra.is_some(), undo.is_some())
-                .or_else(|| match crate::volumes::pre_filter(pod.pod.lean(), cluster) {
+                .or_else(|| match crate::volumes::pre_filter(&pod.pod, cluster) {
                     Ok(v) => {
                         state.volumes = v;
                         None
@@ -474,7 +474,7 @@ pub fn run_all_filters(
     }
     run_filters(state, node, cluster)?;
     if let Some(v) = &state.volumes {
-        crate::volumes::filter(v, state.pod.pod.lean(), node, cluster)?;
+        crate::volumes::filter(v, &state.pod.pod, node, cluster)?;
     }
     if let Some(s) = &state.spread {
         pod_topology_spread::filter(s, node_id)?;

@@ -11,7 +11,8 @@
 //! rejections are reused: a PreFilter or group message, or a plugin's error, may name the pod's
 //! own objects.
 
-use k8s_openapi::api::core::v1::{ContainerPort, Pod};
+use k8s_openapi::api::core::v1::ContainerPort;
+use muster_api::PodObject;
 
 use crate::stored_pod::StoredPod;
 
@@ -51,14 +52,14 @@ pub(super) fn equivalent(c: &Cluster, a: PodId, b: PodId) -> bool {
         && pb.stale_extended_claim.is_none()
         && own_claims_free(c, pb)
         && same_claim_specs(c, pa, pb)
-        && same_pod(&pa.pod, &pb.pod, labels_matter(c, pa.pod.lean()))
+        && same_pod(&pa.pod, &pb.pod, labels_matter(c, &pa.pod))
 }
 
 /// Labels decide a Filter verdict only through inter-pod terms: an existing pod's required
 /// anti-affinity, or the pod's own affinity or spread constraints (which may select the pod
 /// itself). Without any, pods that differ only in labels are judged alike.
-fn labels_matter(c: &Cluster, p: &Pod) -> bool {
-    let spec = p.spec.as_ref();
+fn labels_matter(c: &Cluster, p: &dyn PodObject) -> bool {
+    let spec = p.spec();
     let affinity = spec.and_then(|s| s.affinity.as_ref());
     c.inter_pod.required_anti_affinity > 0
         || affinity.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())

@@ -4,9 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{
-    Container, ContainerExtendedResourceRequest, Node, PodExtendedResourceClaimStatus,
-};
+use k8s_openapi::api::core::v1::{Container, ContainerExtendedResourceRequest, Node, PodExtendedResourceClaimStatus};
 use k8s_openapi::api::resource::v1::{
     AllocationResult, DeviceClaim, DeviceClass, DeviceRequest, ExactDeviceRequest, ResourceClaim,
     ResourceClaimConsumerReference, ResourceClaimSpec, ResourceClaimStatus,

@@ -8,10 +8,11 @@
 //! when neither is set) and the label selector with `matchLabelKeys` (`In` the pod's value) and
 //! `mismatchLabelKeys` (`NotIn`) merged, as the API server merges them when the pod is created.
 
+use muster_api::PodObject;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
+use k8s_openapi::api::core::v1::{PodAffinityTerm, WeightedPodAffinityTerm};
 
 use crate::cluster::{Cluster, NodeId, NodeInfo};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Rejection};
@@ -47,14 +48,14 @@ pub struct AffinityTerm {
 }
 
 impl AffinityTerm {
-    fn parse(t: &PodAffinityTerm, pod: &Pod) -> AffinityTerm {
+    fn parse(t: &PodAffinityTerm, pod: &dyn PodObject) -> AffinityTerm {
         let labels = pod_labels(pod);
         let mut extra = label_key_requirements(t.match_label_keys.as_deref().unwrap_or(&[]), labels, Operator::In);
         extra.extend(label_key_requirements(t.mismatch_label_keys.as_deref().unwrap_or(&[]), labels, Operator::NotIn));
         let selector = Selector::from_label_selector(t.label_selector.as_ref()).with(extra);
         let mut names = t.namespaces.clone().unwrap_or_default();
         if names.is_empty() && t.namespace_selector.is_none() {
-            names.push(pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()));
+            names.push(pod.meta().namespace.clone().unwrap_or_else(|| "default".into()));
         }
         AffinityTerm {
             namespaces: Namespaces::Terms {
@@ -68,8 +69,8 @@ impl AffinityTerm {
 
     /// `AffinityTerm.Matches`: the pod's namespace (and its labels, for a namespace selector) and
     /// the pod's labels.
-    pub fn matches(&self, pod: &Pod, cluster: &Cluster) -> bool {
-        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    pub fn matches(&self, pod: &dyn PodObject, cluster: &Cluster) -> bool {
+        let ns = pod.meta().namespace.as_deref().unwrap_or("default");
         self.namespaces.matches(ns, || cluster.namespace_labels.get(ns)) && self.selector.matches(pod)
     }
 }
@@ -113,8 +114,8 @@ pub struct AffinityTerms {
 
 impl AffinityTerms {
     /// The pod's terms; `None` when it has none.
-    pub fn of(pod: &Pod) -> Option<Arc<AffinityTerms>> {
-        let affinity = pod.spec.as_ref()?.affinity.as_ref()?;
+    pub fn of(pod: &dyn PodObject) -> Option<Arc<AffinityTerms>> {
+        let affinity = pod.spec()?.affinity.as_ref()?;
         let required = |terms: Option<&Vec<PodAffinityTerm>>| -> Vec<AffinityTerm> {
             terms.into_iter().flatten().map(|t| AffinityTerm::parse(t, pod)).collect()
         };
@@ -158,10 +159,10 @@ fn matcher(terms: &[&AffinityTerm]) -> PodMatcher {
 }
 
 /// A key of the incoming pod's namespace and labels (what existing pods' terms look at).
-fn pod_signature(pod: &Pod) -> u64 {
+fn pod_signature(pod: &dyn PodObject) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::hash::DefaultHasher::new();
-    pod.metadata.namespace.hash(&mut h);
+    pod.meta().namespace.hash(&mut h);
     pod_labels(pod).hash(&mut h);
     h.finish()
 }
@@ -231,7 +232,7 @@ pub fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, cache: &mut Topolog
     if !t.required_affinity.is_empty() {
         let all: Vec<&AffinityTerm> = t.required_affinity.iter().collect();
         let m = matcher(&all);
-        s.self_affinity = m.matches(state.pod.pod.lean(), cluster);
+        s.self_affinity = m.matches(&state.pod.pod, cluster);
         let fp = m.fingerprint();
         cache.memos.counts(cluster, fp, |n| m.count_on(n, cluster));
         for term in &t.required_affinity {
@@ -270,7 +271,7 @@ fn existing_anti_affinity(
     cluster: &Cluster,
     cache: &mut TopologyCache,
 ) {
-    let pod = state.pod.pod.lean();
+    let pod = &state.pod.pod;
     let key = pod_signature(pod) ^ 0xa7a7;
     cache.memos.scores(
         cluster,
@@ -397,7 +398,7 @@ fn existing_terms_score(
     if cluster.inter_pod.with_affinity == 0 {
         return;
     }
-    let pod = state.pod.pod.lean();
+    let pod = &state.pod.pod;
     let hard = args.hard_pod_affinity_weight;
     let key = pod_signature(pod) ^ (hard as u64).rotate_left(17);
     cache.memos.scores(cluster, key, |n| n.affinity_pods == 0, |n| existing_on(n, cluster, pod, hard));
@@ -407,7 +408,7 @@ fn existing_terms_score(
 }
 
 /// What the terms of the pods on one node give the incoming pod, by topology key.
-fn existing_on(n: &NodeInfo, cluster: &Cluster, pod: &Pod, hard: i64) -> KeyScores {
+fn existing_on(n: &NodeInfo, cluster: &Cluster, pod: &dyn PodObject, hard: i64) -> KeyScores {
     let mut out: HashMap<Arc<str>, i64> = HashMap::new();
     for p in &n.detail.pods {
         let Some(t) = cluster.pod(*p).affinity.as_deref() else { continue };

@@ -5,9 +5,10 @@
 //! provisioner with a handle made from the claim. Not counted: in-tree volumes migrated to CSI,
 //! inline CSI volumes (upstream does not count them either), and VolumeAttachments.
 
+use muster_api::PodObject;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use crate::cluster::{Cluster, NodeInfo};
 use crate::framework::Rejection;
@@ -21,7 +22,7 @@ const UNBOUND_PREFIX: &str = "muster-unbound";
 
 /// The pod's attachable CSI volumes: unique name (`driver/handle`) → driver. PreFilter: `None`
 /// (Skip) when the pod names no claim.
-pub fn pre_filter(pod: &Pod, volumes: &Volumes) -> Option<BTreeMap<String, String>> {
+pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Option<BTreeMap<String, String>> {
     if !vol::has_claims(pod) {
         return None;
     }
@@ -32,8 +33,8 @@ pub fn pre_filter(pod: &Pod, volumes: &Volumes) -> Option<BTreeMap<String, Strin
 
 /// `filterAttachableVolumes`: the CSI volumes of `pod`'s claims (claims that do not exist are
 /// skipped: PreFilter already refused a pending pod whose claim is missing).
-fn attachable(pod: &Pod, volumes: &Volumes, out: &mut BTreeMap<String, String>) {
-    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+fn attachable(pod: &dyn PodObject, volumes: &Volumes, out: &mut BTreeMap<String, String>) {
+    let ns = pod.meta().namespace.as_deref().unwrap_or("default");
     for c in vol::pod_claims(pod) {
         let Some(pvc) = volumes.claim(ns, &c.name) else { continue };
         if c.ephemeral && vol::volume_is_for_pod(pod, pvc).is_err() {
@@ -81,7 +82,7 @@ pub fn over_limit(
     }
     let mut attached = BTreeMap::new();
     for id in &node.detail.pods {
-        attachable(cluster.pod(*id).pod.lean(), &cluster.volumes, &mut attached);
+        attachable(&cluster.pod(*id).pod, &cluster.volumes, &mut attached);
     }
     let mut attached_count: BTreeMap<&str, usize> = BTreeMap::new();
     for driver in attached.values() {

@@ -7,9 +7,9 @@
 //! adds); a namespace the input does not list carries only that label,
 //! `kubernetes.io/metadata.name: <name>`. A selector of `{}` selects every namespace.
 
+use muster_api::PodObject;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::cluster::{Cluster, NodeInfo};
@@ -63,8 +63,8 @@ pub enum Selector {
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
 /// A pod's labels (none when unset).
-pub fn pod_labels(pod: &Pod) -> &BTreeMap<String, String> {
-    pod.metadata.labels.as_ref().unwrap_or(&NO_LABELS)
+pub fn pod_labels(pod: &dyn PodObject) -> &BTreeMap<String, String> {
+    pod.meta().labels.as_ref().unwrap_or(&NO_LABELS)
 }
 
 impl Selector {
@@ -115,7 +115,7 @@ impl Selector {
         }
     }
 
-    pub fn matches(&self, pod: &Pod) -> bool {
+    pub fn matches(&self, pod: &dyn PodObject) -> bool {
         self.matches_labels(pod_labels(pod))
     }
 }
@@ -184,11 +184,11 @@ pub struct PodMatcher {
 }
 
 impl PodMatcher {
-    pub fn matches(&self, pod: &Pod, cluster: &Cluster) -> bool {
-        if self.skip_terminating && pod.metadata.deletion_timestamp.is_some() {
+    pub fn matches(&self, pod: &dyn PodObject, cluster: &Cluster) -> bool {
+        if self.skip_terminating && pod.meta().deletion_timestamp.is_some() {
             return false;
         }
-        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let ns = pod.meta().namespace.as_deref().unwrap_or("default");
         self.all.iter().all(|(n, s)| n.matches(ns, || cluster.namespace_labels.get(ns)) && s.matches(pod))
     }
 
@@ -202,7 +202,7 @@ impl PodMatcher {
 
     /// How many pods on the node match.
     pub fn count_on(&self, node: &NodeInfo, cluster: &Cluster) -> u32 {
-        node.detail.pods.iter().filter(|p| self.matches(cluster.pod(**p).pod.lean(), cluster)).count() as u32
+        node.detail.pods.iter().filter(|p| self.matches(&cluster.pod(**p).pod, cluster)).count() as u32
     }
 }
 

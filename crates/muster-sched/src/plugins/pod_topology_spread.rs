@@ -10,6 +10,7 @@
 //! holds them). A pod nothing selects gets no default constraint; a pod with its own constraints
 //! never gets them.
 
+use muster_api::PodObject;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
@@ -73,8 +74,8 @@ impl PodTopologySpreadArgs {
 /// its own, or none of its own and a `DoNotSchedule` default (which applies only when something
 /// selects the pod: a broad answer). Only such a pod is helped by another pod's arrival or
 /// relabeling (upstream's `isSchedulableAfterPodChange` looks at the hard constraints only).
-pub fn may_filter(pod: &k8s_openapi::api::core::v1::Pod, args: &PodTopologySpreadArgs) -> bool {
-    let own = pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
+pub fn may_filter(pod: &dyn PodObject, args: &PodTopologySpreadArgs) -> bool {
+    let own = pod.spec().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
     if own.is_empty() {
         args.has_defaults("DoNotSchedule")
     } else {
@@ -105,8 +106,8 @@ pub fn constraints(
     args: &PodTopologySpreadArgs,
     action: &str,
 ) -> (Vec<Constraint>, bool) {
-    let pod = state.pod.pod.lean();
-    let own = pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
+    let pod = &state.pod.pod;
+    let own = pod.spec().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
     if !own.is_empty() {
         return (parse(own, pod, action, None), false);
     }
@@ -123,11 +124,11 @@ pub fn constraints(
 
 fn parse(
     list: &[TopologySpreadConstraint],
-    pod: &k8s_openapi::api::core::v1::Pod,
+    pod: &dyn PodObject,
     action: &str,
     default_selector: Option<Selector>,
 ) -> Vec<Constraint> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let ns = pod.meta().namespace.clone().unwrap_or_else(|| "default".into());
     let labels = pod_labels(pod);
     list.iter()
         .filter(|c| c.when_unsatisfiable == action)

@@ -8,8 +8,9 @@
 //! it ([`has_enough_capacity`]). Upstream's Score (storage capacity scoring, feature gate
 //! `StorageCapacityScoring`, off by default) is not implemented.
 
-use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
+use muster_api::PodObject;
 use muster_api::selectors::NodeView;
 
 use crate::cluster::PodId;
@@ -74,8 +75,8 @@ fn eligible_nodes(bound: &[(String, String)], volumes: &Volumes) -> Option<std::
 
 /// PreFilter: `None` when the pod names no claim (Skip); `Err` with upstream's message when a
 /// claim is missing, lost, being deleted, not the pod's (ephemeral), or Immediate and unbound.
-pub fn pre_filter(pod: &Pod, volumes: &Volumes) -> Result<Option<BindingState>, String> {
-    let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Result<Option<BindingState>, String> {
+    let namespace = pod.meta().namespace.clone().unwrap_or_else(|| "default".into());
     let claims = vol::pod_claims(pod);
     if claims.is_empty() {
         return Ok(None);

@@ -2,7 +2,8 @@
 //! conflicts with the pod's (unless both mount it read-only where the disk allows), and a
 //! ReadWriteOncePod claim that a pod on any node already uses makes the pod unschedulable.
 
-use k8s_openapi::api::core::v1::{Pod, Volume};
+use k8s_openapi::api::core::v1::Volume;
+use muster_api::PodObject;
 
 use crate::cluster::{Cluster, NodeInfo};
 use crate::framework::Rejection;
@@ -24,9 +25,9 @@ pub struct RestrictionsState {
 
 /// PreFilter: `None` (Skip) when the pod has no such disk and no ReadWriteOncePod claim in use;
 /// `Err` when a claim its `persistentVolumeClaim` volumes name is missing.
-pub fn pre_filter(pod: &Pod, cluster: &Cluster) -> Result<Option<RestrictionsState>, String> {
-    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+pub fn pre_filter(pod: &dyn PodObject, cluster: &Cluster) -> Result<Option<RestrictionsState>, String> {
+    let ns = pod.meta().namespace.as_deref().unwrap_or("default");
+    let volumes = pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
     let disks = volumes.iter().any(needs_check);
     let mut rwop = Vec::new();
     for v in volumes {
@@ -57,7 +58,12 @@ fn needs_check(v: &Volume) -> bool {
 
 /// Filter: disk conflicts with the node's pods, then ReadWriteOncePod claims in use (both
 /// Unschedulable: preemption may help).
-pub fn filter(state: &RestrictionsState, pod: &Pod, node: &NodeInfo, cluster: &Cluster) -> Result<(), Rejection> {
+pub fn filter(
+    state: &RestrictionsState,
+    pod: &dyn PodObject,
+    node: &NodeInfo,
+    cluster: &Cluster,
+) -> Result<(), Rejection> {
     if state.disks && disk_conflict(pod, node, cluster).is_some() {
         return Err(Rejection::new(NAME, false, REASON_DISK_CONFLICT));
     }
@@ -68,8 +74,8 @@ pub fn filter(state: &RestrictionsState, pod: &Pod, node: &NodeInfo, cluster: &C
 }
 
 /// The first pod on the node whose disks conflict with the pod's, by key.
-pub fn disk_conflict<'c>(pod: &Pod, node: &NodeInfo, cluster: &'c Cluster) -> Option<&'c str> {
-    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+pub fn disk_conflict<'c>(pod: &dyn PodObject, node: &NodeInfo, cluster: &'c Cluster) -> Option<&'c str> {
+    let volumes = pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
     node.detail.pods.iter().map(|id| cluster.pod(*id)).find_map(|other| {
         let theirs = other.pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
         volumes

@@ -3,7 +3,7 @@
 //! matched against the node's GA label when the node lacks the beta one). A node with none of
 //! the four labels passes; unbound WaitForFirstConsumer claims are skipped.
 
-use k8s_openapi::api::core::v1::Pod;
+use muster_api::PodObject;
 use muster_api::selectors::NodeView;
 
 use crate::framework::Rejection;
@@ -29,8 +29,8 @@ pub struct VolumeTopology {
 
 /// PreFilter: the topologies of the volumes the pod's claims are bound to; `None` (Skip) when
 /// there are none; `Err` as upstream's UnschedulableAndUnresolvable statuses.
-pub fn pre_filter(pod: &Pod, volumes: &Volumes) -> Result<Option<Vec<VolumeTopology>>, String> {
-    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Result<Option<Vec<VolumeTopology>>, String> {
+    let ns = pod.meta().namespace.as_deref().unwrap_or("default");
     let mut out = Vec::new();
     for c in vol::pod_claims(pod) {
         if c.name.is_empty() {

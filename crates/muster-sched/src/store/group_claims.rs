@@ -112,7 +112,8 @@ mod tests {
 
     #[test]
     fn members_wait_for_the_group_claim_until_the_group_records_it_and_it_exists() {
-        let mut c = Cluster::build(Vec::new(), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+        let mut c =
+            Cluster::build(Vec::new(), Vec::<crate::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
         c.apply(group(None)).unwrap();
         c.apply(member(0)).unwrap();
         let claims = claims_of(&c, 0);
@@ -140,7 +141,8 @@ mod tests {
 
     #[test]
     fn a_recorded_claim_that_comes_later_is_resolved_when_it_arrives() {
-        let mut c = Cluster::build(Vec::new(), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+        let mut c =
+            Cluster::build(Vec::new(), Vec::<crate::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
         c.apply(member(0)).unwrap(); // before its group: waits for it
         c.apply(group(Some("pg-fabric-x1"))).unwrap();
         assert!(claims_of(&c, 0)[0].as_ref().unwrap_err().contains("not found"));

@@ -82,7 +82,8 @@ mod tests {
 
     #[test]
     fn a_group_takes_the_device_topology_of_its_workload_whenever_it_comes_and_goes() {
-        let mut c = Cluster::build(Vec::new(), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+        let mut c =
+            Cluster::build(Vec::new(), Vec::<crate::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
         c.apply(group("a", "w")).unwrap();
         c.apply(group("b", "other")).unwrap();
         assert_eq!(topology(&c, 0), None);
@@ -109,7 +110,8 @@ mod tests {
 
     #[test]
     fn a_group_that_comes_after_its_workload_inherits_at_once() {
-        let mut c = Cluster::build(Vec::new(), Vec::new(), &[], &SchedulerNames::default()).unwrap();
+        let mut c =
+            Cluster::build(Vec::new(), Vec::<crate::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
         c.apply(workload("w", Some("gpu.example.com/clique"))).unwrap();
         c.apply(group("a", "w")).unwrap();
         assert!(matches!(topology(&c, 0), Some(Ok(_))));

@@ -100,7 +100,7 @@ impl<'d, 's> Sim<'d, 's> {
     /// The pods due for eviction now, and the time of the next eviction after now.
     fn due_evictions(&self, taints: &DeviceTaints) -> (BTreeSet<String>, Option<Millis>) {
         let c = self.engine.cluster();
-        let pods = c.pods.iter().filter(|p| p.state.on_node().is_some()).map(|p| p.pod.lean());
+        let pods = c.pods.iter().filter(|p| p.state.on_node().is_some()).map(|p| &p.pod);
         let mut due = BTreeSet::new();
         let mut later: Option<Millis> = None;
         for e in evictions(c.claims.iter().map(|c| &c.claim), pods, taints).into_iter().filter(|e| !e.dry_run) {

@@ -65,7 +65,7 @@ pub fn job(i: usize, (arrival, duration, pods, gang, gpus): (u64, u64, u32, bool
 /// checked (`Sim::check`) after every step.
 pub fn run_checked(trace: Trace, nodes: usize) -> Result<Report, TestCaseError> {
     let (node_objs, slices, classes) = cluster(nodes);
-    let c = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default()).unwrap();
+    let c = Cluster::build(node_objs, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     let options = Options {
         devices: (nodes as u64) * u64::from(GPUS_PER_NODE),
         default_class: Some("gpu".into()),

@@ -80,7 +80,7 @@ pub fn sim(
     let (node_objs, slices, classes) = super::h100_cluster(nodes)?;
     let trace = trace(jobs, days, seed);
     let pods: u64 = trace.jobs.iter().map(|j| u64::from(j.pods)).sum();
-    let cluster = Cluster::build(node_objs, Vec::new(), &[], &SchedulerNames::default())
+    let cluster = Cluster::build(node_objs, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default())
         .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
     let ctx = muster_sched::DraContext {
         index: muster_alloc::SliceIndex::new(&slices),

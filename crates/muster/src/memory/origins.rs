@@ -20,10 +20,6 @@ pub(super) struct Origins {
 }
 
 impl Origins {
-    pub(super) fn with_capacity(n: usize) -> Origins {
-        Origins { list: Vec::with_capacity(n), ..Origins::default() }
-    }
-
     pub(super) fn insert(&mut self, kind: &'static str, key: String, origin: Origin) {
         self.list.push((kind, key, origin));
     }
@@ -48,7 +44,7 @@ mod tests {
 
     #[test]
     fn the_last_entry_for_an_object_wins_whenever_it_was_added() {
-        let mut o = Origins::with_capacity(2);
+        let mut o = Origins::default();
         o.insert("Pod", "default/a".into(), at(1));
         o.insert("Node", "a".into(), at(2));
         assert_eq!(o.get("Pod", "default/a"), Some(&at(1)));
