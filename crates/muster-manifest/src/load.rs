@@ -704,6 +704,38 @@ mod tests {
         );
     }
 
+    const TWO_PODS_ONE_BAD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: good}\nspec: {containers: [{name: c}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {priority: high}\n";
+
+    #[test]
+    fn objects_that_did_not_load_are_named_whether_kept_or_taken() {
+        let kept = super::load_texts_partial(&[("f.yaml", TWO_PODS_ONE_BAD)]);
+        assert_eq!(kept.not_loaded, ["Pod default/bad"]);
+        assert_eq!(kept.manifests.objects.len(), 1);
+        let dir = std::env::temp_dir().join(format!("muster-sink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("f.yaml");
+        std::fs::write(&file, TWO_PODS_ONE_BAD).unwrap();
+        let mut taken = Vec::new();
+        let partial = super::load_paths_partial_with(std::slice::from_ref(&file), &mut |l| {
+            taken.push(l.object.display_name());
+            None
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(taken, ["Pod default/good"]);
+        assert!(partial.manifests.objects.is_empty(), "the sink took every object");
+        assert_eq!(partial.not_loaded, ["Pod default/bad"]);
+        assert_eq!(partial.errors.len(), 1);
+    }
+
+    #[test]
+    fn an_object_defined_twice_and_loaded_once_counts_as_loaded() {
+        let text = format!(
+            "{TWO_PODS_ONE_BAD}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: bad}}\nspec: {{containers: [{{name: c}}]}}\n"
+        );
+        let partial = super::load_texts_partial(&[("f.yaml", &text)]);
+        assert!(partial.not_loaded.is_empty(), "{:?}", partial.not_loaded);
+    }
+
     #[test]
     fn a_document_that_is_not_yaml_hides_none_of_the_others() {
         let text = "apiVersion: v1\nkind: Node\nmetadata: {name: a\n  x: [\n---\napiVersion: v1\nkind: Node\n\
