@@ -100,8 +100,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if self.dra.is_none() {
             return 0;
         }
-        let shared =
-            |id: ClaimId| pending.iter().filter(|m| c.pod(**m).claims.iter().any(|r| *r == Ok(id))).count() > 1;
+        let shared = |id: ClaimId| pending.iter().filter(|m| c.pod(**m).claims.contains(&Ok(id))).count() > 1;
         let mut total = 0u32;
         for id in pod.claims.iter().filter_map(|r| r.as_ref().ok()).copied() {
             let claim = &c.claims[id].claim;
