@@ -426,13 +426,6 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         self
     }
 
-    /// Every gang cycle tries its members (the default): for tests that check the bound never
-    /// changes a decision.
-    pub fn without_gang_bound(mut self) -> Self {
-        self.gang_bound = false;
-        self
-    }
-
     /// The pending pods in kube-scheduler's PrioritySort order: priority (highest first), then
     /// creation time (oldest first), then namespace/name.
     pub fn queue(&self) -> Vec<PodId> {

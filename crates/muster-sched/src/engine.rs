@@ -21,15 +21,12 @@ pub struct Engine<'d> {
 
 impl<'d> Engine<'d> {
     /// An engine over `cluster`, with every pending entry queued. With `dra`, pods' claims are
-    /// served by the DynamicResources plugin over those slices and classes. A waiting gang is
-    /// tried again at every release, so gang cycles the nodes' free resources and devices show
-    /// hopeless fail without trying members ([`Scheduler::with_gang_bound`]).
+    /// served by the DynamicResources plugin over those slices and classes.
     pub fn new(cluster: Cluster, config: SchedulerConfig, dra: Option<&'d DraContext<'d>>) -> Self {
         let scheduler = match dra {
             Some(ctx) => Scheduler::with_dra(Box::new(cluster), config, ctx),
             None => Scheduler::new(Box::new(cluster), config),
-        }
-        .with_gang_bound();
+        };
         let mut queue = SchedulingQueue::with_backoff(scheduler.config().backoff);
         queue.add_all(scheduler.queued());
         Engine { scheduler, queue }
@@ -48,9 +45,11 @@ impl<'d> Engine<'d> {
         self
     }
 
-    /// Every gang cycle tries its members (see [`Scheduler::without_gang_bound`]).
-    pub fn without_gang_bound(mut self) -> Self {
-        self.scheduler = self.scheduler.without_gang_bound();
+    /// Gang cycles that the nodes' free resources and devices show hopeless fail without trying
+    /// members, with a reason that says so ([`Scheduler::with_gang_bound`]): for worlds that run
+    /// long and retry waiting gangs at every release. The same decisions as without it.
+    pub fn with_gang_bound(mut self) -> Self {
+        self.scheduler = self.scheduler.with_gang_bound();
         self
     }
 
@@ -192,8 +191,7 @@ impl<'d> Engine<'d> {
         let scheduler = match dra {
             Some(ctx) => Scheduler::with_dra(Box::new(cluster), config, ctx),
             None => Scheduler::new(Box::new(cluster), config),
-        }
-        .with_gang_bound();
+        };
         let mut engine = Engine { scheduler, queue };
         engine.queue.on_event(Wake::DEVICES_CHANGED, now);
         engine

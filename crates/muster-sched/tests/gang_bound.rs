@@ -8,7 +8,7 @@
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaimTemplate, ResourceSlice};
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
-use muster_sched::{Cluster, GroupOutcome, Plan, Scheduler, SchedulerConfig, SchedulerNames};
+use muster_sched::{Change, Cluster, Engine, GroupOutcome, Plan, PodState, Scheduler, SchedulerConfig, SchedulerNames};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -233,5 +233,67 @@ proptest! {
         let (with, _) = plan(&nodes, &slices, &pods, &groups, &templates, true);
         let (without, _) = plan(&nodes, &slices, &pods, &groups, &templates, false);
         prop_assert_eq!(decisions(&with).0, decisions(&without).0);
+    }
+}
+
+/// An engine over `objects` at steps 20 s apart: every placement is bound, then the bound pod
+/// `finish[step]` picks (gang members included) finishes, releasing its node and devices. Each
+/// step's decisions.
+fn engine_run(
+    objects: &(Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>),
+    finish: &[u8],
+    bound: bool,
+) -> Vec<Decisions> {
+    let (nodes, slices, pods, groups) = objects;
+    let mut cluster = Cluster::build(nodes.clone(), pods.clone(), &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(groups.clone());
+    cluster.add_claims(Vec::new(), &common::gpu_templates());
+    let classes = common::gpu_class();
+    let ctx = common::dra(slices, &classes);
+    let engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+    let mut engine = if bound { engine.with_gang_bound() } else { engine };
+    let mut out = Vec::new();
+    for (step, pick) in finish.iter().enumerate() {
+        let now = step as u64 * 20_000;
+        let plan = engine.schedule(now);
+        for (v, _) in &plan.preempted {
+            let key = engine.cluster().pod(*v).key.clone();
+            engine.apply(Change::DeletePod(key), now).unwrap();
+        }
+        for (pod, node) in &plan.placements {
+            if !matches!(engine.cluster().pod(*pod).state, PodState::Assumed(_)) {
+                continue;
+            }
+            let mut bound = engine.cluster().pod(*pod).pod.clone();
+            bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(*node).name().to_string());
+            engine.apply(Change::UpsertPod(bound), now).unwrap();
+        }
+        let running: Vec<String> = engine
+            .cluster()
+            .pods
+            .iter()
+            .filter(|p| matches!(p.state, PodState::Bound(_)))
+            .map(|p| p.key.clone())
+            .collect();
+        if !running.is_empty() {
+            engine.apply(Change::DeletePod(running[*pick as usize % running.len()].clone()), now).unwrap();
+        }
+        out.push(decisions(&plan).0);
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    #[test]
+    fn the_bound_changes_no_decision_over_releases(
+        gpus in prop::collection::vec(0u8..4, 1..5),
+        busy in prop::collection::vec(0u8..9, 5),
+        gangs in prop::collection::vec((1u8..6, 1u8..6, 0u8..3, 1u8..6), 1..5),
+        finish in prop::collection::vec(any::<u8>(), 1..8),
+    ) {
+        let objects = random_objects(&gpus, &busy, &gangs);
+        prop_assert_eq!(engine_run(&objects, &finish, true), engine_run(&objects, &finish, false));
     }
 }
