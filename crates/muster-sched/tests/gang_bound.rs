@@ -264,7 +264,10 @@ fn engine_run(
             if !matches!(engine.cluster().pod(*pod).state, PodState::Assumed(_)) {
                 continue;
             }
-            let mut bound = engine.cluster().pod(*pod).pod.clone();
+            // The input's pod, bound (not the store's copy: the world writes what it created).
+            let key = &engine.cluster().pod(*pod).key;
+            let mut bound =
+                pods.iter().find(|p| format!("ml/{}", p.metadata.name.as_deref().unwrap()) == *key).unwrap().clone();
             bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(*node).name().to_string());
             engine.apply(Change::UpsertPod(bound), now).unwrap();
         }
