@@ -195,13 +195,12 @@ fn not_when_filter_would_stop_early() {
     assert_eq!(plan.placements.len(), 4);
 }
 
+/// A cluster's objects: nodes, their slices, pods and PodGroups.
+type Objects = (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>);
+
 /// Nodes with `gpus[i]` devices, each running a pod of `busy[i]` cores (0: none); gangs of
 /// (members, minCount, GPUs per member (0: no claim), cores per member), even ones at priority 10.
-fn random_objects(
-    gpus: &[u8],
-    busy: &[u8],
-    gangs: &[(u8, u8, u8, u8)],
-) -> (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>) {
+fn random_objects(gpus: &[u8], busy: &[u8], gangs: &[(u8, u8, u8, u8)]) -> Objects {
     let (nodes, slices) = common::gpu_nodes(gpus, "rack", "r");
     let mut pods: Vec<Box<Pod>> = Vec::new();
     for (i, cpu) in busy.iter().enumerate().take(gpus.len()).filter(|(_, c)| **c > 0) {
@@ -239,11 +238,7 @@ proptest! {
 /// An engine over `objects` at steps 20 s apart: every placement is bound, then the bound pod
 /// `finish[step]` picks (gang members included) finishes, releasing its node and devices. Each
 /// step's decisions.
-fn engine_run(
-    objects: &(Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>),
-    finish: &[u8],
-    bound: bool,
-) -> Vec<Decisions> {
+fn engine_run(objects: &Objects, finish: &[u8], bound: bool) -> Vec<Decisions> {
     let (nodes, slices, pods, groups) = objects;
     let mut cluster = Cluster::build(nodes.clone(), pods.clone(), &[], &SchedulerNames::default()).unwrap();
     cluster.add_pod_groups(groups.clone());
