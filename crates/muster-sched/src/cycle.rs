@@ -20,6 +20,7 @@ mod attempt;
 mod composite;
 mod device_domains;
 mod equivalence;
+mod gang_bound;
 mod group;
 mod pod_preemption;
 mod preemption;
@@ -333,6 +334,12 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     reuse_verdicts: bool,
     /// PodTopologySpread's and InterPodAffinity's domains and per-node counts.
     topology: TopologyCache,
+    /// A gang cycle known to fail from the nodes' free resources and devices fails without
+    /// trying its members ([`gang_bound`]); off by default, so that a plan's reasons name the
+    /// first member that did not fit.
+    gang_bound: bool,
+    /// Each node's free devices as last counted, for that bound.
+    device_room: Vec<gang_bound::DeviceRoom>,
 }
 
 impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
@@ -363,6 +370,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             reused_verdicts: 0,
             reuse_verdicts: true,
             topology: TopologyCache::default(),
+            gang_bound: false,
+            device_room: Vec::new(),
         }
     }
 
@@ -406,6 +415,14 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// unschedulable: for tests that check the reuse never changes a decision.
     pub fn without_verdict_reuse(mut self) -> Self {
         self.reuse_verdicts = false;
+        self
+    }
+
+    /// A gang cycle that the nodes' free resources and devices show cannot reach minCount fails
+    /// without trying its members, with a reason that says so (see [`gang_bound`]): for worlds
+    /// that retry waiting gangs at every release. The same decisions as without it.
+    pub fn with_gang_bound(mut self) -> Self {
+        self.gang_bound = true;
         self
     }
 

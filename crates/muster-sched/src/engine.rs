@@ -45,6 +45,14 @@ impl<'d> Engine<'d> {
         self
     }
 
+    /// Gang cycles that the nodes' free resources and devices show hopeless fail without trying
+    /// members, with a reason that says so ([`Scheduler::with_gang_bound`]): for worlds that run
+    /// long and retry waiting gangs at every release. The same decisions as without it.
+    pub fn with_gang_bound(mut self) -> Self {
+        self.scheduler = self.scheduler.with_gang_bound();
+        self
+    }
+
     /// Pods given an equivalent pod's verdict without a cycle of their own, so far.
     pub fn reused_verdicts(&self) -> u64 {
         self.scheduler.reused_verdicts

@@ -71,7 +71,7 @@ fn epoch<'s>(
     let mut sim = match next {
         Next::Start(start) => {
             let (cluster, trace, options) = *start;
-            let sim = Sim::new(Engine::new(cluster, config.clone(), Some(&ctx)), trace, options);
+            let sim = Sim::new(Engine::new(cluster, config.clone(), Some(&ctx)).with_gang_bound(), trace, options);
             match stopwatch {
                 Some(s) => sim.with_stopwatch(s),
                 None => sim,
@@ -79,7 +79,7 @@ fn epoch<'s>(
         }
         Next::Resume(paused, at, failed) => {
             let Paused { world, cluster, queue } = *paused;
-            let engine = Engine::from_parts(cluster, queue, config.clone(), Some(&ctx), at);
+            let engine = Engine::from_parts(cluster, queue, config.clone(), Some(&ctx), at).with_gang_bound();
             Sim::resume(world, engine, DeviceUpdate { at, taints, failed })
         }
     };

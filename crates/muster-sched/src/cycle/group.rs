@@ -59,6 +59,9 @@ pub(super) enum GroupFailure {
     Topology(String),
     /// `placed` members fitted (then rolled back), `failed` did not.
     Members { placed: usize, failed: Vec<(PodId, FitError)> },
+    /// Not tried: at most this many members fit the nodes' free resources and devices
+    /// ([`Scheduler::gang_out_of_reach`]).
+    Bound(usize),
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
@@ -241,6 +244,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
         } else {
             self.node_filter = within.map(<[bool]>::to_vec);
+            if gang && let Some(room) = self.gang_out_of_reach(pending, scheduled, min) {
+                self.node_filter = None;
+                return Err(GroupFailure::Bound(room));
+            }
         }
         let (placed, failed, undo) = self.run_members(pending, scheduled, min);
         self.node_filter = None;
@@ -290,6 +297,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 return (GroupResult { group: g, outcome, message, preemption: None }, failed);
             }
             GroupFailure::Members { placed, failed } => (placed, failed),
+            GroupFailure::Bound(room) => {
+                let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
+                let message = bound_message(key, room, pending.len(), scheduled, min);
+                let failed = all(&message);
+                return (GroupResult { group: g, outcome, message, preemption: None }, failed);
+            }
         };
         if !gang {
             // The basic policy: each member stands alone, and none fitted.
@@ -507,6 +520,15 @@ pub(super) fn priority_mismatch(
 /// A scheduled PodGroup's reason: what it placed, what already ran, its minCount.
 pub(super) fn scheduled_message(key: &str, placed: usize, running: usize, min: usize) -> String {
     format!("podgroup {key}: {placed} placed, {running} already running, minCount {min}")
+}
+
+/// The reason of a gang cycle that [`Scheduler::gang_out_of_reach`] failed without trying a
+/// member.
+pub(super) fn bound_message(key: &str, room: usize, pending: usize, scheduled: usize, min: usize) -> String {
+    format!(
+        "podgroup {key} cannot be placed together: at most {room} of its {pending} pending pods fit the nodes' free \
+         resources and devices, {scheduled} already running, minCount {min}; nothing was placed (no member was tried)"
+    )
 }
 
 /// How a failed gang cycle's pending pods went, so that the counts add up to `pending`: those

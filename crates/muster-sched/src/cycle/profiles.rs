@@ -56,6 +56,11 @@ pub(super) fn scored_resources(config: &SchedulerConfig, cluster: &mut Cluster) 
 }
 
 impl Profiles {
+    /// More than the base profile: pods may be scheduled with different configurations.
+    pub(super) fn several(&self) -> bool {
+        self.names.len() > 1
+    }
+
     pub(super) fn new(base: &SchedulerConfig, cluster: &mut Cluster) -> Profiles {
         let mut p = Profiles { names: vec![String::new()], parked: vec![Parked::default()], active: 0 };
         for extra in &base.profiles {

@@ -90,7 +90,7 @@ pub fn sim(
     };
     let devices = (nodes * NODE_GPUS) as u64;
     let wall = Wall(Instant::now());
-    let engine = Engine::new(cluster, config.clone(), Some(&ctx));
+    let engine = Engine::new(cluster, config.clone(), Some(&ctx)).with_gang_bound();
     let engine = if verdict_reuse { engine } else { engine.without_verdict_reuse() };
     let inventory = muster_sim::fragmentation::Inventory::from_slices(&slices);
     let options =

@@ -1,0 +1,180 @@
+//! A necessary condition for a gang's cycle [beyond upstream; an optimization that changes no
+//! decision]: an upper bound on how many of its pending members can be placed, from each node's
+//! free cpu, memory, ephemeral storage and pod slots and its count of unallocated devices.
+//!
+//! Why: a gang waiting for room is tried again at every release, member by member through Filter,
+//! Score and Reserve until minCount is out of reach, then rolled back; a world that runs for
+//! days spends most of its time there. When the bound shows minCount out of reach, and shows too
+//! that fewer nodes than `numFeasibleNodesToFind` could take a member, or that Filter looks for
+//! as many as there are (so every member's Filter would visit every node and leave the next start index where it was, and every Reserve would be
+//! undone), the full attempt is known to fail and to leave the state as it found it: the cycle
+//! fails without trying a member, with a reason of its own.
+//!
+//! The bound only counts what a member surely takes: requests NodeResourcesFit compares, and
+//! devices a member's unshared, unallocated claims ask for by exact count. A node whose devices
+//! are not all its own (shared pools), or may serve several claims (`allowMultipleAllocations`),
+//! counts as unlimited; a request for all devices, a prioritized list or admin access counts as
+//! no device; a pod with extended resources served through DRA, or a cluster with several
+//! profiles, gets no bound. Other Filter plugins only remove nodes, so ignoring them keeps the
+//! bound an upper one.
+
+use super::*;
+use crate::cluster::{ClaimId, NodeInfo, ResourceId};
+
+/// Free devices of one node, as last counted: the node's generation, its DRA generation and the
+/// shared-pool generation then, and the count (`None`: not limited by a count).
+pub(super) type DeviceRoom = Option<(u64, u64, u64, Option<u32>)>;
+
+/// What every pending member surely needs: per resource, the least any member requests (a
+/// resource some member does not request is left out), and the least count of devices.
+struct Need {
+    requests: Vec<(ResourceId, i64)>,
+    devices: u32,
+}
+
+impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
+    /// `Some(room)` when the gang cycle over `pending` (on `node_filter`'s nodes) is known to fail
+    /// and to change nothing: at most `room` members fit, fewer than minCount needs with the
+    /// `scheduled` ones (or none), and fewer nodes than Filter looks for have room for one.
+    /// `None` when the members must be tried.
+    pub(super) fn gang_out_of_reach(&mut self, pending: &[PodId], scheduled: usize, min: usize) -> Option<usize> {
+        if !self.gang_bound || self.profiles.several() {
+            return None;
+        }
+        let need = self.need(pending)?;
+        let wanted = min.saturating_sub(scheduled).max(1);
+        let num_nodes = self.cluster.node_order.len();
+        let (mut room, mut nodes) = (0usize, 0usize);
+        for i in 0..num_nodes {
+            let n = self.cluster.node_order[i];
+            if self.node_filter.as_ref().is_some_and(|f| !f[n.0 as usize]) {
+                continue;
+            }
+            let copies = self.copies(n, &need);
+            if copies > 0 {
+                room = room.saturating_add(copies);
+                nodes += 1;
+                if room >= wanted {
+                    return None;
+                }
+            }
+        }
+        // Filter stops at its `to_find`-th feasible node: before the last node only when it finds
+        // that many among fewer nodes than it has.
+        let to_find = self.num_feasible_nodes_to_find(num_nodes);
+        (nodes < to_find || to_find >= num_nodes).then_some(room)
+    }
+
+    /// What every pending member surely needs; `None` when the bound does not apply.
+    fn need(&self, pending: &[PodId]) -> Option<Need> {
+        let c = &*self.cluster;
+        let mut need: Option<Need> = None;
+        for &p in pending {
+            let pod = c.pod(p);
+            if !pod.dra_extended.is_empty() {
+                return None;
+            }
+            let devices = self.devices_needed(pod, pending);
+            need = Some(match need {
+                None => Need { requests: pod.requests.clone(), devices },
+                Some(mut n) => {
+                    n.requests.retain_mut(|(id, v)| match pod.requests.iter().find(|(r, _)| r == id) {
+                        Some((_, w)) => {
+                            *v = (*v).min(*w);
+                            true
+                        }
+                        None => false,
+                    });
+                    n.devices = n.devices.min(devices);
+                    n
+                }
+            });
+        }
+        need
+    }
+
+    /// Devices `pod` surely takes: the exact counts its claims ask for, over claims that are not
+    /// allocated and that no other pending member shares.
+    fn devices_needed(&self, pod: &crate::cluster::PodInfo, pending: &[PodId]) -> u32 {
+        let c = &*self.cluster;
+        if self.dra.is_none() {
+            return 0;
+        }
+        let shared = |id: ClaimId| pending.iter().filter(|m| c.pod(**m).claims.contains(&Ok(id))).count() > 1;
+        let mut total = 0u32;
+        for id in pod.claims.iter().filter_map(|r| r.as_ref().ok()).copied() {
+            let claim = &c.claims[id].claim;
+            if claim.status.as_ref().is_some_and(|s| s.allocation.is_some()) || shared(id) {
+                continue;
+            }
+            let requests =
+                claim.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.requests.as_deref()).unwrap_or(&[]);
+            for r in requests {
+                let Some(e) = &r.exactly else { continue };
+                let exact = e.allocation_mode.as_deref().is_none_or(|m| m == "ExactCount");
+                if exact && e.admin_access != Some(true) {
+                    total = total.saturating_add(u32::try_from(e.count.unwrap_or(1).max(0)).unwrap_or(u32::MAX));
+                }
+            }
+        }
+        total
+    }
+
+    /// How many members needing `need` node `n` could take at most.
+    fn copies(&mut self, n: NodeId, need: &Need) -> usize {
+        let node = self.cluster.node(n);
+        let mut k = (node.allowed_pods - node.num_pods).max(0);
+        for &(id, want) in &need.requests {
+            if want > 0 {
+                k = k.min((node.allocatable(id) - node.requested(id)).max(0) / want);
+            }
+        }
+        if k > 0
+            && need.devices > 0
+            && let Some(free) = self.free_devices(n)
+        {
+            k = k.min(i64::from(free / need.devices));
+        }
+        usize::try_from(k).unwrap_or(0)
+    }
+
+    /// The unallocated devices the allocator can give a claim on node `n` (`None`: not limited
+    /// by a count), counted again only when the node's devices may have changed.
+    fn free_devices(&mut self, n: NodeId) -> Option<u32> {
+        let i = n.0 as usize;
+        let key = (
+            self.cluster.node(n).generation,
+            self.dra_node_generation.get(i).copied().unwrap_or(0),
+            self.dra_shared_generation,
+        );
+        if self.device_room.len() <= i {
+            self.device_room.resize(self.cluster.nodes.len().max(i + 1), None);
+        }
+        if let Some((a, b, s, free)) = self.device_room[i]
+            && (a, b, s) == key
+        {
+            return free;
+        }
+        let free = self.count_free_devices(self.cluster.node(n));
+        self.device_room[i] = Some((key.0, key.1, key.2, free));
+        free
+    }
+
+    /// [`Scheduler::free_devices`] counted: `None` when a device the node sees is not its own or
+    /// may serve several claims.
+    fn count_free_devices(&self, node: &NodeInfo) -> Option<u32> {
+        let (ctx, state) = self.dra.as_ref()?;
+        let gathered = ctx.index.gather(Some(&node.detail.node), ctx.features);
+        let mut free = 0u32;
+        for cand in &gathered.cands {
+            let spec = &cand.slice_ref.spec;
+            if spec.node_name.as_deref() != Some(node.name()) || cand.device.allow_multiple_allocations == Some(true) {
+                return None;
+            }
+            if !state.in_use(&spec.driver, &spec.pool.name, &cand.device.name) {
+                free += 1;
+            }
+        }
+        Some(free)
+    }
+}

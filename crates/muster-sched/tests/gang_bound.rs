@@ -1,0 +1,297 @@
+//! The gang bound (a gang cycle the nodes' free resources and devices show hopeless fails without
+//! trying members) never changes a decision: plans with and without it place the same pods on
+//! the same nodes, preempt the same pods and give every group the same outcome. It fires when
+//! minCount is out of reach, and stays out of the way of devices that serve several claims,
+//! partitionable devices, requests for all devices, preemption, and clusters where Filter stops
+//! early (the next start index must move as before).
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::{ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use muster_sched::{Change, Cluster, Engine, GroupOutcome, Plan, PodState, Scheduler, SchedulerConfig, SchedulerNames};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+mod common;
+
+/// The reason a gang cycle gives when the bound failed it.
+const NOT_TRIED: &str = "no member was tried";
+
+/// PodGroup `ml/<name>`: a gang of `min` (basic when 0) at `priority`.
+fn group(name: &str, min: u32, priority: i32) -> PodGroup {
+    let policy = if min == 0 { json!({"basic": {}}) } else { json!({"gang": {"minCount": min}}) };
+    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
+        "spec": {"schedulingPolicy": policy, "priority": priority}}))
+    .unwrap()
+}
+
+/// Member `name` of `group`: `cpu` cores, and the claim template `template` (none when `None`).
+fn member(name: &str, group: &str, template: Option<&str>, cpu: u32, priority: i32) -> Box<Pod> {
+    let claims = template.map_or(json!([]), |t| json!([{"name": "gpus", "resourceClaimTemplateName": t}]));
+    Box::new(
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
+            "spec": {"schedulingGroup": {"podGroupName": group}, "resourceClaims": claims, "priority": priority,
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]}}))
+        .unwrap(),
+    )
+}
+
+/// A pod of priority 0 running on `node`, asking `cpu` cores.
+fn running(name: &str, node: &str, cpu: u32) -> Box<Pod> {
+    Box::new(
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
+            "spec": {"nodeName": node, "priority": 0,
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]},
+            "status": {"phase": "Running"}}))
+        .unwrap(),
+    )
+}
+
+/// Template `name` in `ml` with one request of class `gpu`: `exactly` as given.
+fn template(name: &str, exactly: Value) -> ResourceClaimTemplate {
+    let mut exactly = exactly;
+    exactly["deviceClassName"] = json!("gpu");
+    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}))
+    .unwrap()
+}
+
+/// The plan over these objects, with or without the bound.
+fn plan(
+    nodes: &[Node],
+    slices: &[ResourceSlice],
+    pods: &[Box<Pod>],
+    groups: &[PodGroup],
+    templates: &[ResourceClaimTemplate],
+    bound: bool,
+) -> (Plan, Cluster) {
+    let mut cluster = Cluster::build(nodes.to_vec(), pods.to_vec(), &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(groups.to_vec());
+    cluster.add_claims(Vec::new(), templates);
+    let classes = common::gpu_class();
+    let ctx = common::dra(slices, &classes);
+    let s = Scheduler::with_dra(&mut cluster, SchedulerConfig::default(), &ctx);
+    let mut s = if bound { s.with_gang_bound() } else { s };
+    let plan = s.plan();
+    (plan, cluster)
+}
+
+/// What must not differ: placements (in order, with nodes), victims, and each group's outcome.
+type Decisions = (Vec<(u32, u32)>, Vec<u32>, Vec<(u32, GroupOutcome)>);
+
+/// The decisions of a plan, and whether the bound failed some group cycle.
+fn decisions(plan: &Plan) -> (Decisions, bool) {
+    let placements = plan.placements.iter().map(|(p, n)| (p.0, n.0)).collect();
+    let victims = plan.preempted.iter().map(|(p, _)| p.0).collect();
+    let outcome = |o: &GroupOutcome| match *o {
+        // The bound does not know how many members would have fitted before the rollback.
+        GroupOutcome::Unschedulable { scheduled, .. } => {
+            GroupOutcome::Unschedulable { placed: 0, scheduled, failed: 0 }
+        }
+        ref o => o.clone(),
+    };
+    let groups = plan.groups.iter().map(|r| (r.group.0, outcome(&r.outcome))).collect();
+    let fired = plan.groups.iter().any(|r| r.message.contains(NOT_TRIED));
+    ((placements, victims, groups), fired)
+}
+
+/// Both plans decide alike; returns the bounded plan and whether the bound fired.
+fn same_both_ways(
+    nodes: &[Node],
+    slices: &[ResourceSlice],
+    pods: &[Box<Pod>],
+    groups: &[PodGroup],
+    templates: &[ResourceClaimTemplate],
+) -> (Plan, bool) {
+    let (with, _) = plan(nodes, slices, pods, groups, templates, true);
+    let (without, _) = plan(nodes, slices, pods, groups, templates, false);
+    let ((a, fired), (b, _)) = (decisions(&with), decisions(&without));
+    assert_eq!(a, b, "the bound changed a decision");
+    (with, fired)
+}
+
+#[test]
+fn fires_when_min_count_is_out_of_reach() {
+    let (nodes, slices) = common::gpu_nodes(&[1, 1], "rack", "r");
+    let pods: Vec<Box<Pod>> = (0..3).map(|m| member(&format!("g-{m}"), "g", Some("gpus-1"), 1, 0)).collect();
+    let (plan, fired) = same_both_ways(&nodes, &slices, &pods, &[group("g", 3, 0)], &common::gpu_templates());
+    assert!(fired);
+    assert_eq!(
+        plan.groups[0].message,
+        "podgroup ml/g cannot be placed together: at most 2 of its 3 pending pods fit the nodes' free resources and \
+         devices, 0 already running, minCount 3; nothing was placed (no member was tried)"
+    );
+    assert_eq!(plan.unschedulable.len(), 3);
+}
+
+#[test]
+fn devices_that_serve_several_claims_are_not_counted() {
+    let slices = vec![common::node_slice(0, vec![json!({"name": "gpu-0", "allowMultipleAllocations": true})])];
+    let (nodes, _) = common::gpu_nodes(&[1], "rack", "r");
+    let pods: Vec<Box<Pod>> = (0..2).map(|m| member(&format!("g-{m}"), "g", Some("gpus-1"), 1, 0)).collect();
+    let (plan, fired) = same_both_ways(&nodes, &slices, &pods, &[group("g", 2, 0)], &common::gpu_templates());
+    assert!(!fired);
+    assert!(matches!(plan.groups[0].outcome, GroupOutcome::Scheduled { placed: 2, .. }), "{:?}", plan.groups);
+}
+
+#[test]
+fn partitionable_devices_are_counted_one_claim_each() {
+    let partition = |name: &str| json!({"name": name, "consumesCounters": [{"counterSet": "mem", "counters": {"memory": {"value": "1"}}}]});
+    // One pool of two slices: the counters, and the partitions drawing on them.
+    let slice = |name: &str, extra: Value| -> ResourceSlice {
+        let mut spec = json!({"driver": "gpu.example.com", "nodeName": "n0",
+            "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 2}});
+        spec.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
+    };
+    let counters = json!({"sharedCounters": [{"name": "mem", "counters": {"memory": {"value": "2"}}}]});
+    let devices = json!({"devices": [partition("p-0"), partition("p-1"), partition("p-2")]});
+    let slices = vec![slice("n0-counters", counters), slice("n0-devices", devices)];
+    let (nodes, _) = common::gpu_nodes(&[1], "rack", "r");
+    let two: Vec<Box<Pod>> = (0..2).map(|m| member(&format!("g-{m}"), "g", Some("gpus-1"), 1, 0)).collect();
+    let (plan, fired) = same_both_ways(&nodes, &slices, &two, &[group("g", 2, 0)], &common::gpu_templates());
+    assert!(!fired, "{:?}", plan.groups);
+    assert!(matches!(plan.groups[0].outcome, GroupOutcome::Scheduled { placed: 2, .. }), "{:?}", plan.groups);
+    // Three partitions, counters for two: the bound counts three, the allocator finds two.
+    let three: Vec<Box<Pod>> = (0..3).map(|m| member(&format!("g-{m}"), "g", Some("gpus-1"), 1, 0)).collect();
+    let (plan, fired) = same_both_ways(&nodes, &slices, &three, &[group("g", 3, 0)], &common::gpu_templates());
+    assert!(!fired, "{:?}", plan.groups);
+    assert!(matches!(plan.groups[0].outcome, GroupOutcome::Unschedulable { .. }), "{:?}", plan.groups);
+}
+
+#[test]
+fn a_request_for_all_devices_counts_as_none() {
+    let (nodes, slices) = common::gpu_nodes(&[2, 3], "rack", "r");
+    let templates = vec![template("all", json!({"allocationMode": "All"}))];
+    let pods: Vec<Box<Pod>> = (0..2).map(|m| member(&format!("g-{m}"), "g", Some("all"), 1, 0)).collect();
+    let (plan, fired) = same_both_ways(&nodes, &slices, &pods, &[group("g", 2, 0)], &templates);
+    assert!(!fired);
+    assert!(matches!(plan.groups[0].outcome, GroupOutcome::Scheduled { placed: 2, .. }), "{:?}", plan.groups);
+}
+
+#[test]
+fn preemption_still_makes_room() {
+    // Both nodes full of priority-0 pods: the bound fails the first cycle, preemption evicts them
+    // and the group fits.
+    let (nodes, slices) = common::gpu_nodes(&[1, 1], "rack", "r");
+    let mut pods = vec![running("r-0", "n0", 8), running("r-1", "n1", 8)];
+    pods.extend((0..2).map(|m| member(&format!("g-{m}"), "g", Some("gpus-1"), 4, 10)));
+    let (plan, _) = same_both_ways(&nodes, &slices, &pods, &[group("g", 2, 10)], &common::gpu_templates());
+    assert!(matches!(plan.groups[0].outcome, GroupOutcome::Scheduled { placed: 2, .. }), "{:?}", plan.groups);
+    assert_eq!(plan.preempted.len(), 2);
+}
+
+#[test]
+fn not_when_filter_would_stop_early() {
+    // 150 nodes: Filter looks for 100 feasible ones, so a cycle with room on more nodes moves the
+    // next start index even when it fails; the bound stays out, and later placements agree.
+    let (nodes, slices) = common::gpu_nodes(&[1; 150], "rack", "r");
+    let mut pods: Vec<Box<Pod>> =
+        (0..160).map(|m| member(&format!("big-{m:03}"), "big", Some("gpus-1"), 1, 10)).collect();
+    pods.extend((0..4).map(|m| member(&format!("small-{m}"), "small", Some("gpus-1"), 1, 0)));
+    let groups = [group("big", 160, 10), group("small", 4, 0)];
+    let (plan, fired) = same_both_ways(&nodes, &slices, &pods, &groups, &common::gpu_templates());
+    assert!(!fired);
+    assert_eq!(plan.placements.len(), 4);
+}
+
+/// A cluster's objects: nodes, their slices, pods and PodGroups.
+type Objects = (Vec<Node>, Vec<ResourceSlice>, Vec<Box<Pod>>, Vec<PodGroup>);
+
+/// Nodes with `gpus[i]` devices, each running a pod of `busy[i]` cores (0: none); gangs of
+/// (members, minCount, GPUs per member (0: no claim), cores per member), even ones at priority 10.
+fn random_objects(gpus: &[u8], busy: &[u8], gangs: &[(u8, u8, u8, u8)]) -> Objects {
+    let (nodes, slices) = common::gpu_nodes(gpus, "rack", "r");
+    let mut pods: Vec<Box<Pod>> = Vec::new();
+    for (i, cpu) in busy.iter().enumerate().take(gpus.len()).filter(|(_, c)| **c > 0) {
+        pods.push(running(&format!("run-{i}"), &format!("n{i}"), u32::from(*cpu)));
+    }
+    let mut groups = Vec::new();
+    for (g, (members, min, per, cpu)) in gangs.iter().enumerate() {
+        let priority = if g % 2 == 0 { 10 } else { 0 };
+        groups.push(group(&format!("g{g}"), u32::from(*min), priority));
+        let t = (*per > 0).then(|| format!("gpus-{per}"));
+        for m in 0..*members {
+            pods.push(member(&format!("g{g}-{m}"), &format!("g{g}"), t.as_deref(), u32::from(*cpu), priority));
+        }
+    }
+    (nodes, slices, pods, groups)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn the_bound_changes_no_decision(
+        gpus in prop::collection::vec(0u8..4, 1..6),
+        busy in prop::collection::vec(0u8..9, 6),
+        gangs in prop::collection::vec((1u8..6, 0u8..6, 0u8..3, 1u8..6), 1..6),
+    ) {
+        let (nodes, slices, pods, groups) = random_objects(&gpus, &busy, &gangs);
+        let templates = common::gpu_templates();
+        let (with, _) = plan(&nodes, &slices, &pods, &groups, &templates, true);
+        let (without, _) = plan(&nodes, &slices, &pods, &groups, &templates, false);
+        prop_assert_eq!(decisions(&with).0, decisions(&without).0);
+    }
+}
+
+/// An engine over `objects` at steps 20 s apart: every placement is bound, then the bound pod
+/// `finish[step]` picks (gang members included) finishes, releasing its node and devices. Each
+/// step's decisions.
+fn engine_run(objects: &Objects, finish: &[u8], bound: bool) -> Vec<Decisions> {
+    let (nodes, slices, pods, groups) = objects;
+    let mut cluster = Cluster::build(nodes.clone(), pods.clone(), &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(groups.clone());
+    cluster.add_claims(Vec::new(), &common::gpu_templates());
+    let classes = common::gpu_class();
+    let ctx = common::dra(slices, &classes);
+    let engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+    let mut engine = if bound { engine.with_gang_bound() } else { engine };
+    let mut out = Vec::new();
+    for (step, pick) in finish.iter().enumerate() {
+        let now = step as u64 * 20_000;
+        let plan = engine.schedule(now);
+        for (v, _) in &plan.preempted {
+            let key = engine.cluster().pod(*v).key.clone();
+            engine.apply(Change::DeletePod(key), now).unwrap();
+        }
+        for (pod, node) in &plan.placements {
+            if !matches!(engine.cluster().pod(*pod).state, PodState::Assumed(_)) {
+                continue;
+            }
+            // The input's pod, bound (not the store's copy: the world writes what it created).
+            let key = &engine.cluster().pod(*pod).key;
+            let mut bound =
+                pods.iter().find(|p| format!("ml/{}", p.metadata.name.as_deref().unwrap()) == *key).unwrap().clone();
+            bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(*node).name().to_string());
+            engine.apply(Change::UpsertPod(bound), now).unwrap();
+        }
+        let running: Vec<String> = engine
+            .cluster()
+            .pods
+            .iter()
+            .filter(|p| matches!(p.state, PodState::Bound(_)))
+            .map(|p| p.key.clone())
+            .collect();
+        if !running.is_empty() {
+            engine.apply(Change::DeletePod(running[*pick as usize % running.len()].clone()), now).unwrap();
+        }
+        out.push(decisions(&plan).0);
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    #[test]
+    fn the_bound_changes_no_decision_over_releases(
+        gpus in prop::collection::vec(0u8..4, 1..5),
+        busy in prop::collection::vec(0u8..9, 5),
+        gangs in prop::collection::vec((1u8..6, 1u8..6, 0u8..3, 1u8..6), 1..5),
+        finish in prop::collection::vec(any::<u8>(), 1..8),
+    ) {
+        let objects = random_objects(&gpus, &busy, &gangs);
+        prop_assert_eq!(engine_run(&objects, &finish, true), engine_run(&objects, &finish, false));
+    }
+}
