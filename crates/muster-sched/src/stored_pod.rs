@@ -7,8 +7,10 @@
 //! (rebuilt for the rare readers that need them whole and for outputs that print the pod), and a
 //! [`ContainerView`] of each container for the scheduler.
 //!
-//! What is taken out: `spec.initContainers`, `spec.containers`, `spec.ephemeralContainers` and
-//! `status.{init,,ephemeral}ContainerStatuses`. The pod's requests, which read them, are derived
+//! What is taken out: `spec.initContainers`, `spec.containers`, `spec.ephemeralContainers`,
+//! `status.{init,,ephemeral}ContainerStatuses`, and `metadata.managedFields` (often half of a
+//! dumped object; the scheduler never reads them, and a live store drops them as upstream's
+//! informers do). The pod's requests, which read them, are derived
 //! before packing and kept until the store takes them. Readers see the rest through
 //! [`PodObject`], as they see a `Pod`: with the container lists empty.
 
@@ -82,6 +84,8 @@ pub struct StoredPod {
     spec_containers: Box<[u8]>,
     /// [`StatusContainers`] as JSON; empty when the status has none of them.
     status_containers: Box<[u8]>,
+    /// `metadata.managedFields` as JSON; empty when there are none.
+    managed_fields: Box<[u8]>,
     containers: Box<[ContainerView]>,
     /// The requests derived from the containers before they were packed, until the store takes
     /// them ([`StoredPod::take_requests`]).
@@ -129,9 +133,11 @@ impl StoredPod {
             }
             _ => Box::default(),
         };
-        let Pod { metadata, spec, status } = *pod;
+        let Pod { mut metadata, spec, status } = *pod;
+        let managed_fields = metadata.managed_fields.take().map_or_else(Box::default, |m| pack(&m));
         StoredPod {
             meta: metadata,
+            managed_fields,
             spec: spec.map(Box::new),
             status: status.map(Box::new),
             spec_containers,
@@ -197,6 +203,9 @@ impl StoredPod {
         if let Some(spec) = pod.spec.as_mut() {
             (spec.init_containers, spec.containers, spec.ephemeral_containers) = self.unpack_spec();
         }
+        if !self.managed_fields.is_empty() {
+            pod.metadata.managed_fields = Some(unpack(&self.managed_fields));
+        }
         if !self.status_containers.is_empty() {
             let status = pod.status.get_or_insert_with(PodStatus::default);
             let lists: StatusContainers = unpack(&self.status_containers);
@@ -243,7 +252,10 @@ mod tests {
 
     fn rich() -> Pod {
         serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "a"}},
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "a"}, "managedFields": [{
+                "manager": "kubectl", "operation": "Apply", "apiVersion": "v1", "time": "2026-12-01T00:00:00Z",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:containers": {}}}
+            }]},
             "spec": {
                 "nodeName": "n1",
                 "initContainers": [
@@ -284,6 +296,7 @@ mod tests {
         let spec = stored.spec().unwrap();
         assert!(spec.containers.is_empty() && spec.init_containers.is_none() && spec.ephemeral_containers.is_none());
         assert!(stored.status().unwrap().container_statuses.is_none());
+        assert!(stored.meta().managed_fields.is_none());
         assert_eq!(stored.status().unwrap().phase.as_deref(), Some("Running"));
     }
 
