@@ -97,7 +97,7 @@ impl Estimator {
                     (Path::AttrDomain, _) => (Path::AttrValue, Some(ATTRIBUTE_VALUE_MAX)),
                     _ => (Path::Other, None),
                 };
-                est(o.cost + u64::from(charged), size, path)
+                est(o.cost.saturating_add(u64::from(charged)), size, path)
             }
             // `has()` is free of its own (PresenceTestHasCost(false)).
             Kind::Has { operand, .. } => est(self.est(operand).cost, Some(1), Path::Other),
@@ -111,14 +111,16 @@ impl Estimator {
                     Path::CapDomain => (Path::CapValue, Some(0)),
                     _ => (Path::Other, None),
                 };
-                est(1 + o.cost + i.cost, size, path)
+                est(1u64.saturating_add(o.cost).saturating_add(i.cost), size, path)
             }
-            Kind::Not(x) | Kind::Neg(x) => est(1 + self.est(x).cost, Some(1), Path::Other),
-            Kind::And(xs) | Kind::Or(xs) => est(xs.iter().map(|x| self.est(x).cost).sum(), Some(1), Path::Other),
+            Kind::Not(x) | Kind::Neg(x) => est(1u64.saturating_add(self.est(x).cost), Some(1), Path::Other),
+            Kind::And(xs) | Kind::Or(xs) => {
+                est(xs.iter().fold(0u64, |acc, x| acc.saturating_add(self.est(x).cost)), Some(1), Path::Other)
+            }
             Kind::Cond { cond, then, otherwise } => {
                 let c = self.est(cond);
                 let (t, f) = (self.est(then), self.est(otherwise));
-                est(c.cost + t.cost.max(f.cost), max_size(t.size, f.size), Path::Other)
+                est(c.cost.saturating_add(t.cost.max(f.cost)), max_size(t.size, f.size), Path::Other)
             }
             Kind::Binary { op, lhs, rhs } => {
                 let (l, r) = (self.est(lhs), self.est(rhs));
@@ -277,6 +279,25 @@ mod tests {
 
     fn cost(src: &str) -> u64 {
         estimate(&crate::parser::parse(src).unwrap())
+    }
+
+    /// Found by the `cel` fuzz target: a conjunction of terms each estimated at `u64::MAX` (a
+    /// comprehension over a range of unknown size) overflowed the sum. Every estimate saturates:
+    /// the expression is refused for its cost, never accepted on a wrapped one.
+    #[test]
+    fn estimates_saturate_instead_of_wrapping() {
+        let huge = "{'a': 1}['k'].all(x, x > 0)";
+        assert_eq!(cost(huge), u64::MAX);
+        for src in [
+            format!("{huge} && {huge} && {huge}"),
+            format!("{huge} || {huge}"),
+            format!("!{huge}"),
+            format!("[{huge}][0]"),
+            format!("true ? {huge} : {huge}"),
+            format!("{{'a': {huge}}}['a'].a && {huge}"),
+        ] {
+            assert_eq!(cost(&src), u64::MAX, "{src}");
+        }
     }
 
     /// Upstream's reference estimates (k8s.io/dynamic-resource-allocation/cel `TestCEL`).

@@ -51,7 +51,7 @@ impl<'a> Ctx<'a> {
 
     #[inline]
     fn charge(&mut self, n: u64, pos: u32) -> Result<(), EvalError> {
-        self.cost += n;
+        self.cost = self.cost.saturating_add(n);
         if self.cost > self.limit { Err(err(pos, "operation cancelled: actual cost limit exceeded")) } else { Ok(()) }
     }
 
