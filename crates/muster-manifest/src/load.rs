@@ -611,16 +611,15 @@ impl Loader<'_> {
         }
     }
 
-    /// Every identity, in input order.
     /// Keeps decoded objects, or hands them to the sink.
     fn keep(&mut self, objects: Vec<Loaded>) {
-        let Some(sink) = self.sink.as_mut() else {
-            self.manifests.objects.extend(objects);
-            return;
-        };
-        self.manifests.objects.extend(objects.into_iter().filter_map(&mut **sink));
+        match self.sink.as_mut() {
+            None => self.manifests.objects.extend(objects),
+            Some(sink) => self.manifests.objects.extend(objects.into_iter().filter_map(&mut **sink)),
+        }
     }
 
+    /// Every identity, in input order.
     fn all_identities(&self) -> impl Iterator<Item = &Identity> {
         self.merged_identities.iter().flatten().chain(&self.identities)
     }
@@ -636,10 +635,10 @@ impl Loader<'_> {
         // An object defined twice, once loaded, counts as loaded.
         let mut failed: Vec<&str> = self.all_identities().filter(|i| !i.loaded).map(|i| &*i.display).collect();
         if !failed.is_empty() {
-            let loaded: std::collections::HashSet<&str> = failed.iter().copied().collect();
+            let names: std::collections::HashSet<&str> = failed.iter().copied().collect();
             let loaded: std::collections::HashSet<&str> = self
                 .all_identities()
-                .filter(|i| i.loaded && loaded.contains(&*i.display))
+                .filter(|i| i.loaded && names.contains(&*i.display))
                 .map(|i| &*i.display)
                 .collect();
             failed.retain(|d| !loaded.contains(d));

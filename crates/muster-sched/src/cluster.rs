@@ -791,10 +791,8 @@ impl Cluster {
         );
         let err =
             |field: Option<String>, message: String| ModelError { kind: "Pod", object: key.clone(), field, message };
-        let Some(requests) = pod.take_requests() else {
-            return Err(err(Some("spec".into()), "required value".into()));
-        };
-        let Some(spec) = pod.spec() else {
+        let requests = pod.take_requests();
+        let (Some(requests), Some(spec)) = (requests, pod.spec()) else {
             return Err(err(Some("spec".into()), "required value".into()));
         };
         if let Some((field, message)) = crate::validate::pod_spec(spec).into_iter().next() {

@@ -1,18 +1,17 @@
 //! A pod as the store keeps it. A decoded `k8s-openapi` `Pod` is 2,464 bytes of struct before any
 //! string (616 of them the status, even when there is none), and each `Container` 2,336 more, with
-//! two maps of quantities behind it (issue 16: about 6 KiB per one-container pod). The store keeps
-//! the metadata, the spec behind a pointer and the status behind another, only when there is one. The scheduler reads little of a container once the pod's requests
-//! are derived: its image (ImageLocality), its ports (NodePorts) and its restart policy (sidecars).
-//! So the store keeps the object with its container lists taken out, those lists packed as JSON
-//! (rebuilt for the rare readers that need them whole and for outputs that print the pod), and a
-//! [`ContainerView`] of each container for the scheduler.
+//! two maps of quantities behind it (issue 16: about 6 KiB per one-container pod).
 //!
-//! What is taken out: `spec.initContainers`, `spec.containers`, `spec.ephemeralContainers`,
-//! `status.{init,,ephemeral}ContainerStatuses`, and `metadata.managedFields` (often half of a
-//! dumped object; the scheduler never reads them, and a live store drops them as upstream's
-//! informers do). The pod's requests, which read them, are derived
-//! before packing and kept until the store takes them. Readers see the rest through
-//! [`PodObject`], as they see a `Pod`: with the container lists empty.
+//! The store keeps the metadata, the spec behind a pointer and the status behind another (only
+//! when there is one). It takes out and packs as JSON what the scheduler does not read once the
+//! pod's requests are derived: `spec.initContainers`, `spec.containers`,
+//! `spec.ephemeralContainers`, `status.{init,,ephemeral}ContainerStatuses` and
+//! `metadata.managedFields` (often half of a dumped object; a live store drops them as upstream's
+//! informers do). A [`ContainerView`] per container keeps what the scheduler reads of it: its
+//! image (ImageLocality), its ports (NodePorts) and its restart policy (sidecars). The requests
+//! are derived before packing and kept until the store takes them. Readers see the rest through
+//! [`PodObject`], as they see a `Pod`, with the container lists empty; [`StoredPod::object`]
+//! rebuilds the whole pod for the outputs that print it.
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, ContainerStatus, EphemeralContainer, Pod, PodSpec, PodStatus,
