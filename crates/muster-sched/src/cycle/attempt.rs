@@ -29,6 +29,9 @@ pub struct Reserved {
     /// The node's generation and the DRA generations before this Reserve: Unreserve puts them
     /// back, so that verdicts remembered for the state before the Reserve are valid again.
     generations: (u64, u64, u64),
+    /// The device restriction (a gang's device domain) Filter used: a check of the same
+    /// placement later ([`Scheduler::reserve_on`]) uses it again.
+    pub(super) device_filter: Option<std::sync::Arc<super::device_domains::DeviceRestriction>>,
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
@@ -76,12 +79,19 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// One scheduling cycle for `pod`: on success the pod is reserved on (assumed onto) the node.
     pub fn schedule_one(&mut self, pod_id: PodId) -> Outcome {
-        self.attempt(pod_id, None)
+        self.attempt(pod_id, None, None)
+    }
+
+    /// PreFilter, Filter on `node` alone and Reserve there: a placement already chosen checked
+    /// again (preemption's reprieve). The next start index of Filter does not move, as no node
+    /// search took place; `node_filter` is not consulted.
+    pub(super) fn attempt_on(&mut self, pod_id: PodId, node: NodeId, undo: Option<&mut Vec<Reserved>>) -> Outcome {
+        self.attempt(pod_id, undo, Some(node))
     }
 
     /// Filter, Score and Reserve for one pod; with `undo`, what Reserve changed is recorded so
-    /// that the pod-group cycle can roll it back.
-    pub(super) fn attempt(&mut self, pod_id: PodId, undo: Option<&mut Vec<Reserved>>) -> Outcome {
+    /// that the pod-group cycle can roll it back; with `on`, only that node is filtered.
+    pub(super) fn attempt(&mut self, pod_id: PodId, undo: Option<&mut Vec<Reserved>>, on: Option<NodeId>) -> Outcome {
         self.use_profile_of(pod_id);
         let cluster = &*self.cluster;
         let pod = cluster.pod(pod_id);
@@ -127,7 +137,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         self.feasible.clear();
         self.rejected.clear();
         let mut processed = 0;
-        let (before, after) = cluster.node_order.split_at(self.next_start_node_index);
+        let only = on.map(|n| [n]);
+        let (before, after): (&[NodeId], &[NodeId]) = match &only {
+            Some(one) => (&[], one),
+            None => cluster.node_order.split_at(self.next_start_node_index),
+        };
         // Most pods ask only for cpu, memory and ephemeral-storage and set no node constraints; on
         // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
         // comparisons.
@@ -214,7 +228,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             DraFilter::Memo(table)
         };
-        let node_filter = self.node_filter.as_deref();
+        let node_filter = if on.is_some() { None } else { self.node_filter.as_deref() };
         for &node_id in after.iter().chain(before) {
             processed += 1;
             if node_filter.is_some_and(|f| !f[node_id.0 as usize]) {
@@ -238,7 +252,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 match verdict {
                     Some(Err(message)) => {
                         // Upstream aborts the attempt; the nodes filtered before count as processed.
-                        self.next_start_node_index = (self.next_start_node_index + processed - 1) % num_nodes;
+                        if on.is_none() {
+                            self.next_start_node_index = (self.next_start_node_index + processed - 1) % num_nodes;
+                        }
                         let message = message.clone();
                         return Outcome::Unschedulable(FitError::filter_error(
                             num_nodes,
@@ -260,7 +276,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 self.rejected.push(node_id);
             }
         }
-        self.next_start_node_index = (self.next_start_node_index + processed) % num_nodes;
+        if on.is_none() {
+            self.next_start_node_index = (self.next_start_node_index + processed) % num_nodes;
+        }
 
         if self.feasible.is_empty() {
             let mut rejections: Vec<Rejection> = Vec::new();
@@ -300,6 +318,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             node_statuses.sort_unstable();
             // Inside a topology domain, the domain's nodes are all the nodes this attempt had.
             let num_all_nodes = match &self.node_filter {
+                _ if on.is_some() => 1,
                 Some(f) => f.iter().filter(|in_domain| **in_domain).count(),
                 None => num_nodes,
             };
@@ -421,6 +440,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 claims: claim_undo.unwrap_or_default(),
                 volumes: volume_undo,
                 generations,
+                device_filter: self.device_filter.clone(),
             });
         }
         Outcome::Placed(chosen)

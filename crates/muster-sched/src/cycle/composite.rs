@@ -135,7 +135,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 }
             };
             let preemptor = Preemptor { members: &members, pending: &pending, never };
-            match self.preempt(preemptor, place, |t: &mut TreePlacement| std::mem::take(&mut t.undo)) {
+            match self.preempt(preemptor, place, |t: &mut TreePlacement| &mut t.undo) {
                 Ok(p) => {
                     out = p.placement;
                     victims = p.victims;

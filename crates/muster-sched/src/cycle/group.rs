@@ -147,7 +147,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             Err(failure) => match self.preempt(
                 Preemptor { members: &members, pending: &pending, never: self.never_preempts(g, &pending) },
                 |s| s.place_group(&attempt).ok(),
-                |r| std::mem::take(&mut r.2),
+                |r| &mut r.2,
             ) {
                 Ok(p) => (p.placement, (p.victims, p.against_budgets)),
                 Err(why_not) => {
@@ -330,7 +330,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let mut placed: Vec<(PodId, NodeId)> = Vec::new();
         let mut failed: Vec<(PodId, FitError)> = Vec::new();
         for (i, &pod) in pending.iter().enumerate() {
-            match self.attempt(pod, Some(&mut undo)) {
+            match self.attempt(pod, Some(&mut undo), None) {
                 Outcome::Placed(node) => placed.push((pod, node)),
                 Outcome::Unschedulable(e) => failed.push((pod, e)),
             }

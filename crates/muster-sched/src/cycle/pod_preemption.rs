@@ -61,7 +61,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let rank: HashMap<NodeId, usize> = c.node_order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
         nodes.sort_by_key(|n| rank.get(n).copied().unwrap_or(usize::MAX));
         let wanted = (c.node_order.len() * MIN_CANDIDATE_NODES_PERCENTAGE / 100).max(MIN_CANDIDATE_NODES_ABSOLUTE);
-        let start = self.next_start_node_index;
+        // Trials filter one node each (`attempt_on`): Filter's next start index does not move.
         let mut candidates: Vec<Candidate> = Vec::new();
         for node in nodes {
             if candidates.len() >= wanted {
@@ -71,16 +71,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 candidates.push(candidate);
             }
         }
-        self.next_start_node_index = start;
         let best = self.pick_one(candidates)?;
         // The victims leave the snapshot for good.
         for v in &best.victims {
             self.evict(*v);
         }
-        self.node_filter = Some(self.mask(&[best.node]));
-        let placed = self.attempt(pod, None);
-        self.node_filter = None;
-        self.next_start_node_index = start;
+        let placed = self.attempt_on(pod, best.node, None);
         match placed {
             Outcome::Placed(node) => {
                 self.use_disruptions(&best.victims);
@@ -142,10 +138,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// Whether `pod` passes Filter on `node` alone now (a trial: nothing stays reserved).
     fn fits_only_on(&mut self, pod: PodId, node: NodeId) -> bool {
-        self.node_filter = Some(self.mask(&[node]));
         let mut undo = Vec::new();
-        let placed = matches!(self.attempt(pod, Some(&mut undo)), Outcome::Placed(_));
-        self.node_filter = None;
+        let placed = matches!(self.attempt_on(pod, node, Some(&mut undo)), Outcome::Placed(_));
         for r in undo.into_iter().rev() {
             self.unreserve(r);
         }

@@ -31,6 +31,19 @@ pub(super) struct Preempted<R> {
 pub(super) type UnitKey =
     (std::cmp::Reverse<i32>, bool, i64, Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>, String);
 
+/// One member's place in a group's placement, as preemption's reprieve checks it again.
+pub(super) struct Assignment {
+    pod: PodId,
+    node: NodeId,
+    device_filter: Option<std::sync::Arc<super::device_domains::DeviceRestriction>>,
+}
+
+impl Assignment {
+    fn of(r: &Reserved) -> Assignment {
+        Assignment { pod: r.pod, node: r.node, device_filter: r.device_filter.clone() }
+    }
+}
+
 /// What evicting a preemption victim from the snapshot changed.
 pub(super) struct Evicted {
     pod: PodId,
@@ -43,15 +56,17 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// lower priority is a potential victim — a pod alone, or all running pods of its PodGroup
     /// when that group's `disruptionMode` is `all`. All of them are removed from the snapshot
     /// (their node resources and their devices: claims reserved only by victims are deallocated,
-    /// which upstream cannot do yet, KEP 5690); if the group then fits, victims are reprieved one
-    /// unit at a time, most important first (higher priority, groups before single pods, more
-    /// pods, earlier start), keeping a unit only if the group still fits without it. Returns the
-    /// placement and the victims, or why preemption cannot help (the snapshot unchanged).
+    /// which upstream cannot do yet, KEP 5690); if the group then fits, that placement is kept
+    /// and victims are reprieved one unit at a time, most important first (higher priority,
+    /// groups before single pods, more pods, earlier start): a unit stays a victim only when,
+    /// with it back, some member no longer passes Filter on the node the placement gave it (the
+    /// placement is not searched again, as upstream). Returns the placement and the victims, or
+    /// why preemption cannot help (the snapshot unchanged).
     pub(super) fn preempt<R>(
         &mut self,
         preemptor: Preemptor<'_>,
         mut place: impl FnMut(&mut Self) -> Option<R>,
-        undo: impl Fn(&mut R) -> Vec<Reserved>,
+        undo: impl Fn(&mut R) -> &mut Vec<Reserved>,
     ) -> Result<Preempted<R>, String> {
         let Preemptor { members, pending, never } = preemptor;
         let c = &*self.cluster;
@@ -115,30 +130,63 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             return Err(format!("even with all {n} lower-priority running pods removed, the group does not fit"));
         };
+        // The placement found with every potential victim gone is kept; the victims are
+        // reprieved around it (upstream's `selectVictimsOnDomain`): a unit comes back when every
+        // placed member still passes Filter on its node, the members reserved in order.
+        let reserved = std::mem::take(undo(&mut current));
+        let assignments: Vec<Assignment> = reserved.iter().map(Assignment::of).collect();
+        for r in reserved.into_iter().rev() {
+            self.unreserve(r);
+        }
         let mut victims: Vec<PodId> = Vec::new();
         let mut against: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         for u in order {
             let pods = &units[u].1;
-            for r in undo(&mut current).into_iter().rev() {
-                self.unreserve(r);
-            }
-            let evicted = std::mem::take(&mut removed[u]);
-            for e in evicted.into_iter().rev() {
+            for e in std::mem::take(&mut removed[u]).into_iter().rev() {
                 self.restore(e);
             }
-            match place(self) {
-                Some(r) => current = r,
+            match self.reserve_all_on(&assignments) {
+                Some(trial) => {
+                    for r in trial.into_iter().rev() {
+                        self.unreserve(r);
+                    }
+                }
                 None => {
                     removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
                     victims.extend(pods.iter().copied());
                     against.extend(violates[u].iter().cloned());
-                    current = place(self).expect("the group fitted with these victims removed before");
                 }
             }
         }
+        // The snapshot is the one the last successful check (or the placement itself) saw.
+        *undo(&mut current) =
+            self.reserve_all_on(&assignments).expect("the placement fitted with these victims removed before");
         victims.sort();
         self.use_disruptions(&victims);
         Ok(Preempted { placement: current, victims, against_budgets: against.into_iter().collect() })
+    }
+
+    /// Reserves each member on its assigned node in order (Filter on that node alone, with the
+    /// device restriction it was placed under), or, when one does not pass, undoes the Reserves
+    /// made and returns `None`.
+    fn reserve_all_on(&mut self, assignments: &[Assignment]) -> Option<Vec<Reserved>> {
+        let mut reserved = Vec::with_capacity(assignments.len());
+        let mut fits = true;
+        for a in assignments {
+            self.device_filter = a.device_filter.clone();
+            if let Outcome::Unschedulable(_) = self.attempt_on(a.pod, a.node, Some(&mut reserved)) {
+                fits = false;
+                break;
+            }
+        }
+        self.device_filter = None;
+        if fits {
+            return Some(reserved);
+        }
+        for r in reserved.into_iter().rev() {
+            self.unreserve(r);
+        }
+        None
     }
 
     /// Adds the victims to a group's message; the short preemption summary (`None` without
