@@ -44,11 +44,56 @@ impl Assignment {
     }
 }
 
+/// What the members of a placement read when Filter checks them on their nodes, when that is
+/// only their own nodes and their own claims: no hard topology spread, no required pod
+/// (anti-)affinity, no persistent volumes (ReadWriteOncePod is cluster-wide).
+struct Reach {
+    nodes: std::collections::HashSet<NodeId>,
+    claims: std::collections::HashSet<ClaimId>,
+}
+
+impl Reach {
+    /// `None` when some member's Filter reads beyond its node.
+    fn of<C: std::ops::DerefMut<Target = Cluster>>(s: &Scheduler<'_, C>, assignments: &[Assignment]) -> Option<Reach> {
+        let c = &*s.cluster;
+        let mut reach = Reach { nodes: Default::default(), claims: Default::default() };
+        for a in assignments {
+            let pod = c.pod(a.pod);
+            let volumes = pod.pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+            if crate::plugins::pod_topology_spread::may_filter(&pod.pod, &s.config.pod_topology_spread)
+                || crate::plugins::inter_pod_affinity::has_required_terms(pod)
+                || (c.volumes.enabled
+                    && volumes.iter().any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some()))
+            {
+                return None;
+            }
+            reach.nodes.insert(a.node);
+            reach.claims.extend(pod.claims.iter().flatten().copied());
+        }
+        Some(reach)
+    }
+
+    /// True when putting these evicted pods back cannot change a member's Filter verdict: none
+    /// is on a member's node, none freed devices outside its node's pools, shares a claim with
+    /// a member, or has required pod anti-affinity (which reaches across its topology domain).
+    fn leaves_alone<C: std::ops::DerefMut<Target = Cluster>>(&self, s: &Scheduler<'_, C>, unit: &[Evicted]) -> bool {
+        let c = &*s.cluster;
+        unit.iter().all(|e| {
+            !self.nodes.contains(&e.node)
+                && !e.shared
+                && e.claims.iter().all(|(id, ..)| !self.claims.contains(id))
+                && c.pod(e.pod).affinity.as_ref().is_none_or(|t| t.required_anti_affinity.is_empty())
+        })
+    }
+}
+
 /// What evicting a preemption victim from the snapshot changed.
 pub(super) struct Evicted {
     pod: PodId,
     node: NodeId,
     claims: Vec<(crate::cluster::ClaimId, Option<k8s_openapi::api::resource::v1::ResourceClaimStatus>, bool)>,
+    /// Devices were freed outside the node's own pools.
+    shared: bool,
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
@@ -140,23 +185,28 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         let mut victims: Vec<PodId> = Vec::new();
         let mut against: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        let reach = Reach::of(self, &assignments);
         for u in order {
             let pods = &units[u].1;
+            let apart = reach.as_ref().is_some_and(|r| r.leaves_alone(self, &removed[u]));
             for e in std::mem::take(&mut removed[u]).into_iter().rev() {
                 self.restore(e);
             }
-            match self.reserve_all_on(&assignments) {
-                Some(trial) => {
-                    for r in trial.into_iter().rev() {
-                        self.unreserve(r);
-                    }
-                }
-                None => {
-                    removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
-                    victims.extend(pods.iter().copied());
-                    against.extend(violates[u].iter().cloned());
-                }
+            // A unit the members' Filter cannot see leaves every verdict as it was: all fit
+            // (checked anyway in debug builds).
+            if apart && !cfg!(debug_assertions) {
+                continue;
             }
+            if let Some(trial) = self.reserve_all_on(&assignments) {
+                for r in trial.into_iter().rev() {
+                    self.unreserve(r);
+                }
+                continue;
+            }
+            debug_assert!(!apart, "a unit apart from the placement broke it");
+            removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
+            victims.extend(pods.iter().copied());
+            against.extend(violates[u].iter().cloned());
         }
         // The snapshot is the one the last successful check (or the placement itself) saw.
         *undo(&mut current) =
@@ -264,6 +314,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let fresh = self.fresh_generation();
         self.cluster.nodes[node.0 as usize].generation = fresh;
         let mut claims = Vec::new();
+        let mut freed_shared = false;
         if let Some((ctx, state)) = self.dra.as_mut() {
             let uid = self.cluster.pods[pod.0 as usize].pod.meta().uid.clone();
             let name = self.cluster.pods[pod.0 as usize].name().to_string();
@@ -293,8 +344,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 self.dra_shared_generation = self.fresh_generation();
             }
             self.dra_node_generation[node.0 as usize] = self.fresh_generation();
+            freed_shared = shared;
         }
-        Evicted { pod, node, claims }
+        Evicted { pod, node, claims, shared: freed_shared }
     }
 
     /// Puts back what [`Scheduler::evict`] removed (a victim reprieved).
