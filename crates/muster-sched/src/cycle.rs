@@ -111,6 +111,10 @@ pub struct SchedulerConfig {
     /// other pod with this one. Their own `profiles` are not read; the queue's backoff and the
     /// gang wait are this configuration's.
     pub profiles: Vec<Profile>,
+    /// Beyond upstream: when a victim unit put back breaks the placement workload-aware
+    /// preemption found, search for another placement with it back before giving up on it
+    /// (upstream keeps its first placement and evicts every unit in its way). Off by default.
+    pub reprieve_search: bool,
 }
 
 /// NodeAffinity's `addedAffinity` (a `NodeAffinity`), comparable as configuration is.
@@ -136,6 +140,7 @@ impl Default for SchedulerConfig {
             volume_bind_timeout_seconds: 600,
             dra_binding_timeout_ms: 600_000,
             profiles: Vec::new(),
+            reprieve_search: false,
         }
     }
 }

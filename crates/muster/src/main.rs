@@ -152,6 +152,11 @@ struct PlanArgs {
     /// partitions). Without this flag a sick GPU's partitions are not handed out either.
     #[arg(long)]
     no_health_propagation: bool,
+    /// Beyond upstream: when workload-aware preemption puts a victim back and the placement it
+    /// found no longer fits, search for another placement before evicting the victim.
+    /// kube-scheduler 1.37 keeps its first placement and evicts every victim in its way.
+    #[arg(long)]
+    reprieve_search: bool,
 }
 
 #[derive(clap::Args)]
@@ -184,6 +189,9 @@ struct WhyArgs {
     /// As for `muster plan`.
     #[arg(long)]
     no_health_propagation: bool,
+    /// As for `muster plan`.
+    #[arg(long)]
+    reprieve_search: bool,
 }
 
 #[derive(clap::Args)]
@@ -308,6 +316,10 @@ enum BenchCommand {
         /// unschedulable (the A/B of that reuse).
         #[arg(long)]
         without_verdict_reuse: bool,
+        /// Beyond upstream: when a victim put back breaks the placement preemption found, search
+        /// for another placement with it back before evicting it.
+        #[arg(long)]
+        reprieve_search: bool,
     },
     /// Compile and evaluate the H100 selector of issue 3 over generated GPU device views.
     Cel {
@@ -487,6 +499,7 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         config.percentage_of_nodes_to_score = p;
     }
     config.gang_wait_timeout_seconds = args.gang_wait_timeout;
+    config.reprieve_search = args.reprieve_search;
     if !args.scheduler_names.is_empty() {
         names = args.scheduler_names.clone();
     }
@@ -600,8 +613,8 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Churn { nodes, running, events, seed } => {
             print!("{}", bench::churn(nodes, running, events, seed)?)
         }
-        BenchCommand::Sim { nodes, jobs, days, seed, scoring, wall_limit, without_verdict_reuse } => {
-            let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
+        BenchCommand::Sim { nodes, jobs, days, seed, scoring, wall_limit, without_verdict_reuse, reprieve_search } => {
+            let config = SchedulerConfig { scoring_strategy: scoring.into(), reprieve_search, ..Default::default() };
             print!("{}", bench::sim(nodes, jobs, days, seed, &config, wall_limit, !without_verdict_reuse)?)
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),

@@ -48,10 +48,14 @@ pub struct SimArgs {
     /// As for `muster plan`.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// As for `muster plan`.
+    #[arg(long)]
+    reprieve_search: bool,
     /// Run the same trace again under another scheduler configuration and put the runs side by
     /// side in one report (repeatable): `least-allocated`, `most-allocated`, or a
-    /// KubeSchedulerConfiguration file. With one, it is compared with the configuration the
-    /// other flags give.
+    /// KubeSchedulerConfiguration file, with `+reprieve-search` after it for muster's
+    /// preemption reprieve (`most-allocated+reprieve-search`). With one, it is compared with the
+    /// configuration the other flags give.
     #[arg(long, value_name = "CONFIG")]
     compare: Vec<String>,
     /// The node label that names a node's rack, for the largest gang placeable in one rack
@@ -144,20 +148,29 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
 
 /// The configuration `--config` and `--scoring` give, with the scheduler names of its profiles.
 fn base_config(args: &SimArgs) -> anyhow::Result<(SchedulerConfig, Vec<String>)> {
-    crate::config::from_flags(args.config.as_deref(), args.scoring)
+    let (mut config, names) = crate::config::from_flags(args.config.as_deref(), args.scoring)?;
+    config.reprieve_search = args.reprieve_search;
+    Ok((config, names))
 }
 
 /// The name of the flags' configuration in a comparison.
 fn base_label(args: &SimArgs) -> String {
-    match (&args.config, args.scoring) {
+    let label = match (&args.config, args.scoring) {
         (Some(path), _) => path.display().to_string(),
         (None, Some(crate::Scoring::MostAllocated)) => "most-allocated".into(),
         (None, _) => "least-allocated".into(),
-    }
+    };
+    if args.reprieve_search { format!("{label}+reprieve-search") } else { label }
 }
 
-/// One `--compare` value: a scoring strategy's name or a configuration file.
+/// One `--compare` value: a scoring strategy's name or a configuration file, and
+/// `+reprieve-search` after it.
 fn compared_config(value: &str) -> anyhow::Result<(SchedulerConfig, Vec<String>)> {
+    if let Some(base) = value.strip_suffix("+reprieve-search") {
+        let (mut config, names) = compared_config(base)?;
+        config.reprieve_search = true;
+        return Ok((config, names));
+    }
     let mut config = SchedulerConfig::default();
     match value {
         "least-allocated" => config.scoring_strategy = muster_sched::ScoringStrategy::LeastAllocated,
@@ -266,4 +279,19 @@ fn simulate(
     progress.finish();
     let report = run.map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
     Ok(Ok(report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compared_configuration_may_ask_for_the_reprieve_search() {
+        let (plain, _) = compared_config("most-allocated").unwrap();
+        assert!(!plain.reprieve_search);
+        let (search, _) = compared_config("most-allocated+reprieve-search").unwrap();
+        assert!(search.reprieve_search);
+        assert_eq!(search.scoring_strategy, muster_sched::ScoringStrategy::MostAllocated);
+        assert!(compared_config("nothing+reprieve-search").is_err());
+    }
 }

@@ -111,6 +111,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     let (mut config, mut names) = crate::config::from_flags(args.config.as_deref(), args.scoring)?;
+    config.reprieve_search = args.reprieve_search;
     if let Some(p) = args.percentage_of_nodes_to_score {
         config.percentage_of_nodes_to_score = p;
     }

@@ -179,13 +179,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // reprieved around it (upstream's `selectVictimsOnDomain`): a unit comes back when every
         // placed member still passes Filter on its node, the members reserved in order.
         let reserved = std::mem::take(undo(&mut current));
-        let assignments: Vec<Assignment> = reserved.iter().map(Assignment::of).collect();
+        let mut assignments: Vec<Assignment> = reserved.iter().map(Assignment::of).collect();
         for r in reserved.into_iter().rev() {
             self.unreserve(r);
         }
         let mut victims: Vec<PodId> = Vec::new();
         let mut against: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-        let reach = Reach::of(self, &assignments);
+        let mut reach = Reach::of(self, &assignments);
         for u in order {
             let pods = &units[u].1;
             let apart = reach.as_ref().is_some_and(|r| r.leaves_alone(self, &removed[u]));
@@ -204,6 +204,19 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 continue;
             }
             debug_assert!(!apart, "a unit apart from the placement broke it");
+            // Beyond upstream (`reprieve_search`): another placement with the unit back.
+            if self.config.reprieve_search
+                && let Some(mut moved) = place(self)
+            {
+                let reserved = std::mem::take(undo(&mut moved));
+                assignments = reserved.iter().map(Assignment::of).collect();
+                for r in reserved.into_iter().rev() {
+                    self.unreserve(r);
+                }
+                reach = Reach::of(self, &assignments);
+                current = moved;
+                continue;
+            }
             removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
             victims.extend(pods.iter().copied());
             against.extend(violates[u].iter().cloned());

@@ -1,0 +1,68 @@
+//! Workload-aware preemption's reprieve, upstream's and muster's: kube-scheduler 1.37 keeps the
+//! placement it found with every potential victim removed and evicts each unit in its way; with
+//! `reprieve_search` muster looks for another placement with the unit back first.
+
+use k8s_openapi::api::core::v1::Pod;
+use muster_sched::{Change, Cluster, Engine, SchedulerConfig, SchedulerNames};
+use serde_json::{Value, json};
+
+fn object<T: serde::de::DeserializeOwned>(v: Value) -> Box<T> {
+    Box::new(serde_json::from_value(v).unwrap())
+}
+
+fn running(name: &str, node: &str, cpu: &str, start: &str) -> Box<Pod> {
+    object(json!({"metadata": {"name": name, "namespace": "ml"},
+        "spec": {"nodeName": node, "priorityClassName": "low",
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Running", "startTime": start}}))
+}
+
+/// big (8 cpu) runs old-big (8 cpu, started first: the more important victim), small (4 cpu)
+/// runs young-small (4 cpu); a high-priority gang of one 4-cpu pod fits nowhere. With both
+/// victims removed, LeastAllocated puts it on big. Returns the victims.
+fn victims(config: SchedulerConfig) -> (Vec<String>, String) {
+    let nodes = [("big", "8"), ("small", "4")]
+        .iter()
+        .map(|(n, cpu)| {
+            serde_json::from_value(json!({"metadata": {"name": n},
+                "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}}}))
+            .unwrap()
+        })
+        .collect();
+    let cluster =
+        Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
+    let mut engine = Engine::new(cluster, config, None);
+    for (name, value) in [("low", 100), ("high", 1000)] {
+        let class = object(json!({"metadata": {"name": name}, "value": value}));
+        engine.apply(Change::UpsertPriorityClass(class), 0).unwrap();
+    }
+    engine.apply(Change::UpsertPod(running("old-big", "big", "8", "2026-12-01T08:00:00Z")), 0).unwrap();
+    engine.apply(Change::UpsertPod(running("young-small", "small", "4", "2026-12-02T08:00:00Z")), 0).unwrap();
+    let group = object(json!({"metadata": {"name": "urgent", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}, "priorityClassName": "high", "priority": 1000}}));
+    engine.apply(Change::UpsertPodGroup(group), 0).unwrap();
+    let member = object(json!({"metadata": {"name": "urgent-0", "namespace": "ml"},
+        "spec": {"priorityClassName": "high", "schedulingGroup": {"podGroupName": "urgent"},
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]}}));
+    engine.apply(Change::UpsertPod(member), 0).unwrap();
+    let plan = engine.schedule(0);
+    let c = engine.cluster();
+    let mut victims: Vec<String> = plan.preempted.iter().map(|(p, _)| c.pod(*p).key.clone()).collect();
+    victims.sort();
+    let [(_, node)] = plan.placements[..] else { panic!("the gang is placed: {:?}", plan.groups) };
+    (victims, c.node(node).name().to_string())
+}
+
+#[test]
+fn upstream_keeps_its_placement_and_evicts_the_unit_in_its_way() {
+    let (victims, node) = victims(SchedulerConfig::default());
+    assert_eq!(victims, ["ml/old-big"]);
+    assert_eq!(node, "big");
+}
+
+#[test]
+fn reprieve_search_moves_the_placement_to_keep_the_more_important_unit() {
+    let (victims, node) = victims(SchedulerConfig { reprieve_search: true, ..Default::default() });
+    assert_eq!(victims, ["ml/young-small"]);
+    assert_eq!(node, "small");
+}
