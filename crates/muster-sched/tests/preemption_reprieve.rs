@@ -19,7 +19,7 @@ fn running(name: &str, node: &str, cpu: &str, start: &str) -> Box<Pod> {
 
 /// big (8 cpu) runs old-big (8 cpu, started first: the more important victim), small (4 cpu)
 /// runs young-small (4 cpu); a high-priority gang of one 4-cpu pod fits nowhere. With both
-/// victims removed, LeastAllocated puts it on big. Returns the victims.
+/// victims removed, LeastAllocated puts it on big. Returns the victims and the gang pod's node.
 fn victims(config: SchedulerConfig) -> (Vec<String>, String) {
     let nodes = [("big", "8"), ("small", "4")]
         .iter()

@@ -30,7 +30,7 @@ pub struct Reserved {
     /// back, so that verdicts remembered for the state before the Reserve are valid again.
     generations: (u64, u64, u64),
     /// The device restriction (a gang's device domain) Filter used: a check of the same
-    /// placement later ([`Scheduler::reserve_on`]) uses it again.
+    /// placement later (preemption's reprieve, `reserve_all_on`) uses it again.
     pub(super) device_filter: Option<std::sync::Arc<super::device_domains::DeviceRestriction>>,
 }
 

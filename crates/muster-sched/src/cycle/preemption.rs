@@ -32,7 +32,7 @@ pub(super) type UnitKey =
     (std::cmp::Reverse<i32>, bool, i64, Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>, String);
 
 /// One member's place in a group's placement, as preemption's reprieve checks it again.
-pub(super) struct Assignment {
+struct Assignment {
     pod: PodId,
     node: NodeId,
     device_filter: Option<std::sync::Arc<super::device_domains::DeviceRestriction>>,
@@ -327,14 +327,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let fresh = self.fresh_generation();
         self.cluster.nodes[node.0 as usize].generation = fresh;
         let mut claims = Vec::new();
-        let mut freed_shared = false;
+        // Devices freed on the node's own pools change only that node's verdicts.
+        let mut shared = false;
         if let Some((ctx, state)) = self.dra.as_mut() {
             let uid = self.cluster.pods[pod.0 as usize].pod.meta().uid.clone();
             let name = self.cluster.pods[pod.0 as usize].name().to_string();
             let ids: Vec<ClaimId> = self.cluster.pods[pod.0 as usize].claims.iter().flatten().copied().collect();
             let node_name = self.cluster.nodes[node.0 as usize].name().to_string();
-            // Devices freed on the node's own pools change only that node's verdicts.
-            let mut shared = false;
             for c in ids {
                 let info = &mut self.cluster.claims[c];
                 claims.push((c, info.claim.status.clone(), info.changed));
@@ -357,9 +356,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 self.dra_shared_generation = self.fresh_generation();
             }
             self.dra_node_generation[node.0 as usize] = self.fresh_generation();
-            freed_shared = shared;
         }
-        Evicted { pod, node, claims, shared: freed_shared }
+        Evicted { pod, node, claims, shared }
     }
 
     /// Puts back what [`Scheduler::evict`] removed (a victim reprieved).
