@@ -45,6 +45,7 @@ pub struct ScoreWeights {
     pub pod_topology_spread: i64,
     pub inter_pod_affinity: i64,
     pub image_locality: i64,
+    pub volume_binding: i64,
 }
 
 impl Default for ScoreWeights {
@@ -57,6 +58,7 @@ impl Default for ScoreWeights {
             pod_topology_spread: 2,
             inter_pod_affinity: 2,
             image_locality: 1,
+            volume_binding: 1,
         }
     }
 }
@@ -103,6 +105,9 @@ pub struct SchedulerConfig {
     /// VolumeBinding's `bindTimeoutSeconds`: how long a live binding cycle waits for the claims
     /// its PreBind bound or asked to provision to be bound (the engine itself never waits).
     pub volume_bind_timeout_seconds: u64,
+    /// VolumeBinding's `shape` (scores scaled to 0..=100): how its Score rates the storage
+    /// utilization of a node; by default the emptier the better.
+    pub volume_binding_shape: Vec<crate::plugins::node_resources_fit::ShapePoint>,
     /// DynamicResources' `bindingTimeout`, in milliseconds: how long a live binding cycle waits
     /// for devices' binding conditions.
     pub dra_binding_timeout_ms: u64,
@@ -138,6 +143,7 @@ impl Default for SchedulerConfig {
             inter_pod_affinity: InterPodAffinityArgs::default(),
             added_affinity: None,
             volume_bind_timeout_seconds: 600,
+            volume_binding_shape: crate::plugins::volume_binding::DEFAULT_SHAPE.to_vec(),
             dra_binding_timeout_ms: 600_000,
             profiles: Vec::new(),
             reprieve_search: false,

@@ -5,7 +5,7 @@ use super::*;
 use crate::framework::{CycleState, MAX_NODE_SCORE};
 use crate::plugins::{
     image_locality, inter_pod_affinity, node_affinity, node_resources_balanced_allocation, node_resources_fit,
-    pod_topology_spread, taint_toleration,
+    pod_topology_spread, taint_toleration, volume_binding,
 };
 
 /// The Score phase's view of the scheduler: read-only inputs and reusable buffers.
@@ -113,6 +113,18 @@ impl Scoring<'_> {
         {
             for (s, p) in self.scores.iter_mut().zip(p) {
                 *s += w.image_locality * p;
+            }
+        }
+        // VolumeBinding rates only claims still to bind; every other node scores 0.
+        let binding = state.volumes.as_ref().and_then(|v| v.binding.as_ref()).filter(|b| !b.delayed.is_empty());
+        if w.volume_binding != 0
+            && let Some(b) = binding
+        {
+            let shape = &self.config.volume_binding_shape;
+            for (s, n) in self.scores.iter_mut().zip(self.feasible) {
+                let node = cluster.node(*n);
+                let view = muster_api::selectors::NodeView { name: node.name(), labels: &node.detail.labels };
+                *s += w.volume_binding * volume_binding::score(b, view, &cluster.volumes, shape);
             }
         }
         let mut best = 0;

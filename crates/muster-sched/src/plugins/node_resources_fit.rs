@@ -44,8 +44,8 @@ fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
 }
 
 /// RequestedToCapacityRatio's score of one resource: a full (or over-full, or capacity-less)
-/// node scores as 100 % utilization.
-fn ratio_score(shape: &[ShapePoint], requested: i64, capacity: i64) -> i64 {
+/// node scores as 100 % utilization. VolumeBinding's Score rates storage the same way.
+pub(crate) fn ratio_score(shape: &[ShapePoint], requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
         return broken_linear(shape, 100);
     }

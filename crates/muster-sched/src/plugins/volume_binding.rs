@@ -5,16 +5,18 @@
 //! `claimRef`, or the claim's `volume.kubernetes.io/selected-node`), Unreserve takes it back.
 //! A claim to provision on a node needs, where its class's CSI driver sets
 //! `spec.storageCapacity`, a CSIStorageCapacity of the class that the node can reach with room for
-//! it ([`has_enough_capacity`]). Upstream's Score (storage capacity scoring, feature gate
-//! `StorageCapacityScoring`, off by default) is not implemented.
+//! it ([`capacity_for`]). Score (`StorageCapacityScoring`, beta and on by default in 1.37) rates
+//! how full the storage the pod would take on the node is, through the plugin's `shape`
+//! ([`score`]).
 
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{CSIStorageCapacity, StorageClass};
 use muster_api::PodObject;
 use muster_api::selectors::NodeView;
 
 use crate::cluster::PodId;
 use crate::framework::Rejection;
+use crate::plugins::node_resources_fit::{ShapePoint, ratio_score};
 use crate::volumes::{self as vol, Binding, VolumeDecision, Volumes};
 
 pub const NAME: &str = "VolumeBinding";
@@ -23,6 +25,11 @@ pub const REASON_BIND_CONFLICT: &str = "node(s) didn't find available persistent
 pub const REASON_NOT_ENOUGH_SPACE: &str = "node(s) did not have enough free storage";
 pub const REASON_PV_NOT_EXIST: &str = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
 pub const UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
+
+/// `SetDefaults_VolumeBindingArgs`' shape with StorageCapacityScoring: an empty node scores 100,
+/// a full one 0.
+pub const DEFAULT_SHAPE: [ShapePoint; 2] =
+    [ShapePoint { utilization: 0, score: 100 }, ShapePoint { utilization: 100, score: 0 }];
 
 /// What PreFilter found: the pod's claims, sorted as `GetPodVolumeClaims` sorts them.
 #[derive(Clone, Debug, Default)]
@@ -143,8 +150,18 @@ pub struct PodVolumes {
     /// (claim, volume) pairs to bind.
     pub static_bindings: Vec<(String, String)>,
     /// Claims to provision on the node.
-    pub provisions: Vec<String>,
+    pub provisions: Vec<Provision>,
     pub reasons: Vec<&'static str>,
+}
+
+/// A claim to provision on the node (`DynamicProvision`).
+#[derive(Debug)]
+pub struct Provision {
+    pub claim: String,
+    /// The `capacity`, in whole bytes, of the CSIStorageCapacity that made room for the claim;
+    /// `None` when nothing was checked (no size asked, a driver that does not track capacity) or
+    /// the object publishes only a `maximumVolumeSize`.
+    pub capacity: Option<i128>,
 }
 
 /// Filter: the node passes when every bound volume's node affinity matches it and every claim to
@@ -228,43 +245,83 @@ fn bind_or_provision(
             let Some(class) = volumes.classes.get(vol::claim_class(pvc)).filter(|c| can_provision(c, node)) else {
                 return (false, true);
             };
-            if !has_enough_capacity(pvc, class, node, volumes) {
-                return (true, false);
-            }
-            out.provisions.push(claim_name(pvc));
+            let Some(room) = capacity_for(pvc, class, node, volumes) else { return (true, false) };
+            let capacity = room.and_then(|c| c.capacity.as_ref()).map(whole_bytes);
+            out.provisions.push(Provision { claim: claim_name(pvc), capacity });
         }
     }
     (ok, true)
 }
 
 /// `hasEnoughCapacity`: a claim asking for no storage, or whose class's provisioner is not a
-/// CSIDriver with `spec.storageCapacity: true`, needs no check; otherwise some CSIStorageCapacity
-/// of the class must admit the node (its `nodeTopology` selects the node's labels; none: no
-/// node) with a `maximumVolumeSize` (else `capacity`) of at least the request, in whole bytes.
-pub fn has_enough_capacity(
+/// CSIDriver with `spec.storageCapacity: true`, needs no check (`Some(None)`); otherwise some
+/// CSIStorageCapacity of the class must admit the node (its `nodeTopology` selects the node's
+/// labels; none: no node) with a `maximumVolumeSize` (else `capacity`) of at least the request,
+/// in whole bytes: `Some(Some(it))`, the first by namespace and name (upstream takes the first its
+/// lister gives); `None` when none has room.
+pub fn capacity_for<'v>(
     pvc: &PersistentVolumeClaim,
     class: &StorageClass,
     node: NodeView<'_>,
-    volumes: &Volumes,
-) -> bool {
+    volumes: &'v Volumes,
+) -> Option<Option<&'v CSIStorageCapacity>> {
     let size = vol::requested_storage(pvc);
     let asked = pvc.spec.as_ref().and_then(|s| s.resources.as_ref()).and_then(|r| r.requests.as_ref());
     if !asked.is_some_and(|r| r.contains_key("storage")) {
-        return true;
+        return Some(None);
     }
     let tracked = volumes.csi_drivers.get(&class.provisioner).and_then(|d| d.spec.storage_capacity) == Some(true);
     if !tracked {
-        return true;
+        return Some(None);
     }
     let class_name = class.metadata.name.as_deref().unwrap_or_default();
-    volumes.capacities.values().any(|c| {
+    let room = volumes.capacities.values().find(|c| {
         c.storage_class_name == class_name
             && c.maximum_volume_size
                 .as_ref()
                 .or(c.capacity.as_ref())
                 .is_some_and(|limit| whole_bytes(limit) >= bytes_of(size))
             && c.node_topology.as_ref().is_some_and(|t| muster_api::selectors::label_selector_matches(t, node.labels))
-    })
+    });
+    room.map(Some)
+}
+
+/// Score: the node's storage utilization per storage class, through the `shape` (scores
+/// 0..=100), averaged over the classes and rounded. Where the node binds claims to existing
+/// volumes, each class's requests are set against its chosen volumes' capacities; otherwise
+/// against the `capacity` of the CSIStorageCapacity each claim to provision found room in
+/// (claims without one take no part). A node with nothing to rate scores 0.
+pub fn score(state: &BindingState, node: NodeView<'_>, volumes: &Volumes, shape: &[ShapePoint]) -> i64 {
+    use std::collections::BTreeMap;
+    let found = find_pod_volumes(state, node, volumes);
+    // class → (requested, capacity), whole bytes.
+    let mut classes: BTreeMap<&str, (i128, i128)> = BTreeMap::new();
+    let requested = |pvc: &PersistentVolumeClaim| bytes_of(vol::requested_storage(pvc));
+    if found.static_bindings.is_empty() {
+        for p in &found.provisions {
+            let (Some(capacity), Some(pvc)) = (p.capacity, volumes.claim(&state.namespace, &p.claim)) else { continue };
+            let class = classes.entry(vol::claim_class(pvc)).or_default();
+            class.0 += requested(pvc);
+            class.1 = capacity;
+        }
+    } else {
+        for (claim, pv_name) in &found.static_bindings {
+            let (Some(pvc), Some(pv)) = (volumes.claim(&state.namespace, claim), volumes.volumes.get(pv_name)) else {
+                continue;
+            };
+            let class = pv.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()).unwrap_or_default();
+            let class = classes.entry(class).or_default();
+            class.0 += requested(pvc);
+            class.1 += bytes_of(vol::capacity_storage(pv));
+        }
+    }
+    if classes.is_empty() {
+        return 0;
+    }
+    let clamp = |v: i128| v.clamp(0, i128::from(i64::MAX)) as i64;
+    let sum: i64 = classes.values().map(|(r, c)| ratio_score(shape, clamp(*r), clamp(*c))).sum();
+    let n = classes.len() as i64;
+    (2 * sum + n) / (2 * n)
 }
 
 /// A quantity's `Value()`: whole units, rounded up.
@@ -396,7 +453,7 @@ pub fn reserve(pod: PodId, state: &BindingState, node: NodeView<'_>, volumes: &m
         }
         volumes.decisions.push(VolumeDecision { pod, namespace: ns.clone(), claim, binding: Binding::Volume(pv_name) });
     }
-    for claim in found.provisions {
+    for Provision { claim, .. } in found.provisions {
         let key = (ns.clone(), claim.clone());
         let selected =
             volumes.claims.get(&key).and_then(|c| c.metadata.annotations.as_ref()?.get(vol::ANN_SELECTED_NODE));
@@ -504,7 +561,7 @@ mod capacity_tests {
 
     fn fits(pvc: &PersistentVolumeClaim, v: &(Volumes, StorageClass), zone: &str) -> bool {
         let labels = BTreeMap::from([("zone".to_string(), zone.to_string())]);
-        has_enough_capacity(pvc, &v.1, NodeView { name: "n", labels: &labels }, &v.0)
+        capacity_for(pvc, &v.1, NodeView { name: "n", labels: &labels }, &v.0).is_some()
     }
 
     #[test]

@@ -34,6 +34,13 @@ fn storage(objects: &[Value]) -> Volumes {
             "CSINode" => {
                 v.csi_nodes.insert(name, serde_json::from_value(o.clone()).unwrap());
             }
+            "CSIDriver" => {
+                v.csi_drivers.insert(name, serde_json::from_value(o.clone()).unwrap());
+            }
+            "CSIStorageCapacity" => {
+                let ns = o["metadata"]["namespace"].as_str().unwrap_or("default");
+                v.capacities.insert(format!("{ns}/{name}"), serde_json::from_value(o.clone()).unwrap());
+            }
             k => panic!("{k}"),
         }
     }
@@ -469,4 +476,91 @@ fn binding_chooses_the_smallest_and_each_volume_once() {
         vec![("a".to_string(), "small".to_string()), ("b".to_string(), "big".to_string())]
     );
     assert!(found.reasons.is_empty());
+}
+
+/// VolumeBinding's Score on each node, with `shape` as configured (scores 0..=10 as in
+/// `pluginConfig`); the pod's claims are all still to bind.
+fn storage_scores(objects: &[Value], claims: &[&str], nodes: &[&str], shape: &[(i64, i64)]) -> Vec<i64> {
+    use crate::plugins::node_resources_fit::ShapePoint;
+    use crate::plugins::volume_binding::{BindingState, score};
+    let v = storage(objects);
+    let shape: Vec<ShapePoint> =
+        shape.iter().map(|&(utilization, s)| ShapePoint { utilization, score: s * 10 }).collect();
+    let state = BindingState {
+        namespace: "default".into(),
+        delayed: claims.iter().map(|c| c.to_string()).collect(),
+        ..Default::default()
+    };
+    nodes
+        .iter()
+        .map(|n| {
+            let labels = std::collections::BTreeMap::from([("kubernetes.io/hostname".to_string(), n.to_string())]);
+            score(&state, muster_api::selectors::NodeView { name: n, labels: &labels }, &v, &shape)
+        })
+        .collect()
+}
+
+fn on_host(host: &str) -> Value {
+    json!({"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}]}]}}})
+}
+
+/// `shape` 0 → 0, 100 → 10: the fuller the better (the old VolumeCapacityPriority default).
+const PACK: &[(i64, i64)] = &[(0, 0), (100, 10)];
+/// 1.37's default with StorageCapacityScoring: 0 → 10, 100 → 0.
+const SPREAD: &[(i64, i64)] = &[(0, 10), (100, 0)];
+
+/// Static binding: each class's request against the capacity of the volume chosen on the node
+/// (upstream's "local volumes with close capacity are preferred" cases).
+#[test]
+fn score_rates_the_chosen_volumes_of_each_class() {
+    let mut objects = vec![
+        class("fast", "kubernetes.io/no-provisioner", true, json!(null)),
+        class("hdd", "kubernetes.io/no-provisioner", true, json!(null)),
+        claim("c0", "fast", &["ReadWriteOnce"], "50Gi", None),
+        claim("c1", "hdd", &["ReadWriteOnce"], "100Gi", None),
+    ];
+    for (name, class, size, host) in [
+        ("a0", "fast", "200Gi", "a"),
+        ("a1", "fast", "200Gi", "a"),
+        ("a2", "hdd", "200Gi", "a"),
+        ("b0", "fast", "100Gi", "b"),
+        ("b1", "fast", "100Gi", "b"),
+        ("b2", "hdd", "100Gi", "b"),
+    ] {
+        objects.push(volume(name, class, size, json!({}), json!({"nodeAffinity": on_host(host)["nodeAffinity"]})));
+    }
+    assert_eq!(storage_scores(&objects, &["c0"], &["a", "b"], PACK), vec![25, 50]);
+    assert_eq!(storage_scores(&objects, &["c0"], &["a", "b"], SPREAD), vec![75, 50]);
+    // Two classes: (25 + 50) / 2 rounds to 38 on a; (50 + 100) / 2 on b.
+    assert_eq!(storage_scores(&objects, &["c0", "c1"], &["a", "b"], PACK), vec![38, 75]);
+}
+
+/// Dynamic provisioning: the claims of a class against the `capacity` of the CSIStorageCapacity
+/// that admits the node; a claim whose driver does not track capacity takes no part.
+#[test]
+fn score_rates_the_capacity_published_for_the_node() {
+    let capacity = |name: &str, class: &str, host: &str, capacity: Value, max: Value| {
+        json!({"kind": "CSIStorageCapacity", "metadata": {"name": name, "namespace": "csi"},
+            "storageClassName": class, "capacity": capacity, "maximumVolumeSize": max,
+            "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": host}}})
+    };
+    let objects = vec![
+        class("lvm", "lvm.csi.example.com", true, json!(null)),
+        class("nfs", "nfs.example.com", true, json!(null)),
+        json!({"kind": "CSIDriver", "metadata": {"name": "lvm.csi.example.com"}, "spec": {"storageCapacity": true}}),
+        claim("scratch", "lvm", &["ReadWriteOnce"], "50Gi", None),
+        claim("more", "lvm", &["ReadWriteOnce"], "30Gi", None),
+        claim("shared", "nfs", &["ReadWriteOnce"], "1Ti", None),
+        capacity("a", "lvm", "a", json!("100Gi"), json!(null)),
+        capacity("b", "lvm", "b", json!("400Gi"), json!(null)),
+        // Only a maximum volume size: room enough, but no capacity to rate.
+        capacity("c", "lvm", "c", json!(null), json!("100Gi")),
+    ];
+    assert_eq!(storage_scores(&objects, &["scratch"], &["a", "b", "c"], SPREAD), vec![50, 88, 0]);
+    // Both claims of the class count against one capacity: 80 of 100, 80 of 400.
+    assert_eq!(storage_scores(&objects, &["scratch", "more"], &["a", "b"], SPREAD), vec![20, 80]);
+    // The nfs class's driver publishes nothing: it takes no part.
+    assert_eq!(storage_scores(&objects, &["scratch", "shared"], &["a", "b"], SPREAD), vec![50, 88]);
+    assert_eq!(storage_scores(&objects, &["shared"], &["a"], SPREAD), vec![0]);
 }

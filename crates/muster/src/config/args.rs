@@ -83,11 +83,10 @@ pub(super) fn apply(j: &mut Judge<'_, '_, '_>, at: &str, name: &str, node: Optio
                     Some(t) => j.config.volume_bind_timeout_seconds = t as u64,
                     None => {}
                 }
-                if !a.shape.is_empty() {
-                    j.warn(
-                        &format!("{args_at}.shape"),
-                        "not used: muster does not score storage capacity (StorageCapacityScoring)",
-                    );
+                if !a.shape.is_empty()
+                    && let Some(points) = shape(j, &format!("{args_at}.shape"), &a.shape)
+                {
+                    j.config.volume_binding_shape = points;
                 }
             }
         }
@@ -168,7 +167,11 @@ fn node_resources_fit(j: &mut Judge<'_, '_, '_>, at: &str, a: NodeResourcesFitAr
     match (&s.requested_to_capacity_ratio, s.type_.as_deref() == Some("RequestedToCapacityRatio")) {
         (Some(_), false) => j.error(&rtcr, "Forbidden: must be nil when type is not RequestedToCapacityRatio"),
         (None, true) => j.error(&rtcr, "Required value: must be specified when type is RequestedToCapacityRatio"),
-        (Some(r), true) => shape(j, &format!("{rtcr}.shape"), &r.shape),
+        (Some(r), true) => {
+            if let Some(points) = shape(j, &format!("{rtcr}.shape"), &r.shape) {
+                j.config.utilization_shape = points;
+            }
+        }
         (None, false) => {}
     }
     if !s.resources.is_empty() {
@@ -211,10 +214,15 @@ fn added_affinity(j: &mut Judge<'_, '_, '_>, at: &str, added: k8s_openapi::api::
 }
 
 /// `validateFunctionShape`: at least one point, utilizations increasing within 0..=100, scores
-/// within 0..=10; a valid shape is kept, its scores scaled to 0..=100.
-fn shape(j: &mut Judge<'_, '_, '_>, at: &str, points: &[super::schema::ShapePoint]) {
+/// within 0..=10; a valid shape is returned, its scores scaled to 0..=100.
+fn shape(
+    j: &mut Judge<'_, '_, '_>,
+    at: &str,
+    points: &[super::schema::ShapePoint],
+) -> Option<Vec<muster_sched::ShapePoint>> {
     if points.is_empty() {
-        return j.error(at, "Required value: at least one point must be specified");
+        j.error(at, "Required value: at least one point must be specified");
+        return None;
     }
     let before = j.errors_so_far();
     if let Some(i) = (1..points.len()).find(|&i| points[i - 1].utilization >= points[i].utilization) {
@@ -233,12 +241,12 @@ fn shape(j: &mut Judge<'_, '_, '_>, at: &str, points: &[super::schema::ShapePoin
             j.error(&format!("{at}[{i}].score"), format!("Invalid value: {}: not in valid range [0, 10]", p.score));
         }
     }
-    if j.errors_so_far() == before {
-        j.config.utilization_shape = points
+    (j.errors_so_far() == before).then(|| {
+        points
             .iter()
             .map(|p| muster_sched::ShapePoint { utilization: p.utilization.into(), score: i64::from(p.score) * 10 })
-            .collect();
-    }
+            .collect()
+    })
 }
 
 /// Scored resources: weights 1..=100 (0 means 1), names not repeated.

@@ -390,6 +390,7 @@ impl Judge<'_, '_, '_> {
             pod_topology_spread: 0,
             inter_pod_affinity: 0,
             image_locality: 0,
+            volume_binding: 0,
         };
         for e in effective(plugins, "score") {
             match e.name.as_str() {
@@ -400,6 +401,7 @@ impl Judge<'_, '_, '_> {
                 "PodTopologySpread" => w.pod_topology_spread = e.weight,
                 "InterPodAffinity" => w.inter_pod_affinity = e.weight,
                 "ImageLocality" => w.image_locality = e.weight,
+                "VolumeBinding" => w.volume_binding = e.weight,
                 _ => {}
             }
         }

@@ -50,7 +50,7 @@ pub const IN_TREE: &[InTree] = &[
     InTree {
         name: "VolumeBinding",
         points: &["preFilter", "filter", "preScore", "score", "reserve", "preBind"],
-        default_weight: 0,
+        default_weight: 1,
         support: Support::Runs,
     },
     InTree { name: "VolumeZone", points: &["preFilter", "filter"], default_weight: 0, support: Support::Runs },

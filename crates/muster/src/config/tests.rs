@@ -167,6 +167,28 @@ fn requested_to_capacity_ratio_reads_its_shape_scaled_to_node_scores() {
 }
 
 #[test]
+fn volume_binding_reads_its_storage_shape_and_scores_by_default() {
+    assert_eq!(SchedulerConfig::default().weights.volume_binding, 1);
+    let shape_points = |c: &SchedulerConfig| -> Vec<(i64, i64)> {
+        c.volume_binding_shape.iter().map(|p| (p.utilization, p.score)).collect()
+    };
+    assert_eq!(shape_points(&SchedulerConfig::default()), [(0, 100), (100, 0)], "1.37's default");
+    let args = "  pluginConfig:\n  - name: VolumeBinding\n    args:\n      shape:\n";
+    let (c, j) = ok(&format!(
+        "{HEAD}profiles:\n- schedulerName: muster\n{args}      - {{utilization: 0, score: 0}}\n      - {{utilization: 80, score: 10}}\n"
+    ));
+    assert!(j.warnings.is_empty(), "{:?}", j.warnings);
+    assert_eq!(shape_points(&c), [(0, 0), (80, 100)]);
+    let bad =
+        errors(&format!("{HEAD}profiles:\n- schedulerName: muster\n{args}      - {{utilization: 101, score: 3}}\n"));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].ends_with("shape[0].utilization: Invalid value: 101: not in valid range [0, 100]"), "{bad:?}");
+    let off = "  plugins:\n    score:\n      disabled:\n      - name: VolumeBinding\n";
+    let (c, _) = ok(&format!("{HEAD}profiles:\n- schedulerName: muster\n{off}"));
+    assert_eq!(c.weights.volume_binding, 0, "a profile may turn storage scoring off");
+}
+
+#[test]
 fn added_affinity_is_applied_when_its_selectors_are_valid() {
     let head = "  pluginConfig:\n  - name: NodeAffinity\n    args:\n      addedAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          nodeSelectorTerms:\n          - matchExpressions:\n";
     let (c, j) = ok(&format!(
