@@ -22,6 +22,7 @@ mod device_domains;
 mod equivalence;
 mod gang_bound;
 mod group;
+pub mod hints;
 mod pod_preemption;
 mod preemption;
 mod profiles;
@@ -195,6 +196,8 @@ pub struct Attempted {
     pub pending: bool,
     /// What the pending pods wait for.
     pub wake: Wake,
+    /// Which of those events the pod's hints check against the event's object.
+    pub checked: crate::queue::Checked,
     /// Running pods were preempted: their resources and devices are free.
     pub freed: bool,
 }
@@ -587,7 +590,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 plan.settle_groups(&settle);
             }
             if attempted.pending {
-                queue.failed(entry, attempted.wake, now);
+                queue.failed_checked(entry, attempted.wake, attempted.checked, now);
             } else {
                 queue.done(entry);
             }
@@ -682,11 +685,17 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             }
         };
         let (c, spread) = (&*self.cluster, &self.config.pod_topology_spread);
-        let wake = plan.unschedulable[failed_before..]
+        let failed = &plan.unschedulable[failed_before..];
+        let wake = failed
             .iter()
             .filter(|(p, _)| pending.contains(p))
             .fold(Wake::NONE, |w, (p, e)| w.union(wake_for(c.pod(*p), e, spread)));
-        Attempted { pending: !pending.is_empty(), wake, freed: plan.victims() > victims_before }
+        // Hints that look at an event's object are asked for a pod entry (one verdict).
+        let checked = match (entry, failed) {
+            (QueueEntry::Pod(p), [(q, e)]) if *q == p => hints::checked_for(e, wake),
+            _ => crate::queue::Checked::default(),
+        };
+        Attempted { pending: !pending.is_empty(), wake, checked, freed: plan.victims() > victims_before }
     }
 
     /// A pod equivalent to one found unschedulable since the cluster last changed gets the same

@@ -98,7 +98,14 @@ impl<'d> Engine<'d> {
             }
         }
         if applied.wake != Wake::NONE {
-            self.queue.on_event(applied.wake, now);
+            let (cluster, config) = (self.scheduler.cluster(), self.scheduler.config());
+            let (event, subject) = (applied.wake, &applied.subject);
+            self.queue.on_event_checked(event, now, |entry, checked| {
+                let QueueEntry::Pod(pod) = entry else { return true };
+                let name = cluster.pod(pod).pod.spec().and_then(|s| s.scheduler_name.as_deref());
+                let spread = &config.profile_for(name).pod_topology_spread;
+                crate::cycle::hints::queues(cluster, spread, pod, checked, event, subject)
+            });
         }
         Ok(())
     }

@@ -9,7 +9,8 @@
 //! Entries are [`QueueEntry`] values: a pod, a PodGroup or a CompositePodGroup tree, each scheduled
 //! as one entity. The queue owns no cluster state: callers say how an entry sorts when they add it
 //! ([`OrderKey`]), what an attempt's failure waits for ([`Wake`]), and which events happened
-//! ([`SchedulingQueue::on_event`]).
+//! ([`SchedulingQueue::on_event`]). For the events whose object a plugin's hint looks at
+//! ([`Checked`]), the caller answers for each waiting entry ([`SchedulingQueue::on_event_checked`]).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -97,13 +98,18 @@ impl Wake {
     /// How many bits a set has room for.
     const BITS: usize = 16;
 
-    pub fn union(self, other: Wake) -> Wake {
+    pub const fn union(self, other: Wake) -> Wake {
         Wake(self.0 | other.0)
     }
 
     /// The events of `self` that are not in `other`.
-    pub fn without(self, other: Wake) -> Wake {
+    pub const fn without(self, other: Wake) -> Wake {
         Wake(self.0 & !other.0)
+    }
+
+    /// The events in both.
+    pub const fn intersection(self, other: Wake) -> Wake {
+        Wake(self.0 & other.0)
     }
 
     pub fn intersects(self, other: Wake) -> bool {
@@ -181,6 +187,19 @@ impl Wake {
     }
 }
 
+/// The events of an entry's [`Wake`] set that only PodTopologySpread or InterPodAffinity wait
+/// for, whose hints look at the event's object (the pod that came, went or was relabeled; the
+/// node added, changed or deleted): for those the entry is woken only when the hint of a plugin
+/// that rejected it says the object may help. Any other event it waits for wakes it outright.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub events: Wake,
+    /// PodTopologySpread rejected the entry.
+    pub spread: bool,
+    /// InterPodAffinity rejected the entry.
+    pub affinity: bool,
+}
+
 /// Where an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
@@ -201,6 +220,8 @@ struct Info {
     failed_at: Millis,
     /// What the entry waits for, in the unschedulable pool.
     wake: Wake,
+    /// Which of those events its hints check.
+    checked: Checked,
     /// The move-request cycle when the entry was popped.
     popped_at_cycle: u64,
 }
@@ -245,8 +266,15 @@ impl SchedulingQueue {
             return;
         }
         self.active.push(Reverse((order.clone(), entry)));
-        let info =
-            Info { order, place: Place::Active, attempts: 0, failed_at: 0, wake: Wake::NONE, popped_at_cycle: 0 };
+        let info = Info {
+            order,
+            place: Place::Active,
+            attempts: 0,
+            failed_at: 0,
+            wake: Wake::NONE,
+            checked: Checked::default(),
+            popped_at_cycle: 0,
+        };
         self.info.insert(entry, info);
     }
 
@@ -264,6 +292,7 @@ impl SchedulingQueue {
                 attempts: 0,
                 failed_at: 0,
                 wake: Wake::NONE,
+                checked: Checked::default(),
                 popped_at_cycle: 0,
             };
             self.info.insert(entry, info);
@@ -285,8 +314,15 @@ impl SchedulingQueue {
             self.requeue(entry, now);
             return;
         }
-        let info =
-            Info { order, place: Place::Backoff, attempts: 1, failed_at: now, wake: Wake::NONE, popped_at_cycle: 0 };
+        let info = Info {
+            order,
+            place: Place::Backoff,
+            attempts: 1,
+            failed_at: now,
+            wake: Wake::NONE,
+            checked: Checked::default(),
+            popped_at_cycle: 0,
+        };
         self.backoff.insert((Self::expiry(&info, self.limits), info.order.clone(), entry));
         self.info.insert(entry, info);
     }
@@ -347,11 +383,18 @@ impl SchedulingQueue {
     /// helped it) or when the failure was an error rather than a verdict (`wake` is
     /// [`Wake::ANY`] and nothing will say when to retry).
     pub fn failed(&mut self, entry: QueueEntry, wake: Wake, now: Millis) {
+        self.failed_checked(entry, wake, Checked::default(), now);
+    }
+
+    /// [`SchedulingQueue::failed`], with the events of `wake` whose object the entry's hints
+    /// check.
+    pub fn failed_checked(&mut self, entry: QueueEntry, wake: Wake, checked: Checked, now: Millis) {
         let move_request_cycle = self.move_request_cycle;
         let Some(info) = self.info.get_mut(&entry) else { return };
         debug_assert_eq!(info.place, Place::InFlight, "failed on an entry that was not popped");
         info.failed_at = now;
         info.wake = wake;
+        info.checked = checked;
         if move_request_cycle >= info.popped_at_cycle {
             info.place = Place::Backoff;
             let key = (Self::expiry(info, self.limits), info.order.clone(), entry);
@@ -366,12 +409,26 @@ impl SchedulingQueue {
     /// A cluster event of kind `event` happened at `now`: every unschedulable entry
     /// waiting for it moves to the active queue (or to backoff, while its backoff lasts).
     pub fn on_event(&mut self, event: Wake, now: Millis) {
+        self.on_event_checked(event, now, |_, _| true);
+    }
+
+    /// [`SchedulingQueue::on_event`] for an event with an object: an entry that waits for it only
+    /// through [`Checked`] events is woken when `hint` says the object may help it.
+    pub fn on_event_checked(&mut self, event: Wake, now: Millis, mut hint: impl FnMut(QueueEntry, Checked) -> bool) {
         self.move_request_cycle = self.cycle;
         if !event.bits().any(|b| self.waiting[b] > 0) {
             return;
         }
-        let woken: Vec<QueueEntry> =
-            self.unschedulable.keys().copied().filter(|e| self.info[e].wake.intersects(event)).collect();
+        let woken: Vec<QueueEntry> = self
+            .unschedulable
+            .keys()
+            .copied()
+            .filter(|e| {
+                let info = &self.info[e];
+                let hit = info.wake.intersection(event);
+                hit != Wake::NONE && (hit.without(info.checked.events) != Wake::NONE || hint(*e, info.checked))
+            })
+            .collect();
         for entry in woken {
             self.requeue(entry, now);
         }

@@ -95,10 +95,12 @@ pub enum Change {
 }
 
 /// What a change means for the scheduling queue.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Applied {
     /// The events it was, for entries waiting in the unschedulable pool.
     pub wake: Wake,
+    /// The object of those events that queueing hints look at.
+    pub subject: Subject,
     /// Entries that now have pending pods (new pods, pods no longer assumed, pods whose missing
     /// claim arrived): each joins the queue, or leaves the pool it waits in.
     pub queue: Vec<QueueEntry>,
@@ -108,6 +110,32 @@ pub struct Applied {
     /// Claims whose object changed (an index into [`Cluster::claims`]), with the object they
     /// had: the devices in use follow ([`crate::Scheduler::claim_replaced`]).
     pub claims: Vec<(ClaimId, Option<Box<ResourceClaim>>)>,
+}
+
+/// The pod or node an event was about, as the queueing hints that look at the object read it
+/// (`isSchedulableAfterPodChange`, `isSchedulableAfterNodeChange`).
+#[derive(Clone, Debug, Default)]
+pub enum Subject {
+    /// No object to look at (the event wakes every entry waiting for it).
+    #[default]
+    None,
+    /// A pod that came to a node, left one or was relabeled on one: it is at `id` (vacant once
+    /// deleted), and `before` says how it was when that differs.
+    Pod { id: PodId, before: PodBefore },
+    /// A node added, changed or deleted: it is at `id` (marked removed once deleted), with its
+    /// labels before a relabeling and whether its taints changed.
+    Node { id: NodeId, old_labels: Option<std::collections::BTreeMap<String, String>>, taints_changed: bool },
+}
+
+/// How a pod of [`Subject::Pod`] was before the change.
+#[derive(Clone, Debug)]
+pub enum PodBefore {
+    /// As it is now (its labels did not change).
+    Same,
+    /// With these labels.
+    Labels(std::collections::BTreeMap<String, String>),
+    /// Deleted: the pod as it was.
+    Deleted(Box<PodInfo>),
 }
 
 /// The store's indexes by name, built on the first change.
@@ -301,10 +329,11 @@ impl Cluster {
                 let old = &mut self.nodes[id.0 as usize];
                 let zone_moved =
                     crate::cluster::zone_key(&old.detail.labels) != crate::cluster::zone_key(&info.detail.labels);
-                applied.wake = Wake::node_updated(
-                    old.detail.labels != info.detail.labels,
-                    old.detail.taints != info.detail.taints,
-                );
+                let (relabeled, taints_changed) =
+                    (old.detail.labels != info.detail.labels, old.detail.taints != info.detail.taints);
+                applied.wake = Wake::node_updated(relabeled, taints_changed);
+                let old_labels = relabeled.then(|| std::mem::take(&mut old.detail.labels));
+                applied.subject = Subject::Node { id, old_labels, taints_changed };
                 info.requested = old.requested;
                 info.non_zero_requested = old.non_zero_requested;
                 info.num_pods = old.num_pods;
@@ -330,6 +359,7 @@ impl Cluster {
                 }
                 self.node_order = crate::cluster::zone_interleaved_order(&self.nodes);
                 applied.wake = Wake::NODE_ADDED;
+                applied.subject = Subject::Node { id, old_labels: None, taints_changed: false };
             }
         }
         self.any_prefer_no_schedule = self.index().prefer_no_schedule > 0;
@@ -338,7 +368,8 @@ impl Cluster {
 
     fn delete_node(&mut self, name: &str) -> Applied {
         let Some(id) = self.index().nodes.remove(name) else { return Applied::default() };
-        let mut applied = Applied { wake: Wake::NODE_DELETED, ..Applied::default() };
+        let subject = Subject::Node { id, old_labels: None, taints_changed: false };
+        let mut applied = Applied { wake: Wake::NODE_DELETED, subject, ..Applied::default() };
         let on_node = self.nodes[id.0 as usize].detail.pods.clone();
         for pod in on_node {
             let Cluster { nodes, pods, index, inter_pod, .. } = self;
@@ -392,6 +423,10 @@ impl Cluster {
                 // stay (with a special extended-resources claim Reserve added).
                 let old = &mut self.pods[id.0 as usize];
                 let relabeled = old.pod.meta().labels != info.pod.meta().labels;
+                let before = match relabeled {
+                    true => PodBefore::Labels(old.pod.meta().labels.clone().unwrap_or_default()),
+                    false => PodBefore::Same,
+                };
                 info.claims = std::mem::take(&mut old.claims);
                 if info.claims.iter().any(Result::is_err) {
                     info.claims.clear(); // resolved again below: the status may name a claim now
@@ -418,18 +453,26 @@ impl Cluster {
                 // Resources freed only when the pod leaves its node (not when a binding confirms
                 // an assumption); a pod that comes to a node or is relabeled there changes
                 // what PodTopologySpread and InterPodAffinity count.
-                applied.wake = applied.wake.union(Wake::pod_updated(&old, &info.state, relabeled));
+                let wake = Wake::pod_updated(&old, &info.state, relabeled);
+                if wake != Wake::NONE {
+                    applied.subject = Subject::Pod { id, before };
+                }
+                applied.wake = applied.wake.union(wake);
                 id
             }
             None => {
                 applied.wake = Wake::pod_updated(&PodState::Deleted, &info.state, false);
-                match self.index().free_pods.pop() {
+                let id = match self.index().free_pods.pop() {
                     Some(id) => id,
                     None => {
                         self.pods.push(PodInfo::vacant());
                         PodId(self.pods.len() as u32 - 1)
                     }
+                };
+                if applied.wake != Wake::NONE {
+                    applied.subject = Subject::Pod { id, before: PodBefore::Same };
                 }
+                id
             }
         };
         let resolve = info.claims.is_empty() && info.pod.spec().is_some_and(|s| s.resource_claims.is_some());
@@ -563,11 +606,13 @@ impl Cluster {
     fn delete_pod(&mut self, key: &str) -> Applied {
         let mut applied = Applied::default();
         let Some(id) = self.index().pods.remove(key) else { return applied };
-        if self.take_pod(id, &mut applied).on_node().is_some() {
-            applied.wake = Wake::ASSIGNED_POD_DELETED;
-        }
+        let was_on_node = self.take_pod(id, &mut applied).on_node().is_some();
         self.volumes.settled(id);
-        self.pods[id.0 as usize] = PodInfo::vacant();
+        let gone = std::mem::replace(&mut self.pods[id.0 as usize], PodInfo::vacant());
+        if was_on_node {
+            applied.wake = Wake::ASSIGNED_POD_DELETED;
+            applied.subject = Subject::Pod { id, before: PodBefore::Deleted(Box::new(gone)) };
+        }
         self.index().free_pods.push(id);
         applied
     }

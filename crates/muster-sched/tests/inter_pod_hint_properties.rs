@@ -91,14 +91,20 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Runs what is ready at `now`, confirming each binding at once (itself a change).
+/// Runs what is ready at `now`, confirming each binding at once (itself a change, which may
+/// wake others: run again until a run places nothing).
 fn schedule_and_bind(engine: &mut Engine, now: u64) {
-    let plan = engine.schedule(now);
-    for (p, n) in plan.placements {
-        let c = engine.cluster();
-        let mut bound = Box::new(c.pod(p).pod.object());
-        bound.spec.get_or_insert_with(Default::default).node_name = Some(c.node(n).name().to_string());
-        engine.apply(Change::UpsertPod(bound), now).unwrap();
+    loop {
+        let plan = engine.schedule(now);
+        if plan.placements.is_empty() {
+            return;
+        }
+        for (p, n) in plan.placements {
+            let c = engine.cluster();
+            let mut bound = Box::new(c.pod(p).pod.object());
+            bound.spec.get_or_insert_with(Default::default).node_name = Some(c.node(n).name().to_string());
+            engine.apply(Change::UpsertPod(bound), now).unwrap();
+        }
     }
 }
 

@@ -134,7 +134,23 @@ pub(crate) fn time_plans(base: &Cluster, config: &SchedulerConfig, iterations: u
     (runs[runs.len() / 2], runs[0], placed)
 }
 
-/// Times the plan cycle (not the generation or the snapshot build) `iterations` times.
+/// `base` with `count - 1` further profiles, `profile-1`…, each scoring the other way from the
+/// one before (LeastAllocated ↔ MostAllocated), for pods that alternate between them.
+pub fn alternating_profiles(base: SchedulerConfig, count: usize) -> SchedulerConfig {
+    use muster_sched::ScoringStrategy::{LeastAllocated, MostAllocated};
+    let mut strategy = base.scoring_strategy;
+    let profiles = (1..count)
+        .map(|k| {
+            strategy = if strategy == MostAllocated { LeastAllocated } else { MostAllocated };
+            let config = SchedulerConfig { scoring_strategy: strategy, ..base.clone() };
+            muster_sched::Profile { scheduler_name: format!("profile-{k}"), config }
+        })
+        .collect();
+    SchedulerConfig { profiles, ..base }
+}
+
+/// Times the plan cycle (not the generation or the snapshot build) `iterations` times. Where the
+/// configuration has further profiles, pod `i` takes profile `i mod (profiles + 1)`.
 pub fn plan(
     nodes: usize,
     pods: usize,
@@ -142,14 +158,20 @@ pub fn plan(
     iterations: usize,
     config: &SchedulerConfig,
 ) -> anyhow::Result<String> {
-    let (ns, ps) = basic_objects(nodes, pods, shapes);
+    let (ns, mut ps) = basic_objects(nodes, pods, shapes);
+    let mut names = SchedulerNames::default();
+    names.0.extend(config.profiles.iter().map(|p| p.scheduler_name.clone()));
+    let every = config.profiles.len() + 1;
+    for (i, p) in ps.iter_mut().enumerate().filter(|(i, _)| i % every != 0) {
+        let spec = p.spec.as_mut().expect("basic pods have a spec");
+        spec.scheduler_name = Some(config.profiles[i % every - 1].scheduler_name.clone());
+    }
     let t = Instant::now();
-    let base = Cluster::build(ns, ps, &[], &SchedulerNames::default())
-        .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
+    let base = Cluster::build(ns, ps, &[], &names).map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
     let build = t.elapsed();
     let (median, best, placed) = time_plans(&base, config, iterations);
     Ok(format!(
-        "SchedulingBasic: {nodes} nodes, {pods} pending pods in {shapes} shape(s), {iterations} runs\n  snapshot build: {:.3} s\n  plan cycle: median {:.3} s ({:.0} pods/s), best {:.3} s ({:.0} pods/s)\n  placed: {placed}/{pods}\n  peak RSS: {:.0} MiB\n",
+        "SchedulingBasic: {nodes} nodes, {pods} pending pods in {shapes} shape(s), {every} profile(s), {iterations} runs\n  snapshot build: {:.3} s\n  plan cycle: median {:.3} s ({:.0} pods/s), best {:.3} s ({:.0} pods/s)\n  placed: {placed}/{pods}\n  peak RSS: {:.0} MiB\n",
         secs(build),
         secs(median),
         pods as f64 / secs(median),

@@ -265,6 +265,10 @@ enum BenchCommand {
         iterations: usize,
         #[arg(long, value_enum, default_value_t = Scoring::LeastAllocated)]
         scoring: Scoring,
+        /// Scheduling profiles the pods alternate between (pod i goes to profile i mod N): the
+        /// first is --scoring, the others score the other way, each under its own schedulerName.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+        profiles: u16,
     },
     /// scheduler_perf's inter-pod shapes (TopologySpreading, SchedulingPodAntiAffinity,
     /// SchedulingPreferredPodAffinity): NODES SchedulingBasic nodes in 3 zones, INIT_PODS bound,
@@ -598,8 +602,9 @@ fn run_devices(args: DevicesArgs) -> anyhow::Result<ExitCode> {
 
 fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        BenchCommand::Plan { nodes, pods, shapes, iterations, scoring } => {
+        BenchCommand::Plan { nodes, pods, shapes, iterations, scoring, profiles } => {
             let config = SchedulerConfig { scoring_strategy: scoring.into(), ..Default::default() };
+            let config = bench::alternating_profiles(config, profiles.into());
             print!("{}", bench::plan(nodes, pods, shapes, iterations, &config)?);
         }
         BenchCommand::InterPod { shape, nodes, init_pods, pods, iterations } => {

@@ -73,6 +73,17 @@ impl AffinityTerm {
         let ns = pod.meta().namespace.as_deref().unwrap_or("default");
         self.namespaces.matches(ns, || cluster.namespace_labels.get(ns)) && self.selector.matches(pod)
     }
+
+    /// [`AffinityTerm::matches`] for a pod of `namespace` with `labels`.
+    pub fn matches_labels(
+        &self,
+        namespace: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+        cluster: &Cluster,
+    ) -> bool {
+        self.namespaces.matches(namespace, || cluster.namespace_labels.get(namespace))
+            && self.selector.matches_labels(labels)
+    }
 }
 
 /// Topology keys shared by every term naming them (compared by pointer first); at most 1024.

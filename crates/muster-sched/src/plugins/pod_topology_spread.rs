@@ -122,6 +122,30 @@ pub fn constraints(
     (parse(&args.defaults(), pod, action, Some(Selector::Requirements(selector.clone()))), system)
 }
 
+/// The pod's DoNotSchedule constraints as its queueing hints read them (`getConstraints`): its
+/// own, or the DoNotSchedule defaults when something selects it.
+pub fn hard_constraints(pod: &dyn PodObject, cluster: &Cluster, args: &PodTopologySpreadArgs) -> Vec<Constraint> {
+    let own = pod.spec().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
+    if !own.is_empty() {
+        return parse(own, pod, "DoNotSchedule", None);
+    }
+    if !args.has_defaults("DoNotSchedule") {
+        return Vec::new();
+    }
+    let selector = cluster.spread_selectors.default_selector(pod);
+    if selector.is_empty() {
+        return Vec::new();
+    }
+    parse(&args.defaults(), pod, "DoNotSchedule", Some(Selector::Requirements(selector)))
+}
+
+impl Constraint {
+    /// Whether a pod of `namespace` with `labels` counts for the constraint.
+    pub fn selects(&self, namespace: &str, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        self.matcher.all.iter().all(|(ns, selector)| ns.matches(namespace, || None) && selector.matches_labels(labels))
+    }
+}
+
 fn parse(
     list: &[TopologySpreadConstraint],
     pod: &dyn PodObject,

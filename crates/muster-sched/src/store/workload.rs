@@ -95,7 +95,9 @@ mod tests {
         assert_eq!(topology(&c, 1), None, "a group naming another Workload keeps its own");
 
         // The same annotations again change nothing and wake nothing.
-        assert_eq!(c.apply(workload("w", Some("gpu.example.com/clique"))).unwrap(), Default::default());
+        let again = c.apply(workload("w", Some("gpu.example.com/clique"))).unwrap();
+        assert_eq!(again.wake, crate::queue::Wake::NONE);
+        assert!(again.queue.is_empty() && again.dequeue.is_empty() && again.claims.is_empty());
 
         c.apply(workload("w", Some("not a key"))).unwrap();
         let err = topology(&c, 0).unwrap().unwrap_err();
