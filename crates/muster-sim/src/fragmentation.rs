@@ -6,7 +6,9 @@
 //! - a node's devices are those of the ResourceSlices local to it (`spec.nodeName`), in pools
 //!   whose slices are all local to that one node; devices of other slices are left out;
 //! - a node's free devices are its devices minus those its claims' allocations hold (a device
-//!   shared by several claims counts once per claim; the count stops at zero);
+//!   shared by several claims counts once per claim; the count stops at zero) and minus those
+//!   *out of service*: held by no claim and tainted `NoSchedule` or `NoExecute` (a failed GPU,
+//!   a maintenance rule), which no pod of the shape can be given;
 //! - the *shape* is the trace's dominant GPU request per pod: the request size that asks for the
 //!   most GPUs in all (pods × GPUs per pod, summed over the trace's jobs; ties go to the larger
 //!   request; 1 when no pod asks for GPUs). Weighing by GPUs rather than by pods keeps a trace of
@@ -24,6 +26,7 @@
 use std::collections::HashMap;
 
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use muster_controllers::eviction::DeviceKey;
 
 use crate::trace::Job;
 
@@ -37,6 +40,8 @@ pub struct Inventory {
     /// Rack names, sorted, and each node's rack (index into `racks`), if it has one.
     pub racks: Vec<String>,
     rack_of: Vec<Option<u32>>,
+    /// Every counted device, with its node (index into `nodes`).
+    pub devices: Vec<(u32, DeviceKey)>,
 }
 
 impl Inventory {
@@ -66,8 +71,15 @@ impl Inventory {
                 }
             }
         }
+        let mut listed = Vec::new();
+        for s in slices {
+            let Some(&node) = pools.get(&s.spec.driver).and_then(|p| p.get(&s.spec.pool.name)) else { continue };
+            for d in s.spec.devices.iter().flatten() {
+                listed.push((node, DeviceKey::new(&s.spec.driver, &s.spec.pool.name, &d.name)));
+            }
+        }
         let rack_of = vec![None; nodes.len()];
-        Inventory { nodes, pools, racks: Vec::new(), rack_of }
+        Inventory { nodes, pools, racks: Vec::new(), rack_of, devices: listed }
     }
 
     /// The inventory with each node's rack, as `rack(node name)` says.
@@ -82,6 +94,11 @@ impl Inventory {
 
     /// How many devices of the claim's allocation each node holds, by node index.
     pub fn claim_nodes(&self, claim: &ResourceClaim) -> Vec<(u32, u64)> {
+        self.claim_nodes_where(claim, |_| true)
+    }
+
+    /// [`Inventory::claim_nodes`], counting only the devices `counted` says.
+    pub fn claim_nodes_where(&self, claim: &ResourceClaim, counted: impl Fn(&DeviceKey) -> bool) -> Vec<(u32, u64)> {
         let results = claim
             .status
             .as_ref()
@@ -91,6 +108,9 @@ impl Inventory {
         let mut out: Vec<(u32, u64)> = Vec::new();
         for r in results.into_iter().flatten() {
             let Some(&node) = self.pools.get(&r.driver).and_then(|p| p.get(&r.pool)) else { continue };
+            if !counted(&DeviceKey::new(&r.driver, &r.pool, &r.device)) {
+                continue;
+            }
             match out.iter_mut().find(|(n, _)| *n == node) {
                 Some((_, count)) => *count += 1,
                 None => out.push((node, 1)),
@@ -121,6 +141,9 @@ fn shape_of(jobs: impl Iterator<Item = (u32, u32)>) -> u64 {
 pub struct Free {
     capacity: Vec<u64>,
     held: Vec<u64>,
+    /// Devices out of service per node (tainted, held by no claim), and their sum.
+    out: Vec<u64>,
+    out_total: u64,
     /// How many nodes have each number of free devices (index: free devices).
     by_free: Vec<u64>,
     shape: u64,
@@ -140,7 +163,8 @@ impl Free {
         for &c in &capacity {
             by_free[c as usize] += 1;
         }
-        let mut free = Free { held: vec![0; capacity.len()], by_free, shape: shape.max(1), ..Free::default() };
+        let (held, out) = (vec![0; capacity.len()], vec![0; capacity.len()]);
+        let mut free = Free { held, out, by_free, shape: shape.max(1), ..Free::default() };
         free.free = capacity.iter().sum();
         free.stranded = capacity.iter().map(|&c| free.stranded_on(c)).sum();
         free.rack_of = inventory.rack_of.clone();
@@ -159,24 +183,50 @@ impl Free {
     }
 
     fn free_on(&self, node: usize) -> u64 {
-        self.capacity[node].saturating_sub(self.held[node])
+        self.capacity[node].saturating_sub(self.held[node] + self.out[node])
     }
 
     /// Claims' devices on nodes were allocated (`taken`) or released.
     pub fn change(&mut self, on: &[(u32, u64)], taken: bool) {
         for &(node, n) in on {
-            let node = node as usize;
-            let before = self.free_on(node);
-            self.held[node] = if taken { self.held[node] + n } else { self.held[node].saturating_sub(n) };
-            let after = self.free_on(node);
-            self.by_free[before as usize] -= 1;
-            self.by_free[after as usize] += 1;
-            self.free = self.free - before + after;
-            self.stranded = self.stranded - self.stranded_on(before) + self.stranded_on(after);
-            if let Some(r) = self.rack_of.get(node).copied().flatten() {
-                let pods = &mut self.rack_pods[r as usize];
-                *pods = *pods - before / self.shape + after / self.shape;
-            }
+            self.update(node as usize, |held, _| *held = if taken { *held + n } else { held.saturating_sub(n) });
+        }
+    }
+
+    /// Out-of-service devices on nodes were allocated to claims that tolerate their taints
+    /// (`taken`: they leave the out-of-service count) or released (they join it).
+    pub fn change_out_of_service(&mut self, on: &[(u32, u64)], taken: bool) {
+        for &(node, n) in on {
+            self.update(node as usize, |_, out| *out = if taken { out.saturating_sub(n) } else { *out + n });
+        }
+    }
+
+    /// Every node's out-of-service devices, counted afresh (after the taints changed).
+    pub fn set_out_of_service(&mut self, out: &[u64]) {
+        for (node, n) in out.iter().enumerate().take(self.capacity.len()) {
+            self.update(node, |_, out| *out = *n);
+        }
+    }
+
+    /// Devices out of service on all nodes.
+    pub fn out_of_service(&self) -> u64 {
+        self.out_total
+    }
+
+    /// Changes a node's held and out-of-service counts, and the totals that follow.
+    fn update(&mut self, node: usize, f: impl FnOnce(&mut u64, &mut u64)) {
+        let before = self.free_on(node);
+        self.out_total -= self.out[node];
+        f(&mut self.held[node], &mut self.out[node]);
+        self.out_total += self.out[node];
+        let after = self.free_on(node);
+        self.by_free[before as usize] -= 1;
+        self.by_free[after as usize] += 1;
+        self.free = self.free - before + after;
+        self.stranded = self.stranded - self.stranded_on(before) + self.stranded_on(after);
+        if let Some(r) = self.rack_of.get(node).copied().flatten() {
+            let pods = &mut self.rack_pods[r as usize];
+            *pods = *pods - before / self.shape + after / self.shape;
         }
     }
 
@@ -223,6 +273,13 @@ impl Free {
         }
         if rack_pods != self.rack_pods {
             return Err(format!("pods placeable per rack kept as {:?}, counted as {rack_pods:?}", self.rack_pods));
+        }
+        if self.out.iter().sum::<u64>() != self.out_total {
+            return Err(format!(
+                "out of service kept as {}, counted as {}",
+                self.out_total,
+                self.out.iter().sum::<u64>()
+            ));
         }
         let got = (self.free, self.stranded, self.largest());
         if got != (free, stranded, largest) {
@@ -324,6 +381,27 @@ mod tests {
         assert_eq!((free.free(), free.largest()), (16, 8));
         free.change(&[(2, 3)], false);
         assert_eq!(free.free(), 17);
+    }
+
+    #[test]
+    fn devices_out_of_service_are_not_free() {
+        let inv = inventory();
+        assert_eq!(inv.devices.len(), 20, "node-local devices only");
+        let mut free = Free::new(&inv, 4);
+        // Two of a's devices and one of c's tainted: c (3 free) strands its devices.
+        free.set_out_of_service(&[2, 0, 1]);
+        assert_eq!((free.free(), free.stranded(), free.out_of_service()), (17, 3, 3));
+        // A claim tolerating the taints takes one of a's: it leaves the count, and comes back
+        // to it when released.
+        free.change(&[(0, 1)], true);
+        free.change_out_of_service(&[(0, 1)], true);
+        assert_eq!((free.free(), free.out_of_service()), (17, 2));
+        free.change(&[(0, 1)], false);
+        free.change_out_of_service(&[(0, 1)], false);
+        assert_eq!((free.free(), free.out_of_service()), (17, 3));
+        free.set_out_of_service(&[0, 0, 0]);
+        assert_eq!((free.free(), free.stranded(), free.out_of_service()), (20, 0, 0));
+        free.check().unwrap();
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub struct Totals {
     pub shape: u64,
     pub free_ms: u128,
     pub stranded_ms: u128,
+    /// Devices out of service (tainted, held by no claim) integrated over time, and now.
+    pub out_of_service_ms: u128,
+    pub out_of_service_now: u64,
     pub peak_stranded: u64,
     /// Free devices now (a zero-length run's means).
     pub free_now: u64,
@@ -168,6 +171,9 @@ pub struct Fragmentation {
     /// free than `gpusPerPod`.
     pub mean_free_gpus: f64,
     pub mean_stranded_gpus: f64,
+    /// Over the simulated span: devices out of service (a `NoSchedule` or `NoExecute` taint, held
+    /// by no claim), which the free devices leave out.
+    pub mean_out_of_service_gpus: f64,
     /// The most stranded at the end of a step.
     pub peak_stranded_gpus: u64,
     /// With racks (`--rack-label`): how many, and over the simulated span the largest gang of
@@ -375,6 +381,12 @@ impl Report {
                 "free devices: {:.1} on average, {:.1} of them stranded (on nodes with fewer than {} free), peak {}\n",
                 f.mean_free_gpus, f.mean_stranded_gpus, f.gpus_per_pod, f.peak_stranded_gpus
             ));
+            if f.mean_out_of_service_gpus > 0.0 {
+                out.push_str(&format!(
+                    "out of service (tainted, not counted free): {:.1} devices on average\n",
+                    f.mean_out_of_service_gpus
+                ));
+            }
             if let (Some(racks), Some(gang)) = (f.racks, f.mean_largest_rack_gang_pods) {
                 out.push_str(&format!(
                     "largest gang of {}-device pods placeable in one rack: {gang:.1} pods on average ({racks} racks)\n",
@@ -420,6 +432,7 @@ fn fragmentation(t: &Totals) -> Fragmentation {
         gpus_per_pod: t.shape,
         mean_free_gpus: mean(t.free_ms, t.free_now),
         mean_stranded_gpus: mean(t.stranded_ms, t.stranded_now),
+        mean_out_of_service_gpus: mean(t.out_of_service_ms, t.out_of_service_now),
         peak_stranded_gpus: t.peak_stranded,
         racks: (t.racks > 0).then_some(t.racks),
         mean_largest_rack_gang_pods: (t.racks > 0).then(|| mean(t.rack_gang_ms, t.rack_gang_now)),

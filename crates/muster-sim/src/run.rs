@@ -71,7 +71,8 @@ fn epoch<'s>(
     let mut sim = match next {
         Next::Start(start) => {
             let (cluster, trace, options) = *start;
-            let sim = Sim::new(Engine::new(cluster, config.clone(), Some(&ctx)).with_gang_bound(), trace, options);
+            let sim = Sim::new(Engine::new(cluster, config.clone(), Some(&ctx)).with_gang_bound(), trace, options)
+                .with_device_taints(&taints);
             match stopwatch {
                 Some(s) => sim.with_stopwatch(s),
                 None => sim,

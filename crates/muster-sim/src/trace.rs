@@ -49,6 +49,7 @@
 
 use std::fmt;
 
+pub mod behavior;
 pub mod endpoints;
 pub use endpoints::{Endpoint, Hpa};
 

@@ -35,6 +35,7 @@ fn allocated(
     devices.flat_map(|d| d.results.iter().flatten())
 }
 mod endpoints;
+mod hpa;
 
 /// The wall-clock instant virtual time 0 stands for in the objects the sim creates (their
 /// `creationTimestamp`): 2026-01-01T00:00:00Z. Only the queue's FIFO order reads it.
@@ -167,6 +168,7 @@ pub struct World<'s> {
     free: Free,
     free_ms: u128,
     stranded_ms: u128,
+    out_of_service_ms: u128,
     rack_gang_ms: u128,
     peak_stranded: u64,
     /// Devices allocated now (in [`MILLI`]), and their time integral.
@@ -195,6 +197,8 @@ pub struct World<'s> {
     update: Option<DeviceUpdate>,
     /// Every device's taints, as of the last device event.
     taints: Option<DeviceTaints>,
+    /// The inventory's devices tainted `NoSchedule` or `NoExecute`: out of service unless held.
+    blocked: std::collections::HashSet<DeviceKey>,
     /// Pods that failed with a GPU they held.
     failures: u64,
     /// The trace's inference endpoints; their replicas by key (endpoint, replica index); the
@@ -246,6 +250,7 @@ impl<'d, 's> Sim<'d, 's> {
             free,
             free_ms: 0,
             stranded_ms: 0,
+            out_of_service_ms: 0,
             rack_gang_ms: 0,
             peak_stranded: 0,
             allocated,
@@ -268,6 +273,7 @@ impl<'d, 's> Sim<'d, 's> {
             device_cursor: 0,
             update: None,
             taints: None,
+            blocked: Default::default(),
             failures: 0,
             endpoints: Vec::new(),
             replica_of: HashMap::new(),
@@ -290,6 +296,13 @@ impl<'d, 's> Sim<'d, 's> {
         sim.w.device_events.sort_by_key(|i| (events[*i as usize].at, *i));
         sim.push_endpoint_events();
         sim
+    }
+
+    /// Counts the devices the taints of the DRA inputs at the start put out of service (the
+    /// fragmentation figures leave them out of the free devices).
+    pub fn with_device_taints(mut self, taints: &DeviceTaints) -> Self {
+        self.count_out_of_service(taints);
+        self
     }
 
     /// Times the engine against the whole with `stopwatch` ([`Sim::timing`]).
@@ -434,6 +447,7 @@ impl<'d, 's> Sim<'d, 's> {
         self.w.allocated_ms += u128::from(self.w.allocated) * dt;
         self.w.free_ms += u128::from(self.w.free.free()) * dt;
         self.w.stranded_ms += u128::from(self.w.free.stranded()) * dt;
+        self.w.out_of_service_ms += u128::from(self.w.free.out_of_service()) * dt;
         self.w.rack_gang_ms += u128::from(self.w.free.largest_rack_gang()) * dt;
         self.w.now = t;
     }
@@ -626,14 +640,15 @@ impl<'d, 's> Sim<'d, 's> {
             let claim_key = info.key();
             let ns = info.claim.metadata.namespace.clone().unwrap_or_else(|| "default".into());
             let lookup = |name: &str| c.pod_id(&format!("{ns}/{name}")).map(|p| &c.pod(p).pod);
+            let out = self.out_of_service_in(&info.claim);
             match release(&info.claim, lookup) {
                 Some(Release::Delete(k)) => {
-                    self.release_devices(&k);
+                    self.release_devices(&k, &out);
                     self.apply(Change::DeleteClaim(k))?;
                 }
                 Some(Release::Update(claim)) => {
                     if claim.status.as_ref().is_none_or(|s| s.allocation.is_none()) {
-                        self.release_devices(&claim_key);
+                        self.release_devices(&claim_key, &out);
                     }
                     self.apply(Change::UpsertClaim(claim))?;
                 }
@@ -643,10 +658,12 @@ impl<'d, 's> Sim<'d, 's> {
         Ok(())
     }
 
-    fn release_devices(&mut self, claim_key: &str) {
+    /// A claim's devices are free again; `out` of them (per node) are out of service.
+    fn release_devices(&mut self, claim_key: &str, out: &[(u32, u64)]) {
         if let Some((n, on)) = self.w.allocated_claims.remove(claim_key) {
             self.w.allocated -= n;
             self.w.free.change(&on, false);
+            self.w.free.change_out_of_service(out, false);
         }
     }
 
@@ -789,6 +806,8 @@ impl<'d, 's> Sim<'d, 's> {
                 if n > 0 && !self.w.allocated_claims.contains_key(&key) {
                     let on = self.w.options.inventory.claim_nodes(&claim);
                     self.w.free.change(&on, true);
+                    let out = self.out_of_service_in(&claim);
+                    self.w.free.change_out_of_service(&out, true);
                     self.w.allocated_claims.insert(key, (n, on));
                     self.w.allocated += n;
                 }
@@ -904,6 +923,8 @@ impl<'d, 's> Sim<'d, 's> {
             shape: self.w.free.shape(),
             free_ms: self.w.free_ms,
             stranded_ms: self.w.stranded_ms,
+            out_of_service_ms: self.w.out_of_service_ms,
+            out_of_service_now: self.w.free.out_of_service(),
             peak_stranded: self.w.peak_stranded,
             free_now: self.w.free.free(),
             stranded_now: self.w.free.stranded(),
@@ -953,9 +974,10 @@ impl<'d, 's> Sim<'d, 's> {
         let inventory: u64 = self.w.options.inventory.nodes.iter().map(|(_, d)| d).sum();
         // Shares of a device count once per claim in the free counts: exact only without them.
         let exact = self.w.options.shared_capacity.is_empty();
-        if exact && inventory == self.w.options.devices && self.w.free.free() + self.w.allocated / MILLI != inventory {
+        let (free, out) = (self.w.free.free(), self.w.free.out_of_service());
+        if exact && inventory == self.w.options.devices && free + out + self.w.allocated / MILLI != inventory {
             let allocated = self.w.allocated / MILLI;
-            return Err(format!("{} devices free and {allocated} allocated of {inventory}", self.w.free.free()));
+            return Err(format!("{free} devices free, {out} out of service and {allocated} allocated of {inventory}"));
         }
         let by_class: u64 = self.w.class_allocated.iter().sum();
         if by_class > self.w.allocated {

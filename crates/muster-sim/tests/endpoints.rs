@@ -8,6 +8,7 @@ mod common;
 
 use common::{job, run_checked};
 use muster_sim::Report;
+use muster_sim::trace::behavior::{Behavior, Policy, Rules, Select};
 use muster_sim::trace::{Endpoint, Trace};
 use proptest::prelude::*;
 
@@ -39,6 +40,9 @@ fn trace(endpoints: &[EndpointShape], jobs: &[JobShape]) -> Trace {
                 cold_start: cold * 1000,
                 cold_start_max: cold * 1000,
                 load,
+                // Every other endpoint scales under slow policies (a pod per 30 s up, per 60 s
+                // down, a minute's up window).
+                behavior: (i % 2 == 1).then(slow_behavior),
             }
         })
         .collect();
@@ -48,6 +52,16 @@ fn trace(endpoints: &[EndpointShape], jobs: &[JobShape]) -> Trace {
         .map(|(i, &(a, d, p, g, n, high))| job(i, (a, d, p, g, n), if high { 100 } else { 0 }))
         .collect();
     Trace { jobs, endpoints, ..Trace::default() }
+}
+
+fn slow_behavior() -> Behavior {
+    let rules = |seconds: u64, window| Rules {
+        window,
+        select: Select::Max,
+        policies: vec![Policy { percent: false, value: 1, period: seconds * 1000 }],
+        tolerance: None,
+    };
+    Behavior { scale_up: rules(30, Some(60_000)), scale_down: rules(60, None) }
 }
 
 fn simulate(endpoints: &[EndpointShape], jobs: &[JobShape], nodes: usize) -> Result<Report, TestCaseError> {

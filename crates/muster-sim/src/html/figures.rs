@@ -212,6 +212,8 @@ mod tests {
             shape: 1,
             free_ms: 0,
             stranded_ms: 0,
+            out_of_service_ms: 0,
+            out_of_service_now: 0,
             peak_stranded: 0,
             free_now: 0,
             stranded_now: 0,

@@ -16,6 +16,7 @@
 //!   - {at: 0s, value: 0}
 //!   - {at: 1h, value: 35}
 //!   class: serving           # default "serving"; namespace, deviceClass, priority, cpu, memory
+//!   behavior: {...}          # the HPA's autoscaling/v2 behavior (see `behavior`); default none
 //! hpa:                       # kube-controller-manager's defaults
 //!   syncPeriod: 15s          # --horizontal-pod-autoscaler-sync-period
 //!   scaleDownStabilization: 5m
@@ -48,6 +49,8 @@ pub struct Endpoint {
     pub cold_start_max: Millis,
     /// The metric: `(from, value)`, by strictly increasing time; 0 before the first.
     pub load: Vec<(Millis, f64)>,
+    /// The HPA's `behavior`, defaulted; `None`: the controller's rules without one.
+    pub behavior: Option<super::behavior::Behavior>,
 }
 
 impl Endpoint {
@@ -109,6 +112,7 @@ pub(super) struct EndpointFile {
     cold_start: Option<ColdStartFile>,
     #[serde(default)]
     load: Vec<LoadFile>,
+    behavior: Option<super::behavior::BehaviorFile>,
 }
 
 /// A cold start's length, or the range each replica's is drawn from.
@@ -216,6 +220,10 @@ pub(super) fn endpoint(
         }
         load.push((l.at.0, l.value));
     }
+    let behavior = match raw.behavior {
+        None => None,
+        Some(b) => Some(super::behavior::behavior(b).map_err(|(f, m)| err(&format!("behavior.{f}"), m))?),
+    };
     Ok(Endpoint {
         name,
         namespace,
@@ -231,6 +239,7 @@ pub(super) fn endpoint(
         cold_start,
         cold_start_max,
         load,
+        behavior,
     })
 }
 

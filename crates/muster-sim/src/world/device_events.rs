@@ -2,7 +2,8 @@
 //! ([`Sim::pause`], [`Sim::resume`]), then the step fails the pods that held a GPU that failed
 //! (their jobs restart) and evicts the pods NoExecute device taints evict (the device-taint
 //! eviction controller's work, [`muster_controllers::eviction::evictions`]), now or when their
-//! tolerations run out.
+//! tolerations run out. It also keeps the fragmentation figures' devices out of service (tainted
+//! `NoSchedule` or `NoExecute`, held by no claim) current.
 
 use std::collections::BTreeSet;
 
@@ -54,6 +55,7 @@ impl<'d, 's> Sim<'d, 's> {
     /// The step's share of a device event: holders of failed GPUs fail, tainted pods are evicted.
     pub(super) fn on_devices(&mut self, update: DeviceUpdate) -> Result<(), SimError> {
         let failed = failed_with_partitions(&update.failed, &update.taints);
+        self.count_out_of_service(&update.taints);
         self.w.taints = Some(update.taints);
         for key in self.holders(&failed) {
             if self.engine.cluster().pod_id(&key).is_some() {
@@ -140,5 +142,36 @@ impl<'d, 's> Sim<'d, 's> {
             }
         }
         Ok(())
+    }
+
+    /// The claim's devices out of service, per node.
+    pub(super) fn out_of_service_in(&self, claim: &k8s_openapi::api::resource::v1::ResourceClaim) -> Vec<(u32, u64)> {
+        if self.w.blocked.is_empty() {
+            return Vec::new();
+        }
+        self.w.options.inventory.claim_nodes_where(claim, |k| self.w.blocked.contains(k))
+    }
+
+    /// The devices `taints` put out of service: every inventory device with a `NoSchedule` or
+    /// `NoExecute` taint that no allocated claim holds, counted afresh per node.
+    pub(super) fn count_out_of_service(&mut self, taints: &DeviceTaints) {
+        let inventory = &self.w.options.inventory;
+        let blocks =
+            |k: &DeviceKey| taints.of(k).iter().any(|t| matches!(t.taint.effect.as_str(), "NoSchedule" | "NoExecute"));
+        self.w.blocked = inventory.devices.iter().map(|(_, k)| k).filter(|k| blocks(k)).cloned().collect();
+        let c = self.engine.cluster();
+        let held: std::collections::HashSet<DeviceKey> = c
+            .claims
+            .iter()
+            .flat_map(|c| allocated(&c.claim))
+            .map(|r| DeviceKey::new(&r.driver, &r.pool, &r.device))
+            .collect();
+        let mut out = vec![0; inventory.nodes.len()];
+        for (node, key) in &inventory.devices {
+            if self.w.blocked.contains(key) && !held.contains(key) {
+                out[*node as usize] += 1;
+            }
+        }
+        self.w.free.set_out_of_service(&out);
     }
 }

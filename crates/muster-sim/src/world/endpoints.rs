@@ -5,9 +5,9 @@
 //! - the raw recommendation: with an `AverageValue` target, the current count when the metric per
 //!   replica is within the tolerance of the target, else `ceil(metric / target)` (from zero
 //!   replicas: the latter);
-//! - the default `behavior`: scale-up unstabilized, scale-down to the highest recommendation of
-//!   the stabilization window; at most `max(2 × current, current + 4)` after a scale-up, anything
-//!   down; then `[minReplicas, maxReplicas]` (with `minReplicas: 0`, the alpha `HPAScaleToZero`);
+//! - a count above `maxReplicas` or below `minReplicas` goes to the bound (with `minReplicas: 0`,
+//!   the alpha `HPAScaleToZero`); otherwise the raw recommendation normalized as the controller
+//!   does, with or without the endpoint's `behavior` ([`super::hpa`]);
 //! - a scale-down deletes pending replicas first, then those still starting, then ready ones,
 //!   newest first (the ReplicaSet's ranking); an evicted, preempted or failed replica is replaced
 //!   at once.
@@ -18,11 +18,14 @@
 //! HPA's sync delay, the scheduling wait and the cold start itself. Demand that goes away first
 //! counts no cold start.
 
-use std::collections::VecDeque;
-
 use crate::report::EndpointOutcome;
 use crate::trace::{Endpoint, Job, Millis};
 
+/// How long after the last load change and the windows the HPAs may still sync to reach their
+/// counts under their policies.
+const HPA_GRACE: Millis = 86_400_000;
+
+use super::hpa::HpaMemory;
 use super::{Event, Sim, SimError};
 
 /// An endpoint as the world tracks it.
@@ -31,8 +34,8 @@ pub(super) struct EndpointState {
     /// Its replicas, oldest first.
     pub(super) replicas: Vec<Replica>,
     next_index: u32,
-    /// The raw recommendations of the syncs within the scale-down stabilization window.
-    recommendations: VecDeque<(Millis, u32)>,
+    /// Its HPA's recommendations and scale events.
+    hpa: HpaMemory,
     /// Since when there is demand and no replica serving.
     cold_since: Option<Millis>,
     pub(super) cold_starts: Vec<Millis>,
@@ -47,19 +50,15 @@ pub(super) struct Replica {
     pub(super) ready: bool,
 }
 
-/// The raw recommendation for `metric` over `current` replicas (`AverageValue` target).
-pub(crate) fn raw_recommendation(metric: f64, target: f64, current: u32, tolerance: f64) -> u32 {
-    if current > 0 && (metric / (target * f64::from(current)) - 1.0).abs() <= tolerance {
+/// The raw recommendation for `metric` over `current` replicas (`AverageValue` target): the
+/// current count while the usage ratio is within `1 - down` and `1 + up` (the tolerances).
+pub(crate) fn raw_recommendation(metric: f64, target: f64, current: u32, (down, up): (f64, f64)) -> u32 {
+    let ratio = metric / (target * f64::from(current));
+    if current > 0 && 1.0 - down <= ratio && ratio <= 1.0 + up {
         return current;
     }
     let want = (metric / target).ceil();
     if want >= f64::from(u32::MAX) { u32::MAX } else { want as u32 }
-}
-
-/// The default behavior's limits on a scale from `current` to `stabilized`, then the bounds.
-pub(crate) fn limited(current: u32, stabilized: u32, min: u32, max: u32) -> u32 {
-    let up_limit = current.saturating_mul(2).max(current.saturating_add(4));
-    stabilized.min(up_limit).clamp(min, max)
 }
 
 impl<'d, 's> Sim<'d, 's> {
@@ -71,7 +70,12 @@ impl<'d, 's> Sim<'d, 's> {
         }
         let hpa = self.w.trace.hpa;
         let last = endpoints.iter().filter_map(|e| e.load.last().map(|(at, _)| *at)).max().unwrap_or(0);
-        self.w.hpa_end = last + hpa.scale_down_stabilization + 2 * hpa.sync_period;
+        let window = |e: &Endpoint| match &e.behavior {
+            None => hpa.scale_down_stabilization,
+            Some(b) => b.scale_up.window.unwrap_or(0).max(b.scale_down.window.unwrap_or(hpa.scale_down_stabilization)),
+        };
+        let longest = endpoints.iter().map(window).max().unwrap_or(0);
+        self.w.hpa_end = last + longest + 2 * hpa.sync_period;
         let loads: Vec<(Millis, u32)> = endpoints
             .iter()
             .enumerate()
@@ -88,31 +92,60 @@ impl<'d, 's> Sim<'d, 's> {
     pub(super) fn hpa_sync(&mut self) -> Result<(), SimError> {
         let hpa = self.w.trace.hpa;
         for e in 0..self.w.endpoints.len() {
+            let before = self.w.endpoints[e].replicas.len() as u32;
             let want = self.recommendation(e);
             self.scale(e, want)?;
+            if let Some(b) = &self.w.trace.endpoints[e].behavior {
+                self.w.endpoints[e].hpa.scaled(b, before, want, self.w.now);
+            }
             self.check_cold(e);
         }
+        // After the last load change and the windows, syncs go on while a policy still holds an
+        // endpoint back from its count (a day at most).
         let next = self.w.now + hpa.sync_period;
-        if next <= self.w.hpa_end {
+        if next <= self.w.hpa_end || (next <= self.w.hpa_end + HPA_GRACE && !self.hpa_settled()) {
             self.push(next, Event::HpaSync);
         }
         Ok(())
     }
 
-    /// What the endpoint's HPA asks for now.
+    /// Whether every endpoint has the count its load asks for, or one its policies will never
+    /// change (`selectPolicy: Disabled` that way).
+    fn hpa_settled(&self) -> bool {
+        let (hpa, now) = (self.w.trace.hpa, self.w.now);
+        self.w.trace.endpoints.iter().zip(&self.w.endpoints).all(|(spec, state)| {
+            let current = state.replicas.len() as u32;
+            let tolerances = (hpa.tolerance, hpa.tolerance);
+            let want = raw_recommendation(spec.load_at(now), spec.target, current, tolerances)
+                .clamp(spec.min_replicas, spec.max_replicas);
+            let disabled = |r: &crate::trace::behavior::Rules| r.select == crate::trace::behavior::Select::Disabled;
+            want == current
+                || spec.behavior.as_ref().is_some_and(|b| {
+                    (want > current && disabled(&b.scale_up)) || (want < current && disabled(&b.scale_down))
+                })
+        })
+    }
+
+    /// What the endpoint's HPA asks for now (`reconcileAutoscaler`).
     fn recommendation(&mut self, e: usize) -> u32 {
         let (hpa, now) = (self.w.trace.hpa, self.w.now);
         let spec = &self.w.trace.endpoints[e];
         let state = &mut self.w.endpoints[e];
         let current = state.replicas.len() as u32;
-        let raw = raw_recommendation(spec.load_at(now), spec.target, current, hpa.tolerance);
-        // Stabilization: scale down only to the highest recommendation of the window.
-        let window_start = now.saturating_sub(hpa.scale_down_stabilization);
-        state.recommendations.retain(|(at, _)| *at > window_start);
-        let down = state.recommendations.iter().map(|(_, r)| *r).fold(raw, u32::max);
-        state.recommendations.push_back((now, raw));
-        let stabilized = if raw > current { raw } else { current.min(down) };
-        limited(current, stabilized, spec.min_replicas, spec.max_replicas)
+        let bounds = (spec.min_replicas, spec.max_replicas);
+        state.hpa.first_sync(now, current);
+        if current > spec.max_replicas || current < spec.min_replicas {
+            return current.clamp(spec.min_replicas, spec.max_replicas);
+        }
+        let tolerance =
+            |r: Option<&crate::trace::behavior::Rules>| r.and_then(|r| r.tolerance).unwrap_or(hpa.tolerance);
+        let b = spec.behavior.as_ref();
+        let tolerances = (tolerance(b.map(|b| &b.scale_down)), tolerance(b.map(|b| &b.scale_up)));
+        let raw = raw_recommendation(spec.load_at(now), spec.target, current, tolerances);
+        match b {
+            None => state.hpa.normalize(now, hpa.scale_down_stabilization, current, raw, bounds),
+            Some(b) => state.hpa.normalize_with(b, hpa.scale_down_stabilization, now, current, raw, bounds),
+        }
     }
 
     /// Creates or deletes replicas until the endpoint has `want`.
@@ -260,20 +293,15 @@ mod tests {
 
     #[test]
     fn the_raw_recommendation_keeps_the_count_within_the_tolerance() {
-        assert_eq!(raw_recommendation(35.0, 10.0, 0, 0.1), 4, "from zero: ceil(35 / 10)");
-        assert_eq!(raw_recommendation(0.0, 10.0, 0, 0.1), 0);
-        assert_eq!(raw_recommendation(41.0, 10.0, 4, 0.1), 4, "41 / 40 is within 10 %");
-        assert_eq!(raw_recommendation(45.0, 10.0, 4, 0.1), 5);
-        assert_eq!(raw_recommendation(0.0, 10.0, 3, 0.1), 0);
-        assert_eq!(raw_recommendation(f64::MAX, 1.0, 1, 0.1), u32::MAX);
-    }
-
-    #[test]
-    fn scale_up_is_limited_and_bounds_apply() {
-        assert_eq!(limited(0, 10, 0, 20), 4, "from zero: at most 4 at once");
-        assert_eq!(limited(5, 30, 0, 20), 10, "at most double");
-        assert_eq!(limited(5, 0, 0, 20), 0, "scale-down: anything");
-        assert_eq!(limited(5, 0, 1, 20), 1, "but not below minReplicas");
-        assert_eq!(limited(2, 3, 0, 2), 2, "nor above maxReplicas");
+        let t = (0.1, 0.1);
+        assert_eq!(raw_recommendation(35.0, 10.0, 0, t), 4, "from zero: ceil(35 / 10)");
+        assert_eq!(raw_recommendation(0.0, 10.0, 0, t), 0);
+        assert_eq!(raw_recommendation(41.0, 10.0, 4, t), 4, "41 / 40 is within 10 %");
+        assert_eq!(raw_recommendation(45.0, 10.0, 4, t), 5);
+        assert_eq!(raw_recommendation(0.0, 10.0, 3, t), 0);
+        assert_eq!(raw_recommendation(f64::MAX, 1.0, 1, t), u32::MAX);
+        // Tolerances per direction: 37 / 40 is within 10 % down, 41 / 40 not within 1 % up.
+        assert_eq!(raw_recommendation(37.0, 10.0, 4, (0.1, 0.01)), 4);
+        assert_eq!(raw_recommendation(41.0, 10.0, 4, (0.1, 0.01)), 5);
     }
 }
