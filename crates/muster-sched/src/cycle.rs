@@ -11,7 +11,7 @@ use crate::plugins::dynamic_resources::DraContext;
 use crate::plugins::inter_pod_affinity::InterPodAffinityArgs;
 use crate::plugins::node_resources_fit::{ScoredResource, ScoringStrategy};
 use crate::plugins::pod_topology_spread::PodTopologySpreadArgs;
-use crate::queue::{Millis, OrderKey, SchedulingQueue, Wake};
+use crate::queue::{Checked, Millis, OrderKey, SchedulingQueue, Wake};
 use crate::topology::TopologyCache;
 use muster_alloc::AllocatedState;
 
@@ -197,7 +197,7 @@ pub struct Attempted {
     /// What the pending pods wait for.
     pub wake: Wake,
     /// Which of those events the pod's hints check against the event's object.
-    pub checked: crate::queue::Checked,
+    pub checked: Checked,
     /// Running pods were preempted: their resources and devices are free.
     pub freed: bool,
 }
@@ -590,7 +590,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 plan.settle_groups(&settle);
             }
             if attempted.pending {
-                queue.failed_checked(entry, attempted.wake, attempted.checked, now);
+                let checked = self.hint_group(queue, entry, attempted.wake, attempted.checked);
+                queue.failed_checked(entry, attempted.wake, checked, now);
             } else {
                 queue.done(entry);
             }
@@ -693,9 +694,24 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         // Hints that look at an event's object are asked for a pod entry (one verdict).
         let checked = match (entry, failed) {
             (QueueEntry::Pod(p), [(q, e)]) if *q == p => hints::checked_for(e, wake),
-            _ => crate::queue::Checked::default(),
+            _ => Checked::default(),
         };
         Attempted { pending: !pending.is_empty(), wake, checked, freed: plan.victims() > victims_before }
+    }
+
+    /// `checked` with the group of pods the hints judge alike that a pod entry joins (none when
+    /// the group's pods read otherwise).
+    fn hint_group(&self, queue: &SchedulingQueue, entry: QueueEntry, wake: Wake, checked: Checked) -> Checked {
+        let QueueEntry::Pod(pod) = entry else { return checked };
+        if checked.events == Wake::NONE {
+            return checked;
+        }
+        let c = &*self.cluster;
+        let grouped = Checked { group: hints::group_of(c.pod(pod)), ..checked };
+        match queue.group_peer(wake, grouped) {
+            Some(QueueEntry::Pod(peer)) if !hints::same_inputs(c.pod(peer), c.pod(pod)) => checked,
+            _ => grouped,
+        }
     }
 
     /// A pod equivalent to one found unschedulable since the cluster last changed gets the same

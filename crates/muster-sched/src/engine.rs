@@ -99,12 +99,13 @@ impl<'d> Engine<'d> {
         }
         if applied.wake != Wake::NONE {
             let (cluster, config) = (self.scheduler.cluster(), self.scheduler.config());
-            let (event, subject) = (applied.wake, &applied.subject);
-            self.queue.on_event_checked(event, now, |entry, checked| {
+            let seen = crate::cycle::hints::Seen::of(cluster, applied.wake, &applied.subject);
+            self.queue.on_event_checked(applied.wake, now, |entry, checked| {
                 let QueueEntry::Pod(pod) = entry else { return true };
-                let name = cluster.pod(pod).pod.spec().and_then(|s| s.scheduler_name.as_deref());
-                let spread = &config.profile_for(name).pod_topology_spread;
-                crate::cycle::hints::queues(cluster, spread, pod, checked, event, subject)
+                seen.queues(cluster, pod, checked, |p| {
+                    let name = p.pod.spec().and_then(|s| s.scheduler_name.as_deref());
+                    &config.profile_for(name).pod_topology_spread
+                })
             });
         }
         Ok(())

@@ -56,7 +56,7 @@ pub struct OrderKey {
 /// The kinds of cluster events that can make an unschedulable entry schedulable: each attempt's
 /// failure says which of them it waits for (kube-scheduler's queueing hints, per plugin), and
 /// each event wakes the entries waiting for it. A set of bits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Wake(u16);
 
 impl Wake {
@@ -191,13 +191,39 @@ impl Wake {
 /// for, whose hints look at the event's object (the pod that came, went or was relabeled; the
 /// node added, changed or deleted): for those the entry is woken only when the hint of a plugin
 /// that rejected it says the object may help. Any other event it waits for wakes it outright.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Checked {
     pub events: Wake,
     /// PodTopologySpread rejected the entry.
     pub spread: bool,
     /// InterPodAffinity rejected the entry.
     pub affinity: bool,
+    /// Entries of one group (not 0) that wait only for checked events are judged alike by the
+    /// hints — the caller vouches for it ([`SchedulingQueue::group_peer`]) — so an event asks the
+    /// hint once for all of them.
+    pub group: u64,
+}
+
+/// A group of unschedulable entries judged alike: what they wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct GroupKey {
+    wake: Wake,
+    checked: Checked,
+}
+
+impl GroupKey {
+    /// The group an entry waiting for `wake` joins: only one that waits for checked events alone.
+    fn of(wake: Wake, checked: Checked) -> Option<GroupKey> {
+        (checked.group != 0 && wake.without(checked.events) == Wake::NONE).then_some(GroupKey { wake, checked })
+    }
+}
+
+/// An entry in the unschedulable pool.
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    since: Millis,
+    wake: Wake,
+    checked: Checked,
 }
 
 /// Where an entry is.
@@ -238,8 +264,13 @@ pub struct SchedulingQueue {
     sorted: Vec<(OrderKey, QueueEntry)>,
     /// By backoff expiry, then queue order.
     backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
-    /// In the unschedulable pool since, by entry.
-    unschedulable: BTreeMap<QueueEntry, Millis>,
+    /// In the unschedulable pool since, by entry, with what it waits for (a copy of its info's,
+    /// so that an event's scan reads no other map).
+    unschedulable: BTreeMap<QueueEntry, Waiting>,
+    /// The rest of the unschedulable pool: entries in groups ([`Checked::group`]), with the time
+    /// each joined; and how many they are.
+    grouped: BTreeMap<GroupKey, BTreeMap<QueueEntry, Millis>>,
+    grouped_len: usize,
     /// How many entries in the unschedulable pool wait for each [`Wake`] bit: an event no entry
     /// waits for (a binding confirmed, a node's heartbeat) wakes nothing without a scan.
     waiting: [u32; Wake::BITS],
@@ -335,7 +366,7 @@ impl SchedulingQueue {
                 self.backoff.remove(&(Self::expiry(&info, self.limits), info.order, entry));
             }
             Place::Unschedulable => {
-                self.unschedulable.remove(&entry);
+                self.leave_pool(entry, info.wake, info.checked);
                 self.count_waiting(info.wake, false);
             }
             // Popped lazily: `pop` skips entries it no longer knows.
@@ -401,8 +432,37 @@ impl SchedulingQueue {
             self.backoff.insert(key);
         } else {
             info.place = Place::Unschedulable;
-            self.unschedulable.insert(entry, now);
+            match GroupKey::of(wake, checked) {
+                Some(key) => {
+                    self.grouped.entry(key).or_default().insert(entry, now);
+                    self.grouped_len += 1;
+                }
+                None => drop(self.unschedulable.insert(entry, Waiting { since: now, wake, checked })),
+            }
             self.count_waiting(wake, true);
+        }
+    }
+
+    /// An entry of the group that one waiting for `wake` with `checked` would join, if any: the
+    /// caller checks that the two are alike before vouching with the same [`Checked::group`].
+    pub fn group_peer(&self, wake: Wake, checked: Checked) -> Option<QueueEntry> {
+        let key = GroupKey::of(wake, checked)?;
+        self.grouped.get(&key).and_then(|m| m.keys().next().copied())
+    }
+
+    /// Takes an unschedulable entry out of the pool's maps.
+    fn leave_pool(&mut self, entry: QueueEntry, wake: Wake, checked: Checked) {
+        let Some(key) = GroupKey::of(wake, checked) else {
+            self.unschedulable.remove(&entry);
+            return;
+        };
+        if let Some(members) = self.grouped.get_mut(&key)
+            && members.remove(&entry).is_some()
+        {
+            self.grouped_len -= 1;
+            if members.is_empty() {
+                self.grouped.remove(&key);
+            }
         }
     }
 
@@ -419,16 +479,22 @@ impl SchedulingQueue {
         if !event.bits().any(|b| self.waiting[b] > 0) {
             return;
         }
-        let woken: Vec<QueueEntry> = self
+        let mut woken: Vec<QueueEntry> = self
             .unschedulable
-            .keys()
-            .copied()
-            .filter(|e| {
-                let info = &self.info[e];
-                let hit = info.wake.intersection(event);
-                hit != Wake::NONE && (hit.without(info.checked.events) != Wake::NONE || hint(*e, info.checked))
+            .iter()
+            .filter(|(e, w)| {
+                let hit = w.wake.intersection(event);
+                hit != Wake::NONE && (hit.without(w.checked.events) != Wake::NONE || hint(**e, w.checked))
             })
+            .map(|(e, _)| *e)
             .collect();
+        // A group waits for checked events only: one answer of the hint for all its entries.
+        for (key, members) in &self.grouped {
+            let first = members.keys().next().copied();
+            if key.wake.intersects(event) && first.is_some_and(|e| hint(e, key.checked)) {
+                woken.extend(members.keys().copied());
+            }
+        }
         for entry in woken {
             self.requeue(entry, now);
         }
@@ -447,12 +513,12 @@ impl SchedulingQueue {
     /// Moves unschedulable entries that have waited [`MAX_IN_UNSCHEDULABLE`] or longer back to
     /// the queue (`flushUnschedulablePodsLeftover`).
     pub fn flush_unschedulable(&mut self, now: Millis) {
-        let old: Vec<QueueEntry> = self
-            .unschedulable
-            .iter()
-            .filter(|(_, since)| now.saturating_sub(**since) >= MAX_IN_UNSCHEDULABLE)
-            .map(|(e, _)| *e)
-            .collect();
+        let due = |since: Millis| now.saturating_sub(since) >= MAX_IN_UNSCHEDULABLE;
+        let mut old: Vec<QueueEntry> =
+            self.unschedulable.iter().filter(|(_, w)| due(w.since)).map(|(e, _)| *e).collect();
+        for members in self.grouped.values() {
+            old.extend(members.iter().filter(|(_, since)| due(**since)).map(|(e, _)| *e));
+        }
         for entry in old {
             self.requeue(entry, now);
         }
@@ -476,18 +542,17 @@ impl SchedulingQueue {
     /// Counts per place: (active, backoff, unschedulable) — `scheduler_pending_pods`.
     pub fn counts(&self) -> (usize, usize, usize) {
         let active = self.info.values().filter(|i| i.place == Place::Active).count();
-        (active, self.backoff.len(), self.unschedulable.len())
+        (active, self.backoff.len(), self.unschedulable.len() + self.grouped_len)
     }
 
     fn requeue(&mut self, entry: QueueEntry, now: Millis) {
         let Some(info) = self.info.get_mut(&entry) else { return };
-        match info.place {
-            Place::Unschedulable => {
-                self.unschedulable.remove(&entry);
-            }
-            _ => return,
+        if info.place != Place::Unschedulable {
+            return;
         }
-        let wake = info.wake;
+        let (wake, checked) = (info.wake, info.checked);
+        self.leave_pool(entry, wake, checked);
+        let Some(info) = self.info.get_mut(&entry) else { return };
         let expiry = Self::expiry(info, self.limits);
         if info.attempts > 0 && expiry > now {
             info.place = Place::Backoff;
@@ -570,6 +635,35 @@ mod tests {
         assert_eq!(q.next_backoff_expiry(), Some(1_000));
         assert_eq!(q.pop(1_000), Some(pod(0)));
         assert_eq!(q.attempts(pod(0)), 2);
+    }
+
+    #[test]
+    fn a_group_of_checked_entries_asks_the_hint_once() {
+        let mut q = SchedulingQueue::new();
+        let wake = Wake::ASSIGNED_POD_ADDED.union(Wake::ASSIGNED_POD_DELETED);
+        let checked = Checked { events: wake, affinity: true, group: 7, ..Checked::default() };
+        for i in 0..3 {
+            q.add(pod(i), key(0, &format!("p{i}")));
+        }
+        for _ in 0..3 {
+            let e = q.pop(0).unwrap();
+            // The first two join group 7; the third also waits for a node: not grouped.
+            let w = if e == pod(2) { wake.union(Wake::NODE_ADDED) } else { wake };
+            assert_eq!(q.group_peer(w, checked), (e == pod(1)).then_some(pod(0)));
+            q.failed_checked(e, w, checked, 0);
+        }
+        assert_eq!(q.counts().2, 3);
+        let mut asked = Vec::new();
+        q.on_event_checked(Wake::ASSIGNED_POD_ADDED, 2_000, |e, _| {
+            asked.push(e);
+            false
+        });
+        assert_eq!(asked, vec![pod(2), pod(0)], "the ungrouped entry, then the group's first");
+        assert_eq!(q.counts().2, 3, "the hint said no");
+        q.on_event_checked(Wake::ASSIGNED_POD_DELETED, 2_000, |e, _| e == pod(0));
+        assert_eq!(q.counts(), (2, 0, 1), "the group woken whole; the other entry still waits");
+        q.remove(pod(2));
+        assert_eq!(q.counts(), (2, 0, 0));
     }
 
     #[test]

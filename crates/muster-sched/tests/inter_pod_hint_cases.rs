@@ -3,7 +3,7 @@
 //! tests), as muster data: a pending pod the plugin rejected, the objects before, one change.
 //! The pod fails into a real `SchedulingQueue` waiting for `cycle::wake_for`'s events, with
 //! `hints::checked_for`'s to check; the store's events and object for the change go to
-//! `on_event_checked` with `hints::queues` as the hint. The pod is woken when it leaves the
+//! `on_event_checked` with `hints::Seen::queues` as the hint. The pod is woken when it leaves the
 //! unschedulable pool, or when the change requeues it itself (its own update). Every case
 //! upstream queues, muster wakes; the cases upstream skips, muster skips too but for two of the
 //! pending pod's own updates (a new unrelated label, a new toleration without `nodeTaintsPolicy:
@@ -126,8 +126,8 @@ fn wakes(case: Case) -> bool {
         Event::DeleteNode(old) => Change::DeleteNode(old.metadata.name.clone().unwrap()),
     };
     let applied = cluster.apply(change).unwrap();
-    let (event, subject) = (applied.wake, &applied.subject);
-    queue.on_event_checked(event, 0, |_, c| hints::queues(&cluster, &args, p, c, event, subject));
+    let seen = hints::Seen::of(&cluster, applied.wake, &applied.subject);
+    queue.on_event_checked(applied.wake, 0, |_, c| seen.queues(&cluster, p, c, |_| &args));
     queue.counts().2 == 0 || applied.queue.contains(&entry)
 }
 

@@ -298,6 +298,10 @@ enum BenchCommand {
         events: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Pods that never fit (required pod affinity to pods that never come), waiting
+        /// meanwhile: what the queueing hints wake them for.
+        #[arg(long, default_value_t = 0)]
+        waiting: usize,
     },
     /// `muster sim` at scale: NODES x 8 H100 (the gpu bench's cluster), JOBS jobs (the gpu bench's
     /// mix, with durations) arriving over DAYS simulated days. Prints wall time, events/s and the
@@ -615,8 +619,8 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             };
             print!("{}", bench::inter_pod(shape, nodes, init_pods, pods, iterations, &SchedulerConfig::default())?)
         }
-        BenchCommand::Churn { nodes, running, events, seed } => {
-            print!("{}", bench::churn(nodes, running, events, seed)?)
+        BenchCommand::Churn { nodes, running, events, seed, waiting } => {
+            print!("{}", bench::churn(nodes, running, events, seed, waiting)?)
         }
         BenchCommand::Sim { nodes, jobs, days, seed, scoring, wall_limit, without_verdict_reuse, reprieve_search } => {
             let config = SchedulerConfig { scoring_strategy: scoring.into(), reprieve_search, ..Default::default() };

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use crate::cluster::{Cluster, PodId, PodInfo};
 use crate::plugins::inter_pod_affinity::AffinityTerms;
 use crate::plugins::pod_matcher::pod_labels;
-use crate::plugins::pod_topology_spread::{self, Constraint, PodTopologySpreadArgs};
+use crate::plugins::pod_topology_spread::{self, PodTopologySpreadArgs};
 use crate::queue::{Checked, Wake};
 use crate::store::{PodBefore, Subject};
 
@@ -45,54 +45,109 @@ pub fn checked_for(e: &FitError, wake: Wake) -> Checked {
         .filter(|r| r.plugin != pod_topology_spread::NAME && r.plugin != crate::plugins::inter_pod_affinity::NAME)
         .fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)));
     let events = wake.intersection(WITH_OBJECT).without(others);
-    Checked { events, spread: spreads, affinity: affine }
+    Checked { events, spread: spreads, affinity: affine, group: 0 }
 }
 
-/// Whether the object of `event` may help `pod`, which waits for it through `checked`: the
-/// hint of some plugin that rejected it says Queue. No object: yes.
-pub fn queues(
-    cluster: &Cluster,
-    spread: &PodTopologySpreadArgs,
-    pod: PodId,
-    checked: Checked,
-    event: Wake,
-    subject: &Subject,
-) -> bool {
-    let pending = cluster.pod(pod);
-    match subject {
-        Subject::None => true,
-        Subject::Pod { id, before } => {
-            let change = PodChange::of(cluster, *id, before, event);
-            (checked.spread && spread_pod_hint(pending, &change, cluster, spread))
-                || (checked.affinity && affinity_pod_hint(pending, &change, cluster))
+/// What the hints read of a pending pod, hashed (never 0): pods with equal hashes are likely
+/// judged alike, and [`same_inputs`] says whether they are.
+pub fn group_of(pod: &PodInfo) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let (meta, spec) = (pod.pod.meta(), pod.pod.spec());
+    let mut h = std::hash::DefaultHasher::new();
+    meta.namespace.hash(&mut h);
+    meta.labels.hash(&mut h);
+    format!("{:?}", meta.owner_references).hash(&mut h);
+    if let Some(spec) = spec {
+        spec.scheduler_name.hash(&mut h);
+        format!("{:?}{:?}", spec.affinity, spec.topology_spread_constraints).hash(&mut h);
+    }
+    h.finish() | 1
+}
+
+/// Whether the hints judge two pending pods alike on any event: the same namespace, labels,
+/// owners (the default spread constraints' selectors), scheduler name (the profile's args),
+/// affinity and spread constraints.
+pub fn same_inputs(a: &PodInfo, b: &PodInfo) -> bool {
+    let (ma, mb) = (a.pod.meta(), b.pod.meta());
+    let (sa, sb) = (a.pod.spec(), b.pod.spec());
+    ma.namespace == mb.namespace
+        && ma.labels == mb.labels
+        && ma.owner_references == mb.owner_references
+        && sa.map(|s| (&s.scheduler_name, &s.affinity, &s.topology_spread_constraints))
+            == sb.map(|s| (&s.scheduler_name, &s.affinity, &s.topology_spread_constraints))
+}
+
+/// An event's object as the hints read it, made once per event.
+pub enum Seen<'a> {
+    /// No object: every hint says yes.
+    Nothing,
+    Pod(PodChange<'a>),
+    Node(NodeChange<'a>),
+}
+
+impl<'a> Seen<'a> {
+    pub fn of(cluster: &'a Cluster, event: Wake, subject: &'a Subject) -> Seen<'a> {
+        match subject {
+            Subject::None => Seen::Nothing,
+            Subject::Pod { id, before } => Seen::Pod(PodChange::of(cluster, *id, before, event)),
+            Subject::Node { id, old_labels, taints_changed } => {
+                let node = &cluster.nodes[id.0 as usize];
+                let now = (!event.intersects(Wake::NODE_DELETED)).then_some(&node.detail.labels);
+                let before = match (event.intersects(Wake::NODE_ADDED), old_labels) {
+                    (true, _) => None,
+                    (false, Some(old)) => Some(old),
+                    (false, None) => Some(&node.detail.labels),
+                };
+                Seen::Node(NodeChange { before, now, taints_changed: *taints_changed })
+            }
         }
-        Subject::Node { id, old_labels, taints_changed } => {
-            let node = &cluster.nodes[id.0 as usize];
-            let now = (!event.intersects(Wake::NODE_DELETED)).then_some(&node.detail.labels);
-            let before = match (event.intersects(Wake::NODE_ADDED), old_labels) {
-                (true, _) => None,
-                (false, Some(old)) => Some(old),
-                (false, None) => Some(&node.detail.labels),
-            };
-            let change = NodeChange { before, now, taints_changed: *taints_changed };
-            (checked.spread && spread_node_hint(pending, &change, cluster, spread))
-                || (checked.affinity && affinity_node_hint(pending, &change, cluster))
+    }
+
+    /// Whether the object may help `pod`, which waits for the event through `checked`: the hint
+    /// of some plugin that rejected it says Queue. `spread` gives the pod's PodTopologySpread
+    /// args (its profile's), asked only when that plugin rejected it.
+    pub fn queues<'s>(
+        &self,
+        cluster: &Cluster,
+        pod: PodId,
+        checked: Checked,
+        spread: impl FnOnce(&PodInfo) -> &'s PodTopologySpreadArgs,
+    ) -> bool {
+        let pending = cluster.pod(pod);
+        let args = || spread(pending);
+        match self {
+            Seen::Nothing => true,
+            Seen::Pod(change) => {
+                (checked.affinity && affinity_pod_hint(pending, change, cluster))
+                    || (checked.spread && spread_pod_hint(pending, change, cluster, args()))
+            }
+            Seen::Node(change) => {
+                (checked.affinity && affinity_node_hint(pending, change, cluster))
+                    || (checked.spread && spread_node_hint(pending, change, cluster, args()))
+            }
         }
     }
 }
 
 /// A pod on a node as a hint sees it.
-struct PodSide<'a> {
+pub struct PodSide<'a> {
     namespace: &'a str,
     labels: &'a BTreeMap<String, String>,
     /// The pod itself, where the hint needs more than its labels (a deleted pod's terms).
     info: &'a PodInfo,
 }
 
-/// An assigned pod's change: as it was on its node (`None`: it was not on one) and as it is.
-struct PodChange<'a> {
-    before: Option<PodSide<'a>>,
-    now: Option<PodSide<'a>>,
+/// An assigned pod's change, as the hints tell the cases apart.
+pub enum PodChange<'a> {
+    /// It came to a node (a binding confirmed included).
+    Added(PodSide<'a>),
+    /// It left its node, or was deleted.
+    Deleted(PodSide<'a>),
+    /// Its labels changed on its node.
+    Relabeled(PodSide<'a>, PodSide<'a>),
+    /// It left one node for another (the store allows it; a pod of the API never does): a
+    /// deletion there and an arrival here.
+    Moved(PodSide<'a>, PodSide<'a>),
 }
 
 impl<'a> PodChange<'a> {
@@ -103,14 +158,19 @@ impl<'a> PodChange<'a> {
             info,
         };
         let current = cluster.pod(id);
-        let old = match before {
+        let old = || match before {
             PodBefore::Same => side(current, None),
             PodBefore::Labels(l) => side(current, Some(l)),
             PodBefore::Deleted(p) => side(p, None),
         };
-        let was = event.intersects(Wake::ASSIGNED_POD_LABELS_CHANGED.union(Wake::ASSIGNED_POD_DELETED));
-        let is = event.intersects(Wake::ASSIGNED_POD_LABELS_CHANGED.union(Wake::ASSIGNED_POD_ADDED));
-        PodChange { before: was.then_some(old), now: is.then(|| side(current, None)) }
+        let (added, deleted) =
+            (event.intersects(Wake::ASSIGNED_POD_ADDED), event.intersects(Wake::ASSIGNED_POD_DELETED));
+        match (added, deleted) {
+            (true, true) => PodChange::Moved(old(), side(current, None)),
+            (true, false) => PodChange::Added(side(current, None)),
+            (false, true) => PodChange::Deleted(old()),
+            (false, false) => PodChange::Relabeled(old(), side(current, None)),
+        }
     }
 }
 
@@ -118,18 +178,19 @@ impl<'a> PodChange<'a> {
 /// constraint's selector, or whose relabeling changes whether one matches.
 fn spread_pod_hint(pending: &PodInfo, change: &PodChange<'_>, cluster: &Cluster, args: &PodTopologySpreadArgs) -> bool {
     let ns = pending.pod.meta().namespace.as_deref().unwrap_or("default");
-    let involved = |s: &Option<PodSide<'_>>| s.as_ref().is_none_or(|s| s.namespace == ns);
-    if !involved(&change.before) || !involved(&change.now) {
-        return false;
-    }
     let constraints = pod_topology_spread::hard_constraints(&pending.pod, cluster, args);
-    let selects = |c: &Constraint, s: &PodSide<'_>| c.selects(s.namespace, s.labels);
-    match (&change.before, &change.now) {
-        (Some(old), Some(new)) => {
-            old.labels != new.labels && constraints.iter().any(|c| selects(c, old) != selects(c, new))
+    // `involvedInTopologySpreading`: a pod of another namespace never counts.
+    let counts = |s: &PodSide<'_>| s.namespace == ns && constraints.iter().any(|c| c.selects(s.namespace, s.labels));
+    match change {
+        PodChange::Added(side) | PodChange::Deleted(side) => counts(side),
+        PodChange::Moved(old, new) => counts(old) || counts(new),
+        PodChange::Relabeled(old, new) => {
+            old.namespace == ns
+                && old.labels != new.labels
+                && constraints
+                    .iter()
+                    .any(|c| c.selects(old.namespace, old.labels) != c.selects(new.namespace, new.labels))
         }
-        (Some(side), None) | (None, Some(side)) => constraints.iter().any(|c| selects(c, side)),
-        (None, None) => false,
     }
 }
 
@@ -145,24 +206,27 @@ fn affinity_pod_hint(pending: &PodInfo, change: &PodChange<'_>, cluster: &Cluste
     };
     let anti =
         |s: &PodSide<'_>, i: usize| terms.required_anti_affinity[i].matches_labels(s.namespace, s.labels, cluster);
-    let anti_terms = 0..terms.required_anti_affinity.len();
-    match (&change.before, &change.now) {
-        (Some(old), Some(new)) => (!all(old) && all(new)) || anti_terms.clone().any(|i| anti(old, i) && !anti(new, i)),
-        (None, Some(new)) => all(new),
-        (Some(old), None) => {
-            anti_terms.clone().any(|i| anti(old, i))
-                || old
-                    .info
-                    .affinity
-                    .as_ref()
-                    .is_some_and(|t| t.required_anti_affinity.iter().any(|term| term.matches(&pending.pod, cluster)))
+    let anti_terms = || 0..terms.required_anti_affinity.len();
+    let gone = |old: &PodSide<'_>| {
+        anti_terms().any(|i| anti(old, i))
+            || old
+                .info
+                .affinity
+                .as_ref()
+                .is_some_and(|t| t.required_anti_affinity.iter().any(|term| term.matches(&pending.pod, cluster)))
+    };
+    match change {
+        PodChange::Added(new) => all(new),
+        PodChange::Deleted(old) => gone(old),
+        PodChange::Moved(old, new) => all(new) || gone(old),
+        PodChange::Relabeled(old, new) => {
+            (!all(old) && all(new)) || anti_terms().any(|i| anti(old, i) && !anti(new, i))
         }
-        (None, None) => false,
     }
 }
 
 /// A node's change: its labels before (`None`: it is new) and now (`None`: it is deleted).
-struct NodeChange<'a> {
+pub struct NodeChange<'a> {
     before: Option<&'a BTreeMap<String, String>>,
     now: Option<&'a BTreeMap<String, String>>,
     taints_changed: bool,

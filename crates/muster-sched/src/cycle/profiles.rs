@@ -3,9 +3,9 @@
 //! profile its `spec.schedulerName` names, every other pod with the base configuration. The
 //! active profile's configuration sits in [`Scheduler`]'s `config` (so that Filter and Score read
 //! it as before); the others are parked and swapped in when a pod of theirs comes. Caches whose
-//! verdicts depend on the configuration (score memos, unschedulable classes) start over at a
-//! switch. Queue settings (backoff) and muster's gang wait are the base configuration's, as
-//! kube-scheduler's queue is one for all its profiles.
+//! verdicts depend on the configuration are the profile's own (the score memo, parked with it)
+//! or start over at a switch (unschedulable classes). Queue settings (backoff) and muster's gang
+//! wait are the base configuration's, as kube-scheduler's queue is one for all its profiles.
 
 use super::{Scheduler, SchedulerConfig, ScoredResource};
 use crate::cluster::{Cluster, PodId};
@@ -27,12 +27,15 @@ impl SchedulerConfig {
     }
 }
 
-/// What a profile changes in the scheduler: its configuration and NodeResourcesFit's resources.
+/// What a profile changes in the scheduler: its configuration, NodeResourcesFit's resources and
+/// the per-node score memo computed under them (exact again when the profile comes back: each
+/// entry names the node generation and pod shape it was computed for).
 #[derive(Debug, Default)]
 pub(super) struct Parked {
     config: SchedulerConfig,
     scored: Vec<ScoredResource>,
     weight_sum: Option<Divisor>,
+    memo: Vec<super::ScoreMemo>,
 }
 
 /// The profiles: slot 0 is the base configuration (no name), then one per extra profile.
@@ -67,7 +70,7 @@ impl Profiles {
             let (scored, weight_sum) = scored_resources(&extra.config, cluster);
             let config = SchedulerConfig { profiles: Vec::new(), ..extra.config.clone() };
             p.names.push(extra.scheduler_name.clone());
-            p.parked.push(Parked { config, scored, weight_sum: Some(weight_sum) });
+            p.parked.push(Parked { config, scored, weight_sum: Some(weight_sum), memo: Vec::new() });
         }
         p
     }
@@ -90,19 +93,24 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if want == self.profiles.active {
             return;
         }
+        let nodes = self.memo.len();
         let current = Parked {
             config: std::mem::take(&mut self.config),
             scored: std::mem::take(&mut self.scored),
             weight_sum: Some(self.weight_sum),
+            memo: std::mem::take(&mut self.memo),
         };
         self.profiles.parked[self.profiles.active] = current;
         let next = std::mem::take(&mut self.profiles.parked[want]);
         self.config = next.config;
         self.scored = next.scored;
         self.weight_sum = next.weight_sum.unwrap_or(self.weight_sum);
+        // The profile's own memo; nodes added since it was parked start empty (removed nodes
+        // keep their slots, as in the active memo).
+        self.memo = next.memo;
+        self.memo.resize(nodes, super::ScoreMemo::EMPTY);
         self.profiles.active = want;
         // Verdicts remembered under the other profile's weights and args.
-        self.memo.fill(super::ScoreMemo::EMPTY);
         self.failed_classes.clear();
     }
 }

@@ -22,7 +22,7 @@ pub(super) struct Scoring<'a> {
 }
 
 /// A node's last NodeResourcesFit + BalancedAllocation score and what it was computed for.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(super) struct ScoreMemo {
     shape: u32,
     generation: u64,

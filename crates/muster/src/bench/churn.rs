@@ -26,6 +26,19 @@ fn running_pod(i: usize, nodes: usize) -> Box<Pod> {
     Box::new(pod)
 }
 
+/// A pod no node can take: required pod affinity, over the hostname, to pods labelled
+/// `app: absent`, which never come. InterPodAffinity rejects it on every node.
+fn waiting_pod(i: usize) -> Box<Pod> {
+    let mut pod = basic_pod(i, 1);
+    pod.metadata.name = Some(format!("waiting-{i:06}"));
+    if let Some(spec) = pod.spec.as_mut() {
+        let term = serde_json::json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "absent"}}}]}});
+        spec.affinity = serde_json::from_value(term).ok();
+    }
+    Box::new(pod)
+}
+
 /// The events, made one at a time as a watch would decode them (the object is fresh in memory
 /// when it is applied; making it is not timed): 45 % a running pod finishes, 45 % a pod arrives,
 /// 10 % a node is cordoned or returns.
@@ -61,13 +74,20 @@ impl Events {
 }
 
 /// Runs the churn and reports events/s and the cost of one pod add or delete.
-pub fn churn(nodes: usize, running: usize, count: usize, seed: u64) -> anyhow::Result<String> {
-    let bound: Vec<Box<Pod>> = (0..running).map(|i| running_pod(i, nodes)).collect();
+/// `waiting` pods that never fit wait in the unschedulable pool meanwhile (the queueing hints decide
+/// which events wake them).
+pub fn churn(nodes: usize, running: usize, count: usize, seed: u64, waiting: usize) -> anyhow::Result<String> {
+    let mut bound: Vec<Box<Pod>> = (0..running).map(|i| running_pod(i, nodes)).collect();
+    bound.extend((0..waiting).map(waiting_pod));
     let cluster = Cluster::build((0..nodes).map(basic_node).collect(), bound, &[], &SchedulerNames::default())
         .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
     let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
     let mut events = Events::new(nodes, running, seed);
     let (mut adds, mut deletes, mut placed, mut confirms) = (Vec::new(), Vec::new(), 0usize, 0usize);
+    let mut failed = 0usize;
+    if waiting > 0 {
+        failed += engine.schedule(0).unschedulable.len();
+    }
     let mut confirm_time = Duration::ZERO;
     let (mut total, mut making) = (Duration::ZERO, Duration::ZERO);
     for step in 0..count {
@@ -93,6 +113,7 @@ pub fn churn(nodes: usize, running: usize, count: usize, seed: u64) -> anyhow::R
         }
         let plan = engine.schedule(now);
         placed += plan.placements.len();
+        failed += plan.unschedulable.len();
         // The world binds what was placed: the pod comes back bound, confirming the assumption.
         let t = Instant::now();
         for (pod, node) in plan.placements {
@@ -113,7 +134,7 @@ pub fn churn(nodes: usize, running: usize, count: usize, seed: u64) -> anyhow::R
     let pending = c.pods.iter().filter(|p| p.state == PodState::Pending).count();
     let (active, backoff, unschedulable) = engine.queue().counts();
     Ok(format!(
-        "churn: {nodes} nodes, {running} running pods, {count} events (seed {seed})\n  total: {:.3} s ({:.0} events/s), of which confirming {confirms} bindings {:.3} s (making the events, not counted: {:.3} s)\n  apply: pod add median {:.2} µs (p99 {:.2} µs), pod delete median {:.2} µs (p99 {:.2} µs)\n  placed: {placed}; at the end {bound} bound, {pending} pending (queue: {active} active, {backoff} backoff, {unschedulable} unschedulable)\n  peak RSS: {:.0} MiB\n",
+        "churn: {nodes} nodes, {running} running pods, {waiting} never fitting, {count} events (seed {seed})\n  total: {:.3} s ({:.0} events/s), of which confirming {confirms} bindings {:.3} s (making the events, not counted: {:.3} s)\n  apply: pod add median {:.2} µs (p99 {:.2} µs), pod delete median {:.2} µs (p99 {:.2} µs)\n  placed: {placed}, failed attempts: {failed}; at the end {bound} bound, {pending} pending (queue: {active} active, {backoff} backoff, {unschedulable} unschedulable)\n  peak RSS: {:.0} MiB\n",
         secs(total),
         count as f64 / secs(total),
         secs(confirm_time),
