@@ -252,6 +252,13 @@ struct Info {
     popped_at_cycle: u64,
 }
 
+impl Info {
+    /// An entry that waits for nothing yet.
+    fn new(order: OrderKey, place: Place, attempts: u32, failed_at: Millis) -> Info {
+        Info { order, place, attempts, failed_at, wake: Wake::NONE, checked: Checked::default(), popped_at_cycle: 0 }
+    }
+}
+
 type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 /// The scheduling queue.
@@ -297,15 +304,7 @@ impl SchedulingQueue {
             return;
         }
         self.active.push(Reverse((order.clone(), entry)));
-        let info = Info {
-            order,
-            place: Place::Active,
-            attempts: 0,
-            failed_at: 0,
-            wake: Wake::NONE,
-            checked: Checked::default(),
-            popped_at_cycle: 0,
-        };
+        let info = Info::new(order, Place::Active, 0, 0);
         self.info.insert(entry, info);
     }
 
@@ -317,15 +316,7 @@ impl SchedulingQueue {
             if self.info.contains_key(&entry) {
                 continue;
             }
-            let info = Info {
-                order: order.clone(),
-                place: Place::Active,
-                attempts: 0,
-                failed_at: 0,
-                wake: Wake::NONE,
-                checked: Checked::default(),
-                popped_at_cycle: 0,
-            };
+            let info = Info::new(order.clone(), Place::Active, 0, 0);
             self.info.insert(entry, info);
             batch.push((order, entry));
         }
@@ -345,15 +336,7 @@ impl SchedulingQueue {
             self.requeue(entry, now);
             return;
         }
-        let info = Info {
-            order,
-            place: Place::Backoff,
-            attempts: 1,
-            failed_at: now,
-            wake: Wake::NONE,
-            checked: Checked::default(),
-            popped_at_cycle: 0,
-        };
+        let info = Info::new(order, Place::Backoff, 1, now);
         self.backoff.insert((Self::expiry(&info, self.limits), info.order.clone(), entry));
         self.info.insert(entry, info);
     }
