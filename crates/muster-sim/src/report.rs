@@ -44,7 +44,8 @@ pub struct Sample {
     pub at: Millis,
     pub allocated: u64,
     pub pending_pods: u64,
-    /// Devices held by the trace's jobs, per class (in [`Report::class_names`] order).
+    /// Devices held by the trace's jobs and endpoints' replicas, per class (in
+    /// [`Report::class_names`] order).
     pub per_class: Vec<u64>,
     /// Free devices, the stranded ones, and the most free on one node
     /// ([`crate::fragmentation`]).
@@ -96,6 +97,8 @@ pub struct Totals {
     pub rack_gang_now: u64,
     /// Devices of the nodes the fragmentation counts cover.
     pub inventory_devices: u64,
+    /// Failed pod attempts by what failed them ([`Summary::unschedulable_attempts`]).
+    pub unschedulable_by: BTreeMap<&'static str, u64>,
     pub endpoints: Vec<EndpointOutcome>,
 }
 
@@ -158,6 +161,10 @@ pub struct Summary {
     pub events: u64,
     pub steps: u64,
     pub fragmentation: Fragmentation,
+    /// Failed scheduling attempts of pods, by what failed them: the Filter plugin that rejected
+    /// nodes (each plugin once per attempt), `PreFilter` (the pod failed before any node was
+    /// tried), `PodGroup` (its group could not be placed), or a plugin's error.
+    pub unschedulable_attempts: BTreeMap<String, u64>,
 }
 
 /// Free devices that a pod of the trace's dominant GPU request cannot use
@@ -281,6 +288,7 @@ impl Report {
             events: t.events,
             steps: t.steps,
             fragmentation: fragmentation(&t),
+            unschedulable_attempts: t.unschedulable_by.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
         };
         let mut by_class: BTreeMap<String, Vec<&JobOutcome>> = BTreeMap::new();
         for j in &t.jobs {
@@ -360,6 +368,12 @@ impl Report {
             s.restarts,
             s.gpu_hours_lost,
         );
+        if !s.unschedulable_attempts.is_empty() {
+            let mut by: Vec<(&String, &u64)> = s.unschedulable_attempts.iter().collect();
+            by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let list: Vec<String> = by.iter().map(|(what, n)| format!("{what} {n}")).collect();
+            out.push_str(&format!("unschedulable attempts: {}\n", list.join(", ")));
+        }
         if !self.endpoints.is_empty() {
             let c = &s.cold_start_seconds;
             out.push_str(&format!(

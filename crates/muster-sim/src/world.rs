@@ -28,6 +28,28 @@ use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole}
 mod device_events;
 
 /// The devices a claim's allocation holds.
+/// Counts a failed attempt under what failed it: its group's verdict, PreFilter, a plugin's
+/// error, or each Filter plugin that rejected nodes (once per attempt).
+fn count_failure(by: &mut std::collections::BTreeMap<&'static str, u64>, e: &muster_sched::FitError) {
+    let mut seen: Vec<&'static str> = Vec::new();
+    if e.group_message.is_some() {
+        seen.push("PodGroup");
+    } else if e.pre_filter_message.is_some() {
+        seen.push("PreFilter");
+    } else if let Some(err) = &e.error {
+        seen.push(err.plugin);
+    } else {
+        for r in &e.rejections {
+            if !seen.contains(&r.plugin) {
+                seen.push(r.plugin);
+            }
+        }
+    }
+    for what in seen {
+        *by.entry(what).or_default() += 1;
+    }
+}
+
 fn allocated(
     claim: &ResourceClaim,
 ) -> impl Iterator<Item = &k8s_openapi::api::resource::v1::DeviceRequestAllocationResult> {
@@ -169,6 +191,8 @@ pub struct World<'s> {
     free_ms: u128,
     stranded_ms: u128,
     out_of_service_ms: u128,
+    /// Failed pod attempts by what failed them.
+    unschedulable_by: std::collections::BTreeMap<&'static str, u64>,
     rack_gang_ms: u128,
     peak_stranded: u64,
     /// Devices allocated now (in [`MILLI`]), and their time integral.
@@ -233,8 +257,9 @@ impl<'d, 's> Sim<'d, 's> {
         }
         let allocated = allocated_claims.values().map(|(n, _)| n).sum();
         let jobs = vec![JobState::default(); trace.jobs.len()];
-        let class_names: Vec<String> =
-            trace.jobs.iter().map(|j| j.class.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        // The jobs' classes and the endpoints': the plot of devices per class shows both.
+        let classes = trace.jobs.iter().map(|j| j.class.clone()).chain(trace.endpoints.iter().map(|e| e.class.clone()));
+        let class_names: Vec<String> = classes.collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         let class_of =
             trace.jobs.iter().map(|j| class_names.binary_search(&j.class).expect("listed above") as u32).collect();
         let class_allocated = vec![0; class_names.len()];
@@ -251,6 +276,7 @@ impl<'d, 's> Sim<'d, 's> {
             free_ms: 0,
             stranded_ms: 0,
             out_of_service_ms: 0,
+            unschedulable_by: Default::default(),
             rack_gang_ms: 0,
             peak_stranded: 0,
             allocated,
@@ -401,6 +427,9 @@ impl<'d, 's> Sim<'d, 's> {
             self.w.timing.schedule_calls += 1;
             self.w.timing.placed += plan.placements.len() as u64;
             self.w.timing.unschedulable += plan.unschedulable.len() as u64;
+            for (_, e) in &plan.unschedulable {
+                count_failure(&mut self.w.unschedulable_by, e);
+            }
             self.w.timing.group_attempts += plan.groups.len() as u64;
             self.w.deleted.clear();
             for act in acts {
@@ -821,7 +850,7 @@ impl<'d, 's> Sim<'d, 's> {
                 );
                 let devices = self.pod_devices(&key);
                 self.apply(Change::UpsertPod(pod))?;
-                if self.replica_bound(&key) {
+                if self.replica_bound(&key, devices) {
                     return Ok(());
                 }
                 let Some((job, i)) = self.w.pods.get(&key).copied() else { return Ok(()) };
@@ -932,6 +961,7 @@ impl<'d, 's> Sim<'d, 's> {
             rack_gang_ms: self.w.rack_gang_ms,
             rack_gang_now: self.w.free.largest_rack_gang(),
             inventory_devices: self.w.options.inventory.nodes.iter().map(|(_, d)| d).sum(),
+            unschedulable_by: std::mem::take(&mut self.w.unschedulable_by),
             endpoints: self.endpoint_outcomes(),
         })
     }

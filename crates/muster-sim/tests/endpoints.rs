@@ -88,6 +88,11 @@ proptest! {
             // Demand ended long before the last sync: back at minReplicas.
             prop_assert_eq!(line.replicas, *min, "{:?}", line);
         }
+        // Every device held is a job's or a replica's: the classes' sum is the total, each step.
+        for sample in &report.samples {
+            prop_assert_eq!(sample.per_class.iter().sum::<u64>(), sample.allocated, "at {}", sample.at);
+        }
+        prop_assert!(report.class_names.iter().any(|c| c == "serving"));
         let again = simulate(&endpoints, &jobs, nodes)?;
         prop_assert_eq!(report.json(), again.json());
     }

@@ -214,6 +214,7 @@ mod tests {
             stranded_ms: 0,
             out_of_service_ms: 0,
             out_of_service_now: 0,
+            unschedulable_by: Default::default(),
             peak_stranded: 0,
             free_now: 0,
             stranded_now: 0,

@@ -48,6 +48,8 @@ pub(super) struct Replica {
     key: String,
     bound: Option<Millis>,
     pub(super) ready: bool,
+    /// The devices it holds once bound (in thousandths), counted for its endpoint's class.
+    devices: u64,
 }
 
 /// The raw recommendation for `metric` over `current` replicas (`AverageValue` target): the
@@ -199,7 +201,7 @@ impl<'d, 's> Sim<'d, 's> {
         }
         let key = format!("{}/{name}", spec.namespace);
         self.w.replica_of.insert(key.clone(), (e as u32, index));
-        self.w.endpoints[e].replicas.push(Replica { index, key, bound: None, ready: false });
+        self.w.endpoints[e].replicas.push(Replica { index, key, bound: None, ready: false, devices: 0 });
         self.w.pending_pods += 1;
         self.apply(muster_sched::Change::UpsertPod(Box::new(pod)))
     }
@@ -210,6 +212,8 @@ impl<'d, 's> Sim<'d, 's> {
         if replica.bound.is_none() {
             self.w.pending_pods -= 1;
         }
+        let class = self.endpoint_class(e);
+        self.w.class_allocated[class] -= replica.devices;
         self.delete_pod(&replica.key)?;
         self.check_cold(e);
         Ok(())
@@ -224,12 +228,21 @@ impl<'d, 's> Sim<'d, 's> {
         self.add_replica(e)
     }
 
-    /// A replica was bound: it serves after the cold start.
-    pub(super) fn replica_bound(&mut self, key: &str) -> bool {
+    /// The index of the endpoint's class among the report's classes.
+    fn endpoint_class(&self, e: usize) -> usize {
+        let class = &self.w.trace.endpoints[e].class;
+        self.w.class_names.binary_search(class).expect("the endpoints' classes are listed")
+    }
+
+    /// A replica holding `devices` (in thousandths) was bound: it serves after the cold start.
+    pub(super) fn replica_bound(&mut self, key: &str, devices: u64) -> bool {
         let Some((e, index)) = self.w.replica_of.get(key).copied() else { return false };
         let now = self.w.now;
+        let class = self.endpoint_class(e as usize);
+        self.w.class_allocated[class] += devices;
         let replica = self.w.endpoints[e as usize].replicas.iter_mut().find(|r| r.index == index).expect("tracked");
         replica.bound = Some(now);
+        replica.devices = devices;
         self.w.pending_pods -= 1;
         let at = now + self.w.trace.endpoints[e as usize].cold_start_for(self.w.options.seed, index);
         self.push(at, Event::Ready { endpoint: e, index });
