@@ -5,11 +5,13 @@
 //! relabeling only when the node carries the topology keys they spread or meet over.
 //!
 //! Beyond upstream (each only wakes a pod upstream would leave waiting until the five-minute
-//! flush, where a Filter verdict could change): an anti-affinity term is met or left term by term (upstream asks for a pod matching all of the
-//! pending pod's anti-affinity terms); any node's change wakes a pod InterPodAffinity rejected
-//! while a running pod has required anti-affinity (its terms' keys are not the pending pod's),
-//! and so does a node's deletion (upstream does not register it: it counts a deleted node's
-//! pods until they are deleted; muster's store stops counting them at once).
+//! flush, where a Filter verdict could change): an anti-affinity term is met or left term by
+//! term (upstream asks for a pod matching all of the pending pod's anti-affinity terms); any
+//! node's change wakes a pod InterPodAffinity rejected while a running pod has required
+//! anti-affinity (its terms' keys are not the pending pod's), and so does a node's deletion
+//! (upstream does not register it: it counts a deleted node's pods until they are deleted;
+//! muster's store stops counting them at once); a pod the store moves between nodes (a pod of
+//! the API never moves) is a departure and an arrival.
 
 use std::collections::BTreeMap;
 
