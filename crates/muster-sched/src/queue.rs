@@ -275,9 +275,8 @@ pub struct SchedulingQueue {
     /// so that an event's scan reads no other map).
     unschedulable: BTreeMap<QueueEntry, Waiting>,
     /// The rest of the unschedulable pool: entries in groups ([`Checked::group`]), with the time
-    /// each joined; and how many they are.
+    /// each joined.
     grouped: BTreeMap<GroupKey, BTreeMap<QueueEntry, Millis>>,
-    grouped_len: usize,
     /// How many entries in the unschedulable pool wait for each [`Wake`] bit: an event no entry
     /// waits for (a binding confirmed, a node's heartbeat) wakes nothing without a scan.
     waiting: [u32; Wake::BITS],
@@ -416,10 +415,7 @@ impl SchedulingQueue {
         } else {
             info.place = Place::Unschedulable;
             match GroupKey::of(wake, checked) {
-                Some(key) => {
-                    self.grouped.entry(key).or_default().insert(entry, now);
-                    self.grouped_len += 1;
-                }
+                Some(key) => drop(self.grouped.entry(key).or_default().insert(entry, now)),
                 None => drop(self.unschedulable.insert(entry, Waiting { since: now, wake, checked })),
             }
             self.count_waiting(wake, true);
@@ -439,10 +435,8 @@ impl SchedulingQueue {
             self.unschedulable.remove(&entry);
             return;
         };
-        if let Some(members) = self.grouped.get_mut(&key)
-            && members.remove(&entry).is_some()
-        {
-            self.grouped_len -= 1;
+        if let Some(members) = self.grouped.get_mut(&key) {
+            members.remove(&entry);
             if members.is_empty() {
                 self.grouped.remove(&key);
             }
@@ -525,7 +519,8 @@ impl SchedulingQueue {
     /// Counts per place: (active, backoff, unschedulable) — `scheduler_pending_pods`.
     pub fn counts(&self) -> (usize, usize, usize) {
         let active = self.info.values().filter(|i| i.place == Place::Active).count();
-        (active, self.backoff.len(), self.unschedulable.len() + self.grouped_len)
+        let grouped: usize = self.grouped.values().map(BTreeMap::len).sum();
+        (active, self.backoff.len(), self.unschedulable.len() + grouped)
     }
 
     fn requeue(&mut self, entry: QueueEntry, now: Millis) {

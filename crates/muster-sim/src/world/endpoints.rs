@@ -63,6 +63,15 @@ pub(crate) fn raw_recommendation(metric: f64, target: f64, current: u32, (down, 
     if want >= f64::from(u32::MAX) { u32::MAX } else { want as u32 }
 }
 
+/// The raw recommendation for the endpoint's load at `now` over `current` replicas, within its
+/// behavior's tolerances (else the controller's).
+fn raw_now(spec: &Endpoint, hpa: &crate::trace::endpoints::Hpa, now: Millis, current: u32) -> u32 {
+    let tolerance = |r: Option<&crate::trace::behavior::Rules>| r.and_then(|r| r.tolerance).unwrap_or(hpa.tolerance);
+    let b = spec.behavior.as_ref();
+    let tolerances = (tolerance(b.map(|b| &b.scale_down)), tolerance(b.map(|b| &b.scale_up)));
+    raw_recommendation(spec.load_at(now), spec.target, current, tolerances)
+}
+
 impl<'d, 's> Sim<'d, 's> {
     /// The endpoints' first sync at 0 and their load changes.
     pub(super) fn push_endpoint_events(&mut self) {
@@ -117,9 +126,7 @@ impl<'d, 's> Sim<'d, 's> {
         let (hpa, now) = (self.w.trace.hpa, self.w.now);
         self.w.trace.endpoints.iter().zip(&self.w.endpoints).all(|(spec, state)| {
             let current = state.replicas.len() as u32;
-            let tolerances = (hpa.tolerance, hpa.tolerance);
-            let want = raw_recommendation(spec.load_at(now), spec.target, current, tolerances)
-                .clamp(spec.min_replicas, spec.max_replicas);
+            let want = raw_now(spec, &hpa, now, current).clamp(spec.min_replicas, spec.max_replicas);
             let disabled = |r: &crate::trace::behavior::Rules| r.select == crate::trace::behavior::Select::Disabled;
             want == current
                 || spec.behavior.as_ref().is_some_and(|b| {
@@ -139,12 +146,8 @@ impl<'d, 's> Sim<'d, 's> {
         if current > spec.max_replicas || current < spec.min_replicas {
             return current.clamp(spec.min_replicas, spec.max_replicas);
         }
-        let tolerance =
-            |r: Option<&crate::trace::behavior::Rules>| r.and_then(|r| r.tolerance).unwrap_or(hpa.tolerance);
-        let b = spec.behavior.as_ref();
-        let tolerances = (tolerance(b.map(|b| &b.scale_down)), tolerance(b.map(|b| &b.scale_up)));
-        let raw = raw_recommendation(spec.load_at(now), spec.target, current, tolerances);
-        match b {
+        let raw = raw_now(spec, &hpa, now, current);
+        match &spec.behavior {
             None => state.hpa.normalize(now, hpa.scale_down_stabilization, current, raw, bounds),
             Some(b) => state.hpa.normalize_with(b, hpa.scale_down_stabilization, now, current, raw, bounds),
         }
