@@ -21,7 +21,7 @@
 //!   controller, [`muster_controllers::ephemeral`]).
 //!
 //! Not modelled: reacting to a template created after its pod (the pod waits until its next
-//! write), and the workload controllers at run time (workloads are expanded once, at preload).
+//! write). The workload controllers are [`crate::workloads`].
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};

@@ -22,7 +22,8 @@
 //!
 //! **It also stands in for kube-controller-manager** (on by default; [`FakeApi::controllers`]
 //! or `--no-controllers` turns it off): preloaded Deployments, ReplicaSets, StatefulSets and
-//! Jobs are expanded into their pods once, as `muster plan` does ([`manifests`]), and the
+//! Jobs are expanded into their pods, as `muster plan` does ([`manifests`]; and when created or
+//! updated through the API, [`workloads`]), and the
 //! resourceclaim controller runs after every pod write ([`controllers`]): claims from templates,
 //! and their release when a pod is deleted or finishes; the PV controller and an external
 //! provisioner run after every write of a PersistentVolume or PersistentVolumeClaim
@@ -48,7 +49,8 @@
 //! - Version conversion: each served version of a resource is its own store (a `v1alpha3`
 //!   PodGroup is not visible as `v1beta1`; core `v1` Events are not `events.k8s.io` Events).
 //! - Namespaces as a lifecycle (objects may name any namespace), garbage collection of owned
-//!   objects, the workload controllers at run time, `deletecollection`.
+//!   objects, `deletecollection`. The workload controllers at run time only create what is
+//!   missing ([`workloads`]): no scale-down, rollout or completion.
 //! - Protobuf, aggregated discovery and the OpenAPI documents (kubectl falls back to JSON and
 //!   legacy discovery; use `kubectl --validate=false`).
 //! - Consistent snapshots across list pages (each page reads the current state after the
@@ -74,6 +76,7 @@ pub mod store;
 pub mod table;
 pub mod volume_controller;
 pub mod watch;
+pub mod workloads;
 
 use std::net::SocketAddr;
 use std::path::Path;

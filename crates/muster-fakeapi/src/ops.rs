@@ -43,6 +43,9 @@ pub(crate) fn dispatch(
                     crate::volume_controller::after_write(&mut store, plural, &ns, &name)
                 }
                 "resourceclaims" if verb != "delete" => crate::drivers::after_claim_write(&mut store, &ns, &name),
+                plural if crate::workloads::PLURALS.contains(&plural) && verb != "delete" => {
+                    crate::workloads::after_write(&mut store, &ns)
+                }
                 _ => {}
             }
         }

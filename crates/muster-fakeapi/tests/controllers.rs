@@ -143,3 +143,36 @@ async fn without_controllers_nothing_is_made_for_the_scheduler() {
     pods.delete("trainer-0", &DeleteParams::default()).await.unwrap();
     assert!(pods.get("trainer-1").await.unwrap().status.unwrap().resource_claim_statuses.is_none());
 }
+
+#[tokio::test]
+async fn workloads_created_through_the_api_get_their_pods_and_claims() {
+    let template = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}});
+    let (fake, client) = start(FakeApi::new().with_objects(vec![template])).await;
+    let spec = json!({"containers": [{"name": "c", "image": "i"}], "restartPolicy": "Never",
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]});
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"completions": 4, "parallelism": 2, "completionMode": "Indexed", "template": {"spec": spec}}});
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client.clone(), "ml");
+    jobs.create(&PostParams::default(), &serde_json::from_value(job).unwrap()).await.unwrap();
+    let mut spec = spec.clone();
+    spec["restartPolicy"] = json!("Always");
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "infer", "namespace": "ml"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "infer"}},
+                 "template": {"metadata": {"labels": {"app": "infer"}}, "spec": spec}}});
+    let deploys: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), "ml");
+    deploys.create(&PostParams::default(), &serde_json::from_value(deploy).unwrap()).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client, "ml");
+    let listed = pods.list(&ListParams::default()).await.unwrap().items;
+    let names: Vec<&str> = listed.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
+    assert_eq!(names.iter().filter(|n| n.starts_with("train-")).count(), 2, "parallelism 2: {names:?}");
+    assert_eq!(names.iter().filter(|n| n.starts_with("infer-")).count(), 3, "3 replicas: {names:?}");
+    assert_eq!(fake.list("replicasets").len(), 1, "the Deployment's ReplicaSet");
+    assert_eq!(fake.list("resourceclaims").len(), 5, "a claim per pod, from the template");
+    // The Job written again (as a controller's status update would) makes no more pods.
+    let mut j = jobs.get("train").await.unwrap();
+    j.metadata.labels = Some([("touched".to_string(), "yes".to_string())].into());
+    jobs.replace("train", &PostParams::default(), &j).await.unwrap();
+    assert_eq!(fake.list("pods").len(), 5);
+}

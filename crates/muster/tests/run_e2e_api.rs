@@ -1,0 +1,218 @@
+//! The end-to-end scenarios put into a cluster **through its API only** — created in order,
+//! statuses written, controllers waited for, removed afterwards — then `muster run
+//! --exit-when-idle`: what it binds, marks unschedulable, preempts and allocates must be what
+//! `muster plan` gives on the same manifests (names a controller generated compared by their
+//! workload's name).
+//!
+//! With `MUSTER_E2E_KUBECONFIG=PATH` the suite runs against that cluster (a throwaway one: kind
+//! with kwok, see the README); otherwise against one `muster-fakeapi` (a test double) shared by
+//! every scenario, which also checks that a scenario's cleanup leaves nothing behind.
+//! `MUSTER_E2E_ONLY=name` runs one scenario. `run_e2e.rs` is the faster sibling: the fake
+//! preloaded, names exact, the request log checked against the RBAC.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::api::{self, Placed};
+use kube::Client;
+use serde_json::Value;
+
+/// Scenarios that cannot be put into a cluster through its API as they plan, with why.
+const NOT_VIA_API: &[(&str, &str)] = &[];
+
+struct Target {
+    client: Client,
+    kubeconfig: PathBuf,
+    real: bool,
+    fake: Option<muster_fakeapi::Running>,
+}
+
+fn target(rt: &tokio::runtime::Runtime, dir: &Path) -> Target {
+    if let Some(path) = std::env::var_os("MUSTER_E2E_KUBECONFIG") {
+        let kubeconfig = PathBuf::from(path);
+        let client = rt.block_on(muster_kube::client(Some(&kubeconfig))).expect("MUSTER_E2E_KUBECONFIG: a client");
+        return Target { client, kubeconfig, real: true, fake: None };
+    }
+    let fake = rt.block_on(muster_fakeapi::FakeApi::new().start("127.0.0.1:0".parse().unwrap())).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    fake.write_kubeconfig(&kubeconfig).unwrap();
+    let client = rt.block_on(muster_kube::client(Some(&kubeconfig))).unwrap();
+    Target { client, kubeconfig, real: false, fake: Some(fake) }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("muster-e2e-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::root().join("tests/scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("expected.txt").exists())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// The scenario's inputs and extra arguments, from its `expected.txt`.
+fn scenario_inputs(dir: &Path) -> (Vec<PathBuf>, Vec<String>) {
+    let expected = std::fs::read_to_string(dir.join("expected.txt")).unwrap();
+    let (mut inputs, mut args) = (Vec::new(), Vec::new());
+    for line in expected.lines().map(str::trim) {
+        if let Some(i) = line.strip_prefix("inputs:") {
+            inputs.extend(i.split_whitespace().map(|p| dir.join(p)));
+        } else if let Some(a) = line.strip_prefix("args:") {
+            args.extend(a.split_whitespace().map(String::from));
+        } else if let Some(c) = line.strip_prefix("config:") {
+            args.extend(["--config".to_string(), dir.join(c.trim()).to_string_lossy().into_owned()]);
+        }
+    }
+    if inputs.is_empty() {
+        inputs.push(dir.to_path_buf());
+    }
+    (inputs, args)
+}
+
+fn s(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// `muster plan`'s outcome as the lines [`api::outcome`] reads from the cluster.
+fn plan_lines(inputs: &[PathBuf], args: &[String], placed: &Placed) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .arg("plan")
+        .args(inputs)
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "plan: {}", String::from_utf8_lossy(&out.stderr));
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut lines = Vec::new();
+    let list = |field: &str| plan[field].as_array().cloned().unwrap_or_default();
+    for p in list("placements") {
+        lines.push(format!("bound {} {}", api::normalized(&s(&p["pod"]), placed), s(&p["node"])));
+    }
+    for p in list("unschedulable") {
+        lines.push(format!("unschedulable {}", api::normalized(&s(&p["pod"]), placed)));
+    }
+    for p in list("preempted") {
+        lines.push(format!("preempted {}", s(&p["pod"])));
+    }
+    for c in list("claims") {
+        let devices: std::collections::BTreeSet<String> = c["devices"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| format!("{}/{}/{} for {}", s(&d["driver"]), s(&d["pool"]), s(&d["device"]), s(&d["request"])))
+            .collect();
+        if devices.is_empty() {
+            continue;
+        }
+        let pods = c["pods"].as_array().into_iter().flatten().map(|p| api::normalized(&s(p), placed));
+        let groups = c["podGroups"].as_array().into_iter().flatten().map(|g| format!("podgroup {}", s(g)));
+        let consumers: Vec<String> = pods.chain(groups).collect();
+        lines.push(api::claim_line(&s(&c["claim"]), &consumers, &devices, placed));
+    }
+    lines.sort();
+    lines
+}
+
+/// `muster run --exit-when-idle` against the target, serving [`api::SCHEDULER`] (or, with a
+/// configuration, its profiles, `default-scheduler` renamed as the pods were).
+fn run_muster(target: &Target, args: &[String], dir: &Path) -> Result<(), String> {
+    let mut args = args.to_vec();
+    if let Some(i) = args.iter().position(|a| a == "--config") {
+        let text = std::fs::read_to_string(&args[i + 1]).unwrap();
+        let renamed = text.replace("schedulerName: default-scheduler", &format!("schedulerName: {}", api::SCHEDULER));
+        let path = dir.join("config.yaml");
+        std::fs::write(&path, renamed).unwrap();
+        args[i + 1] = path.to_string_lossy().into_owned();
+    } else {
+        args.extend(["--scheduler-name".to_string(), api::SCHEDULER.to_string()]);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["run", "--exit-when-idle", "--leader-elect=false", "--kube-api-qps=0"])
+        .arg("--kubeconfig")
+        .arg(&target.kubeconfig)
+        .args(&args)
+        .env("MUSTER_LOG", "warn")
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("muster run failed:\n{}", String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// One scenario through the API: the lines `plan` gives and the lines the cluster shows.
+fn one(rt: &tokio::runtime::Runtime, target: &Target, dir: &Path, tmp: &Path) -> Result<(), String> {
+    let (inputs, args) = scenario_inputs(dir);
+    let manifests = muster_manifest::load_paths(&inputs).map_err(|ds| format!("{} diagnostics", ds.len()))?;
+    let mut objects: Vec<Value> = manifests.objects.iter().map(|l| l.object.to_json()).collect();
+    let mut placed = Placed::of(&objects);
+    let planned = plan_lines(&inputs, &args, &placed);
+    api::prepare(&mut objects);
+    let quiet = if target.real { Duration::from_secs(2) } else { Duration::ZERO };
+    let result = rt.block_on(async {
+        api::create_all(&target.client, &objects, &mut placed).await?;
+        api::settle(&target.client, &placed, &objects, quiet).await
+    });
+    let result = result.and_then(|()| {
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let namespaces = placed.namespaces.iter().cloned().collect();
+        let kubelet = rt.spawn(api::kubelet(target.client.clone(), namespaces, stopped));
+        let ran = run_muster(target, &args, tmp);
+        let _ = stop.send(());
+        let _ = rt.block_on(kubelet);
+        ran?;
+        let live = rt.block_on(api::outcome(&target.client, &placed))?;
+        if live == planned { Ok(()) } else { Err(diff(&planned, &live)) }
+    });
+    let cleaned = rt.block_on(api::clean(&target.client, &placed));
+    result.and(cleaned)
+}
+
+fn diff(planned: &[String], live: &[String]) -> String {
+    let only =
+        |a: &[String], b: &[String]| a.iter().filter(|l| !b.contains(l)).cloned().collect::<Vec<_>>().join("\n    ");
+    format!("plan only:\n    {}\n  run only:\n    {}", only(planned, live), only(live, planned))
+}
+
+#[test]
+fn every_scenario_created_through_the_api_runs_as_it_plans() {
+    let rt = runtime();
+    let tmp = tempdir();
+    let target = target(&rt, &tmp);
+    let (mut failures, mut ran) = (Vec::new(), 0);
+    for dir in scenarios() {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if NOT_VIA_API.iter().any(|(n, _)| *n == name) || std::env::var("MUSTER_E2E_ONLY").is_ok_and(|o| o != name) {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        if let Err(e) = one(&rt, &target, &dir, &tmp) {
+            failures.push(format!("{name}: {e}"));
+        }
+        eprintln!("{name}: {} ms", started.elapsed().as_millis());
+        ran += 1;
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(ran >= 25 || std::env::var("MUSTER_E2E_ONLY").is_ok(), "only {ran} scenarios ran");
+    assert!(failures.is_empty(), "{} scenario(s) differ:\n{}", failures.len(), failures.join("\n"));
+    if let Some(fake) = &target.fake {
+        for kind in ["pods", "resourceclaims", "nodes", "resourceslices", "deployments", "jobs", "replicasets"] {
+            assert_eq!(fake.list(kind), Vec::<Value>::new(), "the cleanup left {kind} behind");
+        }
+    }
+}
