@@ -69,20 +69,16 @@ pub(crate) fn after_pod_write(store: &mut Store, ns: &str, name: &str) {
     }
 }
 
-/// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`), where the fake keeps it
-/// (v1beta1, else v1alpha3: it converts nothing between versions), read as v1beta1.
+/// The PodGroup a pod names (`spec.schedulingGroup.podGroupName`), as stored (v1beta1).
 fn pod_group_of(store: &Store, pod: &Pod) -> Option<(ResId, PodGroup)> {
     let name = pod.spec.as_ref()?.scheduling_group.as_ref()?.pod_group_name.clone()?;
     pod_group(store, pod.metadata.namespace.as_deref().unwrap_or("default"), &name)
 }
 
 fn pod_group(store: &Store, ns: &str, name: &str) -> Option<(ResId, PodGroup)> {
-    ["v1beta1", "v1alpha3"].into_iter().find_map(|version| {
-        let res = registry::by_path("scheduling.k8s.io", version, "podgroups")?;
-        let mut v = (**store.get(res, &store::key(res, Some(ns), name))?).clone();
-        v["apiVersion"] = "scheduling.k8s.io/v1beta1".into();
-        Some((res, typed(&v)?))
-    })
+    let res = registry::by_path("scheduling.k8s.io", "v1beta1", "podgroups")?;
+    let v = store.get(res, &store::key(res, Some(ns), name))?;
+    Some((res, typed(v)?))
 }
 
 /// Runs the resourceclaim controller for the PodGroup `ns/name`: its template entries' claims

@@ -19,7 +19,10 @@ use crate::status::ApiError;
 /// An API path, parsed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
+    /// Where the objects are kept ([`registry::storage`] of the URL's resource).
     pub res: ResId,
+    /// The URL's resource: the version requests and answers are in.
+    pub served: ResId,
     /// The URL's namespace (`None` for cluster-scoped resources and all-namespace requests).
     pub ns: Option<String>,
     pub name: Option<String>,
@@ -82,6 +85,7 @@ pub(crate) async fn handle(
     {
         tokio::time::sleep(delay).await;
     }
+    let body = in_storage_version(&target, body);
     // No request may take the server down: a panic is a 500 (and a bug in the fake).
     let dispatch = || crate::ops::dispatch(&shared, &target, verb, &params, &headers, &body);
     let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(dispatch))
@@ -89,6 +93,21 @@ pub(crate) async fn handle(
     request.status = response.status().as_u16();
     shared.log(request);
     response
+}
+
+/// A body in the URL's version, converted to the storage version ([`registry::convert`]).
+fn in_storage_version(t: &Target, body: axum::body::Bytes) -> axum::body::Bytes {
+    if t.served == t.res {
+        return body;
+    }
+    let served = registry::get(t.served).api_version();
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(mut v) if v["apiVersion"] == served.as_str() => {
+            registry::convert(&mut v, t.res);
+            serde_json::to_vec(&v).map_or(body, axum::body::Bytes::from)
+        }
+        _ => body,
+    }
 }
 
 /// A request outside the API paths (discovery, probes, unknown paths): the path as its name.
@@ -159,7 +178,7 @@ pub fn parse_path(path: &str) -> Result<Target, ApiError> {
         [name, sub] if registry::get(res).subresources.contains(sub) => (Some(name.to_string()), Some(sub.to_string())),
         _ => return Err(not_found(path)),
     };
-    Ok(Target { res, ns, name, sub })
+    Ok(Target { res: registry::storage(res), served: res, ns, name, sub })
 }
 
 pub fn json(code: u16, v: &Value) -> Response {
@@ -183,7 +202,8 @@ mod tests {
     fn paths() {
         let pods = registry::by_path("", "v1", "pods").unwrap();
         let t = parse_path("/api/v1/namespaces/ml/pods/p/binding").unwrap();
-        assert_eq!(t, Target { res: pods, ns: Some("ml".into()), name: Some("p".into()), sub: Some("binding".into()) });
+        let binding = Some("binding".into());
+        assert_eq!(t, Target { res: pods, served: pods, ns: Some("ml".into()), name: Some("p".into()), sub: binding });
         assert_eq!(parse_path("/api/v1/pods").unwrap().ns, None);
         let ns = parse_path("/api/v1/namespaces/ml").unwrap();
         assert_eq!((registry::get(ns.res).plural, ns.name.as_deref()), ("namespaces", Some("ml")));

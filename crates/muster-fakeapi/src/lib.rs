@@ -46,8 +46,10 @@
 //!   termination), and pod phases change only when a client writes them. Nodes are as given.
 //! - Real server-side apply: no `managedFields`, no list ownership by key, no pruning of fields
 //!   a manager stops applying.
-//! - Version conversion: each served version of a resource is its own store (a `v1alpha3`
-//!   PodGroup is not visible as `v1beta1`; core `v1` Events are not `events.k8s.io` Events).
+//! - Version conversion beyond `apiVersion`: a resource served in several versions (PodGroups and
+//!   Workloads, `v1beta1` and `v1alpha3`) is kept once, in its storage version, and served in
+//!   each ([`registry::convert`]: in 1.37 their fields are the same). Core `v1` Events are not
+//!   `events.k8s.io` Events (another group, another resource).
 //! - Namespaces as a lifecycle (objects may name any namespace), garbage collection of owned
 //!   objects, `deletecollection`. The workload controllers at run time only create what is
 //!   missing ([`workloads`]): no scale-down, rollout or completion.
@@ -193,7 +195,10 @@ fn preload(shared: &Shared, mut objects: Vec<Value>) -> Result<(), String> {
     for o in objects {
         let (av, kind) =
             (o["apiVersion"].as_str().unwrap_or("").to_string(), o["kind"].as_str().unwrap_or("").to_string());
-        let res = registry::by_kind(&av, &kind).ok_or_else(|| format!("{av} {kind}: not a kind the fake serves"))?;
+        let served = registry::by_kind(&av, &kind).ok_or_else(|| format!("{av} {kind}: not a kind the fake serves"))?;
+        let res = registry::storage(served);
+        let mut o = o;
+        registry::convert(&mut o, res);
         let what = format!("{kind} {}", store::meta_str(&o, "name").unwrap_or(""));
         match store.preload(res, o) {
             Ok(v) if kind == "Pod" => pods.push(v),
@@ -280,12 +285,16 @@ impl Running {
     /// for namespaced resources).
     pub fn get(&self, api_version: &str, kind_plural: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let res = registry::by_path(group, version, kind_plural)?;
+        let served = registry::by_path(group, version, kind_plural)?;
+        let res = registry::storage(served);
         let key = store::key(res, namespace, name);
-        self.shared.store().get(res, &key).map(|v| (**v).clone())
+        let mut v = self.shared.store().get(res, &key).map(|v| (**v).clone())?;
+        registry::convert(&mut v, served);
+        Some(v)
     }
 
-    /// Every object of every resource named `plural` (all groups and versions), in key order.
+    /// Every object of every resource named `plural` (all groups; a resource served in several
+    /// versions once, in its storage version), in key order.
     pub fn list(&self, plural: &str) -> Vec<Value> {
         let store = self.shared.store();
         registry::all_by_plural(plural)
@@ -304,7 +313,8 @@ impl Running {
         change: impl FnOnce(&mut Value),
     ) -> bool {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let Some(res) = registry::by_path(group, version, kind_plural) else { return false };
+        let Some(served) = registry::by_path(group, version, kind_plural) else { return false };
+        let res = registry::storage(served);
         let key = store::key(res, namespace, name);
         let mut store = self.shared.store();
         let Some(old) = store.get(res, &key).cloned() else { return false };

@@ -51,6 +51,10 @@ pub(crate) fn dispatch(
         }
         result
     };
+    let result = result.map(|(code, mut v)| {
+        registry::convert(&mut v, t.served);
+        (code, v)
+    });
     match result {
         Ok((code, v)) if matches!(verb, "get" | "list") && crate::table::wanted(headers) => {
             let include = params.get("includeObject").is_some_and(|i| i == "Object");

@@ -150,6 +150,28 @@ pub fn by_plural(plural: &str) -> Option<ResId> {
     RESOURCES.iter().position(|r| r.plural == plural)
 }
 
+/// The row objects of `id` are kept under: the first of its group and plural, as an API server
+/// keeps one storage version of a resource served in several (`scheduling.k8s.io` PodGroups and
+/// Workloads are stored as `v1beta1` and served as `v1alpha3` too).
+pub fn storage(id: ResId) -> ResId {
+    let r = &RESOURCES[id];
+    RESOURCES.iter().position(|s| s.group == r.group && s.plural == r.plural).unwrap_or(id)
+}
+
+/// `v` (an object, or a list of them) as version `id` serves it. In 1.37 the `v1alpha3` and
+/// `v1beta1` scheduling types have the same fields, so a conversion is the `apiVersion` alone.
+/// Anything else (a `Status`, an object of another group) is left as it is.
+pub fn convert(v: &mut Value, id: ResId) {
+    let r = get(id);
+    if let Some(items) = v.get_mut("items").and_then(Value::as_array_mut) {
+        items.iter_mut().for_each(|i| convert(i, id));
+    }
+    let same_group = v["apiVersion"].as_str().is_some_and(|av| av.split_once('/').is_some_and(|(g, _)| g == r.group));
+    if same_group && !r.group.is_empty() {
+        v["apiVersion"] = Value::from(r.api_version());
+    }
+}
+
 /// Every resource of `plural` (`podgroups` in two versions; `events` in two groups).
 pub fn all_by_plural(plural: &str) -> impl Iterator<Item = ResId> + '_ {
     (0..RESOURCES.len()).filter(move |&i| RESOURCES[i].plural == plural)
@@ -181,5 +203,24 @@ mod tests {
             assert_eq!(by_kind(&r.api_version(), r.kind), Some(i), "{}", r.kind);
         }
         assert!(group_versions().contains(&("scheduling.k8s.io", "v1alpha3")));
+    }
+
+    #[test]
+    fn served_versions_share_one_storage_version() {
+        let alpha = by_path("scheduling.k8s.io", "v1alpha3", "podgroups").unwrap();
+        let beta = by_path("scheduling.k8s.io", "v1beta1", "podgroups").unwrap();
+        assert_eq!((storage(alpha), storage(beta)), (beta, beta));
+        let composite = by_path("scheduling.k8s.io", "v1alpha3", "compositepodgroups").unwrap();
+        assert_eq!(storage(composite), composite, "served in one version only");
+        let events = by_path("events.k8s.io", "v1", "events").unwrap();
+        assert_eq!(storage(events), events, "another group: another resource");
+        let mut list = serde_json::json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroupList",
+            "items": [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup"}]});
+        convert(&mut list, alpha);
+        assert_eq!(list["items"][0]["apiVersion"], "scheduling.k8s.io/v1alpha3");
+        assert_eq!(list["apiVersion"], "scheduling.k8s.io/v1alpha3");
+        let mut status = serde_json::json!({"apiVersion": "v1", "kind": "Status"});
+        convert(&mut status, alpha);
+        assert_eq!(status["apiVersion"], "v1");
     }
 }

@@ -32,7 +32,9 @@ pub const BOOKMARK_EVERY: Duration = Duration::from_secs(1);
 
 /// What one watch asked for.
 struct Watch {
+    /// Where the objects are kept, and the version they are sent in.
     res: ResId,
+    served: ResId,
     ns: Option<String>,
     selector: Selector,
     /// `None`: start with the current state; `Some(n)`: changes after n.
@@ -64,6 +66,7 @@ fn parse(t: &Target, params: &Params) -> Result<Watch, ApiError> {
     };
     Ok(Watch {
         res: t.res,
+        served: t.served,
         ns: t.ns.clone(),
         selector,
         from,
@@ -111,8 +114,14 @@ impl Watch {
         self.ns.as_deref().is_none_or(|ns| meta_str(obj, "namespace") == Some(ns)) && self.selector.matches(obj)
     }
 
-    /// What this watch sends for `e`, if anything.
+    /// What this watch sends for `e`, if anything, in the watched version.
     fn render(&self, e: &Event) -> Option<(&'static str, Value)> {
+        let (kind, mut obj) = self.render_stored(e)?;
+        crate::registry::convert(&mut obj, self.served);
+        Some((kind, obj))
+    }
+
+    fn render_stored(&self, e: &Event) -> Option<(&'static str, Value)> {
         let old = e.old.as_deref().filter(|o| self.sees(o));
         let new = e.new.as_deref().filter(|n| self.sees(n));
         match (old, new, &e.new) {
@@ -137,7 +146,9 @@ impl Watch {
             Some(rv) => (Vec::new(), rv),
             None => {
                 let objects = store.list(self.res, self.ns.as_deref()).map(|(_, v)| &**v);
-                (objects.filter(|v| self.selector.matches(v)).cloned().collect(), store.resource_version())
+                let mut objects: Vec<Value> = objects.filter(|v| self.selector.matches(v)).cloned().collect();
+                objects.iter_mut().for_each(|o| crate::registry::convert(o, self.served));
+                (objects, store.resource_version())
             }
         }
     }
@@ -173,7 +184,7 @@ fn events(shared: Arc<Shared>, w: Watch) -> impl futures_util::Stream<Item = Chu
             yield line("ADDED", obj);
         }
         if w.from.is_none() && w.initial_end {
-            yield line("BOOKMARK", &bookmark(w.res, cursor, true));
+            yield line("BOOKMARK", &bookmark(w.served, cursor, true));
         }
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
         loop {
@@ -196,7 +207,7 @@ fn events(shared: Arc<Shared>, w: Watch) -> impl futures_util::Stream<Item = Chu
                 r = changed.changed() => if r.is_err() { break },
                 _ = closed.changed() => break,
                 _ = until(deadline) => break,
-                _ = tick.tick(), if w.bookmarks => yield line("BOOKMARK", &bookmark(w.res, cursor, false)),
+                _ = tick.tick(), if w.bookmarks => yield line("BOOKMARK", &bookmark(w.served, cursor, false)),
             }
         }
     }

@@ -26,9 +26,45 @@ async fn pod_groups_in_both_versions_with_status() {
     let p = beta.patch("g", &PatchParams::default(), &Patch::Merge(&spec)).await.unwrap();
     assert!(p.status.is_some(), "status kept by a write to the object");
     assert_eq!(p.metadata.generation, Some(2), "a spec change bumps the generation");
-    let alpha: Api<v1alpha3::PodGroup> = Api::namespaced(client, "ml");
-    assert_eq!(code(alpha.get("g").await), 404, "no conversion between versions");
-    assert_eq!(fake.list("podgroups").len(), 1);
+    // One object, served in both versions (as an API server converts from its storage version).
+    let alpha: Api<v1alpha3::PodGroup> = Api::namespaced(client.clone(), "ml");
+    let as_alpha = alpha.get("g").await.unwrap();
+    assert_eq!(as_alpha.spec.scheduling_policy.gang.map(|g| g.min_count), Some(3));
+    let raw = alpha.get_metadata("g").await.unwrap();
+    assert_eq!(raw.types.unwrap().api_version, "scheduling.k8s.io/v1alpha3");
+    let made: v1alpha3::PodGroup = serde_json::from_value(json!({"apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "PodGroup", "metadata": {"name": "h"}, "spec": {"schedulingPolicy": {"basic": {}}}}))
+    .unwrap();
+    alpha.create(&PostParams::default(), &made).await.unwrap();
+    let names: Vec<String> =
+        beta.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|g| g.metadata.name).collect();
+    assert_eq!(names, ["g", "h"], "a v1alpha3 PodGroup is a v1beta1 PodGroup too");
+    assert_eq!(fake.list("podgroups").len(), 2, "kept once");
+    assert_eq!(
+        fake.get("scheduling.k8s.io/v1alpha3", "podgroups", Some("ml"), "h").unwrap()["apiVersion"],
+        "scheduling.k8s.io/v1alpha3"
+    );
+    assert_eq!(code(alpha.get("missing").await), 404);
+}
+
+#[tokio::test]
+async fn a_watch_in_one_version_sees_writes_in_the_other() {
+    use futures::StreamExt;
+    use kube::runtime::watcher;
+    let (_fake, client) = start(FakeApi::new()).await;
+    let alpha: Api<v1alpha3::PodGroup> = Api::namespaced(client.clone(), "ml");
+    let mut events = watcher::watcher(alpha, watcher::Config::default()).boxed();
+    assert!(matches!(events.next().await, Some(Ok(watcher::Event::Init))));
+    assert!(matches!(events.next().await, Some(Ok(watcher::Event::InitDone))));
+    let beta: Api<v1beta1::PodGroup> = Api::namespaced(client, "ml");
+    let g: v1beta1::PodGroup = serde_json::from_value(json!({"apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup", "metadata": {"name": "g"}, "spec": {"schedulingPolicy": {"basic": {}}}}))
+    .unwrap();
+    beta.create(&PostParams::default(), &g).await.unwrap();
+    match events.next().await {
+        Some(Ok(watcher::Event::Apply(seen))) => assert_eq!(seen.metadata.name.as_deref(), Some("g")),
+        other => panic!("expected the PodGroup: {other:?}"),
+    }
 }
 
 #[tokio::test]

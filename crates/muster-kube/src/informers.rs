@@ -38,7 +38,7 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
         spawn::<PodDisruptionBudget>(Api::all(client.clone()), tx.clone()),
         spawn::<Workload>(Api::all(client.clone()), tx.clone()),
         spawn::<PodGroup>(Api::all(client.clone()), tx.clone()),
-        spawn::<v1alpha3::PodGroup>(Api::all(client.clone()), tx.clone()),
+        spawn_unless::<v1alpha3::PodGroup, PodGroup>(Api::all(client.clone()), Api::all(client.clone()), tx.clone()),
         spawn::<v1alpha3::CompositePodGroup>(Api::all(client.clone()), tx.clone()),
         spawn::<ResourceClaim>(Api::all(client.clone()), tx.clone()),
         spawn::<StorageClass>(Api::all(client.clone()), tx.clone()),
@@ -56,31 +56,52 @@ pub fn spawn_all(client: &Client, tx: &mpsc::Sender<Msg>) -> Vec<tokio::task::Jo
 }
 
 fn spawn<K: Watched>(api: Api<K>, tx: mpsc::Sender<Msg>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(watch(api, tx))
+}
+
+/// Watches `K` only where the API server does not serve `Preferred`, another version of the same
+/// resource: it serves one object in every version it has, so watching two would read each
+/// twice. (PodGroups: `v1beta1`, else `v1alpha3`.)
+fn spawn_unless<K: Watched, Preferred: Watched>(
+    api: Api<K>,
+    preferred: Api<Preferred>,
+    tx: mpsc::Sender<Msg>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        if !served(&api).await {
-            let what = format!("{}/{}", K::api_version(&()), K::plural(&()));
-            tracing::warn!(
-                resource = %what,
-                "not served by this API server (its API group version or feature gate is off): none of these objects exist for muster"
-            );
+        if served(&preferred).await {
+            let what = format!("{}/{}", Preferred::api_version(&()), Preferred::plural(&()));
+            tracing::debug!(resource = %what, "served: the other versions of the resource are read through it");
             let _ = tx.send(Msg::Synced(K::KIND)).await;
             return;
         }
-        let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
-        let mut relist = Relist::default();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(event) => {
-                    for msg in relist.on(event) {
-                        if tx.send(msg).await.is_err() {
-                            return; // the loop is gone
-                        }
+        watch(api, tx).await;
+    })
+}
+
+async fn watch<K: Watched>(api: Api<K>, tx: mpsc::Sender<Msg>) {
+    if !served(&api).await {
+        let what = format!("{}/{}", K::api_version(&()), K::plural(&()));
+        tracing::warn!(
+            resource = %what,
+            "not served by this API server (its API group version or feature gate is off): none of these objects exist for muster"
+        );
+        let _ = tx.send(Msg::Synced(K::KIND)).await;
+        return;
+    }
+    let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut relist = Relist::default();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => {
+                for msg in relist.on(event) {
+                    if tx.send(msg).await.is_err() {
+                        return; // the loop is gone
                     }
                 }
-                Err(e) => tracing::warn!(kind = ?K::KIND, error = %e, "watch failed; retrying with backoff"),
             }
+            Err(e) => tracing::warn!(kind = ?K::KIND, error = %e, "watch failed; retrying with backoff"),
         }
-    })
+    }
 }
 
 /// Whether the API server serves the kind: a listing answered 404 Not Found means its API group

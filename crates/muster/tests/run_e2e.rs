@@ -388,6 +388,18 @@ fn a_conflicting_claim_write_is_retried() {
     rt.block_on(api.shutdown());
 }
 
+/// An API server serves one PodGroup in every version it has: `run` watches `v1beta1` only, and
+/// the scenario's `v1alpha3` PodGroups are read through it (once, not twice).
+#[test]
+fn pod_groups_written_as_v1alpha3_are_read_once_through_v1beta1() {
+    let rt = runtime();
+    let inputs = vec![common::root().join("tests/scenarios/composite-pod-group")];
+    let (outcome, log) = run_outcome(&inputs, &[], &rt).unwrap();
+    assert_eq!(outcome, plan_outcome(&inputs, &[]));
+    let watches = log.iter().filter(|r| r.verb == "watch" && r.resource == "podgroups").count();
+    assert_eq!(watches, 1, "one watch of podgroups");
+}
+
 /// A binding the API server refuses (500) fails the binding cycle: the pod is forgotten, its
 /// claim's reservation given back (Unreserve), and it is retried after backoff and bound.
 #[test]
@@ -805,8 +817,9 @@ fn a_kind_the_server_does_not_serve_is_scheduled_without() {
     let rt = runtime();
     let inputs = vec![common::root().join("tests/scenarios/taints-and-affinity")];
     let api = start_fake(&rt, muster_fakeapi::manifests::load(&inputs).unwrap());
-    // Both versions muster reads PodGroups in (v1beta1, v1alpha3) answer 404.
-    api.faults().fail_next(muster_fakeapi::RequestMatcher::new("list", "podgroups"), 404, 2);
+    // Both versions muster reads PodGroups in answer 404: v1beta1 (asked twice: by its watch,
+    // and by v1alpha3's, which watches only where v1beta1 is not served), then v1alpha3.
+    api.faults().fail_next(muster_fakeapi::RequestMatcher::new("list", "podgroups"), 404, 3);
     let (ok, stderr) = run_muster(&api, &[]);
     assert!(ok, "{stderr}");
     assert!(stderr.contains("not served by this API server"), "{stderr}");
