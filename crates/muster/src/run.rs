@@ -51,6 +51,10 @@ pub struct RunArgs {
     /// Do not copy a full device's NoSchedule/NoExecute taints to its partitions.
     #[arg(long)]
     no_health_propagation: bool,
+    /// Beyond upstream, as `muster plan --reprieve-search`: workload-aware preemption searches
+    /// for another placement before evicting a victim its first placement needs.
+    #[arg(long)]
+    reprieve_search: bool,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -64,7 +68,8 @@ enum LogFormat {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     init_logs(args.log_format);
-    let (config, mut names) = crate::config::from_flags(args.config.as_deref(), args.scoring)?;
+    let (mut config, mut names) = crate::config::from_flags(args.config.as_deref(), args.scoring)?;
+    config.reprieve_search = args.reprieve_search;
     if !args.scheduler_names.is_empty() {
         names = args.scheduler_names.clone();
     }

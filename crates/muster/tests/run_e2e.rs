@@ -400,6 +400,18 @@ fn pod_groups_written_as_v1alpha3_are_read_once_through_v1beta1() {
     assert_eq!(watches, 1, "one watch of podgroups");
 }
 
+/// `run --reprieve-search` preempts as `plan --reprieve-search` does (here another victim than
+/// upstream's rule picks).
+#[test]
+fn the_reprieve_search_runs_live_as_it_plans() {
+    let rt = runtime();
+    let inputs = vec![common::root().join("tests/scenarios/gang-preemption-reprieve")];
+    let search = ["--reprieve-search".to_string()];
+    let (live, _) = run_outcome(&inputs, &search, &rt).unwrap();
+    assert_eq!(live, plan_outcome(&inputs, &search));
+    assert_ne!(live.preempted, plan_outcome(&inputs, &[]).preempted, "the search picks another victim");
+}
+
 /// A binding the API server refuses (500) fails the binding cycle: the pod is forgotten, its
 /// claim's reservation given back (Unreserve), and it is retried after backoff and bound.
 #[test]
