@@ -44,11 +44,24 @@ pub fn parse_list(
     list: Option<&BTreeMap<String, ApiQuantity>>,
     field: &str,
 ) -> Result<ResourceMap, QuantityFieldError> {
+    parse_list_at(list, &|| field.to_string())
+}
+
+/// [`parse_list`] with the field's path made only for an error (a pod's containers are parsed on
+/// every pod the scheduler reads: the paths would cost more than the quantities).
+fn parse_list_at(
+    list: Option<&BTreeMap<String, ApiQuantity>>,
+    field: &dyn Fn() -> String,
+) -> Result<ResourceMap, QuantityFieldError> {
     let mut out = ResourceMap::new();
     for (name, q) in list.into_iter().flatten() {
         let v = quantity::parse(&q.0)
             .and_then(|v| if v.signum() < 0 { Err(quantity::QuantityError::Negative) } else { Ok(v) })
-            .map_err(|source| QuantityFieldError { field: format!("{field}.{name}"), value: q.0.clone(), source })?;
+            .map_err(|source| QuantityFieldError {
+                field: format!("{}.{name}", field()),
+                value: q.0.clone(),
+                source,
+            })?;
         out.insert(name.clone(), v);
     }
     Ok(out)
@@ -93,30 +106,93 @@ pub struct PodRequests {
     pub non_zero_memory: i64,
 }
 
-fn add_into(acc: &mut ResourceMap, add: &ResourceMap) {
+/// Resource name (borrowed from the spec) → amount: the few resources a pod names, summed
+/// without a map or a string per step (a pod's requests are derived for every pod the store
+/// takes). Unordered; [`into_map`] sorts.
+type Acc<'a> = Vec<(&'a str, Quantity)>;
+
+/// The index of `k` in `acc`, inserted as zero when missing.
+fn entry<'a>(acc: &mut Acc<'a>, k: &'a str) -> usize {
+    match acc.iter().position(|(n, _)| *n == k) {
+        Some(i) => i,
+        None => {
+            acc.push((k, Quantity::default()));
+            acc.len() - 1
+        }
+    }
+}
+
+fn get(acc: &Acc<'_>, k: &str) -> Option<Quantity> {
+    acc.iter().find(|(n, _)| *n == k).map(|(_, q)| *q)
+}
+
+fn add_into<'a>(acc: &mut Acc<'a>, add: &Acc<'a>) {
     for (k, v) in add {
-        let e = acc.entry(k.clone()).or_default();
+        let i = entry(acc, k);
+        let e = &mut acc[i].1;
         *e = e.checked_add(*v).unwrap_or(*e);
     }
 }
 
-fn max_into(acc: &mut ResourceMap, other: &ResourceMap) {
+fn max_into<'a>(acc: &mut Acc<'a>, other: &Acc<'a>) {
     for (k, v) in other {
-        let e = acc.entry(k.clone()).or_default();
+        let i = entry(acc, k);
+        let e = &mut acc[i].1;
         if *v > *e {
             *e = *v;
         }
     }
 }
 
+fn into_map(acc: Acc<'_>) -> ResourceMap {
+    acc.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// [`parse_list`] into an [`Acc`] borrowing the names (in the list's order: an error names the
+/// same field as `parse_list` would).
+fn parse_acc<'a>(
+    list: Option<&'a BTreeMap<String, ApiQuantity>>,
+    field: &dyn Fn() -> String,
+) -> Result<Acc<'a>, QuantityFieldError> {
+    let mut out = Acc::with_capacity(list.map_or(0, BTreeMap::len));
+    for (name, q) in list.into_iter().flatten() {
+        let v = quantity::parse(&q.0)
+            .and_then(|v| if v.signum() < 0 { Err(quantity::QuantityError::Negative) } else { Ok(v) })
+            .map_err(|source| QuantityFieldError {
+                field: format!("{}.{name}", field()),
+                value: q.0.clone(),
+                source,
+            })?;
+        out.push((name.as_str(), v));
+    }
+    Ok(out)
+}
+
+/// `r` with the scoring defaults for a missing cpu or memory request when `non_missing`.
+fn filled<'r, 'a>(r: &'r Acc<'a>, non_missing: bool) -> std::borrow::Cow<'r, Acc<'a>> {
+    if !non_missing || (get(r, CPU).is_some() && get(r, MEMORY).is_some()) {
+        return std::borrow::Cow::Borrowed(r);
+    }
+    let mut r = r.clone();
+    if get(&r, CPU).is_none() {
+        r.push((CPU, Quantity::from_millis(DEFAULT_MILLI_CPU_REQUEST)));
+    }
+    if get(&r, MEMORY).is_none() {
+        r.push((MEMORY, Quantity::from_units(DEFAULT_MEMORY_REQUEST)));
+    }
+    std::borrow::Cow::Owned(r)
+}
+
 /// A container's requests after API defaulting: a resource with a limit but no request requests
 /// the limit.
-fn container_requests(c: &Container, path: &str) -> Result<ResourceMap, QuantityFieldError> {
+fn container_requests<'a>(c: &'a Container, path: &dyn Fn() -> String) -> Result<Acc<'a>, QuantityFieldError> {
     let res = c.resources.as_ref();
-    let mut req = parse_list(res.and_then(|r| r.requests.as_ref()), &format!("{path}.resources.requests"))?;
-    let limits = parse_list(res.and_then(|r| r.limits.as_ref()), &format!("{path}.resources.limits"))?;
+    let mut req = parse_acc(res.and_then(|r| r.requests.as_ref()), &|| format!("{}.resources.requests", path()))?;
+    let limits = parse_acc(res.and_then(|r| r.limits.as_ref()), &|| format!("{}.resources.limits", path()))?;
     for (k, v) in limits {
-        req.entry(k).or_insert(v);
+        if get(&req, k).is_none() {
+            req.push((k, v));
+        }
     }
     Ok(req)
 }
@@ -126,13 +202,14 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>) -> Result<PodReq
     // Parse every container once.
     let mut regular = Vec::with_capacity(spec.containers.len());
     for (i, c) in spec.containers.iter().enumerate() {
-        let mut req = container_requests(c, &format!("spec.containers[{i}]"))?;
+        let mut req = container_requests(c, &|| format!("spec.containers[{i}]"))?;
         // In-place resize: the larger of what the spec asks and what the kubelet allocated.
         if let Some(cs) =
             status.and_then(|s| s.container_statuses.as_ref()).and_then(|v| v.iter().find(|cs| cs.name == c.name))
             && let Some(alloc) = cs.allocated_resources.as_ref()
         {
-            let alloc = parse_list(Some(alloc), &format!("status.containerStatuses[{}].allocatedResources", c.name))?;
+            let field = || format!("status.containerStatuses[{}].allocatedResources", c.name);
+            let alloc = parse_acc(Some(alloc), &field)?;
             max_into(&mut req, &alloc);
         }
         regular.push(req);
@@ -140,37 +217,31 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>) -> Result<PodReq
     let mut init = Vec::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         let sidecar = c.restart_policy.as_deref() == Some("Always");
-        init.push((sidecar, container_requests(c, &format!("spec.initContainers[{i}]"))?));
+        init.push((sidecar, container_requests(c, &|| format!("spec.initContainers[{i}]"))?));
     }
     let pod_level = spec.resources.as_ref();
-    let mut pod_req = parse_list(pod_level.and_then(|r| r.requests.as_ref()), "spec.resources.requests")?;
-    let pod_lim = parse_list(pod_level.and_then(|r| r.limits.as_ref()), "spec.resources.limits")?;
+    let mut pod_req = parse_acc(pod_level.and_then(|r| r.requests.as_ref()), &|| "spec.resources.requests".into())?;
+    let pod_lim = parse_acc(pod_level.and_then(|r| r.limits.as_ref()), &|| "spec.resources.limits".into())?;
     // Defaulting: a pod-level limit without a pod-level request, for a resource no container
     // requests, makes the pod-level request equal to the limit.
     for (k, v) in &pod_lim {
-        let container_asks = regular.iter().any(|r| r.contains_key(k)) || init.iter().any(|(_, r)| r.contains_key(k));
-        if is_pod_level_resource(k) && !container_asks {
-            pod_req.entry(k.clone()).or_insert(*v);
+        let container_asks =
+            regular.iter().any(|r| get(r, k).is_some()) || init.iter().any(|(_, r)| get(r, k).is_some());
+        if is_pod_level_resource(k) && !container_asks && get(&pod_req, k).is_none() {
+            pod_req.push((k, *v));
         }
     }
-    pod_req.retain(|k, _| is_pod_level_resource(k));
-    let overhead = parse_list(spec.overhead.as_ref(), "spec.overhead")?;
+    pod_req.retain(|(k, _)| is_pod_level_resource(k));
+    let overhead = parse_acc(spec.overhead.as_ref(), &|| "spec.overhead".into())?;
 
-    let aggregate = |non_missing: bool| -> ResourceMap {
-        let fill = |r: &ResourceMap| -> ResourceMap {
-            let mut r = r.clone();
-            if non_missing {
-                r.entry(CPU.into()).or_insert(Quantity::from_millis(DEFAULT_MILLI_CPU_REQUEST));
-                r.entry(MEMORY.into()).or_insert(Quantity::from_units(DEFAULT_MEMORY_REQUEST));
-            }
-            r
-        };
-        let mut sum = ResourceMap::new();
+    let aggregate = |non_missing: bool| -> Acc<'_> {
+        let fill = |r| filled(r, non_missing);
+        let mut sum = Acc::new();
         for r in &regular {
             add_into(&mut sum, &fill(r));
         }
-        let mut sidecars = ResourceMap::new();
-        let mut init_peak = ResourceMap::new();
+        let mut sidecars = Acc::new();
+        let mut init_peak = Acc::new();
         for (sidecar, r) in &init {
             let r = fill(r);
             if *sidecar {
@@ -185,19 +256,20 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>) -> Result<PodReq
         add_into(&mut sum, &sidecars);
         max_into(&mut sum, &init_peak);
         for (k, v) in &pod_req {
-            sum.insert(k.clone(), *v);
+            let i = entry(&mut sum, k);
+            sum[i].1 = *v;
         }
         add_into(&mut sum, &overhead);
         sum
     };
 
     let mut requests = aggregate(false);
-    requests.retain(|_, v| !v.is_zero());
+    requests.retain(|(_, v)| !v.is_zero());
     let non_zero = aggregate(true);
     Ok(PodRequests {
-        requests,
-        non_zero_milli_cpu: non_zero.get(CPU).map_or(0, |q| q.milli_value()),
-        non_zero_memory: non_zero.get(MEMORY).map_or(0, |q| q.value()),
+        requests: into_map(requests),
+        non_zero_milli_cpu: get(&non_zero, CPU).map_or(0, |q| q.milli_value()),
+        non_zero_memory: get(&non_zero, MEMORY).map_or(0, |q| q.value()),
     })
 }
 
@@ -323,5 +395,136 @@ mod tests {
             e.to_string(),
             "spec.containers[0].resources.requests.memory: invalid quantity \"80GB\": unknown quantity suffix \"GB\""
         );
+    }
+
+    /// The rules of the module docs written plainly over maps: the reference the borrowed-key
+    /// accumulation in [`pod_requests`] must agree with.
+    fn reference(spec: &PodSpec, status: Option<&PodStatus>) -> PodRequests {
+        let parse = |l: Option<&BTreeMap<String, ApiQuantity>>| parse_list(l, "x").unwrap();
+        let container = |c: &Container| {
+            let r = c.resources.as_ref();
+            let mut req = parse(r.and_then(|r| r.requests.as_ref()));
+            for (k, v) in parse(r.and_then(|r| r.limits.as_ref())) {
+                req.entry(k).or_insert(v);
+            }
+            req
+        };
+        let add = |acc: &mut ResourceMap, m: &ResourceMap| {
+            for (k, v) in m {
+                let e = acc.entry(k.clone()).or_default();
+                *e = e.checked_add(*v).unwrap_or(*e);
+            }
+        };
+        let max = |acc: &mut ResourceMap, m: &ResourceMap| {
+            for (k, v) in m {
+                let e = acc.entry(k.clone()).or_default();
+                *e = (*e).max(*v);
+            }
+        };
+        let regular: Vec<ResourceMap> = spec
+            .containers
+            .iter()
+            .map(|c| {
+                let mut r = container(c);
+                let statuses = status.and_then(|s| s.container_statuses.as_ref());
+                if let Some(a) = statuses.and_then(|v| v.iter().find(|s| s.name == c.name)) {
+                    max(&mut r, &parse(a.allocated_resources.as_ref()));
+                }
+                r
+            })
+            .collect();
+        let init: Vec<(bool, ResourceMap)> = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .map(|c| (c.restart_policy.as_deref() == Some("Always"), container(c)))
+            .collect();
+        let level = spec.resources.as_ref();
+        let mut pod_req = parse(level.and_then(|r| r.requests.as_ref()));
+        for (k, v) in parse(level.and_then(|r| r.limits.as_ref())) {
+            let asked = regular.iter().chain(init.iter().map(|(_, r)| r)).any(|r| r.contains_key(&k));
+            if is_pod_level_resource(&k) && !asked {
+                pod_req.entry(k).or_insert(v);
+            }
+        }
+        pod_req.retain(|k, _| is_pod_level_resource(k));
+        let overhead = parse(spec.overhead.as_ref());
+        let total = |defaults: bool| {
+            let fill = |r: &ResourceMap| {
+                let mut r = r.clone();
+                if defaults {
+                    r.entry(CPU.into()).or_insert(Quantity::from_millis(DEFAULT_MILLI_CPU_REQUEST));
+                    r.entry(MEMORY.into()).or_insert(Quantity::from_units(DEFAULT_MEMORY_REQUEST));
+                }
+                r
+            };
+            let (mut sum, mut sidecars, mut peak) = (ResourceMap::new(), ResourceMap::new(), ResourceMap::new());
+            regular.iter().for_each(|r| add(&mut sum, &fill(r)));
+            for (sidecar, r) in &init {
+                if *sidecar {
+                    add(&mut sidecars, &fill(r));
+                    max(&mut peak, &sidecars);
+                } else {
+                    let mut with = sidecars.clone();
+                    add(&mut with, &fill(r));
+                    max(&mut peak, &with);
+                }
+            }
+            add(&mut sum, &sidecars);
+            max(&mut sum, &peak);
+            sum.extend(pod_req.iter().map(|(k, v)| (k.clone(), *v)));
+            add(&mut sum, &overhead);
+            sum
+        };
+        let mut requests = total(false);
+        requests.retain(|_, v| !v.is_zero());
+        let non_zero = total(true);
+        PodRequests {
+            requests,
+            non_zero_milli_cpu: non_zero.get(CPU).map_or(0, |q| q.milli_value()),
+            non_zero_memory: non_zero.get(MEMORY).map_or(0, |q| q.value()),
+        }
+    }
+
+    fn resource_list() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let name = prop::sample::select(vec!["cpu", "memory", "hugepages-2Mi", "nvidia.com/gpu", "ephemeral-storage"]);
+        let amount = prop::sample::select(vec!["0", "1", "250m", "2", "1Gi", "512Mi", "3"]);
+        prop::collection::btree_map(name, amount, 0..4).prop_map(|m| serde_json::json!(m))
+    }
+
+    fn container(name: String) -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        (resource_list(), resource_list(), any::<bool>()).prop_map(move |(requests, limits, always)| {
+            let mut c = serde_json::json!({"name": name, "resources": {"requests": requests, "limits": limits}});
+            if always {
+                c["restartPolicy"] = "Always".into();
+            }
+            c
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn pod_requests_agree_with_the_plain_rules(
+            containers in proptest::collection::vec(container("c".into()), 1..4),
+            inits in proptest::collection::vec(container("i".into()), 0..3),
+            level in (resource_list(), resource_list()),
+            overhead in resource_list(),
+            allocated in resource_list(),
+        ) {
+            let containers: Vec<serde_json::Value> = containers.into_iter().enumerate().map(|(i, mut c)| {
+                c["name"] = format!("c{i}").into();
+                c.as_object_mut().unwrap().remove("restartPolicy");
+                c
+            }).collect();
+            let p = pod(serde_json::json!({
+                "spec": {"containers": containers, "initContainers": inits,
+                         "resources": {"requests": level.0, "limits": level.1}, "overhead": overhead},
+                "status": {"containerStatuses": [{"name": "c0", "image": "x", "imageID": "", "ready": true,
+                    "restartCount": 0, "allocatedResources": allocated}]}}));
+            let (spec, status) = (p.spec.as_ref().unwrap(), p.status.as_ref());
+            proptest::prop_assert_eq!(pod_requests(spec, status).unwrap(), reference(spec, status));
+        }
     }
 }

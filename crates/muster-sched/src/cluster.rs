@@ -377,8 +377,9 @@ impl SchedulerNames {
     }
 }
 
-/// What makes two pods score alike: their requests and non-zero cpu/memory.
-type ShapeKey = (Vec<(ResourceId, i64)>, [i64; 2]);
+/// What makes two pods score alike: their requests, then their non-zero cpu/memory (looked up by
+/// the requests' slice: a pod's shape is found without copying its requests).
+type Shapes = HashMap<Vec<(ResourceId, i64)>, Vec<([i64; 2], u32)>>;
 
 /// The built-in PriorityClasses every cluster has.
 const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] =
@@ -423,8 +424,9 @@ pub struct Cluster {
     /// How many nodes report container images (`status.images`): ImageLocality runs only when
     /// some do.
     pub nodes_with_images: usize,
-    /// Pod shapes seen so far, with their ids.
-    shapes: HashMap<ShapeKey, u32>,
+    /// Pod shapes seen so far, with their ids (`shape_count` of them).
+    shapes: Shapes,
+    shape_count: u32,
     /// Source of generation values (see [`Cluster::fresh_generation`]).
     generation_counter: u64,
     /// Indexes by name, built on the first [`Cluster::apply`] (a plan never needs them).
@@ -457,9 +459,15 @@ pub struct Cluster {
 }
 
 /// `namespace/name` of a namespaced object (`default` when the namespace is unset): the store's
-/// keys.
+/// keys. Built without `format!`'s machinery: every pod the store takes is keyed so.
 pub(crate) fn object_key(meta: &ObjectMeta) -> String {
-    format!("{}/{}", meta.namespace.as_deref().unwrap_or("default"), meta.name.as_deref().unwrap_or_default())
+    let ns = meta.namespace.as_deref().unwrap_or("default");
+    let name = meta.name.as_deref().unwrap_or_default();
+    let mut key = String::with_capacity(ns.len() + 1 + name.len());
+    key.push_str(ns);
+    key.push('/');
+    key.push_str(name);
+    key
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
@@ -784,11 +792,7 @@ impl Cluster {
         mut pod: StoredPod,
         node_id: impl Fn(&str) -> Option<NodeId>,
     ) -> Result<PodInfo, ModelError> {
-        let key = format!(
-            "{}/{}",
-            pod.meta().namespace.as_deref().unwrap_or("default"),
-            pod.meta().name.as_deref().unwrap_or_default()
-        );
+        let key = object_key(pod.meta());
         let err =
             |field: Option<String>, message: String| ModelError { kind: "Pod", object: key.clone(), field, message };
         let requests = pod.take_requests();
@@ -845,11 +849,13 @@ impl Cluster {
         reqs.sort_unstable();
         // Kept per pod: without spare capacity (collected through a filter, it has some).
         reqs.shrink_to_fit();
-        let shape = match self.shapes.get(&(reqs.clone(), non_zero)) {
-            Some(shape) => *shape,
+        let known = self.shapes.get(reqs.as_slice()).and_then(|s| s.iter().find(|(nz, _)| *nz == non_zero));
+        let shape = match known {
+            Some((_, shape)) => *shape,
             None => {
-                let next = self.shapes.len() as u32;
-                self.shapes.insert((reqs.clone(), non_zero), next);
+                let next = self.shape_count;
+                self.shape_count += 1;
+                self.shapes.entry(reqs.clone()).or_default().push((non_zero, next));
                 next
             }
         };
