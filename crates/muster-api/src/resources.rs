@@ -53,18 +53,7 @@ fn parse_list_at(
     list: Option<&BTreeMap<String, ApiQuantity>>,
     field: &dyn Fn() -> String,
 ) -> Result<ResourceMap, QuantityFieldError> {
-    let mut out = ResourceMap::new();
-    for (name, q) in list.into_iter().flatten() {
-        let v = quantity::parse(&q.0)
-            .and_then(|v| if v.signum() < 0 { Err(quantity::QuantityError::Negative) } else { Ok(v) })
-            .map_err(|source| QuantityFieldError {
-                field: format!("{}.{name}", field()),
-                value: q.0.clone(),
-                source,
-            })?;
-        out.insert(name.clone(), v);
-    }
-    Ok(out)
+    parse_acc(list, field).map(into_map)
 }
 
 /// True for the resources a pod may set at pod level: `cpu`, `memory` and `hugepages-*`.

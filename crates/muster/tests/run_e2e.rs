@@ -31,34 +31,8 @@ struct Outcome {
     preempted: BTreeSet<String>,
 }
 
-fn scenario_inputs(dir: &Path) -> (Vec<PathBuf>, Vec<String>) {
-    let expected = std::fs::read_to_string(dir.join("expected.txt")).unwrap();
-    let (mut inputs, mut args) = (Vec::new(), Vec::new());
-    for line in expected.lines().map(str::trim) {
-        if let Some(i) = line.strip_prefix("inputs:") {
-            inputs.extend(i.split_whitespace().map(|p| dir.join(p)));
-        } else if let Some(a) = line.strip_prefix("args:") {
-            args.extend(a.split_whitespace().map(String::from));
-        } else if let Some(c) = line.strip_prefix("config:") {
-            args.extend(["--config".to_string(), dir.join(c.trim()).to_string_lossy().into_owned()]);
-        }
-    }
-    if inputs.is_empty() {
-        inputs.push(dir.to_path_buf());
-    }
-    (inputs, args)
-}
-
 fn plan_outcome(inputs: &[PathBuf], args: &[String]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_muster"))
-        .arg("plan")
-        .args(inputs)
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "plan: {}", String::from_utf8_lossy(&out.stderr));
-    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plan = common::plan_json(inputs, args);
     let mut o = Outcome::default();
     for p in plan["placements"].as_array().unwrap() {
         o.bound.insert(s(&p["pod"]), s(&p["node"]));
@@ -228,23 +202,13 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
-fn scenarios() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::root().join("tests/scenarios"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("expected.txt").exists())
-        .collect();
-    dirs.sort();
-    dirs
-}
-
 #[test]
 fn every_scenario_runs_live_as_it_plans_and_within_the_rbac() {
     let rt = runtime();
     let mut failures = Vec::new();
     let mut requests = Vec::new();
     let mut ran = 0;
-    for dir in scenarios() {
+    for dir in common::scenarios() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         // `muster run` does not watch PersistentVolumeClaims and the other storage kinds yet: it
         // skips the volume plugins (with a warning), so the volume scenarios are plan-only.
@@ -256,7 +220,7 @@ fn every_scenario_runs_live_as_it_plans_and_within_the_rbac() {
         if std::env::var("MUSTER_E2E_ONLY").is_ok_and(|only| only != name) {
             continue;
         }
-        let (inputs, args) = scenario_inputs(&dir);
+        let (inputs, args) = common::scenario_inputs(&dir);
         let planned = plan_outcome(&inputs, &args);
         let started = std::time::Instant::now();
         let (live, log) = match run_outcome(&inputs, &args, &rt) {

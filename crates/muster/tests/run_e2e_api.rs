@@ -53,50 +53,13 @@ fn tempdir() -> PathBuf {
     dir
 }
 
-fn scenarios() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::root().join("tests/scenarios"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("expected.txt").exists())
-        .collect();
-    dirs.sort();
-    dirs
-}
-
-/// The scenario's inputs and extra arguments, from its `expected.txt`.
-fn scenario_inputs(dir: &Path) -> (Vec<PathBuf>, Vec<String>) {
-    let expected = std::fs::read_to_string(dir.join("expected.txt")).unwrap();
-    let (mut inputs, mut args) = (Vec::new(), Vec::new());
-    for line in expected.lines().map(str::trim) {
-        if let Some(i) = line.strip_prefix("inputs:") {
-            inputs.extend(i.split_whitespace().map(|p| dir.join(p)));
-        } else if let Some(a) = line.strip_prefix("args:") {
-            args.extend(a.split_whitespace().map(String::from));
-        } else if let Some(c) = line.strip_prefix("config:") {
-            args.extend(["--config".to_string(), dir.join(c.trim()).to_string_lossy().into_owned()]);
-        }
-    }
-    if inputs.is_empty() {
-        inputs.push(dir.to_path_buf());
-    }
-    (inputs, args)
-}
-
 fn s(v: &Value) -> String {
     v.as_str().unwrap_or_default().to_string()
 }
 
 /// `muster plan`'s outcome as the lines [`api::outcome`] reads from the cluster.
 fn plan_lines(inputs: &[PathBuf], args: &[String], placed: &Placed) -> Vec<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_muster"))
-        .arg("plan")
-        .args(inputs)
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "plan: {}", String::from_utf8_lossy(&out.stderr));
-    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plan = common::plan_json(inputs, args);
     let mut lines = Vec::new();
     let list = |field: &str| plan[field].as_array().cloned().unwrap_or_default();
     for p in list("placements") {
@@ -109,12 +72,7 @@ fn plan_lines(inputs: &[PathBuf], args: &[String], placed: &Placed) -> Vec<Strin
         lines.push(format!("preempted {}", s(&p["pod"])));
     }
     for c in list("claims") {
-        let devices: std::collections::BTreeSet<String> = c["devices"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|d| format!("{}/{}/{} for {}", s(&d["driver"]), s(&d["pool"]), s(&d["device"]), s(&d["request"])))
-            .collect();
+        let devices = api::devices(&c["devices"]);
         if devices.is_empty() {
             continue;
         }
@@ -157,7 +115,7 @@ fn run_muster(target: &Target, args: &[String], dir: &Path) -> Result<(), String
 
 /// One scenario through the API: the lines `plan` gives and the lines the cluster shows.
 fn one(rt: &tokio::runtime::Runtime, target: &Target, dir: &Path, tmp: &Path) -> Result<(), String> {
-    let (inputs, args) = scenario_inputs(dir);
+    let (inputs, args) = common::scenario_inputs(dir);
     let manifests = muster_manifest::load_paths(&inputs).map_err(|ds| format!("{} diagnostics", ds.len()))?;
     let mut objects: Vec<Value> = manifests.objects.iter().map(|l| l.object.to_json()).collect();
     let mut placed = Placed::of(&objects);
@@ -195,7 +153,7 @@ fn every_scenario_created_through_the_api_runs_as_it_plans() {
     let tmp = tempdir();
     let target = target(&rt, &tmp);
     let (mut failures, mut ran) = (Vec::new(), 0);
-    for dir in scenarios() {
+    for dir in common::scenarios() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         if NOT_VIA_API.iter().any(|(n, _)| *n == name) || std::env::var("MUSTER_E2E_ONLY").is_ok_and(|o| o != name) {
             continue;

@@ -488,6 +488,14 @@ pub fn normalized(key: &str, placed: &Placed) -> String {
     workload.map_or_else(|| key.to_string(), |w| format!("{w}-*"))
 }
 
+/// A list of allocated devices (a claim's `status.allocation.devices.results`, or a plan's
+/// `claims[].devices`) as `driver/pool/device for request` each.
+pub fn devices(list: &Value) -> BTreeSet<String> {
+    let line =
+        |d: &Value| format!("{}/{}/{} for {}", s(&d["driver"]), s(&d["pool"]), s(&d["device"]), s(&d["request"]));
+    list.as_array().into_iter().flatten().map(line).collect()
+}
+
 /// One claim's devices as a line: `claim KEY: driver/pool/device for request, …`, a generated
 /// claim keyed by its consumers.
 pub fn claim_line(key: &str, consumers: &[String], devices: &BTreeSet<String>, placed: &Placed) -> String {
@@ -535,12 +543,7 @@ pub async fn outcome(client: &Client, placed: &Placed) -> Result<Vec<String>, St
             {
                 continue; // allocated in the input: not this run's
             }
-            let devices: BTreeSet<String> = allocation["devices"]["results"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|d| format!("{}/{}/{} for {}", s(&d["driver"]), s(&d["pool"]), s(&d["device"]), s(&d["request"])))
-                .collect();
+            let devices = devices(&allocation["devices"]["results"]);
             if devices.is_empty() {
                 continue;
             }

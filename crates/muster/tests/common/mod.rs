@@ -36,6 +36,50 @@ pub fn muster_stdin(args: &[&str], text: &str) -> Output {
     out
 }
 
+/// The scenario directories under `tests/scenarios/` (those with an `expected.txt`), sorted.
+pub fn scenarios() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("tests/scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("expected.txt").exists())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// A scenario's inputs and extra arguments, from the `inputs:`, `args:` and `config:` lines of
+/// its `expected.txt` (the directory itself when it names no inputs).
+pub fn scenario_inputs(dir: &Path) -> (Vec<PathBuf>, Vec<String>) {
+    let expected = std::fs::read_to_string(dir.join("expected.txt")).unwrap();
+    let (mut inputs, mut args) = (Vec::new(), Vec::new());
+    for line in expected.lines().map(str::trim) {
+        if let Some(i) = line.strip_prefix("inputs:") {
+            inputs.extend(i.split_whitespace().map(|p| dir.join(p)));
+        } else if let Some(a) = line.strip_prefix("args:") {
+            args.extend(a.split_whitespace().map(String::from));
+        } else if let Some(c) = line.strip_prefix("config:") {
+            args.extend(["--config".to_string(), dir.join(c.trim()).to_string_lossy().into_owned()]);
+        }
+    }
+    if inputs.is_empty() {
+        inputs.push(dir.to_path_buf());
+    }
+    (inputs, args)
+}
+
+/// `muster plan INPUTS ARGS -o json`, which must succeed, parsed.
+pub fn plan_json(inputs: &[PathBuf], args: &[String]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_muster"))
+        .arg("plan")
+        .args(inputs)
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "plan: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Standard output, which must be UTF-8.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
