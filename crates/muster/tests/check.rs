@@ -173,8 +173,7 @@ fn check_names_older_forms_too() {
 /// The v1beta1 form of a request inside a v1 object is an error that says where the fields moved.
 #[test]
 fn a_v1_claim_with_v1beta1_request_fields_is_an_error() {
-    let dir = std::env::temp_dir().join(format!("muster-check-flat-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("check-flat");
     let path = dir.join("flat.yaml");
     std::fs::write(&path, "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: two, namespace: ml}\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpus\n        deviceClassName: gpu.example.com\n        count: 2\n").unwrap();
     let (code, f) = findings(path.to_str().unwrap());

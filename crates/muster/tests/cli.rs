@@ -169,8 +169,7 @@ fn help_documents_every_flag() {
 
 #[test]
 fn config_file_selects_bin_packing() {
-    let dir = std::env::temp_dir().join(format!("muster-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("cli");
     let cfg = dir.join("sched.yaml");
     std::fs::write(&cfg, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n").unwrap();
     let o = muster(&["plan", "tests/scenarios/spread-or-pack", "--config", cfg.to_str().unwrap(), "-o", "json"]);
@@ -182,8 +181,7 @@ fn config_file_selects_bin_packing() {
 
 #[test]
 fn check_and_plan_judge_a_configuration_alike() {
-    let dir = std::env::temp_dir().join(format!("muster-cli-cfg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("cli-cfg");
     let cfg = dir.join("sched.yaml");
     std::fs::write(&cfg, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nparallelism: 4\npercentageOfNodesToScore: 101\nprofiles:\n- plugins:\n    placementScore:\n      enabled:\n      - name: PodGroupPodsCount\n        weight: 5\n    score:\n      enabled:\n      - name: Coscheduling\n").unwrap();
     let path = cfg.to_str().unwrap();

@@ -47,12 +47,6 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
-fn tempdir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("muster-e2e-api-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn s(v: &Value) -> String {
     v.as_str().unwrap_or_default().to_string()
 }
@@ -150,8 +144,8 @@ fn diff(planned: &[String], live: &[String]) -> String {
 #[test]
 fn every_scenario_created_through_the_api_runs_as_it_plans() {
     let rt = runtime();
-    let tmp = tempdir();
-    let target = target(&rt, &tmp);
+    let tmp = common::TempDir::new("e2e-api");
+    let target = target(&rt, tmp.path());
     let (mut failures, mut ran) = (Vec::new(), 0);
     for dir in common::scenarios() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
@@ -159,13 +153,12 @@ fn every_scenario_created_through_the_api_runs_as_it_plans() {
             continue;
         }
         let started = std::time::Instant::now();
-        if let Err(e) = one(&rt, &target, &dir, &tmp) {
+        if let Err(e) = one(&rt, &target, &dir, tmp.path()) {
             failures.push(format!("{name}: {e}"));
         }
         eprintln!("{name}: {} ms", started.elapsed().as_millis());
         ran += 1;
     }
-    let _ = std::fs::remove_dir_all(&tmp);
     assert!(ran >= 25 || std::env::var("MUSTER_E2E_ONLY").is_ok(), "only {ran} scenarios ran");
     assert!(failures.is_empty(), "{} scenario(s) differ:\n{}", failures.len(), failures.join("\n"));
     if let Some(fake) = &target.fake {

@@ -80,6 +80,34 @@ pub fn plan_json(inputs: &[PathBuf], args: &[String]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// A fresh directory under the system's temp dir, removed with what it holds when dropped (a
+/// failing test too leaves nothing behind).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// `muster-NAME-PID`, emptied if a previous run of this process id left it.
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("muster-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Standard output, which must be UTF-8.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
