@@ -26,30 +26,6 @@ use crate::series::{EventWrite, Series};
 use crate::writes::{Done, Writer};
 use crate::{Msg, Options};
 
-/// The resourceVersion of each PodGroup applied: PodGroups are watched in two versions (a server
-/// that converts between them reports each change twice; one that does not, such as the fake,
-/// keeps the objects created in each version apart), and a change is applied once.
-#[derive(Default)]
-struct GroupVersions(HashMap<String, u64>);
-
-impl GroupVersions {
-    /// Whether `o` is to be applied: not a PodGroup, or one newer than the copy applied.
-    fn newer(&mut self, o: &Object) -> bool {
-        let meta = match o {
-            Object::PodGroup(g) => &g.metadata,
-            Object::PodGroupV1alpha3(g) => &g.metadata,
-            _ => return true,
-        };
-        let Some(rv) = observed::resource_version(meta) else { return true };
-        let key = key_of(meta);
-        if self.0.get(&key).is_some_and(|held| *held >= rv) {
-            return false;
-        }
-        self.0.insert(key, rv);
-        true
-    }
-}
-
 /// What a run did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -122,8 +98,6 @@ pub struct Loop {
     refused: HashSet<String>,
     /// The `FailedScheduling` events sent lately, aggregated into series.
     failed_events: Series,
-    /// The resourceVersion of each PodGroup applied, as both its versions are watched.
-    group_versions: GroupVersions,
     summary: Summary,
 }
 
@@ -150,7 +124,6 @@ impl Loop {
             in_flight: 0,
             refused: HashSet::new(),
             failed_events: Series::default(),
-            group_versions: GroupVersions::default(),
             summary: Summary::default(),
         }
     }
@@ -296,9 +269,6 @@ impl Loop {
                 }
             }
             Msg::Apply(o) => {
-                if !self.group_versions.newer(&o) {
-                    return; // a PodGroup seen already through its other version
-                }
                 if let Some(change) = o.upsert() {
                     self.apply(change, engine);
                 }
@@ -310,9 +280,6 @@ impl Loop {
                 }
             }
             Msg::Delete(kind, key) => {
-                if matches!(kind, Kind::PodGroup | Kind::PodGroupV1alpha3) {
-                    self.group_versions.0.remove(&key);
-                }
                 if let Some(change) = observed::delete(kind, key) {
                     self.apply(change, engine);
                 }
