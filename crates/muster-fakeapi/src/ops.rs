@@ -52,7 +52,9 @@ pub(crate) fn dispatch(
         result
     };
     let result = result.map(|(code, mut v)| {
-        registry::convert(&mut v, t.served);
+        if t.served != t.res {
+            registry::convert(&mut v, t.served);
+        }
         (code, v)
     });
     match result {

@@ -117,7 +117,9 @@ impl Watch {
     /// What this watch sends for `e`, if anything, in the watched version.
     fn render(&self, e: &Event) -> Option<(&'static str, Value)> {
         let (kind, mut obj) = self.render_stored(e)?;
-        crate::registry::convert(&mut obj, self.served);
+        if self.served != self.res {
+            crate::registry::convert(&mut obj, self.served);
+        }
         Some((kind, obj))
     }
 
@@ -147,7 +149,9 @@ impl Watch {
             None => {
                 let objects = store.list(self.res, self.ns.as_deref()).map(|(_, v)| &**v);
                 let mut objects: Vec<Value> = objects.filter(|v| self.selector.matches(v)).cloned().collect();
-                objects.iter_mut().for_each(|o| crate::registry::convert(o, self.served));
+                if self.served != self.res {
+                    objects.iter_mut().for_each(|o| crate::registry::convert(o, self.served));
+                }
                 (objects, store.resource_version())
             }
         }

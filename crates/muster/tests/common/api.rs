@@ -455,15 +455,19 @@ async fn delete(client: &Client, m: &Made) -> Result<(), String> {
 /// The objects in the scenario's namespaces whose owner chain leads to one of `uids` (which
 /// gains theirs): the ReplicaSets, pods and claims the controllers made.
 async fn owned(client: &Client, placed: &Placed, uids: &mut BTreeSet<String>) -> Result<Vec<Made>, String> {
-    let kinds = [("apps", "v1", "ReplicaSet"), ("", "v1", "Pod"), ("resource.k8s.io", "v1", "ResourceClaim")];
+    let mut kinds = Vec::new();
+    for (group, version, kind) in
+        [("apps", "v1", "ReplicaSet"), ("", "v1", "Pod"), ("resource.k8s.io", "v1", "ResourceClaim")]
+    {
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        kinds.push(pinned_kind(client, &gvk).await.map_err(|e| e.to_string())?.0);
+    }
     let mut found = Vec::new();
     // Owner chains are at most three long here: Deployment → ReplicaSet → pod → claim.
     for _ in 0..3 {
-        for (group, version, kind) in kinds {
-            let gvk = GroupVersionKind::gvk(group, version, kind);
-            let (ar, _) = pinned_kind(client, &gvk).await.map_err(|e| e.to_string())?;
+        for ar in &kinds {
             for ns in &placed.namespaces {
-                for o in api(client, &ar, Some(ns)).list(&ListParams::default()).await.map_err(|e| e.to_string())? {
+                for o in api(client, ar, Some(ns)).list(&ListParams::default()).await.map_err(|e| e.to_string())? {
                     let owned = o.metadata.owner_references.iter().flatten().any(|r| uids.contains(&r.uid));
                     let uid = o.metadata.uid.clone().unwrap_or_default();
                     if owned && !found.iter().any(|(u, _): &(String, Made)| *u == uid) {
