@@ -26,6 +26,7 @@ pub mod hints;
 mod pod_preemption;
 mod preemption;
 mod profiles;
+pub mod reasons;
 mod scoring;
 
 pub use attempt::{Reserved, run_all_filters, run_filters};
@@ -34,6 +35,7 @@ pub use group::{DomainTrial, GANG_WAIT_TIMEOUT_REASON};
 use group::{GroupAttempt, Members, best_domain, more, priority_mismatch};
 use preemption::{Evicted, Preemptor, UnitKey};
 pub use profiles::Profile;
+pub use reasons::{DomainError, GroupReason, Preemption, PriorityMismatch, Victims};
 use scoring::{ScoreMemo, Scoring};
 
 /// Score plugin weights (the defaults are kube-scheduler's).
@@ -229,21 +231,20 @@ impl Plan {
     }
 
     /// After a retry: a group scheduled by an earlier attempt keeps its first result, with the
-    /// pods a later scheduled attempt placed added to it (and to its message, whose head
-    /// `podgroup <key>: <n> placed, ...` is written again; `min_count` per group).
-    fn settle_groups(&mut self, groups: &[(GroupId, &str, usize)]) {
-        for &(g, key, min) in groups {
+    /// pods a later scheduled attempt placed added to it.
+    fn settle_groups(&mut self, groups: &[GroupId]) {
+        for &g in groups {
             let mut at = self.groups.iter().enumerate().filter(|(_, r)| r.group == g).map(|(i, _)| i);
             let (Some(first), Some(second)) = (at.next(), at.next()) else { continue };
             let later = self.groups.remove(second);
             let result = &mut self.groups[first];
-            if let (GroupOutcome::Scheduled { placed, scheduled }, GroupOutcome::Scheduled { placed: more, .. }) =
+            if let (GroupOutcome::Scheduled { placed, .. }, GroupOutcome::Scheduled { placed: more, .. }) =
                 (&mut result.outcome, later.outcome)
             {
                 *placed += more;
-                let head = group::scheduled_message(key, *placed, *scheduled, min);
-                let tail = result.message.split_once(&format!("minCount {min}")).map_or("", |(_, t)| t);
-                result.message = head + tail;
+                if let GroupReason::Scheduled { placed, .. } = std::sync::Arc::make_mut(&mut result.reason) {
+                    *placed += more;
+                }
             }
         }
     }
@@ -254,7 +255,7 @@ impl Plan {
 /// node or relabeling there only for a pod with hard spread constraints or required pod
 /// (anti-)affinity, as upstream's PodTopologySpread and InterPodAffinity hints skip the others.
 pub fn wake_for(pod: &crate::cluster::PodInfo, e: &FitError, spread: &PodTopologySpreadArgs) -> Wake {
-    let wake = if e.pre_filter_message.is_some() || e.group_message.is_some() || e.rejections.is_empty() {
+    let wake = if e.pre_filter_message.is_some() || e.group.is_some() || e.rejections.is_empty() {
         Wake::ANY
     } else {
         e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
@@ -307,10 +308,23 @@ pub struct GroupResult {
     /// Index into `Cluster::groups`.
     pub group: GroupId,
     pub outcome: GroupOutcome,
-    /// The reason, as the condition's message and the members' unschedulable reason say it.
-    pub message: String,
+    /// The reason, as the condition's message and the members' unschedulable reason say it
+    /// (shared with the members' [`FitError`]s).
+    pub reason: std::sync::Arc<GroupReason>,
     /// What workload-aware preemption did or why it could not help; `None` when it was not needed.
-    pub preemption: Option<String>,
+    pub preemption: Option<Preemption>,
+}
+
+impl GroupResult {
+    /// A result whose reason no member shares yet.
+    pub fn new(group: GroupId, outcome: GroupOutcome, reason: GroupReason) -> Self {
+        GroupResult { group, outcome, reason: std::sync::Arc::new(reason), preemption: None }
+    }
+
+    /// The reason rendered: the condition's message.
+    pub fn message(&self) -> String {
+        self.reason.to_string()
+    }
 }
 
 /// The scheduler over one snapshot. Decisions depend only on the snapshot and the config.
@@ -584,10 +598,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             }
             let attempted = self.schedule(entry, plan);
             if retry {
-                let c = &*self.cluster;
-                let settle: Vec<(GroupId, &str, usize)> =
-                    groups.iter().map(|g| (*g, c.groups[*g].key.as_str(), c.groups[*g].min_count)).collect();
-                plan.settle_groups(&settle);
+                plan.settle_groups(&groups);
             }
             if attempted.pending {
                 let checked = self.hint_group(queue, entry, attempted.wake, attempted.checked);

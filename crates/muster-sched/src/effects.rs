@@ -111,9 +111,17 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         .filter(|r| r.outcome == GroupOutcome::SchedulerError)
         .flat_map(|r| cluster.groups[r.group].members.iter().map(|m| m.0 as usize))
         .collect();
+    // A group's members share its reason: rendered once for all of them.
+    let mut rendered: Option<(*const crate::cycle::GroupReason, String)> = None;
     for (pod, err) in &plan.unschedulable {
         let reason = if errors.contains(&(pod.0 as usize)) { "SchedulerError" } else { err.reason() };
-        let message = err.message();
+        let message = match &err.group {
+            Some(g) => match &rendered {
+                Some((at, text)) if std::ptr::eq(*at, &**g) => text.clone(),
+                _ => rendered.insert((&**g, g.to_string())).1.clone(),
+            },
+            None => err.message(),
+        };
         out.push(Effect::PodUnschedulable { pod: *pod, reason, message: message.clone() });
         out.push(Effect::Event {
             pod: *pod,
@@ -148,17 +156,16 @@ pub fn initially_scheduled(outcome: &GroupOutcome, invalid: bool) -> Option<(&'s
 
 /// The group conditions of a plan's group and tree results.
 fn group_conditions(plan: &Plan, out: &mut Vec<Effect>) {
-    let groups = plan
-        .groups
-        .iter()
-        .map(|r| (GroupNode::Group(r.group), POD_GROUP_INITIALLY_SCHEDULED, &r.outcome, false, &r.message));
-    let trees = plan
-        .composites
-        .iter()
-        .map(|r| (GroupNode::Composite(r.composite), COMPOSITE_INITIALLY_SCHEDULED, &r.outcome, r.invalid, &r.message));
-    for (group, type_, outcome, invalid, message) in groups.chain(trees) {
-        if let Some((status, reason)) = initially_scheduled(outcome, invalid) {
-            out.push(Effect::GroupCondition { group, type_, status, reason, message: message.clone() });
+    for r in &plan.groups {
+        if let Some((status, reason)) = initially_scheduled(&r.outcome, false) {
+            let (group, type_) = (GroupNode::Group(r.group), POD_GROUP_INITIALLY_SCHEDULED);
+            out.push(Effect::GroupCondition { group, type_, status, reason, message: r.message() });
+        }
+    }
+    for r in &plan.composites {
+        if let Some((status, reason)) = initially_scheduled(&r.outcome, r.invalid) {
+            let (group, type_) = (GroupNode::Composite(r.composite), COMPOSITE_INITIALLY_SCHEDULED);
+            out.push(Effect::GroupCondition { group, type_, status, reason, message: r.message.clone() });
         }
     }
 }

@@ -131,8 +131,8 @@ pub struct FitError {
     /// A message from PreFilter, when the pod failed before any node was tried.
     pub pre_filter_message: Option<String>,
     /// The pod-group cycle's verdict for a member of a group that was not placed; it replaces
-    /// the per-node summary (the member may fit on its own).
-    pub group_message: Option<String>,
+    /// the per-node summary (the member may fit on its own). Shared with the group's result.
+    pub group: Option<std::sync::Arc<crate::cycle::GroupReason>>,
     /// A Filter plugin's error that aborted the attempt; it replaces the per-node summary.
     pub error: Option<FilterError>,
 }
@@ -164,19 +164,19 @@ impl FitError {
             rejections: Vec::new(),
             node_statuses: Vec::new(),
             pre_filter_message: Some(message),
-            group_message: None,
+            group: None,
             error: None,
         }
     }
 
     /// A member of a PodGroup whose cycle failed: the group's reason.
-    pub fn group(num_all_nodes: usize, message: String) -> Self {
+    pub fn group(num_all_nodes: usize, reason: std::sync::Arc<crate::cycle::GroupReason>) -> Self {
         FitError {
             num_all_nodes,
             rejections: Vec::new(),
             node_statuses: Vec::new(),
             pre_filter_message: None,
-            group_message: Some(message),
+            group: Some(reason),
             error: None,
         }
     }
@@ -188,7 +188,7 @@ impl FitError {
             rejections: Vec::new(),
             node_statuses: Vec::new(),
             pre_filter_message: None,
-            group_message: None,
+            group: None,
             error: Some(FilterError { plugin, node, error }),
         }
     }
@@ -217,8 +217,8 @@ impl FitError {
     /// kube-scheduler's message: `0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had
     /// untolerated taint {dedicated: batch}.` (reasons sorted as strings, as upstream sorts them).
     pub fn message(&self) -> String {
-        if let Some(g) = &self.group_message {
-            return g.clone();
+        if let Some(g) = &self.group {
+            return g.to_string();
         }
         if let Some(e) = &self.error {
             return e.message();

@@ -142,10 +142,10 @@ fn a_malformed_device_topology_is_the_groups_error() {
     let r = &plan.groups[0];
     assert_eq!(r.outcome, GroupOutcome::SchedulerError);
     assert!(
-        r.message
+        r.message()
             .starts_with("podgroup ml/g0: metadata.annotations[muster.dev/device-topology-scope]: Unsupported value"),
         "{}",
-        r.message
+        r.message()
     );
     assert!(plan.placements.is_empty());
 }
@@ -165,6 +165,6 @@ fn an_attribute_no_device_publishes_places_nothing() {
     cluster.add_pod_groups(pgs);
     cluster.add_claims(Vec::new(), &common::gpu_templates());
     let plan = common::plan_with_dra(&mut cluster, &slices, &common::gpu_class(), true);
-    assert_eq!(plan.groups[0].message, "podgroup ml/g0: no device publishes the attribute gpu.example.com/rack");
+    assert_eq!(plan.groups[0].message(), "podgroup ml/g0: no device publishes the attribute gpu.example.com/rack");
     assert!(plan.placements.is_empty());
 }

@@ -91,7 +91,7 @@ fn decisions(plan: &Plan) -> (Decisions, bool) {
         ref o => o.clone(),
     };
     let groups = plan.groups.iter().map(|r| (r.group.0, outcome(&r.outcome))).collect();
-    let fired = plan.groups.iter().any(|r| r.message.contains(NOT_TRIED));
+    let fired = plan.groups.iter().any(|r| r.message().contains(NOT_TRIED));
     ((placements, victims, groups), fired)
 }
 
@@ -117,7 +117,7 @@ fn fires_when_min_count_is_out_of_reach() {
     let (plan, fired) = same_both_ways(&nodes, &slices, &pods, &[group("g", 3, 0)], &common::gpu_templates());
     assert!(fired);
     assert_eq!(
-        plan.groups[0].message,
+        plan.groups[0].message(),
         "podgroup ml/g cannot be placed together: at most 2 of its 3 pending pods fit the nodes' free resources and \
          devices, 0 already running, minCount 3; nothing was placed (no member was tried)"
     );
@@ -132,6 +132,32 @@ fn devices_that_serve_several_claims_are_not_counted() {
     let (plan, fired) = same_both_ways(&nodes, &slices, &pods, &[group("g", 2, 0)], &common::gpu_templates());
     assert!(!fired);
     assert!(matches!(plan.groups[0].outcome, GroupOutcome::Scheduled { placed: 2, .. }), "{:?}", plan.groups);
+}
+
+#[test]
+fn a_claim_the_members_share_is_not_counted_per_member() {
+    // One GPU, one claim for it that all three members name: they fit together on node-0.
+    let (nodes, slices) = common::gpu_nodes(&[1], "rack", "r");
+    let claim: k8s_openapi::api::resource::v1::ResourceClaim = serde_json::from_value(json!({
+        "metadata": {"name": "shared", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 1}}]}}}))
+    .unwrap();
+    let pods: Vec<Box<Pod>> = (0..3)
+        .map(|m| {
+            let mut pod = member(&format!("g-{m}"), "g", None, 1, 0);
+            let claims = json!([{"name": "gpus", "resourceClaimName": "shared"}]);
+            pod.spec.as_mut().unwrap().resource_claims = Some(serde_json::from_value(claims).unwrap());
+            pod
+        })
+        .collect();
+    let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(vec![group("g", 3, 0)]);
+    cluster.add_claims(vec![claim], &[]);
+    let classes = common::gpu_class();
+    let ctx = common::dra(&slices, &classes);
+    let plan = Scheduler::with_dra(&mut cluster, SchedulerConfig::default(), &ctx).with_gang_bound().plan();
+    assert!(!plan.groups[0].message().contains(NOT_TRIED), "{}", plan.groups[0].message());
+    assert!(matches!(plan.groups[0].outcome, GroupOutcome::Scheduled { placed: 3, .. }), "{:?}", plan.groups);
 }
 
 #[test]

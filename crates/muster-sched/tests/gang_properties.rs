@@ -199,7 +199,7 @@ fn members_must_have_the_groups_priority() {
             assert!(matches!(r.outcome, GroupOutcome::Scheduled { .. }), "{r:?}");
         } else {
             assert_eq!(r.outcome, GroupOutcome::SchedulerError);
-            assert!(r.message.contains("podgroup ml/g has priority 1000, but ml/g-1 has 0"), "{}", r.message);
+            assert!(r.message().contains("podgroup ml/g has priority 1000, but ml/g-1 has 0"), "{}", r.message());
             assert!(plan.placements.is_empty());
         }
     }

@@ -108,7 +108,7 @@ fn wakes(case: Case) -> bool {
         rejections: vec![Rejection::new(case.plugin, false, "rejected")],
         node_statuses: Vec::new(),
         pre_filter_message: None,
-        group_message: None,
+        group: None,
         error: None,
     };
     let args = PodTopologySpreadArgs::default();

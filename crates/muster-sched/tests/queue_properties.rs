@@ -137,5 +137,5 @@ fn a_group_tried_again_reports_every_member_it_placed() {
     assert!(plan.unschedulable.is_empty(), "{:?}", plan.unschedulable);
     assert_eq!(plan.groups.len(), 1);
     assert_eq!(plan.groups[0].outcome, muster_sched::GroupOutcome::Scheduled { placed: 2, scheduled: 0 });
-    assert_eq!(plan.groups[0].message, "podgroup q/g: 2 placed, 0 already running, minCount 1");
+    assert_eq!(plan.groups[0].message(), "podgroup q/g: 2 placed, 0 already running, minCount 1");
 }

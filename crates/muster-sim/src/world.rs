@@ -27,12 +27,11 @@ use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole}
 
 mod device_events;
 
-/// The devices a claim's allocation holds.
 /// Counts a failed attempt under what failed it: its group's verdict, PreFilter, a plugin's
 /// error, or each Filter plugin that rejected nodes (once per attempt).
 fn count_failure(by: &mut std::collections::BTreeMap<&'static str, u64>, e: &muster_sched::FitError) {
     let mut seen: Vec<&'static str> = Vec::new();
-    if e.group_message.is_some() {
+    if e.group.is_some() {
         seen.push("PodGroup");
     } else if e.pre_filter_message.is_some() {
         seen.push("PreFilter");

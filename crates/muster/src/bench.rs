@@ -560,7 +560,7 @@ pub fn gang(nodes: usize, gangs: usize, per_gang: usize, iterations: usize) -> a
             plan.groups.len() == gangs && whole == gangs,
             "{whole} of {gangs} gangs scheduled whole ({} group results); first: {:?}",
             plan.groups.len(),
-            plan.groups.iter().find(|r| !matches!(r.outcome, GroupOutcome::Scheduled { .. })).map(|r| &r.message)
+            plan.groups.iter().find(|r| !matches!(r.outcome, GroupOutcome::Scheduled { .. })).map(|r| r.message())
         );
         anyhow::ensure!(plan.placements.len() == pods, "{} of {pods} pods placed", plan.placements.len());
         Ok(())
@@ -857,7 +857,7 @@ pub fn gpu(
             .iter()
             .find(|r| !matches!(r.outcome, GroupOutcome::Scheduled { .. }))
             .map(|r| {
-                let m: String = r.message.chars().take(200).collect();
+                let m: String = r.message().chars().take(200).collect();
                 format!("  first gang not scheduled: {m}\n")
             })
             .unwrap_or_default();

@@ -435,7 +435,7 @@ pub fn changed_pod_groups(cluster: &Cluster, plan: &Plan, options: &GroupStatusO
                 (_, None) => continue,
             };
             touched = true;
-            wanted.push(Wanted { type_: INITIALLY_SCHEDULED, status, reason, message: r.message.clone() });
+            wanted.push(Wanted { type_: INITIALLY_SCHEDULED, status, reason, message: r.message() });
         }
         if let Some(by) = preempted_by[g] {
             touched = true;

@@ -277,8 +277,8 @@ pub fn json(world: &World, plan: &Plan) -> Value {
                 "outcome": group_outcome(&g.outcome),
                 "placed": placed,
                 "alreadyRunning": scheduled,
-                "message": g.message,
-                "preemption": g.preemption,
+                "message": g.message(),
+                "preemption": g.preemption.as_ref().map(ToString::to_string),
             })
         }).collect::<Vec<_>>(),
         "compositePodGroups": plan.composites.iter().map(|t| {
@@ -292,7 +292,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
                 "placed": placed,
                 "alreadyRunning": scheduled,
                 "message": t.message,
-                "preemption": t.preemption,
+                "preemption": t.preemption.as_ref().map(ToString::to_string),
             })
         }).collect::<Vec<_>>(),
         "volumeBindings": c.volumes.decisions.iter().map(volume_decision_json(c)).collect::<Vec<_>>(),
@@ -552,7 +552,7 @@ pub fn table(world: &World, plan: &Plan) -> String {
             );
         }
         for g in &plan.groups {
-            let _ = writeln!(out, "{}: {} — {}", c.groups[g.group].key, group_outcome(&g.outcome), g.message);
+            let _ = writeln!(out, "{}: {} — {}", c.groups[g.group].key, group_outcome(&g.outcome), g.message());
         }
     }
     if !plan.preempted.is_empty() || !plan.pod_preemptions.is_empty() {

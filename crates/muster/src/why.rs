@@ -53,7 +53,7 @@ fn pod_preemption(plan: &Plan, c: &Cluster, pod: PodId) -> String {
 
 /// What workload-aware preemption did for a group's cycle.
 fn group_preemption(plan: &Plan, g: GroupId) -> String {
-    match plan.groups.iter().find(|r| r.group == g).and_then(|r| r.preemption.as_deref()) {
+    match plan.groups.iter().find(|r| r.group == g).and_then(|r| r.preemption.as_ref()) {
         Some(p) => p.to_string(),
         None => "not needed".to_string(),
     }
@@ -464,7 +464,7 @@ impl Why<'_> {
                 let _ = writeln!(text, "  the group's cycle did not try it; the nodes as an attempt would see them:");
             }
             j["group"] = json!({"podgroup": group.key, "outcome": outcome,
-                "message": result.map(|r| r.message.clone()),
+                "message": result.map(|r| r.message()),
                 "reservedBefore": reserved.iter().map(|p| self.pod_key(*p)).collect::<Vec<_>>()});
         }
         self.nodes(&explanation, &mut text, &mut j);
@@ -511,7 +511,7 @@ impl Why<'_> {
                             let _ = writeln!(text, "  preemption: {p}");
                         }
                         j["verdict"] = json!({"status": outcome, "message": x.message});
-                        j["preemption"] = json!(x.preemption);
+                        j["preemption"] = json!(x.preemption.as_ref().map(ToString::to_string));
                     }
                 }
             }
@@ -521,7 +521,7 @@ impl Why<'_> {
             let (kind, key) = (child.kind(), c.node_key(*child));
             let (outcome, message) = match child {
                 GroupNode::Group(g) => match plan.groups.iter().find(|r| r.group == *g) {
-                    Some(r) => (group_outcome_text(&r.outcome, c.groups[*g].gang).to_string(), r.message.clone()),
+                    Some(r) => (group_outcome_text(&r.outcome, c.groups[*g].gang).to_string(), r.message()),
                     None => ("nothing pending".to_string(), String::new()),
                 },
                 GroupNode::Composite(_) => ("see its own report".to_string(), String::new()),
@@ -556,11 +556,11 @@ impl Why<'_> {
             Some(r) => {
                 let outcome = group_outcome_text(&r.outcome, group.gang);
                 let _ = writeln!(text, "podgroup {} ({policy}): {outcome}", group.key);
-                let _ = writeln!(text, "  {}", r.message);
+                let _ = writeln!(text, "  {}", r.message());
                 if !matches!(r.outcome, GroupOutcome::Scheduled { .. }) || r.preemption.is_some() {
                     let _ = writeln!(text, "  preemption: {preemption}");
                 }
-                j["verdict"] = json!({"status": outcome, "message": r.message});
+                j["verdict"] = json!({"status": outcome, "message": r.message()});
             }
         }
         // Beyond upstream: each topology domain as the group's cycle tried it.
@@ -584,7 +584,7 @@ impl Why<'_> {
                     Verdict::Unschedulable(e) => ("unschedulable", format!("does not fit: {}", e.message())),
                     Verdict::NotPending => ("not-attempted", "not attempted".to_string()),
                 },
-                (Verdict::Unschedulable(e), None) if result.is_some_and(|r| r.message == e.message()) => {
+                (Verdict::Unschedulable(e), None) if result.is_some_and(|r| r.message() == e.message()) => {
                     ("unschedulable", "unschedulable with its group".to_string())
                 }
                 (Verdict::Unschedulable(e), None) => ("unschedulable", format!("unschedulable: {}", e.message())),

@@ -125,7 +125,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 rejections: Vec::new(),
                 node_statuses: Vec::new(),
                 pre_filter_message: Some(message),
-                group_message: None,
+                group: None,
                 error: None,
             });
         }
@@ -327,7 +327,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 rejections,
                 node_statuses,
                 pre_filter_message: None,
-                group_message: None,
+                group: None,
                 error: None,
             });
         }

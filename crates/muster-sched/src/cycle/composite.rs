@@ -10,6 +10,9 @@
 //! it made is undone in reverse order, and when the root fails nothing stays reserved.
 
 use super::*;
+use std::sync::Arc;
+
+use super::reasons::{GroupReason, Preemption};
 use crate::cluster::{GroupNode, TreeError};
 
 /// A CompositePodGroup cycle's result: its `CompositePodGroupInitiallyScheduled` condition.
@@ -24,7 +27,7 @@ pub struct CompositeResult {
     pub invalid: bool,
     pub message: String,
     /// What workload-aware preemption did or why it could not help; `None` when not needed.
-    pub preemption: Option<String>,
+    pub preemption: Option<Preemption>,
 }
 
 /// What placing a tree (or a subtree) did so far.
@@ -79,7 +82,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         // Alpha restriction: one priority for the whole tree, the root's.
         let what = format!("compositepodgroup {key}");
-        let mut mismatch = super::priority_mismatch(c, &c.composites[root].priority, &what, &pending);
+        let mut mismatch =
+            super::priority_mismatch(c, &c.composites[root].priority, &what, &pending).map(|m| m.to_string());
         if let (None, Ok(p)) = (&mismatch, &c.composites[root].priority) {
             let odd: Vec<String> = leaves
                 .iter()
@@ -145,7 +149,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
                     self.fail_tree(root, plan, outcome, false, message);
                     if let Some(last) = plan.composites.last_mut() {
-                        last.preemption = Some(format!("would not help: {why_not}"));
+                        last.preemption = Some(Preemption::WouldNotHelp(why_not));
                     }
                     return;
                 }
@@ -153,7 +157,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         let placed = out.placed.len();
         let mut message = format!("compositepodgroup {key}: {placed} placed, {scheduled} already running");
-        let preemption = self.victims_text(&victims, &against, &mut message);
+        let victims_named = self.victims(&victims, &against);
+        if let Some(v) = &victims_named {
+            message.push_str(&v.suffix());
+        }
+        let preemption = victims_named.map(Preemption::Preempted);
         plan.composites.push(CompositeResult {
             composite: root,
             outcome: GroupOutcome::Scheduled { placed, scheduled },
@@ -171,20 +179,21 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// `message`.
     fn fail_tree(&self, root: CompositeId, plan: &mut Plan, outcome: GroupOutcome, invalid: bool, message: String) {
         let num_nodes = self.cluster.node_order.len();
+        let reason = Arc::new(GroupReason::Tree(message.clone()));
         for g in self.cluster.leaves(root) {
             let m = self.members(g);
             if m.pending.is_empty() {
                 continue;
             }
             for p in &m.pending {
-                plan.unschedulable.push((*p, FitError::group(num_nodes, message.clone())));
+                plan.unschedulable.push((*p, FitError::group(num_nodes, reason.clone())));
             }
             let outcome = match outcome {
                 GroupOutcome::Waiting { .. } => GroupOutcome::Waiting { exist: m.exist },
                 GroupOutcome::SchedulerError => GroupOutcome::SchedulerError,
                 _ => GroupOutcome::Unschedulable { placed: 0, scheduled: m.scheduled, failed: m.pending.len() },
             };
-            plan.groups.push(GroupResult { group: g, outcome, message: message.clone(), preemption: None });
+            plan.groups.push(GroupResult { group: g, outcome, reason: reason.clone(), preemption: None });
         }
         plan.composites.push(CompositeResult { composite: root, outcome, invalid, message, preemption: None });
     }
@@ -344,9 +353,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let num_nodes = self.cluster.node_order.len();
         if gang && exist < min {
             let message = format!("podgroup {key} waits for its pods: {exist} of minCount {min} exist");
-            out.failed.extend(pending.iter().map(|p| (*p, FitError::group(num_nodes, message.clone()))));
-            let outcome = GroupOutcome::Waiting { exist };
-            out.leaves.push(GroupResult { group: g, outcome, message: message.clone(), preemption: None });
+            let result = GroupResult::new(g, GroupOutcome::Waiting { exist }, GroupReason::Tree(message.clone()));
+            out.failed.extend(pending.iter().map(|p| (*p, FitError::group(num_nodes, result.reason.clone()))));
+            out.leaves.push(result);
             return Err(message);
         }
         if pending.is_empty() {
@@ -372,9 +381,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         };
         match self.place_group(&attempt) {
             Ok((placed, failed, undo)) => {
-                let message = super::group::scheduled_message(&key, placed.len(), scheduled, min);
                 let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
-                out.leaves.push(GroupResult { group: g, outcome, message, preemption: None });
+                let reason =
+                    GroupReason::Scheduled { group: key, placed: placed.len(), running: scheduled, min, victims: None };
+                out.leaves.push(GroupResult::new(g, outcome, reason));
                 out.placed.extend(placed);
                 out.failed.extend(failed);
                 out.undo.extend(undo);
@@ -382,7 +392,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             Err(failure) => {
                 let (result, failed) = self.group_failure(g, &pending, failure, scheduled);
-                let message = result.message.clone();
+                let message = result.message();
                 out.leaves.push(result);
                 out.failed.extend(failed);
                 if scheduled >= min { Ok(()) } else { Err(message) }
@@ -393,14 +403,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Every pending pod of the subtree under `ci` fails with `message`.
     fn fail_subtree(&self, ci: CompositeId, message: &str, out: &mut TreePlacement) {
         let num_nodes = self.cluster.node_order.len();
+        let reason = Arc::new(GroupReason::Tree(message.to_string()));
         for g in self.cluster.leaves(ci) {
             let m = self.members(g);
             if m.pending.is_empty() {
                 continue;
             }
-            out.failed.extend(m.pending.iter().map(|p| (*p, FitError::group(num_nodes, message.to_string()))));
+            out.failed.extend(m.pending.iter().map(|p| (*p, FitError::group(num_nodes, reason.clone()))));
             let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled: m.scheduled, failed: m.pending.len() };
-            out.leaves.push(GroupResult { group: g, outcome, message: message.to_string(), preemption: None });
+            out.leaves.push(GroupResult { group: g, outcome, reason: reason.clone(), preemption: None });
         }
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use muster_alloc::{DeviceDomain, DomainValue};
 
+use super::reasons::DomainError;
 use super::*;
 use crate::device_topology::{DeviceTopology, Scope};
 
@@ -75,7 +76,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         t: Topology<'_>,
         within: Option<&[bool]>,
         members: &[PodId],
-    ) -> Result<Vec<Domain>, String> {
+    ) -> Result<Vec<Domain>, DomainError> {
         let Some(device) = t.device else {
             let label = t.label.expect("a topology has a label or a device attribute");
             let domains = self.domains(label, within, members)?;
@@ -90,9 +91,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         topology: &DeviceTopology,
         within: Option<&[bool]>,
         members: &[PodId],
-    ) -> Result<Vec<Domain>, String> {
+    ) -> Result<Vec<Domain>, DomainError> {
         let attr = topology.attribute.as_str();
-        let no_device = || format!("no device publishes the attribute {attr}");
+        let no_device = || DomainError::NoDeviceAttribute { attr: attr.to_string() };
         let Some((ctx, _)) = self.dra.as_ref() else { return Err(no_device()) };
         let features = ctx.features;
         let drivers = ctx.index.constrained_drivers(attr, features);
@@ -152,11 +153,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             domains.push(Domain { value: name.join("/"), nodes, device: Some(Arc::new(restriction)) });
         }
         if domains.is_empty() {
-            let where_ = if within.is_some() { " inside the parent's placement" } else { "" };
+            let (attr, within) = (attr.to_string(), within.is_some());
             return Err(if pins.is_empty() {
-                format!("no node{where_} sees a device with {attr}")
+                DomainError::NoDeviceWith { attr, within }
             } else {
-                format!("no {attr} domain{where_} holds the members already running")
+                DomainError::PinnedOut { attr, within }
             });
         }
         Ok(domains)
@@ -170,7 +171,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         attr: &str,
         drivers: &BTreeSet<String>,
         list_types: bool,
-    ) -> Result<Vec<Pin>, String> {
+    ) -> Result<Vec<Pin>, DomainError> {
         let Some((ctx, _)) = self.dra.as_ref() else { return Ok(Vec::new()) };
         let c = &*self.cluster;
         let mut pins = Vec::new();
@@ -197,10 +198,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 }
             }
             if allowed.as_ref().is_some_and(BTreeSet::is_empty) {
-                return Err(format!(
-                    "member {} already runs with devices in several {attr} domains, or without {attr}",
-                    pod.key
-                ));
+                return Err(DomainError::MemberInSeveral { member: pod.key.to_string(), attr: attr.to_string() });
             }
             pins.push((node, allowed));
         }

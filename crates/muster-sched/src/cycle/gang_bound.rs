@@ -68,13 +68,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// What every pending member surely needs; `None` when the bound does not apply.
     fn need(&self, pending: &[PodId]) -> Option<Need> {
         let c = &*self.cluster;
+        let shared = self.shared_claims(pending);
         let mut need: Option<Need> = None;
         for &p in pending {
             let pod = c.pod(p);
             if !pod.dra_extended.is_empty() {
                 return None;
             }
-            let devices = self.devices_needed(pod, pending);
+            let devices = self.devices_needed(pod, &shared);
             need = Some(match need {
                 None => Need { requests: pod.requests.clone(), devices },
                 Some(mut n) => {
@@ -93,18 +94,32 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         need
     }
 
+    /// The claims more than one of the `pending` members refers to, sorted (one pass over their
+    /// claims: a gang of 64 is not 64 × 64 comparisons).
+    fn shared_claims(&self, pending: &[PodId]) -> Vec<ClaimId> {
+        let c = &*self.cluster;
+        let mut refs: Vec<(ClaimId, u32)> = Vec::new();
+        for (i, &p) in pending.iter().enumerate() {
+            refs.extend(c.pod(p).claims.iter().filter_map(|r| r.as_ref().ok()).map(|&id| (id, i as u32)));
+        }
+        refs.sort_unstable();
+        refs.dedup();
+        let mut shared: Vec<ClaimId> = refs.windows(2).filter(|w| w[0].0 == w[1].0).map(|w| w[0].0).collect();
+        shared.dedup();
+        shared
+    }
+
     /// Devices `pod` surely takes: the exact counts its claims ask for, over claims that are not
-    /// allocated and that no other pending member shares.
-    fn devices_needed(&self, pod: &crate::cluster::PodInfo, pending: &[PodId]) -> u32 {
+    /// allocated and that no other pending member shares (`shared`, sorted).
+    fn devices_needed(&self, pod: &crate::cluster::PodInfo, shared: &[ClaimId]) -> u32 {
         let c = &*self.cluster;
         if self.dra.is_none() {
             return 0;
         }
-        let shared = |id: ClaimId| pending.iter().filter(|m| c.pod(**m).claims.contains(&Ok(id))).count() > 1;
         let mut total = 0u32;
         for id in pod.claims.iter().filter_map(|r| r.as_ref().ok()).copied() {
             let claim = &c.claims[id].claim;
-            if claim.status.as_ref().is_some_and(|s| s.allocation.is_some()) || shared(id) {
+            if claim.status.as_ref().is_some_and(|s| s.allocation.is_some()) || shared.binary_search(&id).is_ok() {
                 continue;
             }
             let requests =

@@ -3,7 +3,10 @@
 //! (KEP 5732), the all-or-nothing rollback of a gang, and the reasons a failed group cycle
 //! reports. CompositePodGroup trees (`composite`) place each of their PodGroups through it.
 
+use std::sync::Arc;
+
 use super::device_domains::Topology;
+use super::reasons::{DomainError, GroupReason, Preemption, PriorityMismatch};
 use super::*;
 use crate::framework::MAX_NODE_SCORE;
 
@@ -56,7 +59,7 @@ pub(super) struct GroupAttempt<'a> {
 /// Why a group could not be placed (everything already rolled back).
 pub(super) enum GroupFailure {
     /// No topology domain holds the group: the reason.
-    Topology(String),
+    Topology(DomainError),
     /// `placed` members fitted (then rolled back), `failed` did not.
     Members { placed: usize, failed: Vec<(PodId, FitError)> },
     /// Not tried: at most this many members fit the nodes' free resources and devices
@@ -76,59 +79,48 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let (min, gang, key) = (group.min_count, group.gang, group.key.clone());
         let Members { members, pending, exist, scheduled } = self.members(g);
         let num_nodes = c.node_order.len();
-        let fail_all = |plan: &mut Plan, pods: &[PodId], message: &str| {
+        let fail_all = |plan: &mut Plan, pods: &[PodId], outcome: GroupOutcome, reason: GroupReason| {
+            let result = GroupResult::new(g, outcome, reason);
             for p in pods {
-                plan.unschedulable.push((*p, FitError::group(num_nodes, message.to_string())));
+                plan.unschedulable.push((*p, FitError::group(num_nodes, result.reason.clone())));
             }
+            plan.groups.push(result);
         };
         // A PodGroup whose parent CompositePodGroup is missing waits for it (PreEnqueue); a bad
         // parent chain is the group's error.
         if let Err(e) = c.root(crate::cluster::GroupNode::Group(g)) {
-            let (message, outcome) = match e {
-                crate::cluster::TreeError::MissingParent(m) => (
-                    format!("podgroup {m}; it is not attempted until the parent exists"),
-                    GroupOutcome::Waiting { exist },
-                ),
-                crate::cluster::TreeError::Invalid(m) => (format!("podgroup {key}: {m}"), GroupOutcome::SchedulerError),
+            let (reason, outcome) = match e {
+                crate::cluster::TreeError::MissingParent(parent) => {
+                    (GroupReason::ParentMissing { parent }, GroupOutcome::Waiting { exist })
+                }
+                crate::cluster::TreeError::Invalid(error) => {
+                    (GroupReason::InvalidTree { group: key, error }, GroupOutcome::SchedulerError)
+                }
             };
-            fail_all(plan, &pending, &message);
-            plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
+            fail_all(plan, &pending, outcome, reason);
             return;
         }
         // Alpha restriction: every member has the group's priority.
-        if let Some(message) = priority_mismatch(c, &c.groups[g].priority, &format!("podgroup {key}"), &pending) {
-            fail_all(plan, &pending, &message);
-            plan.groups.push(GroupResult {
-                group: g,
-                outcome: GroupOutcome::SchedulerError,
-                message,
-                preemption: None,
-            });
+        if let Some(mismatch) = priority_mismatch(c, &c.groups[g].priority, &format!("podgroup {key}"), &pending) {
+            fail_all(plan, &pending, GroupOutcome::SchedulerError, GroupReason::Priority(mismatch));
             return;
         }
         if gang && exist < min {
-            let message = format!(
-                "podgroup {key} waits for its pods: {exist} of minCount {min} exist; the gang is not attempted until all are created \
-                 (muster marks the group PodGroupInitiallyScheduled=False, reason {GANG_WAIT_TIMEOUT_REASON}, after waiting {}s)",
-                self.config().gang_wait_timeout_seconds
-            );
-            fail_all(plan, &pending, &message);
-            plan.groups.push(GroupResult {
-                group: g,
-                outcome: GroupOutcome::Waiting { exist },
-                message,
-                preemption: None,
-            });
+            let timeout_seconds = self.config().gang_wait_timeout_seconds;
+            let reason = GroupReason::WaitsForPods { group: key, exist, min, timeout_seconds };
+            fail_all(plan, &pending, GroupOutcome::Waiting { exist }, reason);
             return;
         }
         // Beyond upstream: a device topology the annotations ask for, which must be well formed.
         let device_topology = match self.cluster.groups[g].device_topology.clone().transpose() {
             Ok(t) => t,
-            Err(e) => {
-                let message = format!("podgroup {key}: {e}");
-                fail_all(plan, &pending, &message);
-                let outcome = GroupOutcome::SchedulerError;
-                plan.groups.push(GroupResult { group: g, outcome, message, preemption: None });
+            Err(error) => {
+                fail_all(
+                    plan,
+                    &pending,
+                    GroupOutcome::SchedulerError,
+                    GroupReason::DeviceTopology { group: key, error },
+                );
                 return;
             }
         };
@@ -153,17 +145,25 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 Err(why_not) => {
                     self.report_group_failure(g, plan, &pending, failure, scheduled);
                     if let Some(last) = plan.groups.last_mut() {
-                        last.preemption = Some(format!("would not help: {why_not}"));
+                        last.preemption = Some(Preemption::WouldNotHelp(why_not));
                     }
                     return;
                 }
             },
         };
         let (placed, failed, _) = result;
-        let mut message = scheduled_message(&key, placed.len(), scheduled, min);
-        let preemption = self.victims_text(&victims, &against, &mut message);
+        let victims_named = self.victims(&victims, &against);
         let outcome = GroupOutcome::Scheduled { placed: placed.len(), scheduled };
-        plan.groups.push(GroupResult { group: g, outcome, message, preemption });
+        let reason = GroupReason::Scheduled {
+            group: key,
+            placed: placed.len(),
+            running: scheduled,
+            min,
+            victims: victims_named.clone(),
+        };
+        let mut result = GroupResult::new(g, outcome, reason);
+        result.preemption = victims_named.map(Preemption::Preempted);
+        plan.groups.push(result);
         plan.preempted.extend(victims.into_iter().map(|v| (v, crate::cluster::GroupNode::Group(g))));
         plan.placements.extend(placed);
         // Members that did not fit wait for the next cycle (basic policy, or beyond minCount).
@@ -199,7 +199,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         let key = topology.key_text();
         let mut out = Vec::new();
-        for d in self.group_domains(topology, None, &members)? {
+        for d in self.group_domains(topology, None, &members).map_err(|e| e.to_string())? {
             let devices = d.device.as_ref().map(|r| self.device_counts(r));
             self.node_filter = Some(self.mask(&d.nodes));
             self.device_filter = d.device;
@@ -285,42 +285,40 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     ) -> (GroupResult, Vec<(PodId, FitError)>) {
         let c = &*self.cluster;
         let group = &c.groups[g];
-        let (key, min, gang) = (&group.key, group.min_count, group.gang);
+        let (key, min, gang) = (group.key.clone(), group.min_count, group.gang);
         let num_nodes = c.node_order.len();
-        let all =
-            |message: &str| pending.iter().map(|p| (*p, FitError::group(num_nodes, message.to_string()))).collect();
+        let shared = |outcome: GroupOutcome, reason: GroupReason| {
+            let result = GroupResult::new(g, outcome, reason);
+            let failed = pending.iter().map(|p| (*p, FitError::group(num_nodes, result.reason.clone()))).collect();
+            (result, failed)
+        };
+        let all_failed = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
         let (placed, failed) = match failure {
-            GroupFailure::Topology(message) => {
-                let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
-                let message = format!("podgroup {key}: {message}");
-                let failed = all(&message);
-                return (GroupResult { group: g, outcome, message, preemption: None }, failed);
+            GroupFailure::Topology(error) => return shared(all_failed, GroupReason::NoDomain { group: key, error }),
+            GroupFailure::Bound(room) => {
+                let reason = GroupReason::Bound { group: key, room, pending: pending.len(), running: scheduled, min };
+                return shared(all_failed, reason);
             }
             GroupFailure::Members { placed, failed } => (placed, failed),
-            GroupFailure::Bound(room) => {
-                let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
-                let message = bound_message(key, room, pending.len(), scheduled, min);
-                let failed = all(&message);
-                return (GroupResult { group: g, outcome, message, preemption: None }, failed);
-            }
         };
         if !gang {
             // The basic policy: each member stands alone, and none fitted.
             let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: failed.len() };
-            let message = failed.first().map(|(_, e)| e.message()).unwrap_or_default();
-            return (GroupResult { group: g, outcome, message, preemption: None }, failed);
+            let first = failed.first().map(|(_, e)| Box::new(e.clone()));
+            return (GroupResult::new(g, outcome, GroupReason::NoneFits(first)), failed);
         }
-        let first = failed
-            .first()
-            .map(|(p, e)| format!(" (first failure: {}: {})", c.pod(*p).key, e.message()))
-            .unwrap_or_default();
-        let message = format!(
-            "podgroup {key} cannot be placed together: {}, {scheduled} already running, minCount {min}; nothing was placed{first}",
-            tried_counts(placed, failed.len(), pending.len()),
-        );
         let outcome = GroupOutcome::Unschedulable { placed, scheduled, failed: failed.len() };
-        let failed = all(&message);
-        (GroupResult { group: g, outcome, message, preemption: None }, failed)
+        let first = failed.first().map(|(p, e)| (c.pod(*p).key.to_string(), Box::new(e.clone())));
+        let reason = GroupReason::NotTogether {
+            group: key,
+            placed,
+            failed: failed.len(),
+            pending: pending.len(),
+            running: scheduled,
+            min,
+            first,
+        };
+        shared(outcome, reason)
     }
 
     /// The default group algorithm over `pending` (Filter limited to `node_filter` when set):
@@ -359,11 +357,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         min: usize,
         gang: bool,
         within: Option<&[bool]>,
-    ) -> Result<(Vec<bool>, Option<std::sync::Arc<super::device_domains::DeviceRestriction>>), String> {
+    ) -> Result<(Vec<bool>, Option<Arc<super::device_domains::DeviceRestriction>>), DomainError> {
         let mut domains = self.group_domains(topology, within, members)?;
         let key = topology.key_text();
         let mut feasible: Vec<Feasible> = Vec::new();
-        let mut summaries: Vec<String> = Vec::new();
+        let mut tried: Vec<(String, usize, usize)> = Vec::new();
         for (di, d) in domains.iter().enumerate() {
             self.node_filter = Some(self.mask(&d.nodes));
             self.device_filter = d.device.clone();
@@ -372,8 +370,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if ok {
                 let devices = d.device.as_ref().map_or(0, |r| self.devices_in_use(r));
                 feasible.push((di, self.most_allocated(&d.nodes), scheduled + placed.len(), devices));
-            } else if summaries.len() < 5 {
-                summaries.push(format!("{}: {} of {} fit", d.value, placed.len(), pending.len()));
+            } else if tried.len() < 5 {
+                tried.push((d.value.clone(), placed.len(), pending.len()));
             }
             for r in undo.into_iter().rev() {
                 self.unreserve(r);
@@ -382,12 +380,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         self.node_filter = None;
         self.device_filter = None;
         if feasible.is_empty() {
-            let policy = if gang { format!("minCount {min}") } else { "at least one pod".to_string() };
-            return Err(format!(
-                "no {key} domain holds the group ({policy}, {scheduled} already running): {}{}",
-                summaries.join("; "),
-                more(domains.len(), summaries.len())
-            ));
+            let (min, total) = (gang.then_some(min), domains.len());
+            return Err(DomainError::NoneHolds { key, min, running: scheduled, tried, total });
         }
         let best = domains.swap_remove(best_domain(&feasible, &self.config.placement_weights));
         Ok((self.mask(&best.nodes), best.device))
@@ -400,7 +394,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         key: &str,
         within: Option<&[bool]>,
         members: &[PodId],
-    ) -> Result<Vec<(String, Vec<NodeId>)>, String> {
+    ) -> Result<Vec<(String, Vec<NodeId>)>, DomainError> {
         let c = &*self.cluster;
         let mut domains: std::collections::BTreeMap<&str, Vec<NodeId>> = std::collections::BTreeMap::new();
         for (i, n) in c.nodes.iter().enumerate() {
@@ -417,18 +411,17 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             .filter_map(|m| c.pod(*m).state.on_node().map(|n| c.node(n).detail.labels.get(key).map(String::as_str)))
             .collect();
         if running.contains(&None) {
-            return Err(format!("members already running on nodes without the topology label {key}"));
+            return Err(DomainError::RunningUnlabeled { key: key.to_string() });
         }
         if running.len() > 1 {
-            let values: Vec<&str> = running.iter().flatten().copied().collect();
-            return Err(format!("members already running in several {key} domains ({})", values.join(", ")));
+            let values = running.iter().flatten().map(|v| v.to_string()).collect();
+            return Err(DomainError::RunningInSeveral { key: key.to_string(), values });
         }
         if let Some(Some(v)) = running.first() {
             domains.retain(|d, _| d == v);
         }
         if domains.is_empty() {
-            let where_ = if within.is_some() { " inside the parent's placement" } else { "" };
-            return Err(format!("no node{where_} has the topology label {key}"));
+            return Err(DomainError::NoLabel { key: key.to_string(), within: within.is_some() });
         }
         Ok(domains.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
@@ -492,16 +485,17 @@ pub(super) fn more(total: usize, shown: usize) -> String {
 }
 
 /// The alpha restriction on a group (or tree) and its pods: they all have the group's priority,
-/// resolved as admission resolves it. The SchedulerError message, or `None` when it holds.
+/// resolved as admission resolves it. The SchedulerError's reason, or `None` when it holds.
 pub(super) fn priority_mismatch(
     c: &Cluster,
     priority: &Result<i32, String>,
     what: &str,
     pods: &[PodId],
-) -> Option<String> {
+) -> Option<PriorityMismatch> {
+    let what = what.to_string();
     let priority = match priority {
         Ok(p) => *p,
-        Err(e) => return Some(format!("{what}: spec.priorityClassName: {e}")),
+        Err(e) => return Some(PriorityMismatch { what, problem: Err(e.clone()) }),
     };
     let odd: Vec<String> = pods
         .iter()
@@ -509,50 +503,5 @@ pub(super) fn priority_mismatch(
         .filter(|p| p.priority != priority)
         .map(|p| format!("{} has {}", p.key, p.priority))
         .collect();
-    (!odd.is_empty()).then(|| {
-        format!(
-            "{what} has priority {priority}, but {}; every member must have the group's priority (set the same priorityClassName on the group and its pods)",
-            odd.join(", ")
-        )
-    })
-}
-
-/// A scheduled PodGroup's reason: what it placed, what already ran, its minCount.
-pub(super) fn scheduled_message(key: &str, placed: usize, running: usize, min: usize) -> String {
-    format!("podgroup {key}: {placed} placed, {running} already running, minCount {min}")
-}
-
-/// The reason of a gang cycle that [`Scheduler::gang_out_of_reach`] failed without trying a
-/// member.
-pub(super) fn bound_message(key: &str, room: usize, pending: usize, scheduled: usize, min: usize) -> String {
-    format!(
-        "podgroup {key} cannot be placed together: at most {room} of its {pending} pending pods fit the nodes' free \
-         resources and devices, {scheduled} already running, minCount {min}; nothing was placed (no member was tried)"
-    )
-}
-
-/// How a failed gang cycle's pending pods went, so that the counts add up to `pending`: those
-/// that fit, those that did not, and those never tried (the cycle stops once minCount is out of
-/// reach).
-pub(super) fn tried_counts(placed: usize, failed: usize, pending: usize) -> String {
-    let untried = pending.saturating_sub(placed + failed);
-    let mut text = format!("{placed} of its {pending} pending pods fit, {failed} do not");
-    if untried > 0 {
-        text.push_str(&format!(", {untried} not tried (minCount was out of reach)"));
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tried_counts;
-
-    #[test]
-    fn the_counts_add_up_to_the_pending_pods() {
-        assert_eq!(tried_counts(3, 1, 4), "3 of its 4 pending pods fit, 1 do not");
-        assert_eq!(
-            tried_counts(0, 1, 2),
-            "0 of its 2 pending pods fit, 1 do not, 1 not tried (minCount was out of reach)"
-        );
-    }
+    (!odd.is_empty()).then_some(PriorityMismatch { what, problem: Ok((priority, odd)) })
 }

@@ -252,26 +252,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         None
     }
 
-    /// Adds the victims to a group's message; the short preemption summary (`None` without
-    /// victims).
-    pub(super) fn victims_text(&self, victims: &[PodId], against: &[String], message: &mut String) -> Option<String> {
-        if victims.is_empty() {
-            return None;
-        }
-        let names: Vec<&str> = victims.iter().map(|v| self.cluster.pod(*v).key.as_str()).collect();
-        let s = if victims.len() == 1 { "" } else { "s" };
-        message.push_str(&format!("; preempted {} lower-priority pod{s}: {}", victims.len(), names.join(", ")));
-        let mut summary = format!("preempted {} pod(s)", victims.len());
-        if !against.is_empty() {
-            let budgets = format!(
-                "against PodDisruptionBudget{} {}",
-                if against.len() == 1 { "" } else { "s" },
-                against.join(", ")
-            );
-            message.push_str(&format!(" ({budgets}: no other choice left room)"));
-            summary.push_str(&format!(", {budgets}"));
-        }
-        Some(summary)
+    /// The victims by key and the budgets they went against (`None` without victims).
+    pub(super) fn victims(&self, victims: &[PodId], against: &[String]) -> Option<super::Victims> {
+        (!victims.is_empty()).then(|| super::Victims {
+            pods: victims.iter().map(|v| self.cluster.pod(*v).key.to_string()).collect(),
+            budgets: against.to_vec(),
+        })
     }
 
     /// The victims used up disruptions: later preemptions in this plan see what is left.
