@@ -184,7 +184,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
             Effect::PodUnschedulable { pod, reason, message } => {
                 let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
                 let event = crate::series::EventWrite::Nothing;
-                jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch, event });
+                jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message: message.to_string(), patch, event });
             }
             Effect::GroupCondition { group, type_, status, reason, message } => {
                 // As `meta.SetStatusCondition`: the same condition again is no write (its echo
@@ -210,7 +210,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
             // The writer sends these with the binding and the status they go with.
             Effect::Event { reason: "Scheduled" | "FailedScheduling", .. } => {}
             Effect::Event { pod, kind, reason, action, note } => {
-                jobs.push(Job::Event { pod: pod_ref(pod), kind, reason, action, note })
+                jobs.push(Job::Event { pod: pod_ref(pod), kind, reason, action, note: note.to_string() })
             }
         }
     }

@@ -54,7 +54,8 @@ pub enum Effect {
     Bind { pod: PodId, node: NodeId },
     /// `PodScheduled=False` with the reason (`Unschedulable` or `SchedulerError`) and message, by
     /// a strategic-merge patch on `pods/status`.
-    PodUnschedulable { pod: PodId, reason: &'static str, message: String },
+    /// The message is shared by the members of a group (and with the event).
+    PodUnschedulable { pod: PodId, reason: &'static str, message: std::sync::Arc<str> },
     /// A group's condition (`PodGroupInitiallyScheduled` or `CompositePodGroupInitiallyScheduled`),
     /// by a patch on its `status` subresource.
     GroupCondition {
@@ -65,7 +66,7 @@ pub enum Effect {
         message: String,
     },
     /// An `events.k8s.io/v1` event about a pod.
-    Event { pod: PodId, kind: EventType, reason: &'static str, action: &'static str, note: String },
+    Event { pod: PodId, kind: EventType, reason: &'static str, action: &'static str, note: std::sync::Arc<str> },
 }
 
 /// The effects of `plan` (the decisions of some cycles over `cluster`, which holds their
@@ -101,7 +102,7 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
             kind: EventType::Normal,
             reason: "Scheduled",
             action: "Binding",
-            note: format!("Successfully assigned {} to {}", info.key, cluster.node(node).name()),
+            note: format!("Successfully assigned {} to {}", info.key, cluster.node(node).name()).into(),
         });
     }
     group_conditions(plan, &mut out);
@@ -112,15 +113,15 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         .flat_map(|r| cluster.groups[r.group].members.iter().map(|m| m.0 as usize))
         .collect();
     // A group's members share its reason: rendered once for all of them.
-    let mut rendered: Option<(*const crate::cycle::GroupReason, String)> = None;
+    let mut rendered: Option<(*const crate::cycle::GroupReason, std::sync::Arc<str>)> = None;
     for (pod, err) in &plan.unschedulable {
         let reason = if errors.contains(&(pod.0 as usize)) { "SchedulerError" } else { err.reason() };
         let message = match &err.group {
             Some(g) => match &rendered {
                 Some((at, text)) if std::ptr::eq(*at, &**g) => text.clone(),
-                _ => rendered.insert((&**g, g.to_string())).1.clone(),
+                _ => rendered.insert((&**g, g.to_string().into())).1.clone(),
             },
-            None => err.message(),
+            None => err.message().into(),
         };
         out.push(Effect::PodUnschedulable { pod: *pod, reason, message: message.clone() });
         out.push(Effect::Event {
@@ -185,7 +186,7 @@ fn evictions(cluster: &Cluster, plan: &Plan, out: &mut Vec<Effect>) {
             kind: EventType::Normal,
             reason: "Preempted",
             action: "Preempting",
-            note: format!("Preempted by {who}"),
+            note: format!("Preempted by {who}").into(),
         });
     }
 }

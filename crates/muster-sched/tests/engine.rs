@@ -53,13 +53,13 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     assert_eq!(
         engine.effects(&first),
         [
-            Effect::PodUnschedulable { pod, reason: "Unschedulable", message: message.clone() },
+            Effect::PodUnschedulable { pod, reason: "Unschedulable", message: message.clone().into() },
             Effect::Event {
                 pod,
                 kind: EventType::Warning,
                 reason: "FailedScheduling",
                 action: "Scheduling",
-                note: message
+                note: message.into()
             },
         ]
     );

@@ -151,7 +151,8 @@ struct JobState {
     start: Option<Millis>,
     end: Option<Millis>,
     restarts: u32,
-    reason: Option<String>,
+    /// The last reason a pod of the job was found unschedulable (shared with its gang).
+    reason: Option<std::sync::Arc<str>>,
     nodes: Vec<String>,
 }
 
@@ -161,7 +162,7 @@ enum Act {
     Evict { key: String, preempted: bool },
     WriteClaim(Box<ResourceClaim>),
     Bind { pod: Box<Pod>, node: String },
-    Unschedulable { key: String, message: String },
+    Unschedulable { key: String, message: std::sync::Arc<str> },
 }
 
 /// A simulation in progress: the engine, and the world around it.
@@ -914,7 +915,7 @@ impl<'d, 's> Sim<'d, 's> {
                 };
                 let reason = match state {
                     "pending" if !s.arrived => Some("arrives after the end of the simulation".to_string()),
-                    "pending" => Some(s.reason.clone().unwrap_or_else(|| "not attempted yet".into())),
+                    "pending" => Some(s.reason.as_deref().unwrap_or("not attempted yet").to_string()),
                     _ => None,
                 };
                 let mut nodes = s.nodes.clone();
