@@ -4,7 +4,8 @@
 //! Job becomes its active pods — named, labelled and owned as the Kubernetes 1.37 controllers do
 //! it, so that a plan schedules what a cluster would actually be asked to schedule. Beside them:
 //! [`resourceclaim`] (claims from templates and their release), [`group_claims`] (a PodGroup's claims), [`eviction`] (device taints and
-//! the pods NoExecute taints evict) and [`podgroup`] (the gang-wait verdict).
+//! the pods NoExecute taints evict) and [`podgroup`] (PodGroup status: the conditions
+//! the cycles ask for, and the gang-wait verdict).
 //!
 //! This is not the scheduler's job, and it is not always on: a plan (`muster plan`, `why`, and
 //! `sim` when it exists) runs these controllers over its input before scheduling, because nothing

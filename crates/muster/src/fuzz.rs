@@ -197,7 +197,7 @@ fn plan_every_way(manifests: muster_manifest::Manifests) {
         muster_sched::Scheduler::with_dra(&mut world.cluster, muster_sched::SchedulerConfig::default(), &dra).plan();
     let _ = crate::output::table(&world, &plan);
     let _ = serde_json::to_string(&crate::output::json(&world, &plan));
-    let groups = crate::memory::GroupStatusOptions { now: None, gang_wait_timeout_seconds: 300 };
+    let groups = muster_controllers::podgroup::GroupStatusOptions { now: None, gang_wait_timeout_seconds: 300 };
     let yaml = crate::output::yaml(&world, &plan, &groups).expect("the plan renders as YAML");
     if let Err(e) = muster_manifest::load_str("plan.yaml", &yaml) {
         panic!("-o yaml does not read back: {e:?}\n{yaml}");

@@ -539,8 +539,10 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         Format::Effects => print!("{}", effects::render(&world.cluster, &plan)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&output::json(&world, &plan))?),
         Format::Yaml => {
-            let groups =
-                memory::GroupStatusOptions { now: args.now.clone(), gang_wait_timeout_seconds: args.gang_wait_timeout };
+            let groups = muster_controllers::podgroup::GroupStatusOptions {
+                now: args.now.clone(),
+                gang_wait_timeout_seconds: args.gang_wait_timeout,
+            };
             print!("{}", output::yaml(&world, &plan, &groups)?)
         }
     }

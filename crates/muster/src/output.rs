@@ -8,10 +8,9 @@ use muster_controllers::eviction::{Eviction, TaintSource, rule_condition, taint_
 use muster_sched::{Cluster, Plan, PodState};
 use serde_json::{Value, json};
 
-use crate::memory::{
-    GroupStatusOptions, World, changed_claims, changed_composite_pod_groups, changed_pod_groups, changed_pods,
-};
+use crate::memory::{World, changed_claims, changed_pods};
 use crate::text::{cell, cell_width, one_line, push_cell};
+use muster_controllers::podgroup::{GroupStatusOptions, changed_composite_pod_groups, changed_pod_groups};
 
 /// Devices allocated to a claim, as `driver/pool/device` per result.
 fn claim_devices(c: &muster_sched::ClaimInfo) -> Vec<(String, String, String, String)> {

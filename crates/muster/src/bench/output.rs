@@ -69,7 +69,7 @@ pub fn output(claims: usize) -> anyhow::Result<String> {
     let json = serde_json::to_string_pretty(&output::json(&world, &plan))?;
     let json_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let groups = memory::GroupStatusOptions { now: None, gang_wait_timeout_seconds: 300 };
+    let groups = muster_controllers::podgroup::GroupStatusOptions { now: None, gang_wait_timeout_seconds: 300 };
     let yaml = output::yaml(&world, &plan, &groups)?;
     let yaml_s = t.elapsed().as_secs_f64();
     let mib = |s: &str| s.len() as f64 / (1 << 20) as f64;
