@@ -329,7 +329,7 @@ pub fn changed_composite_pod_groups(
             let Some((status, reason)) = muster_sched::effects::initially_scheduled(&r.outcome, r.invalid) else {
                 continue;
             };
-            wanted.push(Wanted { type_: COMPOSITE_INITIALLY_SCHEDULED, status, reason, message: r.message.clone() });
+            wanted.push(Wanted { type_: COMPOSITE_INITIALLY_SCHEDULED, status, reason, message: r.message() });
         }
         if let Some(by) = preempted_by[ci] {
             wanted.push(Wanted::disruption_target("tree", cluster, by));

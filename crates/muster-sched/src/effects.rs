@@ -166,7 +166,7 @@ fn group_conditions(plan: &Plan, out: &mut Vec<Effect>) {
     for r in &plan.composites {
         if let Some((status, reason)) = initially_scheduled(&r.outcome, r.invalid) {
             let (group, type_) = (GroupNode::Composite(r.composite), COMPOSITE_INITIALLY_SCHEDULED);
-            out.push(Effect::GroupCondition { group, type_, status, reason, message: r.message.clone() });
+            out.push(Effect::GroupCondition { group, type_, status, reason, message: r.message() });
         }
     }
 }

@@ -290,7 +290,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
                 "outcome": composite_outcome(t),
                 "placed": placed,
                 "alreadyRunning": scheduled,
-                "message": t.message,
+                "message": t.message(),
                 "preemption": t.preemption.as_ref().map(ToString::to_string),
             })
         }).collect::<Vec<_>>(),
@@ -547,7 +547,7 @@ pub fn table(world: &World, plan: &Plan) -> String {
                 "{} (composite): {} — {}",
                 c.composites[t.composite].key,
                 composite_outcome(t),
-                t.message
+                t.message()
             );
         }
         for g in &plan.groups {

@@ -506,11 +506,11 @@ impl Why<'_> {
                     Some(x) => {
                         let outcome = if x.invalid { "invalid" } else { group_outcome_text(&x.outcome, info.gang) };
                         let _ = writeln!(text, ": {outcome}");
-                        let _ = writeln!(text, "  {}", x.message);
+                        let _ = writeln!(text, "  {}", x.message());
                         if let Some(p) = &x.preemption {
                             let _ = writeln!(text, "  preemption: {p}");
                         }
-                        j["verdict"] = json!({"status": outcome, "message": x.message});
+                        j["verdict"] = json!({"status": outcome, "message": x.message()});
                         j["preemption"] = json!(x.preemption.as_ref().map(ToString::to_string));
                     }
                 }

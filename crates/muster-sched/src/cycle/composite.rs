@@ -12,7 +12,7 @@
 use super::*;
 use std::sync::Arc;
 
-use super::reasons::{GroupReason, Preemption};
+use super::reasons::{GroupReason, InvalidTree, Preemption, TreeReason};
 use crate::cluster::{GroupNode, TreeError};
 
 /// A CompositePodGroup cycle's result: its `CompositePodGroupInitiallyScheduled` condition.
@@ -25,9 +25,17 @@ pub struct CompositeResult {
     pub outcome: GroupOutcome,
     /// True when the tree's layout is bad (the condition's reason `Invalid`).
     pub invalid: bool,
-    pub message: String,
+    /// The reason, as the condition's message says it (shared with the leaves' results).
+    pub reason: Arc<TreeReason>,
     /// What workload-aware preemption did or why it could not help; `None` when not needed.
     pub preemption: Option<Preemption>,
+}
+
+impl CompositeResult {
+    /// The reason rendered: the condition's message.
+    pub fn message(&self) -> String {
+        self.reason.to_string()
+    }
 }
 
 /// What placing a tree (or a subtree) did so far.
@@ -66,24 +74,22 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         // A bad layout is the tree's error (reason Invalid): several Workloads, a leaf too deep.
         let workloads = c.tree_workloads(root);
-        let mut invalid = (workloads.len() > 1).then(|| {
-            let names: Vec<&str> = workloads.iter().map(String::as_str).collect();
-            format!("its groups belong to several Workloads ({})", names.join(", "))
-        });
+        let mut invalid =
+            (workloads.len() > 1).then(|| InvalidTree::SeveralWorkloads(workloads.iter().cloned().collect()));
         for g in &leaves {
             if let Err(TreeError::Invalid(m)) = c.root(GroupNode::Group(*g)) {
-                invalid.get_or_insert(m);
+                invalid.get_or_insert(InvalidTree::Layout(m));
             }
         }
-        if let Some(m) = invalid {
-            let message = format!("compositepodgroup {key} is invalid: {m}");
-            self.fail_tree(root, plan, GroupOutcome::SchedulerError, true, message);
+        if let Some(error) = invalid {
+            let reason = TreeReason::Invalid { tree: key, error };
+            self.fail_tree(root, plan, GroupOutcome::SchedulerError, true, reason);
             return;
         }
         // Alpha restriction: one priority for the whole tree, the root's.
         let what = format!("compositepodgroup {key}");
         let mut mismatch =
-            super::priority_mismatch(c, &c.composites[root].priority, &what, &pending).map(|m| m.to_string());
+            super::priority_mismatch(c, &c.composites[root].priority, &what, &pending).map(TreeReason::Priority);
         if let (None, Ok(p)) = (&mismatch, &c.composites[root].priority) {
             let odd: Vec<String> = leaves
                 .iter()
@@ -95,34 +101,27 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 })
                 .collect();
             if !odd.is_empty() {
-                mismatch = Some(format!(
-                    "{what} has priority {p}, but {}; every group of a tree must have the root's priority",
-                    odd.join(", ")
-                ));
+                mismatch = Some(TreeReason::GroupPriorities { tree: key.clone(), priority: *p, odd });
             }
         }
-        if let Some(message) = mismatch {
-            self.fail_tree(root, plan, GroupOutcome::SchedulerError, false, message);
+        if let Some(reason) = mismatch {
+            self.fail_tree(root, plan, GroupOutcome::SchedulerError, false, reason);
             return;
         }
         let ready = self.ready_children(root);
         if ready < min {
-            let message = format!(
-                "compositepodgroup {key} waits for its child groups: {ready} of minGroupCount {min} have their pods; the tree is not attempted until enough do"
-            );
-            self.fail_tree(root, plan, GroupOutcome::Waiting { exist: ready }, false, message);
+            let reason = TreeReason::WaitsForChildren { tree: key, ready, min };
+            self.fail_tree(root, plan, GroupOutcome::Waiting { exist: ready }, false, reason);
             return;
         }
 
         let mut out = TreePlacement::default();
         let result = match self.place_composite(root, None, &mut out) {
-            Ok(()) if out.placed.is_empty() => {
-                Err(format!("compositepodgroup {key}: no pending pod could be placed ({scheduled} already running)"))
-            }
+            Ok(()) if out.placed.is_empty() => Err(TreeReason::NothingPlaced { tree: key.clone(), running: scheduled }),
             r => r,
         };
         let (mut victims, mut against) = (Vec::new(), Vec::new());
-        if let Err(message) = result {
+        if let Err(reason) = result {
             self.roll_back_to(&mut out, (0, 0, 0, 0));
             // Workload-aware preemption with the whole tree as the preemptor.
             let c = &*self.cluster;
@@ -147,7 +146,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 }
                 Err(why_not) => {
                     let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
-                    self.fail_tree(root, plan, outcome, false, message);
+                    self.fail_tree(root, plan, outcome, false, reason);
                     if let Some(last) = plan.composites.last_mut() {
                         last.preemption = Some(Preemption::WouldNotHelp(why_not));
                     }
@@ -156,17 +155,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
         }
         let placed = out.placed.len();
-        let mut message = format!("compositepodgroup {key}: {placed} placed, {scheduled} already running");
         let victims_named = self.victims(&victims, &against);
-        if let Some(v) = &victims_named {
-            message.push_str(&v.suffix());
-        }
-        let preemption = victims_named.map(Preemption::Preempted);
+        let preemption = victims_named.clone().map(Preemption::Preempted);
+        let reason = TreeReason::Scheduled { tree: key, placed, running: scheduled, victims: victims_named };
         plan.composites.push(CompositeResult {
             composite: root,
             outcome: GroupOutcome::Scheduled { placed, scheduled },
             invalid: false,
-            message,
+            reason: Arc::new(reason),
             preemption,
         });
         plan.preempted.extend(victims.into_iter().map(|v| (v, GroupNode::Composite(root))));
@@ -176,10 +172,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// The whole tree fails: every pending pod and every PodGroup with pending pods carries
-    /// `message`.
-    fn fail_tree(&self, root: CompositeId, plan: &mut Plan, outcome: GroupOutcome, invalid: bool, message: String) {
+    /// `tree_reason`.
+    fn fail_tree(
+        &self,
+        root: CompositeId,
+        plan: &mut Plan,
+        outcome: GroupOutcome,
+        invalid: bool,
+        tree_reason: TreeReason,
+    ) {
         let num_nodes = self.cluster.node_order.len();
-        let reason = Arc::new(GroupReason::Tree(message.clone()));
+        let tree_reason = Arc::new(tree_reason);
+        let reason = Arc::new(GroupReason::Tree(tree_reason.clone()));
         for g in self.cluster.leaves(root) {
             let m = self.members(g);
             if m.pending.is_empty() {
@@ -195,7 +199,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             };
             plan.groups.push(GroupResult { group: g, outcome, reason: reason.clone(), preemption: None });
         }
-        plan.composites.push(CompositeResult { composite: root, outcome, invalid, message, preemption: None });
+        plan.composites.push(CompositeResult {
+            composite: root,
+            outcome,
+            invalid,
+            reason: tree_reason,
+            preemption: None,
+        });
     }
 
     /// True when any group of the tree, or a pending pod, has `preemptionPolicy: Never`.
@@ -240,18 +250,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         ci: CompositeId,
         within: Option<&[bool]>,
         out: &mut TreePlacement,
-    ) -> Result<(), String> {
+    ) -> Result<(), TreeReason> {
         let info = &self.cluster.composites[ci];
         let topology = info.topology_key.clone();
         let key = info.key.clone();
         let mark = out.mark();
         let result = match topology {
-            None => self.run_children(ci, within, out).map_err(|m| format!("compositepodgroup {key}: {m}")),
+            None => self.run_children(ci, within, out).map_err(|m| TreeReason::In { tree: key, inner: Box::new(m) }),
             Some(tkey) => self.place_composite_in_domain(ci, &tkey, within, out),
         };
-        if let Err(message) = &result {
+        if let Err(reason) = &result {
             self.roll_back_to(out, mark);
-            self.fail_subtree(ci, message, out);
+            self.fail_subtree(ci, reason, out);
         }
         result
     }
@@ -264,39 +274,42 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         tkey: &str,
         within: Option<&[bool]>,
         out: &mut TreePlacement,
-    ) -> Result<(), String> {
+    ) -> Result<(), TreeReason> {
         let c = &*self.cluster;
         let key = c.composites[ci].key.clone();
         let members: Vec<PodId> = c.leaves(ci).iter().flat_map(|g| c.groups[*g].members.iter().copied()).collect();
         let running = members.iter().filter(|m| c.pod(**m).state.on_node().is_some()).count();
-        let domains = self.domains(tkey, within, &members).map_err(|m| format!("compositepodgroup {key}: {m}"))?;
+        let domains =
+            self.domains(tkey, within, &members).map_err(|error| TreeReason::Domains { tree: key.clone(), error })?;
         let winner = if domains.len() == 1 {
             0
         } else {
             let mut feasible: Vec<super::group::Feasible> = Vec::new();
-            let mut summaries: Vec<String> = Vec::new();
+            let mut tried: Vec<(String, TreeReason)> = Vec::new();
             for (di, (value, nodes)) in domains.iter().enumerate() {
                 let mask = self.mask(nodes);
                 let mut trial = TreePlacement::default();
                 match self.run_children(ci, Some(&mask), &mut trial) {
                     Ok(()) => feasible.push((di, self.most_allocated(nodes), running + trial.placed.len(), 0)),
-                    Err(m) if summaries.len() < 5 => summaries.push(format!("{value}: {m}")),
+                    Err(m) if tried.len() < 5 => tried.push((value.clone(), m)),
                     Err(_) => {}
                 }
                 self.roll_back_to(&mut trial, (0, 0, 0, 0));
             }
             if feasible.is_empty() {
-                return Err(format!(
-                    "compositepodgroup {key}: no {tkey} domain holds the tree: {}{}",
-                    summaries.join("; "),
-                    more(domains.len(), summaries.len())
-                ));
+                let (tkey_owned, total) = (tkey.to_string(), domains.len());
+                return Err(TreeReason::NoDomain { tree: key.clone(), key: tkey_owned, tried, total });
             }
             best_domain(&feasible, &self.config.placement_weights)
         };
         let mask = self.mask(&domains[winner].1);
-        self.run_children(ci, Some(&mask), out)
-            .map_err(|m| format!("compositepodgroup {key} in {tkey} domain {}: {m}", domains[winner].0))
+        let value = domains[winner].0.clone();
+        self.run_children(ci, Some(&mask), out).map_err(|m| TreeReason::InDomain {
+            tree: key,
+            key: tkey.to_string(),
+            value,
+            inner: Box::new(m),
+        })
     }
 
     /// The children of `ci`, one after another inside `within`; enough of them must be
@@ -307,11 +320,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         ci: CompositeId,
         within: Option<&[bool]>,
         out: &mut TreePlacement,
-    ) -> Result<(), String> {
+    ) -> Result<(), TreeReason> {
         let info = &self.cluster.composites[ci];
         let (min, gang, children) = (info.min_group_count, info.gang, info.children.clone());
         let mut ok = 0;
-        let mut reasons: Vec<String> = Vec::new();
+        let mut failed: Vec<TreeReason> = Vec::new();
         let mut tried = 0;
         for (i, child) in children.iter().enumerate() {
             tried += 1;
@@ -321,7 +334,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             };
             match r {
                 Ok(()) => ok += 1,
-                Err(m) => reasons.push(m),
+                Err(m) => failed.push(m),
             }
             // PlacementFeasible: stop once minGroupCount is out of reach.
             if ok + children.len() - i - 1 < min {
@@ -331,38 +344,32 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if ok >= min {
             return Ok(());
         }
-        let policy = if gang { format!("minGroupCount {min}") } else { "at least one".to_string() };
         // The counts add up to the children: those that can be scheduled, those that cannot, and
         // those never tried once minGroupCount was out of reach.
-        let untried = children.len() - tried;
-        let not_tried = if untried > 0 { format!(", {untried} not tried") } else { String::new() };
-        Err(format!(
-            "{ok} of {} child groups can be scheduled, {} cannot{not_tried} ({policy}): {}",
-            children.len(),
-            reasons.len(),
-            reasons.join("; ")
-        ))
+        let (total, untried) = (children.len(), children.len() - tried);
+        Err(TreeReason::Children { ok, total, untried, min: gang.then_some(min), failed })
     }
 
     /// One PodGroup of a tree, inside `within`. It counts as scheduled when placed now or when
     /// minCount of its pods already run.
-    fn place_leaf(&mut self, g: GroupId, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), String> {
+    fn place_leaf(&mut self, g: GroupId, within: Option<&[bool]>, out: &mut TreePlacement) -> Result<(), TreeReason> {
         let Members { members, pending, exist, scheduled } = self.members(g);
         let info = &self.cluster.groups[g];
         let (min, gang, key) = (info.min_count, info.gang, info.key.clone());
         let num_nodes = self.cluster.node_order.len();
         if gang && exist < min {
-            let message = format!("podgroup {key} waits for its pods: {exist} of minCount {min} exist");
-            let result = GroupResult::new(g, GroupOutcome::Waiting { exist }, GroupReason::Tree(message.clone()));
+            let waits = TreeReason::LeafWaits { group: key, exist, min };
+            let reason = GroupReason::Tree(Arc::new(waits.clone()));
+            let result = GroupResult::new(g, GroupOutcome::Waiting { exist }, reason);
             out.failed.extend(pending.iter().map(|p| (*p, FitError::group(num_nodes, result.reason.clone()))));
             out.leaves.push(result);
-            return Err(message);
+            return Err(waits);
         }
         if pending.is_empty() {
             return if scheduled >= min {
                 Ok(())
             } else {
-                Err(format!("podgroup {key}: {scheduled} of minCount {min} running, none pending"))
+                Err(TreeReason::LeafNonePending { group: key, running: scheduled, min })
             };
         }
         let topology_key = info.topology_key.clone();
@@ -392,18 +399,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             Err(failure) => {
                 let (result, failed) = self.group_failure(g, &pending, failure, scheduled);
-                let message = result.message();
+                let reason = TreeReason::Leaf(result.reason.clone());
                 out.leaves.push(result);
                 out.failed.extend(failed);
-                if scheduled >= min { Ok(()) } else { Err(message) }
+                if scheduled >= min { Ok(()) } else { Err(reason) }
             }
         }
     }
 
-    /// Every pending pod of the subtree under `ci` fails with `message`.
-    fn fail_subtree(&self, ci: CompositeId, message: &str, out: &mut TreePlacement) {
+    /// Every pending pod of the subtree under `ci` fails with `why`.
+    fn fail_subtree(&self, ci: CompositeId, why: &TreeReason, out: &mut TreePlacement) {
         let num_nodes = self.cluster.node_order.len();
-        let reason = Arc::new(GroupReason::Tree(message.to_string()));
+        let reason = Arc::new(GroupReason::Tree(Arc::new(why.clone())));
         for g in self.cluster.leaves(ci) {
             let m = self.members(g);
             if m.pending.is_empty() {

@@ -1,10 +1,11 @@
-//! Why a PodGroup's cycle ended as it did, as data. The cycle builds no sentence: it records a
-//! [`GroupReason`] (shared by the group's result and each pending member's [`FitError`] through
-//! one `Arc`), and the edge — effects' messages, `plan`, `why`, `run`'s condition patches —
+//! Why a PodGroup's (or a CompositePodGroup tree's) cycle ended as it did, as data. The cycle
+//! builds no sentence: it records a [`GroupReason`] or a [`TreeReason`] (shared by the group's
+//! result and each pending member's [`FitError`] through one `Arc`), and the edge — effects' messages, `plan`, `why`, `run`'s condition patches —
 //! renders it with `Display`, in the wording muster has always given (upstream has no message
 //! for most of these: its gang plugin says only that the group was not placed).
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::framework::FitError;
 
@@ -42,8 +43,54 @@ pub enum GroupReason {
     },
     /// The basic policy: no member fitted; the first one's reason (empty without one).
     NoneFits(Option<Box<FitError>>),
-    /// The group's CompositePodGroup tree failed, as the tree's cycle words it.
-    Tree(String),
+    /// The group's CompositePodGroup tree (or the subtree it is in) failed.
+    Tree(Arc<TreeReason>),
+}
+
+/// Why a CompositePodGroup tree's cycle ended as it did; the failures of a subtree nest (a tree's
+/// children, the domain it was tried in, a leaf PodGroup's own reason).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TreeReason {
+    /// Placed: `placed` pods by this plan, `running` already; the victims of preemption.
+    Scheduled { tree: String, placed: usize, running: usize, victims: Option<Victims> },
+    /// A bad layout (the condition's reason `Invalid`).
+    Invalid { tree: String, error: InvalidTree },
+    /// Pods whose priority is not the root's.
+    Priority(PriorityMismatch),
+    /// Groups whose priority is not the root's (`odd`: `podgroup <key> has <priority>`, or the
+    /// group's priorityClassName error).
+    GroupPriorities { tree: String, priority: i32, odd: Vec<String> },
+    /// Fewer than minGroupCount child groups have their pods.
+    WaitsForChildren { tree: String, ready: usize, min: usize },
+    /// The placement held, but no pending pod was placed.
+    NothingPlaced { tree: String, running: usize },
+    /// A subtree's children: `ok` of `total` scheduled, `untried` never tried once
+    /// minGroupCount was out of reach (`min`: `None` for the basic policy), and why the others
+    /// were not.
+    Children { ok: usize, total: usize, untried: usize, min: Option<usize>, failed: Vec<TreeReason> },
+    /// The failure of CompositePodGroup `tree`'s children.
+    In { tree: String, inner: Box<TreeReason> },
+    /// The failure of `tree`'s children in the domain chosen for it.
+    InDomain { tree: String, key: String, value: String, inner: Box<TreeReason> },
+    /// No domain of `key` holds `tree`: the first few tried (value, why), of `total`.
+    NoDomain { tree: String, key: String, tried: Vec<(String, TreeReason)>, total: usize },
+    /// `tree`'s domains could not be formed.
+    Domains { tree: String, error: DomainError },
+    /// A leaf gang below minCount waits for its pods.
+    LeafWaits { group: String, exist: usize, min: usize },
+    /// A leaf with no pending pod and fewer than minCount running.
+    LeafNonePending { group: String, running: usize, min: usize },
+    /// A leaf PodGroup's own cycle failed.
+    Leaf(Arc<GroupReason>),
+}
+
+/// A tree's bad layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InvalidTree {
+    /// Its PodGroups belong to several Workloads.
+    SeveralWorkloads(Vec<String>),
+    /// A cycle or a chain too deep, as the store words it.
+    Layout(String),
 }
 
 /// The victims of a workload-aware preemption, and the PodDisruptionBudgets it could not honour.
@@ -129,7 +176,79 @@ impl fmt::Display for GroupReason {
                 }
             }
             GroupReason::NoneFits(first) => f.write_str(&first.as_ref().map(|e| e.message()).unwrap_or_default()),
-            GroupReason::Tree(message) => f.write_str(message),
+            GroupReason::Tree(tree) => tree.fmt(f),
+        }
+    }
+}
+
+impl fmt::Display for TreeReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TreeReason::Scheduled { tree, placed, running, victims } => {
+                write!(f, "compositepodgroup {tree}: {placed} placed, {running} already running")?;
+                victims.as_ref().map_or(Ok(()), |v| v.fmt_suffix(f))
+            }
+            TreeReason::Invalid { tree, error } => {
+                write!(f, "compositepodgroup {tree} is invalid: ")?;
+                match error {
+                    InvalidTree::SeveralWorkloads(names) => {
+                        write!(f, "its groups belong to several Workloads ({})", names.join(", "))
+                    }
+                    InvalidTree::Layout(m) => f.write_str(m),
+                }
+            }
+            TreeReason::Priority(p) => p.fmt(f),
+            TreeReason::GroupPriorities { tree, priority, odd } => write!(
+                f,
+                "compositepodgroup {tree} has priority {priority}, but {}; every group of a tree must have the root's \
+                 priority",
+                odd.join(", ")
+            ),
+            TreeReason::WaitsForChildren { tree, ready, min } => write!(
+                f,
+                "compositepodgroup {tree} waits for its child groups: {ready} of minGroupCount {min} have their pods; \
+                 the tree is not attempted until enough do"
+            ),
+            TreeReason::NothingPlaced { tree, running } => {
+                write!(f, "compositepodgroup {tree}: no pending pod could be placed ({running} already running)")
+            }
+            TreeReason::Children { ok, total, untried, min, failed } => {
+                write!(f, "{ok} of {total} child groups can be scheduled, {} cannot", failed.len())?;
+                if *untried > 0 {
+                    write!(f, ", {untried} not tried")?;
+                }
+                match min {
+                    Some(min) => write!(f, " (minGroupCount {min}): ")?,
+                    None => f.write_str(" (at least one): ")?,
+                }
+                for (i, r) in failed.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    r.fmt(f)?;
+                }
+                Ok(())
+            }
+            TreeReason::In { tree, inner } => write!(f, "compositepodgroup {tree}: {inner}"),
+            TreeReason::InDomain { tree, key, value, inner } => {
+                write!(f, "compositepodgroup {tree} in {key} domain {value}: {inner}")
+            }
+            TreeReason::NoDomain { tree, key, tried, total } => {
+                write!(f, "compositepodgroup {tree}: no {key} domain holds the tree: ")?;
+                for (i, (value, why)) in tried.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { "; " };
+                    write!(f, "{sep}{value}: {why}")?;
+                }
+                f.write_str(&super::more(*total, tried.len()))
+            }
+            TreeReason::Domains { tree, error } => write!(f, "compositepodgroup {tree}: {error}"),
+            TreeReason::LeafWaits { group, exist, min } => {
+                write!(f, "podgroup {group} waits for its pods: {exist} of minCount {min} exist")
+            }
+            TreeReason::LeafNonePending { group, running, min } => {
+                write!(f, "podgroup {group}: {running} of minCount {min} running, none pending")
+            }
+            TreeReason::Leaf(reason) => reason.fmt(f),
         }
     }
 }
@@ -272,6 +391,35 @@ mod tests {
             "podgroup ml/g cannot be placed together: 0 of its 2 pending pods fit, 1 do not, 1 not tried (minCount \
              was out of reach), 0 already running, minCount 4; nothing was placed"
         );
+    }
+
+    #[test]
+    fn tree_reasons_nest_as_the_tree_does() {
+        let leaf = TreeReason::LeafNonePending { group: "ml/a".into(), running: 1, min: 2 };
+        let children = TreeReason::Children { ok: 0, total: 2, untried: 1, min: Some(2), failed: vec![leaf] };
+        let in_domain = TreeReason::InDomain {
+            tree: "ml/t".into(),
+            key: "rack".into(),
+            value: "r1".into(),
+            inner: Box::new(children),
+        };
+        assert_eq!(
+            in_domain.to_string(),
+            "compositepodgroup ml/t in rack domain r1: 0 of 2 child groups can be scheduled, 1 cannot, 1 not tried \
+             (minGroupCount 2): podgroup ml/a: 1 of minCount 2 running, none pending"
+        );
+        let odd = vec!["podgroup ml/a has 5".to_string()];
+        assert_eq!(
+            TreeReason::GroupPriorities { tree: "ml/t".into(), priority: 10, odd }.to_string(),
+            "compositepodgroup ml/t has priority 10, but podgroup ml/a has 5; every group of a tree must have the \
+             root's priority"
+        );
+        assert_eq!(
+            TreeReason::NothingPlaced { tree: "ml/t".into(), running: 3 }.to_string(),
+            "compositepodgroup ml/t: no pending pod could be placed (3 already running)"
+        );
+        let basic = TreeReason::Children { ok: 0, total: 1, untried: 0, min: None, failed: Vec::new() };
+        assert_eq!(basic.to_string(), "0 of 1 child groups can be scheduled, 0 cannot (at least one): ");
     }
 
     #[test]
