@@ -35,7 +35,9 @@ pub use group::{DomainTrial, GANG_WAIT_TIMEOUT_REASON};
 use group::{GroupAttempt, Members, best_domain, more, priority_mismatch};
 use preemption::{Evicted, Preemptor, UnitKey};
 pub use profiles::Profile;
-pub use reasons::{DomainError, GroupReason, InvalidTree, Preemption, PriorityMismatch, TreeReason, Victims};
+pub use reasons::{
+    DomainError, GroupReason, InvalidTree, Preemption, PriorityMismatch, TreeReason, Victims, WouldNotHelp,
+};
 use scoring::{ScoreMemo, Scoring};
 
 /// Score plugin weights (the defaults are kube-scheduler's).

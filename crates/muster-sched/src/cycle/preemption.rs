@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use super::reasons::WouldNotHelp;
 use super::*;
 use crate::cluster::ClaimId;
 
@@ -112,12 +113,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         preemptor: Preemptor<'_>,
         mut place: impl FnMut(&mut Self) -> Option<R>,
         undo: impl Fn(&mut R) -> &mut Vec<Reserved>,
-    ) -> Result<Preempted<R>, String> {
+    ) -> Result<Preempted<R>, WouldNotHelp> {
         let Preemptor { members, pending, never } = preemptor;
         let c = &*self.cluster;
-        let priority = c.pod(*pending.first().ok_or("no pending member")?).priority;
+        let priority = c.pod(*pending.first().ok_or(WouldNotHelp::NoPendingMember)?).priority;
         if never {
-            return Err("the group's preemptionPolicy is Never".into());
+            return Err(WouldNotHelp::Never);
         }
         // Victim units: (importance key, pods).
         let mut units: Vec<(UnitKey, Vec<PodId>)> = Vec::new();
@@ -154,7 +155,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
         }
         if units.is_empty() {
-            return Err(format!("no running pod has a priority lower than {priority}"));
+            return Err(WouldNotHelp::NoLowerPriority { priority });
         }
         units.sort_by(|a, b| a.0.cmp(&b.0));
         // PodDisruptionBudgets: going through the units most important first, each covered pod
@@ -173,7 +174,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             for e in removed.into_iter().rev().flat_map(|u| u.into_iter().rev()) {
                 self.restore(e);
             }
-            return Err(format!("even with all {n} lower-priority running pods removed, the group does not fit"));
+            return Err(WouldNotHelp::DoesNotFit { removed: n });
         };
         // The placement found with every potential victim gone is kept; the victims are
         // reprieved around it (upstream's `selectVictimsOnDomain`): a unit comes back when every

@@ -104,7 +104,35 @@ pub struct Victims {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Preemption {
     Preempted(Victims),
-    WouldNotHelp(String),
+    WouldNotHelp(WouldNotHelp),
+}
+
+/// Why workload-aware preemption could not make room for a group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WouldNotHelp {
+    /// The group (or a pending pod) has `preemptionPolicy: Never`.
+    Never,
+    /// The group has no pending member.
+    NoPendingMember,
+    /// No running pod has a priority lower than the group's.
+    NoLowerPriority { priority: i32 },
+    /// With all `removed` lower-priority running pods gone, the group still does not fit.
+    DoesNotFit { removed: usize },
+}
+
+impl fmt::Display for WouldNotHelp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WouldNotHelp::Never => f.write_str("the group's preemptionPolicy is Never"),
+            WouldNotHelp::NoPendingMember => f.write_str("no pending member"),
+            WouldNotHelp::NoLowerPriority { priority } => {
+                write!(f, "no running pod has a priority lower than {priority}")
+            }
+            WouldNotHelp::DoesNotFit { removed } => {
+                write!(f, "even with all {removed} lower-priority running pods removed, the group does not fit")
+            }
+        }
+    }
 }
 
 /// Members (or groups of a tree) whose priority is not the group's.
