@@ -98,6 +98,7 @@ pub struct FakeApi {
     controllers: bool,
     history: usize,
     echo: bool,
+    creation_time: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 impl Default for FakeApi {
@@ -108,7 +109,7 @@ impl Default for FakeApi {
 
 impl FakeApi {
     pub fn new() -> Self {
-        FakeApi { objects: Vec::new(), controllers: true, history: store::HISTORY, echo: false }
+        FakeApi { objects: Vec::new(), controllers: true, history: store::HISTORY, echo: false, creation_time: None }
     }
 
     /// Objects stored before the server starts (each with `apiVersion` and `kind`), as from a
@@ -141,10 +142,22 @@ impl FakeApi {
         self
     }
 
+    /// A frozen clock for `creationTimestamp`: every object created gets `at` instead of the
+    /// wall clock's second [a test double's option; a real API server stamps the time of the
+    /// create]. Tests that compare a live run with a plan need it: the scheduling queue orders
+    /// pods by creation time, and objects created across a second boundary would otherwise be
+    /// ordered by when the test happened to create them.
+    pub fn creation_time(mut self, at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> Self {
+        self.creation_time = Some(at);
+        self
+    }
+
     /// Stores the preloaded objects and serves on `addr` (port 0: any free port), on the current
     /// tokio runtime. A preloaded object the server would refuse is an `InvalidData` error.
     pub async fn start(self, addr: SocketAddr) -> std::io::Result<Running> {
-        let shared = Arc::new(Shared::new(Store::with_history_limit(self.history), self.controllers, self.echo));
+        let mut store = Store::with_history_limit(self.history);
+        store.creation_time = self.creation_time.map(|t| serde_json::to_value(t).unwrap_or(Value::Null));
+        let shared = Arc::new(Shared::new(store, self.controllers, self.echo));
         preload(&shared, self.objects).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;

@@ -50,6 +50,9 @@ pub struct Store {
     /// Every event after this resourceVersion is in `history`.
     history_start: u64,
     history_limit: usize,
+    /// The `creationTimestamp` every created object gets instead of the wall clock's second (a
+    /// frozen clock, for tests that compare with a plan: see `FakeApi::creation_time`).
+    pub creation_time: Option<Value>,
     changed: tokio::sync::watch::Sender<u64>,
     /// Who set which fields, for apply conflicts.
     pub owners: Owners,
@@ -64,6 +67,7 @@ impl Default for Store {
             history: VecDeque::new(),
             history_start: 0,
             history_limit: HISTORY,
+            creation_time: None,
             changed: tokio::sync::watch::Sender::new(0),
             owners: Owners::default(),
         }
@@ -175,7 +179,8 @@ impl Store {
         admission::on_create(self, res, &mut obj, restore)?;
         self.uids += 1;
         let uid = format!("00000000-0000-4000-8000-{:012x}", self.uids);
-        server_metadata(res, &key, &mut obj, uid, restore);
+        let created = self.creation_time.clone().unwrap_or_else(now);
+        server_metadata(res, &key, &mut obj, uid, restore, created);
         validate(res, &obj)?;
         Ok(self.commit(res, key, None, obj))
     }
@@ -301,7 +306,7 @@ fn create_key(res: ResId, ns: Option<&str>, obj: &Value, name: &str) -> ApiResul
 
 /// The metadata the server owns on a created object: namespace, uid and creationTimestamp
 /// (kept from a restored object that has them), generation 1, no deletion marks.
-fn server_metadata(res: ResId, key: &Key, obj: &mut Value, uid: String, restore: bool) {
+fn server_metadata(res: ResId, key: &Key, obj: &mut Value, uid: String, restore: bool, created: Value) {
     let Some(meta) = obj["metadata"].as_object_mut() else { return }; // prepare_body made it one
     if registry::get(res).namespaced {
         meta.insert("namespace".into(), json!(key.0));
@@ -313,7 +318,7 @@ fn server_metadata(res: ResId, key: &Key, obj: &mut Value, uid: String, restore:
         meta.insert("uid".into(), json!(uid));
     }
     if !restore || missing(meta.get("creationTimestamp")) {
-        meta.insert("creationTimestamp".into(), now());
+        meta.insert("creationTimestamp".into(), created);
     }
     meta.insert("generation".into(), json!(1));
     meta.remove("deletionTimestamp");

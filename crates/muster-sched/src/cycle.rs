@@ -361,6 +361,12 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     failed_classes: Vec<(equivalence::ClassKey, PodId, FitError)>,
     /// Attempts answered from `failed_classes` (for benchmarks).
     pub reused_verdicts: u64,
+    /// The lowest priority of a bound pod (`i32::MAX`: none) as counted in this batch; `None`
+    /// until counted. Within a batch bound pods only leave (preemption's evictions; a trial's
+    /// restores bring back only what the trial evicted), so a priority at or below it has no
+    /// lower-priority pod to preempt. Forgotten at every batch and whenever the cluster is
+    /// changed from outside.
+    bound_floor: Option<i32>,
     reuse_verdicts: bool,
     /// PodTopologySpread's and InterPodAffinity's domains and per-node counts.
     topology: TopologyCache,
@@ -398,6 +404,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             device_filter: None,
             failed_classes: Vec::new(),
             reused_verdicts: 0,
+            bound_floor: None,
             reuse_verdicts: true,
             topology: TopologyCache::default(),
             gang_bound: false,
@@ -426,6 +433,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// The scheduler's cluster, for changes between cycles (the store's `apply`).
     pub fn cluster_mut(&mut self) -> &mut Cluster {
         self.failed_classes.clear();
+        self.bound_floor = None;
         &mut self.cluster
     }
 
@@ -590,6 +598,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     ) -> usize {
         let mut cycles = 0;
         self.failed_classes.clear();
+        self.bound_floor = None;
         while let Some(entry) = queue.pop(now) {
             cycles += 1;
             observe(entry, &self.cluster);

@@ -7,7 +7,14 @@
 //! With `MUSTER_E2E_KUBECONFIG=PATH` the suite runs against that cluster (a throwaway one: kind
 //! with kwok, see the README); otherwise against one `muster-fakeapi` (a test double) shared by
 //! every scenario, which also checks that a scenario's cleanup leaves nothing behind.
-//! `MUSTER_E2E_ONLY=name` runs one scenario. `run_e2e.rs` is the faster sibling: the fake
+//! `MUSTER_E2E_ONLY=name` runs one scenario.
+//!
+//! Creation times: the scheduling queue orders pods of one priority by `creationTimestamp`, and
+//! `plan` orders the input's pods, which have none, by name. The fake stamps every object with
+//! one frozen time, so the two agree; a real API server stamps the second of each create, and a
+//! scenario created across a second boundary may then see an order-sensitive pod placed
+//! differently (`workload-controllers-dump`'s bare pod `debug` did, against the fake's wall
+//! clock). `run_e2e.rs` is the faster sibling: the fake
 //! preloaded, names exact, the request log checked against the RBAC.
 
 mod common;
@@ -36,7 +43,15 @@ fn target(rt: &tokio::runtime::Runtime, dir: &Path) -> Target {
         let client = rt.block_on(muster_kube::client(Some(&kubeconfig))).expect("MUSTER_E2E_KUBECONFIG: a client");
         return Target { client, kubeconfig, real: true, fake: None };
     }
-    let fake = rt.block_on(muster_fakeapi::FakeApi::new().start("127.0.0.1:0".parse().unwrap())).unwrap();
+    // One creation time for everything (the fake's frozen clock): the queue then orders pods as
+    // the plan does (by priority, then name), not by the second the suite happened to create
+    // each one in. On a real cluster that race remains (see the module's notes).
+    let started = k8s_openapi::jiff::Timestamp::now().as_second();
+    let frozen = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::from_second(started).expect("now is a valid time"),
+    );
+    let fake = muster_fakeapi::FakeApi::new().creation_time(frozen);
+    let fake = rt.block_on(fake.start("127.0.0.1:0".parse().unwrap())).unwrap();
     let kubeconfig = dir.join("kubeconfig");
     fake.write_kubeconfig(&kubeconfig).unwrap();
     let client = rt.block_on(muster_kube::client(Some(&kubeconfig))).unwrap();

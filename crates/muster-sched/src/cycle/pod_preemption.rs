@@ -48,9 +48,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             return None;
         }
         let priority = info.priority;
-        if !c.pods.iter().any(|p| matches!(p.state, PodState::Bound(_)) && p.priority < priority) {
+        if priority <= self.bound_floor() {
             return None;
         }
+        let c = &*self.cluster;
         // Nodes whose rejection preemption could resolve, in Filter order.
         let mut nodes: Vec<NodeId> = err
             .node_statuses
@@ -91,16 +92,24 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     fn victims_on(&mut self, pod: PodId, node: NodeId) -> Option<Candidate> {
         let c = &*self.cluster;
         let priority = c.pod(pod).priority;
+        // The node's own pods: every bound pod is counted on its node (`NodeInfo::account`).
         let mut potential: Vec<(UnitKey, Vec<PodId>)> = c
+            .node(node)
+            .detail
             .pods
             .iter()
-            .enumerate()
+            .map(|id| (*id, c.pod(*id)))
             .filter(|(_, p)| p.state == PodState::Bound(node) && p.priority < priority)
-            .map(|(i, p)| {
+            .map(|(id, p)| {
                 let start = p.pod.status().and_then(|s| s.start_time.clone());
-                ((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![PodId(i as u32)])
+                ((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![id])
             })
             .collect();
+        debug_assert_eq!(
+            potential.len(),
+            c.pods.iter().filter(|p| p.state == PodState::Bound(node) && p.priority < priority).count(),
+            "a pod bound to the node is not counted on it"
+        );
         if potential.is_empty() {
             return None;
         }

@@ -120,6 +120,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if never {
             return Err(WouldNotHelp::Never);
         }
+        if priority <= self.bound_floor() {
+            return Err(WouldNotHelp::NoLowerPriority { priority });
+        }
+        let c = &*self.cluster;
         // Victim units: (importance key, pods).
         let mut units: Vec<(UnitKey, Vec<PodId>)> = Vec::new();
         let mut group_units: HashMap<crate::cluster::GroupNode, usize> = HashMap::new();
@@ -251,6 +255,22 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             self.unreserve(r);
         }
         None
+    }
+
+    /// The lowest priority of a bound pod (`i32::MAX`: none), counted once per batch (see
+    /// `Scheduler::bound_floor`): a preemptor at or below it has nothing to preempt.
+    pub(super) fn bound_floor(&mut self) -> i32 {
+        if let Some(floor) = self.bound_floor {
+            debug_assert!(
+                self.cluster.pods.iter().all(|p| !matches!(p.state, PodState::Bound(_)) || p.priority >= floor),
+                "a pod below the batch's bound floor was bound during the batch"
+            );
+            return floor;
+        }
+        let pods = self.cluster.pods.iter().filter(|p| matches!(p.state, PodState::Bound(_)));
+        let floor = pods.map(|p| p.priority).min().unwrap_or(i32::MAX);
+        self.bound_floor = Some(floor);
+        floor
     }
 
     /// The victims by key and the budgets they went against (`None` without victims).
