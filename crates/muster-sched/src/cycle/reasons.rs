@@ -1,8 +1,9 @@
 //! Why a PodGroup's (or a CompositePodGroup tree's) cycle ended as it did, as data. The cycle
 //! builds no sentence: it records a [`GroupReason`] or a [`TreeReason`] (shared by the group's
-//! result and each pending member's [`FitError`] through one `Arc`), and the edge — effects' messages, `plan`, `why`, `run`'s condition patches —
-//! renders it with `Display`, in the wording muster has always given (upstream has no message
-//! for most of these: its gang plugin says only that the group was not placed).
+//! result and each pending member's [`FitError`] through one `Arc`), and the edge — effects'
+//! messages, `plan`, `why`, `run`'s condition patches — renders it with `Display`, in the
+//! wording muster has always given (upstream has no message for most of these: its gang plugin
+//! says only that the group was not placed).
 
 use std::fmt;
 use std::sync::Arc;
@@ -296,24 +297,13 @@ fn write_tried(f: &mut fmt::Formatter<'_>, placed: usize, failed: usize, pending
 impl Victims {
     /// What a group's message says after its placement: `; preempted 2 lower-priority pods: a,
     /// b` and the budgets it went against.
-    pub fn fmt_suffix(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    fn fmt_suffix(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = if self.pods.len() == 1 { "" } else { "s" };
         write!(f, "; preempted {} lower-priority pod{s}: {}", self.pods.len(), self.pods.join(", "))?;
         if !self.budgets.is_empty() {
             write!(f, " ({}: no other choice left room)", self.budgets_text())?;
         }
         Ok(())
-    }
-
-    /// The suffix as a string (for messages still built as strings: CompositePodGroup trees).
-    pub fn suffix(&self) -> String {
-        struct Suffix<'a>(&'a Victims);
-        impl fmt::Display for Suffix<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.0.fmt_suffix(f)
-            }
-        }
-        Suffix(self).to_string()
     }
 
     fn budgets_text(&self) -> String {
