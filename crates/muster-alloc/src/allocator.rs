@@ -19,7 +19,7 @@ use muster_cel::{DeviceView, Env, SelectorOwner};
 use crate::constraints::{Kind as ConstraintKind, Tracker};
 use crate::domain::DeviceDomain;
 use crate::pools::{Cand, Gathered, SliceIndex, device_matches};
-use crate::state::{AllocatedState, DeviceId, Features};
+use crate::state::{AllocatedState, DeviceId, Features, PoolHeld};
 
 /// The most devices one claim can be allocated (`AllocationResultsMaxSize`).
 pub const MAX_DEVICES_PER_CLAIM: usize = 32;
@@ -120,10 +120,6 @@ impl Cand<'_> {
     fn key(&self) -> Key {
         (self.global, self.index)
     }
-
-    fn dedicated(&self, state: &AllocatedState) -> bool {
-        state.is_dedicated(&self.slice_ref.spec.driver, &self.slice_ref.spec.pool.name, &self.device.name)
-    }
 }
 
 type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
@@ -155,6 +151,8 @@ struct Call<'a, 'b, 's> {
     /// The pools this node sees and their devices in search order (shared by every call for the
     /// node in this snapshot).
     gathered: Arc<Gathered<'a>>,
+    /// What allocated claims hold of each of `gathered`'s pools, looked up once per call.
+    held: Vec<PoolHeld<'a>>,
     claims: Vec<Claim<'a>>,
     memo: Fast<(Key, usize, usize, usize), bool>,
     /// Devices being allocated in this call → claims they are being allocated to.
@@ -249,10 +247,13 @@ impl<'a, 's: 'a> Allocator<'a, 's> {
         if claims.is_empty() {
             return Ok(Outcome::Allocated(Vec::new()));
         }
+        let gathered = self.slices.gather(node, self.features);
+        let held = gathered.pools.iter().map(|p| self.allocated.pool(p.driver, p.name)).collect();
         let mut call = Call {
             alloc: self,
             node,
-            gathered: self.slices.gather(node, self.features),
+            gathered,
+            held,
             claims: Vec::new(),
             memo: Fast::default(),
             allocating: Fast::default(),
@@ -479,7 +480,7 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             for i in 0..self.gathered.cands.len() {
                 let c = self.gathered.cands[i];
                 if self.selectable(&c, ci, ri, si, &req, claim)?
-                    && (!f.consumable_capacity || self.capacity_fits(&c, &req, false).is_some())
+                    && (!f.consumable_capacity || self.capacity_fits(&c, &req, false))
                 {
                     self.all_outside_domain |= !self.in_domain(&c);
                     all.push(c);
@@ -624,7 +625,7 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
                 if allocating.is_some_and(|cs| cs.contains(&ci)) {
                     continue;
                 }
-            } else if c.dedicated(self.alloc.allocated) || allocating.is_some_and(|cs| !cs.is_empty()) {
+            } else if self.held[c.pool].is_dedicated(&c.device.name) || allocating.is_some_and(|cs| !cs.is_empty()) {
                 continue;
             }
             if !self.in_domain(&c) {
@@ -639,7 +640,7 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             }
             if self.alloc.features.consumable_capacity {
                 let claims = std::mem::take(&mut self.claims);
-                let fits = self.capacity_fits(&c, &claims[ci].requests[ri].subs[si], true).is_some();
+                let fits = self.capacity_fits(&c, &claims[ci].requests[ri].subs[si], true);
                 self.claims = claims;
                 if !fits {
                     continue;
@@ -674,7 +675,7 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             if allocating.is_some_and(|cs| cs.contains(&ci)) {
                 return Ok(false);
             }
-        } else if c.dedicated(self.alloc.allocated) || allocating.is_some_and(|cs| !cs.is_empty()) {
+        } else if self.held[c.pool].is_dedicated(&c.device.name) || allocating.is_some_and(|cs| !cs.is_empty()) {
             return Ok(false);
         }
         let multi = f.consumable_capacity && c.device.allow_multiple_allocations == Some(true);
@@ -683,12 +684,8 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             return Ok(false);
         }
         // A multi-allocatable device draws on its counters for its first share only (spec §6.4).
-        let has_shares = self
-            .alloc
-            .allocated
-            .capacity(&c.slice_ref.spec.driver, &c.slice_ref.spec.pool.name, &c.device.name)
-            .is_some()
-            || self.allocating_capacity.contains_key(&key);
+        let has_shares =
+            self.held[c.pool].capacity(&c.device.name).is_some() || self.allocating_capacity.contains_key(&key);
         let consumes = consumes && !(multi && has_shares);
         if consumes && !self.draw_counters(&c, 1) {
             return Ok(false);
@@ -762,7 +759,13 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
         let mut share = None;
         if f.consumable_capacity {
             let claims = std::mem::take(&mut self.claims);
-            let fits = self.capacity_fits(&c, &claims[ci].requests[ri].subs[si], true);
+            let req = &claims[ci].requests[ri].subs[si];
+            // Only a share records what it consumes.
+            let fits = if multi {
+                self.capacity_consumed(&c, req, true)
+            } else {
+                self.capacity_fits(&c, req, true).then(Consumed::new)
+            };
             self.claims = claims;
             let Some(consumed) = fits else {
                 for t in &mut self.claims[ci].constraints {
@@ -787,32 +790,45 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
         Ok(true)
     }
 
-    /// Spec §7.3: can `req` take its share of the device's capacities? Returns what it consumes
-    /// of each capacity of the device, or `None`. `in_call` adds the shares placed in this call.
-    fn capacity_fits(&self, c: &Cand<'a>, req: &Req<'a>, in_call: bool) -> Option<Consumed> {
+    /// Spec §7.3: can `req` take its share of the device's capacities? `in_call` adds the shares
+    /// placed in this call.
+    fn capacity_fits(&self, c: &Cand<'a>, req: &Req<'a>, in_call: bool) -> bool {
+        self.consume(c, req, in_call, |_, _, _| {})
+    }
+
+    /// What `req` consumes of each capacity of the device if it fits ([`Call::capacity_fits`]).
+    fn capacity_consumed(&self, c: &Cand<'a>, req: &Req<'a>, in_call: bool) -> Option<Consumed> {
+        let mut out = BTreeMap::new();
+        let fits = self.consume(c, req, in_call, |name, consumed, format| {
+            out.insert(name.clone(), (consumed, format));
+        });
+        fits.then_some(out)
+    }
+
+    /// Whether `req` fits each capacity of the device, handing `each` what it would consume of
+    /// each one that fits (stopping at the first that does not).
+    fn consume(&self, c: &Cand<'a>, req: &Req<'a>, in_call: bool, mut each: impl FnMut(&String, i128, Format)) -> bool {
         let caps = c.device.capacity.as_ref();
         let requested = req.capacity;
         if requested.into_iter().flatten().any(|(name, _)| !caps.is_some_and(|c| c.contains_key(name))) {
-            return None;
+            return false;
         }
-        let allocated =
-            self.alloc.allocated.capacity(&c.slice_ref.spec.driver, &c.slice_ref.spec.pool.name, &c.device.name);
+        let allocated = self.held[c.pool].capacity(&c.device.name);
         let allocating = if in_call { self.allocating_capacity.get(&c.key()) } else { None };
-        let mut out = BTreeMap::new();
         for (name, cap) in caps.into_iter().flatten() {
             let value = parse(&cap.value.0);
             let (consumed, format, from_default) = consumed_amount(requested.and_then(|r| r.get(name)), cap);
             if !from_default && violates(consumed, cap.request_policy.as_ref()) {
-                return None;
+                return false;
             }
             let used = allocated.and_then(|m| m.get(name)).copied().unwrap_or(0)
                 + allocating.and_then(|m| m.get(name)).copied().unwrap_or(0);
             if used + consumed > value {
-                return None;
+                return false;
             }
-            out.insert(name.clone(), (consumed, format));
+            each(name, consumed, format);
         }
-        Some(out)
+        true
     }
 
     /// What a pool's counters have left after the devices already allocated (spec §6.2): every
@@ -833,7 +849,7 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
                 .flat_map(|(_, s)| s.spec.devices.iter().flatten())
                 .chain(p.other_devices.iter().copied());
             for d in devices {
-                if !self.alloc.allocated.in_use(p.driver, p.name, &d.name) {
+                if !self.held[pool].in_use(&d.name) {
                     continue;
                 }
                 for cc in d.consumes_counters.iter().flatten() {

@@ -38,4 +38,4 @@ mod state;
 pub use allocator::{AllocError, Allocator, MAX_DEVICES_PER_CLAIM, Outcome};
 pub use domain::{DeviceDomain, DomainValue, NodeDomains, values_of};
 pub use pools::SliceIndex;
-pub use state::{AllocatedState, DeviceId, Features};
+pub use state::{AllocatedState, DeviceId, Features, PoolHeld};

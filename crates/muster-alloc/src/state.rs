@@ -101,19 +101,52 @@ pub struct AllocatedState {
     held: Fast<String, Fast<String, Fast<String, Held>>>,
 }
 
+/// What allocated claims hold of one pool's devices: [`AllocatedState::pool`], looked up once so
+/// that each device costs one lookup by its name.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolHeld<'s>(Option<&'s Fast<String, Held>>);
+
+impl<'s> PoolHeld<'s> {
+    fn get(self, device: &str) -> Option<&'s Held> {
+        self.0?.get(device)
+    }
+
+    /// Is the device exclusively allocated?
+    pub fn is_dedicated(self, device: &str) -> bool {
+        self.get(device).is_some_and(|h| h.dedicated)
+    }
+
+    /// `IsDeviceAllocated`: dedicated, or with shares, or with consumed capacity.
+    pub fn in_use(self, device: &str) -> bool {
+        self.get(device).is_some_and(|h| h.dedicated || h.shares > 0 || h.capacity.is_some())
+    }
+
+    /// Capacity consumed by the device's shares, if any share consumed some.
+    pub fn capacity(self, device: &str) -> Option<&'s BTreeMap<String, i128>> {
+        self.get(device).and_then(|h| h.capacity.as_ref())
+    }
+}
+
+/// The value under `key`, inserted as the default when missing; the key is copied only then.
+fn slot<'m, V: Default>(map: &'m mut Fast<String, V>, key: &str) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key).expect("present: inserted above when missing")
+}
+
 impl AllocatedState {
-    fn get(&self, driver: &str, pool: &str, device: &str) -> Option<&Held> {
-        self.held.get(driver)?.get(pool)?.get(device)
+    /// What allocated claims hold of the devices of pool (`driver`, `pool`).
+    pub fn pool(&self, driver: &str, pool: &str) -> PoolHeld<'_> {
+        PoolHeld(self.held.get(driver).and_then(|pools| pools.get(pool)))
     }
 
     fn entry(&mut self, id: &DeviceId) -> &mut Held {
-        self.held
-            .entry(id.driver.clone())
-            .or_default()
-            .entry(id.pool.clone())
-            .or_default()
-            .entry(id.device.clone())
-            .or_default()
+        self.entry_of(&id.driver, &id.pool, &id.device)
+    }
+
+    fn entry_of(&mut self, driver: &str, pool: &str, device: &str) -> &mut Held {
+        slot(slot(slot(&mut self.held, driver), pool), device)
     }
 
     /// Records a device as exclusively allocated.
@@ -123,17 +156,17 @@ impl AllocatedState {
 
     /// Is the device exclusively allocated?
     pub fn is_dedicated(&self, driver: &str, pool: &str, device: &str) -> bool {
-        self.get(driver, pool, device).is_some_and(|h| h.dedicated)
+        self.pool(driver, pool).is_dedicated(device)
     }
 
     /// `IsDeviceAllocated`: dedicated, or with shares, or with consumed capacity.
     pub fn in_use(&self, driver: &str, pool: &str, device: &str) -> bool {
-        self.get(driver, pool, device).is_some_and(|h| h.dedicated || h.shares > 0 || h.capacity.is_some())
+        self.pool(driver, pool).in_use(device)
     }
 
     /// Capacity consumed by the device's shares, if any share consumed some.
     pub fn capacity(&self, driver: &str, pool: &str, device: &str) -> Option<&BTreeMap<String, i128>> {
-        self.get(driver, pool, device).and_then(|h| h.capacity.as_ref())
+        self.pool(driver, pool).capacity(device)
     }
 
     /// What the scheduler derives from claims with `status.allocation`: admin-access results never
@@ -152,9 +185,8 @@ impl AllocatedState {
             if r.admin_access == Some(true) {
                 continue;
             }
-            let id = DeviceId { driver: r.driver.clone(), pool: r.pool.clone(), device: r.device.clone() };
+            let held = self.entry_of(&r.driver, &r.pool, &r.device);
             if features.consumable_capacity && r.share_id.is_some() {
-                let held = self.entry(&id);
                 held.shares += 1;
                 if let Some(cc) = &r.consumed_capacity {
                     let sum = held.capacity.get_or_insert_with(BTreeMap::new);
@@ -164,7 +196,7 @@ impl AllocatedState {
                     }
                 }
             } else {
-                self.mark_dedicated(&id);
+                held.dedicated = true;
             }
         }
     }
