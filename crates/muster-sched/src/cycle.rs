@@ -122,8 +122,10 @@ pub struct SchedulerConfig {
     /// gang wait are this configuration's.
     pub profiles: Vec<Profile>,
     /// Beyond upstream: when a victim unit put back breaks the placement workload-aware
-    /// preemption found, search for another placement with it back before giving up on it
-    /// (upstream keeps its first placement and evicts every unit in its way). Off by default.
+    /// preemption found, search for another placement with it back before giving up on it —
+    /// the members it displaced moved, the others kept (a gang without a topology domain), else
+    /// the group placed again — (upstream keeps its first placement and evicts every unit in its
+    /// way). Off by default.
     pub reprieve_search: bool,
 }
 
@@ -326,6 +328,15 @@ impl GroupResult {
     /// The reason rendered: the condition's message.
     pub fn message(&self) -> String {
         self.reason.to_string()
+    }
+
+    /// Each of `pods` fails with this result's reason, shared (`num_nodes`: the nodes it speaks for).
+    fn member_errors<'r>(
+        &'r self,
+        pods: &'r [PodId],
+        num_nodes: usize,
+    ) -> impl Iterator<Item = (PodId, FitError)> + 'r {
+        pods.iter().map(move |p| (*p, FitError::group(num_nodes, self.reason.clone())))
     }
 }
 

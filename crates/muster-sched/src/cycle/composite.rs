@@ -137,8 +137,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     }
                 }
             };
-            let preemptor = Preemptor { members: &members, pending: &pending, never };
-            match self.preempt(preemptor, place, |t: &mut TreePlacement| &mut t.undo) {
+            // Leaves keep their domains: the tree moves only as a whole.
+            let preemptor = Preemptor { members: &members, pending: &pending, never, movable: false };
+            match self.preempt(preemptor, place, |t: &mut TreePlacement| (&mut t.placed, &mut t.undo)) {
                 Ok(p) => {
                     out = p.placement;
                     victims = p.victims;
@@ -189,15 +190,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if m.pending.is_empty() {
                 continue;
             }
-            for p in &m.pending {
-                plan.unschedulable.push((*p, FitError::group(num_nodes, reason.clone())));
-            }
             let outcome = match outcome {
                 GroupOutcome::Waiting { .. } => GroupOutcome::Waiting { exist: m.exist },
                 GroupOutcome::SchedulerError => GroupOutcome::SchedulerError,
                 _ => GroupOutcome::Unschedulable { placed: 0, scheduled: m.scheduled, failed: m.pending.len() },
             };
-            plan.groups.push(GroupResult { group: g, outcome, reason: reason.clone(), preemption: None });
+            let result = GroupResult { group: g, outcome, reason: reason.clone(), preemption: None };
+            plan.unschedulable.extend(result.member_errors(&m.pending, num_nodes));
+            plan.groups.push(result);
         }
         plan.composites.push(CompositeResult {
             composite: root,
@@ -416,9 +416,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if m.pending.is_empty() {
                 continue;
             }
-            out.failed.extend(m.pending.iter().map(|p| (*p, FitError::group(num_nodes, reason.clone()))));
             let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled: m.scheduled, failed: m.pending.len() };
-            out.leaves.push(GroupResult { group: g, outcome, reason: reason.clone(), preemption: None });
+            let result = GroupResult { group: g, outcome, reason: reason.clone(), preemption: None };
+            out.failed.extend(result.member_errors(&m.pending, num_nodes));
+            out.leaves.push(result);
         }
     }
 

@@ -180,13 +180,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     fn count_free_devices(&self, node: &NodeInfo) -> Option<u32> {
         let (ctx, state) = self.dra.as_ref()?;
         let gathered = ctx.index.gather(Some(&node.detail.node), ctx.features);
+        let held: Vec<_> = gathered.pools.iter().map(|p| state.pool(p.driver, p.name)).collect();
         let mut free = 0u32;
         for cand in &gathered.cands {
             let spec = &cand.slice_ref.spec;
             if spec.node_name.as_deref() != Some(node.name()) || cand.device.allow_multiple_allocations == Some(true) {
                 return None;
             }
-            if !state.in_use(&spec.driver, &spec.pool.name, &cand.device.name) {
+            if !held[cand.pool].in_use(&cand.device.name) {
                 free += 1;
             }
         }

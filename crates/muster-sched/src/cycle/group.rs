@@ -81,9 +81,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let num_nodes = c.node_order.len();
         let fail_all = |plan: &mut Plan, pods: &[PodId], outcome: GroupOutcome, reason: GroupReason| {
             let result = GroupResult::new(g, outcome, reason);
-            for p in pods {
-                plan.unschedulable.push((*p, FitError::group(num_nodes, result.reason.clone())));
-            }
+            plan.unschedulable.extend(result.member_errors(pods, num_nodes));
             plan.groups.push(result);
         };
         // A PodGroup whose parent CompositePodGroup is missing waits for it (PreEnqueue); a bad
@@ -137,9 +135,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let (result, (victims, against)) = match self.place_group(&attempt) {
             Ok(r) => (r, (Vec::new(), Vec::new())),
             Err(failure) => match self.preempt(
-                Preemptor { members: &members, pending: &pending, never: self.never_preempts(g, &pending) },
+                Preemptor {
+                    members: &members,
+                    pending: &pending,
+                    never: self.never_preempts(g, &pending),
+                    movable: !attempt.topology.is_some(),
+                },
                 |s| s.place_group(&attempt).ok(),
-                |r| &mut r.2,
+                |r| (&mut r.0, &mut r.2),
             ) {
                 Ok(p) => (p.placement, (p.victims, p.against_budgets)),
                 Err(why_not) => {
@@ -289,7 +292,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let num_nodes = c.node_order.len();
         let shared = |outcome: GroupOutcome, reason: GroupReason| {
             let result = GroupResult::new(g, outcome, reason);
-            let failed = pending.iter().map(|p| (*p, FitError::group(num_nodes, result.reason.clone()))).collect();
+            let failed = result.member_errors(pending, num_nodes).collect();
             (result, failed)
         };
         let all_failed = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };

@@ -17,6 +17,9 @@ pub(super) struct Preemptor<'a> {
     pub(super) pending: &'a [PodId],
     /// `preemptionPolicy: Never` on the group or one of its pods.
     pub(super) never: bool,
+    /// Members may move one at a time: no topology domain binds them together
+    /// ([`Scheduler::repair`]).
+    pub(super) movable: bool,
 }
 
 /// What workload-aware preemption achieved: the preemptor's placement, the victims, and the
@@ -112,9 +115,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         &mut self,
         preemptor: Preemptor<'_>,
         mut place: impl FnMut(&mut Self) -> Option<R>,
-        undo: impl Fn(&mut R) -> &mut Vec<Reserved>,
+        parts: impl Fn(&mut R) -> (&mut Vec<(PodId, NodeId)>, &mut Vec<Reserved>),
     ) -> Result<Preempted<R>, WouldNotHelp> {
-        let Preemptor { members, pending, never } = preemptor;
+        let Preemptor { members, pending, never, movable } = preemptor;
         let c = &*self.cluster;
         let priority = c.pod(*pending.first().ok_or(WouldNotHelp::NoPendingMember)?).priority;
         if never {
@@ -183,7 +186,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // The placement found with every potential victim gone is kept; the victims are
         // reprieved around it (upstream's `selectVictimsOnDomain`): a unit comes back when every
         // placed member still passes Filter on its node, the members reserved in order.
-        let reserved = std::mem::take(undo(&mut current));
+        let reserved = std::mem::take(parts(&mut current).1);
         let mut assignments: Vec<Assignment> = reserved.iter().map(Assignment::of).collect();
         for r in reserved.into_iter().rev() {
             self.unreserve(r);
@@ -191,6 +194,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let mut victims: Vec<PodId> = Vec::new();
         let mut against: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         let mut reach = Reach::of(self, &assignments);
+        // Whether members moved one at a time since `current` was found: its placed list is
+        // then written again from the assignments.
+        let mut repaired = false;
         for u in order {
             let pods = &units[u].1;
             let apart = reach.as_ref().is_some_and(|r| r.leaves_alone(self, &removed[u]));
@@ -209,17 +215,31 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 continue;
             }
             debug_assert!(!apart, "a unit apart from the placement broke it");
-            // Beyond upstream (`reprieve_search`): another placement with the unit back.
+            // Beyond upstream (`reprieve_search`): another placement with the unit back; first
+            // the members it displaced moved, the others kept; then a new search.
+            if self.config.reprieve_search
+                && movable
+                && let Some(reserved) = self.repair(&assignments)
+            {
+                assignments = reserved.iter().map(Assignment::of).collect();
+                for r in reserved.into_iter().rev() {
+                    self.unreserve(r);
+                }
+                reach = Reach::of(self, &assignments);
+                repaired = true;
+                continue;
+            }
             if self.config.reprieve_search
                 && let Some(mut moved) = place(self)
             {
-                let reserved = std::mem::take(undo(&mut moved));
+                let reserved = std::mem::take(parts(&mut moved).1);
                 assignments = reserved.iter().map(Assignment::of).collect();
                 for r in reserved.into_iter().rev() {
                     self.unreserve(r);
                 }
                 reach = Reach::of(self, &assignments);
                 current = moved;
+                repaired = false;
                 continue;
             }
             removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
@@ -227,11 +247,38 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             against.extend(violates[u].iter().cloned());
         }
         // The snapshot is the one the last successful check (or the placement itself) saw.
-        *undo(&mut current) =
-            self.reserve_all_on(&assignments).expect("the placement fitted with these victims removed before");
+        let (placed, reserved) = parts(&mut current);
+        *reserved = self.reserve_all_on(&assignments).expect("the placement fitted with these victims removed before");
+        if repaired {
+            *placed = reserved.iter().map(|r| (r.pod, r.node)).collect();
+        }
         victims.sort();
         self.use_disruptions(&victims);
         Ok(Preempted { placement: current, victims, against_budgets: against.into_iter().collect() })
+    }
+
+    /// [`Scheduler::preempt`]'s cheaper search (`reprieve_search`, a placement without a topology
+    /// domain): each member is reserved on its assigned node in order, and each that no longer
+    /// passes Filter there goes through the whole pod cycle (Filter, Score, Reserve) again with
+    /// the others in place. `None`, with nothing reserved, when one finds no node.
+    fn repair(&mut self, assignments: &[Assignment]) -> Option<Vec<Reserved>> {
+        debug_assert!(assignments.iter().all(|a| a.device_filter.is_none()) && self.node_filter.is_none());
+        let mut reserved = Vec::with_capacity(assignments.len());
+        let mut displaced = Vec::new();
+        for a in assignments {
+            if let Outcome::Unschedulable(_) = self.attempt_on(a.pod, a.node, Some(&mut reserved)) {
+                displaced.push(a.pod);
+            }
+        }
+        for pod in displaced {
+            if let Outcome::Unschedulable(_) = self.attempt(pod, Some(&mut reserved), None) {
+                for r in reserved.into_iter().rev() {
+                    self.unreserve(r);
+                }
+                return None;
+            }
+        }
+        Some(reserved)
     }
 
     /// Reserves each member on its assigned node in order (Filter on that node alone, with the
