@@ -387,6 +387,10 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     gang_bound: bool,
     /// Each node's free devices as last counted, for that bound.
     device_room: Vec<gang_bound::DeviceRoom>,
+    /// The bound's counts over every node, per need, while nothing changes: cleared by every
+    /// change of the state (a fresh generation, an Unreserve, the store, a new batch), so that
+    /// the gangs of one shape that wait together are counted once, not once each.
+    bound_memo: Vec<gang_bound::BoundMemo>,
 }
 
 impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
@@ -420,6 +424,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             topology: TopologyCache::default(),
             gang_bound: false,
             device_room: Vec::new(),
+            bound_memo: Vec::new(),
         }
     }
 
@@ -445,6 +450,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     pub fn cluster_mut(&mut self) -> &mut Cluster {
         self.failed_classes.clear();
         self.bound_floor = None;
+        self.bound_memo.clear();
         &mut self.cluster
     }
 
@@ -610,6 +616,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         let mut cycles = 0;
         self.failed_classes.clear();
         self.bound_floor = None;
+        self.bound_memo.clear();
         while let Some(entry) = queue.pop(now) {
             cycles += 1;
             observe(entry, &self.cluster);
@@ -766,6 +773,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
 
     /// A generation value no state had before ([`Cluster::fresh_generation`]).
     fn fresh_generation(&mut self) -> u64 {
+        self.bound_memo.clear();
         self.cluster.fresh_generation()
     }
 }

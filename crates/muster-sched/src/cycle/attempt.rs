@@ -37,6 +37,7 @@ pub struct Reserved {
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
     pub(super) fn unreserve(&mut self, r: Reserved) {
+        self.bound_memo.clear();
         let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
         let node = &mut nodes[r.node.0 as usize];
         inter_pod.add(node.account(&pods[r.pod.0 as usize], r.pod, -1));

@@ -25,6 +25,16 @@ use crate::cluster::{ClaimId, NodeInfo, ResourceId};
 /// shared-pool generation then, and the count (`None`: not limited by a count).
 pub(super) type DeviceRoom = Option<(u64, u64, u64, Option<u32>)>;
 
+/// The bound counted over every node for one need (see `Scheduler::bound_memo`): how many members
+/// fit and on how many nodes; `complete` false when the count stopped once it had enough.
+pub(super) struct BoundMemo {
+    requests: Vec<(ResourceId, i64)>,
+    devices: u32,
+    room: usize,
+    nodes: usize,
+    complete: bool,
+}
+
 /// What every pending member surely needs: per resource, the least any member requests (a
 /// resource some member does not request is left out), and the least count of devices.
 struct Need {
@@ -44,25 +54,66 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let need = self.need(pending)?;
         let wanted = min.saturating_sub(scheduled).max(1);
         let num_nodes = self.cluster.node_order.len();
-        let (mut room, mut nodes) = (0usize, 0usize);
-        for i in 0..num_nodes {
-            let n = self.cluster.node_order[i];
-            if self.node_filter.as_ref().is_some_and(|f| !f[n.0 as usize]) {
-                continue;
+        let memo = self.node_filter.is_none().then(|| {
+            self.bound_memo.iter().position(|m| {
+                m.devices == need.devices && m.requests == need.requests && (m.complete || m.room >= wanted)
+            })
+        });
+        let (room, nodes, complete) = match memo.flatten() {
+            Some(i) => {
+                let m = &self.bound_memo[i];
+                let known = (m.room, m.nodes, m.complete);
+                debug_assert!(
+                    !known.2 || self.count_room(&need, usize::MAX) == known,
+                    "the bound's count changed with no change of the state"
+                );
+                known
             }
-            let copies = self.copies(n, &need);
-            if copies > 0 {
-                room = room.saturating_add(copies);
-                nodes += 1;
-                if room >= wanted {
-                    return None;
+            None => {
+                let counted = self.count_room(&need, wanted);
+                if self.node_filter.is_none() {
+                    self.bound_memo.retain(|m| m.devices != need.devices || m.requests != need.requests);
+                    let (room, nodes, complete) = counted;
+                    self.bound_memo.push(BoundMemo {
+                        requests: need.requests,
+                        devices: need.devices,
+                        room,
+                        nodes,
+                        complete,
+                    });
                 }
+                counted
             }
+        };
+        if room >= wanted {
+            return None;
         }
+        debug_assert!(complete);
         // Filter stops at its `to_find`-th feasible node: before the last node only when it finds
         // that many among fewer nodes than it has.
         let to_find = self.num_feasible_nodes_to_find(num_nodes);
         (nodes < to_find || to_find >= num_nodes).then_some(room)
+    }
+
+    /// How many members needing `need` the nodes (`node_filter`'s) could take, on how many
+    /// nodes, and whether every node was counted: the count stops once it reaches `wanted`.
+    fn count_room(&mut self, need: &Need, wanted: usize) -> (usize, usize, bool) {
+        let (mut room, mut nodes) = (0usize, 0usize);
+        for i in 0..self.cluster.node_order.len() {
+            let n = self.cluster.node_order[i];
+            if self.node_filter.as_ref().is_some_and(|f| !f[n.0 as usize]) {
+                continue;
+            }
+            let copies = self.copies(n, need);
+            if copies > 0 {
+                room = room.saturating_add(copies);
+                nodes += 1;
+                if room >= wanted {
+                    return (room, nodes, false);
+                }
+            }
+        }
+        (room, nodes, true)
     }
 
     /// What every pending member surely needs; `None` when the bound does not apply.
