@@ -159,10 +159,21 @@ struct JobState {
 /// What the world does about one effect, resolved to names before anything changes (ids of the
 /// engine's store can move under deletes).
 enum Act {
-    Evict { key: String, preempted: bool },
+    Evict {
+        key: String,
+        preempted: bool,
+    },
     WriteClaim(Box<ResourceClaim>),
-    Bind { pod: Box<Pod>, node: String },
-    Unschedulable { key: String, message: std::sync::Arc<str> },
+    Bind {
+        pod: Box<Pod>,
+        node: String,
+    },
+    /// Pod `index` of job `job` did not fit (found through the pod's key when the effect came).
+    Unschedulable {
+        job: u32,
+        index: u32,
+        message: std::sync::Arc<str>,
+    },
 }
 
 /// A simulation in progress: the engine, and the world around it.
@@ -427,8 +438,17 @@ impl<'d, 's> Sim<'d, 's> {
             self.w.timing.schedule_calls += 1;
             self.w.timing.placed += plan.placements.len() as u64;
             self.w.timing.unschedulable += plan.unschedulable.len() as u64;
+            // A failed gang's members count at once.
+            let mut members = 0;
             for (_, e) in &plan.unschedulable {
-                count_failure(&mut self.w.unschedulable_by, e);
+                if e.group.is_some() {
+                    members += 1;
+                } else {
+                    count_failure(&mut self.w.unschedulable_by, e);
+                }
+            }
+            if members > 0 {
+                *self.w.unschedulable_by.entry("PodGroup").or_default() += members;
             }
             self.w.timing.group_attempts += plan.groups.len() as u64;
             self.w.deleted.clear();
@@ -792,7 +812,9 @@ impl<'d, 's> Sim<'d, 's> {
                     acts.push(Act::Bind { pod: object, node: name });
                 }
                 Effect::PodUnschedulable { pod, message, .. } => {
-                    acts.push(Act::Unschedulable { key: c.pod(*pod).key.clone(), message: message.clone() })
+                    if let Some(&(job, index)) = self.w.pods.get(c.pod(*pod).key.as_str()) {
+                        acts.push(Act::Unschedulable { job, index, message: message.clone() })
+                    }
                 }
                 Effect::GroupCondition { .. } | Effect::Event { .. } | Effect::BindVolumes { .. } => {}
             }
@@ -809,7 +831,10 @@ impl<'d, 's> Sim<'d, 's> {
         };
         match act {
             Act::Bind { pod, .. } => self.w.deleted.contains(&key(&pod.metadata)),
-            Act::Unschedulable { key, .. } => self.w.deleted.contains(key),
+            Act::Unschedulable { job, index, .. } => {
+                let (job, index) = (*job as usize, *index as usize);
+                !self.w.deleted.is_empty() && self.w.deleted.contains(&self.key(job, &self.pod_name(job, index)))
+            }
             Act::WriteClaim(claim) => {
                 let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
                 let reserved = claim.status.as_ref().and_then(|s| s.reserved_for.as_deref()).unwrap_or_default();
@@ -874,10 +899,8 @@ impl<'d, 's> Sim<'d, 's> {
                 self.push(at, Event::Finish { job: job as u32, pod: i as u32, attempt });
                 Ok(())
             }
-            Act::Unschedulable { key, message } => {
-                if let Some((job, _)) = self.w.pods.get(&key) {
-                    self.w.jobs[*job as usize].reason = Some(message);
-                }
+            Act::Unschedulable { job, message, .. } => {
+                self.w.jobs[job as usize].reason = Some(message);
                 Ok(())
             }
         }
