@@ -183,7 +183,7 @@ pub struct Plan {
     /// The pods of `unschedulable[..indexed.0]`: a retry forgets an earlier reason without
     /// searching the whole list when the pod has none in this plan (the usual case in a world
     /// that makes one plan per batch).
-    indexed: (usize, std::collections::HashSet<PodId>),
+    indexed: (usize, std::collections::HashSet<PodId, std::hash::BuildHasherDefault<muster_cel::IdHasher>>),
 }
 
 /// A pod placed by classic preemption: its victims, and the PodDisruptionBudgets some of them
