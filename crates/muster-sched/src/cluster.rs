@@ -584,6 +584,10 @@ pub struct ClaimInfo {
     /// A PodGroup claim (KEP 5729): the group (index into `Cluster::groups`) whose members use it
     /// through an identical `spec.resourceClaims` entry; it is reserved for the PodGroup.
     pub group: Option<GroupId>,
+    /// Devices the spec surely takes once allocated: the counts of its `ExactCount` requests
+    /// without admin access (a request for all devices or a prioritized list counts none). Read
+    /// by the gang bound, which must not walk every member's spec on every attempt.
+    pub exact_devices: u32,
 }
 
 /// FNV-1a over `parts` (with a separator): stable across Rust versions and platforms, so that
@@ -617,7 +621,40 @@ pub fn fingerprint(c: &ResourceClaim) -> u64 {
     stable_hash(&[&serde_json::to_string(&c.spec).unwrap_or_default()])
 }
 
+/// [`ClaimInfo::exact_devices`] counted from the spec.
+fn exact_devices(c: &ResourceClaim) -> u32 {
+    let requests = c.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.requests.as_deref()).unwrap_or(&[]);
+    let mut total = 0u32;
+    for e in requests.iter().filter_map(|r| r.exactly.as_ref()) {
+        let exact = e.allocation_mode.as_deref().is_none_or(|m| m == "ExactCount");
+        if exact && e.admin_access != Some(true) {
+            total = total.saturating_add(u32::try_from(e.count.unwrap_or(1).max(0)).unwrap_or(u32::MAX));
+        }
+    }
+    total
+}
+
 impl ClaimInfo {
+    /// A claim as the store keeps it; `generated` when this plan created it (it is then changed
+    /// from the start: the plan reports it).
+    pub fn new(claim: ResourceClaim, generated: bool, group: Option<GroupId>) -> ClaimInfo {
+        let spec_fingerprint = fingerprint(&claim);
+        let exact_devices = exact_devices(&claim);
+        ClaimInfo { claim, generated, changed: generated, spec_fingerprint, group, exact_devices }
+    }
+
+    /// The spec was replaced: what is derived from it follows.
+    pub fn respec(&mut self, claim: ResourceClaim) -> ResourceClaim {
+        self.spec_fingerprint = fingerprint(&claim);
+        self.exact_devices = exact_devices(&claim);
+        std::mem::replace(&mut self.claim, claim)
+    }
+
+    /// Whether the claim has an allocation.
+    pub fn allocated(&self) -> bool {
+        self.claim.status.as_ref().is_some_and(|s| s.allocation.is_some())
+    }
+
     /// `namespace/name`.
     pub fn key(&self) -> String {
         format!(
@@ -899,8 +936,7 @@ impl Cluster {
                 c.metadata.name.clone().unwrap_or_default(),
             );
             index.insert(key, ClaimId(self.claims.len() as u32));
-            let spec_fingerprint = fingerprint(&c);
-            self.claims.push(ClaimInfo { claim: c, generated: false, changed: false, spec_fingerprint, group: None });
+            self.claims.push(ClaimInfo::new(c, false, None));
         }
         for pi in 0..self.pods.len() {
             let pod = &self.pods[pi];
@@ -955,14 +991,7 @@ impl Cluster {
                                 let name = claim.metadata.name.clone().unwrap_or_default();
                                 let at = ClaimId(self.claims.len() as u32);
                                 index.insert((ns.clone(), name.clone()), at);
-                                let spec_fingerprint = fingerprint(&claim);
-                                self.claims.push(ClaimInfo {
-                                    claim,
-                                    generated: true,
-                                    changed: true,
-                                    spec_fingerprint,
-                                    group: None,
-                                });
+                                self.claims.push(ClaimInfo::new(claim, true, None));
                                 let status = self.pods[pi].pod.ensure_status();
                                 status.resource_claim_statuses.get_or_insert_with(Vec::new).push(
                                     PodResourceClaimStatus { name: pc.name.clone(), resource_claim_name: Some(name) },
@@ -1463,9 +1492,8 @@ impl Cluster {
             .ok_or_else(|| format!("resourceclaimtemplate \"{template}\" not found"))?;
         let claim = generate_group_claim(group, &entry.name, t);
         let name = claim.metadata.name.clone();
-        let spec_fingerprint = fingerprint(&claim);
         let at = ClaimId(self.claims.len() as u32);
-        self.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint, group: Some(g) });
+        self.claims.push(ClaimInfo::new(claim, true, Some(g)));
         let status = self.groups[g].group.status.get_or_insert_with(Default::default);
         status.resource_claim_statuses.get_or_insert_with(Vec::new).push(
             k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaimStatus {

@@ -29,7 +29,7 @@ mod composite;
 mod group_claims;
 mod workload;
 
-use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState, fingerprint};
+use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState};
 use crate::cycle::QueueEntry;
 use crate::queue::Wake;
 use crate::stored_pod::StoredPod;
@@ -561,8 +561,7 @@ impl Cluster {
         match self.index().claims.get(&key).copied() {
             Some(i) => {
                 let info = &mut self.claims[i];
-                info.spec_fingerprint = fingerprint(&claim);
-                let old = std::mem::replace(&mut info.claim, claim);
+                let old = info.respec(claim);
                 // Devices freed: pods DRA rejected may fit now.
                 if allocated(&old) && !allocated(&info.claim) {
                     applied.wake = Wake::CLAIM_CHANGED;
@@ -571,8 +570,7 @@ impl Cluster {
             }
             None => {
                 let i = ClaimId(self.claims.len() as u32);
-                let spec_fingerprint = fingerprint(&claim);
-                self.claims.push(ClaimInfo { claim, generated: false, changed: false, spec_fingerprint, group: None });
+                self.claims.push(ClaimInfo::new(claim, false, None));
                 self.index().claims.insert(key.clone(), i);
                 applied.claims.push((i, None));
                 // Pods that waited for it resolve their claims again.

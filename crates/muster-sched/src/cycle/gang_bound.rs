@@ -163,27 +163,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Devices `pod` surely takes: the exact counts its claims ask for, over claims that are not
     /// allocated and that no other pending member shares (`shared`, sorted).
     fn devices_needed(&self, pod: &crate::cluster::PodInfo, shared: &[ClaimId]) -> u32 {
-        let c = &*self.cluster;
         if self.dra.is_none() {
             return 0;
         }
-        let mut total = 0u32;
-        for id in pod.claims.iter().filter_map(|r| r.as_ref().ok()).copied() {
-            let claim = &c.claims[id].claim;
-            if claim.status.as_ref().is_some_and(|s| s.allocation.is_some()) || shared.binary_search(&id).is_ok() {
-                continue;
-            }
-            let requests =
-                claim.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.requests.as_deref()).unwrap_or(&[]);
-            for r in requests {
-                let Some(e) = &r.exactly else { continue };
-                let exact = e.allocation_mode.as_deref().is_none_or(|m| m == "ExactCount");
-                if exact && e.admin_access != Some(true) {
-                    total = total.saturating_add(u32::try_from(e.count.unwrap_or(1).max(0)).unwrap_or(u32::MAX));
-                }
-            }
-        }
-        total
+        let c = &*self.cluster;
+        let unshared = pod.claims.iter().filter_map(|r| r.as_ref().ok()).filter(|id| shared.binary_search(id).is_err());
+        unshared
+            .map(|&id| &c.claims[id])
+            .filter(|info| !info.allocated())
+            .fold(0u32, |t, info| t.saturating_add(info.exact_devices))
     }
 
     /// How many members needing `need` node `n` could take at most.

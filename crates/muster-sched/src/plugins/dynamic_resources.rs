@@ -501,9 +501,8 @@ pub fn reserve_extended(
         ..Default::default()
     });
     state.add_claim(&claim, features);
-    let spec_fingerprint = extended.fingerprint;
     let at = crate::cluster::ClaimId(cluster.claims.len() as u32);
-    cluster.claims.push(ClaimInfo { claim, generated: true, changed: true, spec_fingerprint, group: None });
+    cluster.claims.push(ClaimInfo::new(claim, true, None));
     let pod = &mut cluster.pods[pod_index];
     pod.claims.push(Ok(at));
     pod.pod.ensure_status().extended_resource_claim_status =
