@@ -72,7 +72,8 @@ pub enum Effect {
 /// The effects of `plan` (the decisions of some cycles over `cluster`, which holds their
 /// results), in the order a world must carry them out.
 pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
-    let mut out = Vec::new();
+    // A placement is about four effects, a verdict two.
+    let mut out = Vec::with_capacity(4 * plan.placements.len() + 2 * plan.unschedulable.len());
     evictions(cluster, plan, &mut out);
     let mut written = std::collections::HashSet::new();
     for &(pod, node) in &plan.placements {
@@ -115,7 +116,8 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
     // A group's members share its reason: rendered once for all of them.
     let mut rendered: Option<(*const crate::cycle::GroupReason, std::sync::Arc<str>)> = None;
     for (pod, err) in &plan.unschedulable {
-        let reason = if errors.contains(&(pod.0 as usize)) { "SchedulerError" } else { err.reason() };
+        let error = !errors.is_empty() && errors.contains(&(pod.0 as usize));
+        let reason = if error { "SchedulerError" } else { err.reason() };
         let message = match &err.group {
             Some(g) => match &rendered {
                 Some((at, text)) if std::ptr::eq(*at, &**g) => text.clone(),

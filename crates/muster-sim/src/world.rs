@@ -192,6 +192,10 @@ pub struct World<'s> {
     seq: u64,
     /// Sim pods by key: (job, pod index).
     pods: HashMap<String, (u32, u32)>,
+    /// The same by the engine's id of the pod (a slot the store reuses once the pod is deleted:
+    /// cleared by [`Sim::delete_pod`], the only way the world deletes a pod). Every unschedulable
+    /// verdict finds its job here, without hashing the key.
+    by_id: Vec<Option<(u32, u32)>>,
     /// Pods deleted while the current plan's acts are carried out ([`Sim::stale`]).
     deleted: std::collections::HashSet<String>,
     /// Claims whose allocation the world has written, with their devices (in [`MILLI`]) and
@@ -281,6 +285,7 @@ impl<'d, 's> Sim<'d, 's> {
             heap: BinaryHeap::new(),
             seq: 0,
             pods: HashMap::new(),
+            by_id: Vec::new(),
             deleted: Default::default(),
             allocated_claims,
             free,
@@ -570,9 +575,17 @@ impl<'d, 's> Sim<'d, 's> {
                 self.apply(Change::UpsertClaim(Box::new(claim)))?;
             }
             let key = self.key(job, &name);
-            self.w.pods.insert(key, (job as u32, i as u32));
             self.w.pending_pods += 1;
             self.apply(Change::UpsertPod(Box::new(pod)))?;
+            let at = (job as u32, i as u32);
+            if let Some(id) = self.engine.cluster().pod_id(&key) {
+                let slot = id.0 as usize;
+                if self.w.by_id.len() <= slot {
+                    self.w.by_id.resize(slot + 1, None);
+                }
+                self.w.by_id[slot] = Some(at);
+            }
+            self.w.pods.insert(key, at);
         }
         Ok(())
     }
@@ -679,6 +692,9 @@ impl<'d, 's> Sim<'d, 's> {
     fn delete_pod(&mut self, key: &str) -> Result<(), SimError> {
         self.w.deleted.insert(key.to_string());
         let Some(id) = self.engine.cluster().pod_id(key) else { return Ok(()) };
+        if let Some(slot) = self.w.by_id.get_mut(id.0 as usize) {
+            *slot = None;
+        }
         // Claim ids are slots the store keeps (a deleted claim's too): they outlive the pod.
         let claims: Vec<muster_sched::ClaimId> =
             self.engine.cluster().pod(id).claims.iter().flatten().copied().collect();
@@ -812,7 +828,9 @@ impl<'d, 's> Sim<'d, 's> {
                     acts.push(Act::Bind { pod: object, node: name });
                 }
                 Effect::PodUnschedulable { pod, message, .. } => {
-                    if let Some(&(job, index)) = self.w.pods.get(c.pod(*pod).key.as_str()) {
+                    let at = self.w.by_id.get(pod.0 as usize).copied().flatten();
+                    debug_assert_eq!(at, self.w.pods.get(c.pod(*pod).key.as_str()).copied());
+                    if let Some((job, index)) = at {
                         acts.push(Act::Unschedulable { job, index, message: message.clone() })
                     }
                 }
