@@ -1,6 +1,6 @@
 //! The allocator's inputs besides objects: feature switches and the allocated state.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
@@ -92,7 +92,7 @@ fn nanos(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i128 {
     muster_api::quantity::parse(&q.0).map(|q| q.nanos()).unwrap_or(0)
 }
 
-type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
+type Fast<K, V> = hashbrown::HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 /// Devices already in use by allocated claims, looked up by (driver, pool, device) without
 /// building keys.
@@ -127,12 +127,10 @@ impl<'s> PoolHeld<'s> {
     }
 }
 
-/// The value under `key`, inserted as the default when missing; the key is copied only then.
+/// The value under `key`, inserted as the default when missing; one lookup, and the key is
+/// copied only when inserted.
 fn slot<'m, V: Default>(map: &'m mut Fast<String, V>, key: &str) -> &'m mut V {
-    if !map.contains_key(key) {
-        map.insert(key.to_owned(), V::default());
-    }
-    map.get_mut(key).expect("present: inserted above when missing")
+    map.entry_ref(key).or_default()
 }
 
 impl AllocatedState {

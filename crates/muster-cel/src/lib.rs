@@ -380,6 +380,7 @@ impl std::hash::Hasher for IdHasher {
         self.0
     }
 
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
         // Eight bytes a step: strings (driver, pool and device names) hash in a few steps.
         let mut chunks = bytes.chunks_exact(8);
@@ -398,6 +399,12 @@ impl std::hash::Hasher for IdHasher {
     fn write_u64(&mut self, n: u64) {
         // FxHash's step: every field of a composite key moves the state.
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        // A `str`'s terminator: one step, not a chunk of one byte.
+        self.write_u64(u64::from(n));
     }
 
     #[inline]
