@@ -588,6 +588,12 @@ pub struct ClaimInfo {
     /// without admin access (a request for all devices or a prioritized list counts none). Read
     /// by the gang bound, which must not walk every member's spec on every attempt.
     pub exact_devices: u32,
+    /// Live pods whose resolved claims name this slot.
+    pub users: u32,
+    /// Deleted from the store (no longer found by name). While pods still name it, the slot
+    /// keeps the claim without its status; once none does, it is vacant and a new claim reuses
+    /// it: the store holds as many claims as exist and are in use, not as many as ever existed.
+    pub deleted: bool,
 }
 
 /// FNV-1a over `parts` (with a separator): stable across Rust versions and platforms, so that
@@ -640,7 +646,30 @@ impl ClaimInfo {
     pub fn new(claim: ResourceClaim, generated: bool, group: Option<GroupId>) -> ClaimInfo {
         let spec_fingerprint = fingerprint(&claim);
         let exact_devices = exact_devices(&claim);
-        ClaimInfo { claim, generated, changed: generated, spec_fingerprint, group, exact_devices }
+        ClaimInfo {
+            claim,
+            generated,
+            changed: generated,
+            spec_fingerprint,
+            group,
+            exact_devices,
+            users: 0,
+            deleted: false,
+        }
+    }
+
+    /// A slot no claim holds (see [`ClaimInfo::deleted`]).
+    pub fn vacant() -> ClaimInfo {
+        ClaimInfo {
+            claim: ResourceClaim::default(),
+            generated: false,
+            changed: false,
+            spec_fingerprint: 0,
+            group: None,
+            exact_devices: 0,
+            users: 0,
+            deleted: true,
+        }
     }
 
     /// The spec was replaced: what is derived from it follows.
@@ -1004,6 +1033,9 @@ impl Cluster {
                     Err(format!("pod claim {} names neither a claim nor a template", pc.name))
                 };
                 resolved.push(r);
+            }
+            for c in resolved.iter().flatten() {
+                self.claims[*c].users += 1;
             }
             self.pods[pi].claims = resolved;
         }

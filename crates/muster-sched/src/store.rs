@@ -150,6 +150,8 @@ pub struct Index {
     elsewhere: HashMap<String, Vec<PodId>>,
     /// Claims by `namespace/name`.
     claims: HashMap<String, ClaimId>,
+    /// Slots of deleted claims no pod names any more, reused by new ones.
+    free_claims: Vec<ClaimId>,
     /// Pods waiting for a claim the store does not have, by the claim's `namespace/name`.
     claim_waiters: HashMap<String, Vec<PodId>>,
     /// Pods naming a PodGroup the store does not have, by the group's `namespace/name`.
@@ -210,7 +212,13 @@ impl Index {
                 index.parent_waiters.entry(k.clone()).or_default().push(node);
             }
         }
-        index.claims = c.claims.iter().enumerate().map(|(i, info)| (info.key(), ClaimId(i as u32))).collect();
+        for (i, info) in c.claims.iter().enumerate() {
+            match (info.deleted, info.users) {
+                (false, _) => drop(index.claims.insert(info.key(), ClaimId(i as u32))),
+                (true, 0) => index.free_claims.push(ClaimId(i as u32)),
+                (true, _) => {}
+            }
+        }
         index
     }
 }
@@ -428,11 +436,14 @@ impl Cluster {
                     false => PodBefore::Same,
                 };
                 info.claims = std::mem::take(&mut old.claims);
-                if info.claims.iter().any(Result::is_err) {
-                    info.claims.clear(); // resolved again below: the status may name a claim now
-                }
                 info.dra_extended = std::mem::take(&mut old.dra_extended);
                 info.stale_extended_claim = old.stale_extended_claim.take();
+                if info.claims.iter().any(Result::is_err) {
+                    // Resolved again below: the status may name a claim now.
+                    for c in std::mem::take(&mut info.claims).into_iter().flatten() {
+                        self.drop_claim_user(c);
+                    }
+                }
                 let old = self.take_pod(id, &mut applied);
                 // The assume cache: an update that does not bind the pod yet does not undo an
                 // assumption of this scheduler.
@@ -545,9 +556,57 @@ impl Cluster {
             resolved.push(claim);
         }
         // A special extended-resources claim Reserve added stays (it follows the entries).
-        let claims = &mut self.pods[id.0 as usize].claims;
-        resolved.extend(claims.drain(..).skip(entries.len()));
-        *claims = resolved;
+        resolved.extend(self.pods[id.0 as usize].claims.iter().skip(entries.len()).cloned());
+        self.set_pod_claims(id, resolved);
+    }
+
+    /// Pod `id`'s resolved claims are `claims` from now on: each claim counts its users again.
+    fn set_pod_claims(&mut self, id: PodId, claims: Vec<Result<ClaimId, String>>) {
+        for c in claims.iter().flatten() {
+            self.claims[*c].users += 1;
+        }
+        let old = std::mem::replace(&mut self.pods[id.0 as usize].claims, claims);
+        for c in old.into_iter().flatten() {
+            self.drop_claim_user(c);
+        }
+    }
+
+    /// A pod no longer names claim `c`: a deleted claim no pod names gives its slot back.
+    pub(crate) fn drop_claim_user(&mut self, c: ClaimId) {
+        let info = &mut self.claims[c];
+        debug_assert!(info.users > 0, "claim {} lost a user it did not count", info.key());
+        info.users = info.users.saturating_sub(1);
+        if info.users == 0 && info.deleted {
+            self.vacate_claim(c);
+        }
+    }
+
+    /// The invariant behind claim slots, recounted (for tests; O(pods + claims)): each claim
+    /// counts the live pods that name it, and a vacant slot is named by none.
+    pub fn claim_users_agree(&self) -> Result<(), String> {
+        let mut users = vec![0u32; self.claims.len()];
+        for p in self.pods.iter().filter(|p| p.state != PodState::Deleted) {
+            for c in p.claims.iter().flatten() {
+                users[c.0 as usize] += 1;
+            }
+        }
+        for (i, info) in self.claims.iter().enumerate() {
+            if info.users != users[i] {
+                return Err(format!(
+                    "claim slot {i} ({}) counts {} users, {} pods name it",
+                    info.key(),
+                    info.users,
+                    users[i]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Claim slot `c` is vacant: a new claim reuses it.
+    fn vacate_claim(&mut self, c: ClaimId) {
+        self.claims[c] = ClaimInfo::vacant();
+        self.index().free_claims.push(c);
     }
 
     fn upsert_claim(&mut self, claim: ResourceClaim) -> Applied {
@@ -569,8 +628,17 @@ impl Cluster {
                 applied.claims.push((i, Some(Box::new(old))));
             }
             None => {
-                let i = ClaimId(self.claims.len() as u32);
-                self.claims.push(ClaimInfo::new(claim, false, None));
+                let info = ClaimInfo::new(claim, false, None);
+                let i = match self.index().free_claims.pop() {
+                    Some(i) => {
+                        self.claims[i] = info;
+                        i
+                    }
+                    None => {
+                        self.claims.push(info);
+                        ClaimId(self.claims.len() as u32 - 1)
+                    }
+                };
                 self.index().claims.insert(key.clone(), i);
                 applied.claims.push((i, None));
                 // Pods that waited for it resolve their claims again.
@@ -588,8 +656,9 @@ impl Cluster {
         applied
     }
 
-    /// A deleted claim is deallocated and forgotten by name; its slot stays (pods that still
-    /// name it are deleted with it, as its owner, or fail when they are scheduled again).
+    /// A deleted claim is deallocated and forgotten by name; its slot stays while pods name it
+    /// (they are deleted with it, as its owner, or fail when they are scheduled again), and is
+    /// vacant once none does.
     fn delete_claim(&mut self, key: &str) -> Applied {
         let Some(i) = self.index().claims.remove(key) else { return Applied::default() };
         let old = self.claims[i].claim.status.take().map(|status| {
@@ -598,6 +667,10 @@ impl Cluster {
             Box::new(old)
         });
         let wake = if old.is_some() { Wake::CLAIM_CHANGED } else { Wake::NONE };
+        self.claims[i].deleted = true;
+        if self.claims[i].users == 0 {
+            self.vacate_claim(i);
+        }
         Applied { wake, claims: vec![(i, old)], ..Applied::default() }
     }
 
@@ -607,6 +680,9 @@ impl Cluster {
         let was_on_node = self.take_pod(id, &mut applied).on_node().is_some();
         self.volumes.settled(id);
         let gone = std::mem::replace(&mut self.pods[id.0 as usize], PodInfo::vacant());
+        for c in gone.claims.iter().flatten() {
+            self.drop_claim_user(*c);
+        }
         if was_on_node {
             applied.wake = Wake::ASSIGNED_POD_DELETED;
             applied.subject = Subject::Pod { id, before: PodBefore::Deleted(Box::new(gone)) };

@@ -695,7 +695,7 @@ impl<'d, 's> Sim<'d, 's> {
         if let Some(slot) = self.w.by_id.get_mut(id.0 as usize) {
             *slot = None;
         }
-        // Claim ids are slots the store keeps (a deleted claim's too): they outlive the pod.
+        // A claim's slot outlives the pod: it is vacant only once the claim is deleted too.
         let claims: Vec<muster_sched::ClaimId> =
             self.engine.cluster().pod(id).claims.iter().flatten().copied().collect();
         self.apply(Change::DeletePod(key.to_string()))?;
@@ -1041,6 +1041,7 @@ impl<'d, 's> Sim<'d, 's> {
             }
         }
         self.check_taints()?;
+        c.claim_users_agree()?;
         self.w.free.check()?;
         let inventory: u64 = self.w.options.inventory.nodes.iter().map(|(_, d)| d).sum();
         // Shares of a device count once per claim in the free counts: exact only without them.

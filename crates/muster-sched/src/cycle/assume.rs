@@ -35,9 +35,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 let annotations = c.as_ref().ok().and_then(|i| claims[*i].claim.metadata.annotations.as_ref());
                 annotations.is_some_and(|a| a.contains_key(crate::cluster::EXTENDED_RESOURCE_CLAIM_ANNOTATION))
             };
+            let dropped: Vec<crate::cluster::ClaimId> =
+                info.claims.iter().filter(|c| special(c)).flatten().copied().collect();
             info.claims.retain(|c| !special(c));
             if let Some(status) = info.pod.status_mut() {
                 status.extended_resource_claim_status = None;
+            }
+            for c in dropped {
+                self.cluster.drop_claim_user(c);
             }
         }
         pods

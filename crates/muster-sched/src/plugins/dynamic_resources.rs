@@ -502,7 +502,9 @@ pub fn reserve_extended(
     });
     state.add_claim(&claim, features);
     let at = crate::cluster::ClaimId(cluster.claims.len() as u32);
-    cluster.claims.push(ClaimInfo::new(claim, true, None));
+    let mut info = ClaimInfo::new(claim, true, None);
+    info.users = 1;
+    cluster.claims.push(info);
     let pod = &mut cluster.pods[pod_index];
     pod.claims.push(Ok(at));
     pod.pod.ensure_status().extended_resource_claim_status =
