@@ -285,14 +285,32 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let mut rejections: Vec<Rejection> = Vec::new();
             let mut rejection_ids: HashMap<Rejection, u16> = HashMap::new();
             let mut node_statuses: Vec<(NodeId, u16)> = Vec::with_capacity(self.rejected.len());
+            // NodeResourcesFit's failing checks on the last node, when only they rejected it.
+            let mut last_bits: Option<u32> = None;
             for &node_id in &self.rejected {
                 let node = cluster.node(node_id);
-                let r = match run_all_filters(&state, node_id, node, cluster) {
-                    Err(r) => r,
+                // A simple pod on a simple node is rejected by NodeResourcesFit alone, with the
+                // reasons its failing checks give: the same checks, the same rejection.
+                let bits = (simple_pod && !node.unschedulable && !node.has_taints)
+                    .then(|| node_resources_fit::failing_inline(&state, node))
+                    .filter(|b| *b != 0);
+                if let (Some(b), Some(&(_, last))) = (bits, node_statuses.last())
+                    && last_bits == Some(b)
+                {
+                    debug_assert_eq!(
+                        run_all_filters(&state, node_id, node, cluster).err().as_ref(),
+                        Some(&rejections[last as usize])
+                    );
+                    node_statuses.push((node_id, last));
+                    continue;
+                }
+                last_bits = bits;
+                let r: std::borrow::Cow<'_, Rejection> = match run_all_filters(&state, node_id, node, cluster) {
+                    Err(r) => std::borrow::Cow::Owned(r),
                     Ok(()) => match dra_filter(memo, node_id) {
-                        DraFilter::Rejected(r) => r,
+                        DraFilter::Rejected(r) => std::borrow::Cow::Owned(r),
                         DraFilter::Memo(t) => match memo.last(t, node_id) {
-                            Some(Ok(Err(r))) => r.clone(),
+                            Some(Ok(Err(r))) => std::borrow::Cow::Borrowed(r),
                             _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
                         },
                         DraFilter::Fits => {
@@ -303,11 +321,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 // Neighbouring nodes mostly fail alike: the last rejection is compared first, and
                 // a rejection is copied only the first time it is seen.
                 let id = match node_statuses.last() {
-                    Some(&(_, last)) if rejections[last as usize] == r => last,
-                    _ => match rejection_ids.get(&r) {
+                    Some(&(_, last)) if rejections[last as usize] == *r => last,
+                    _ => match rejection_ids.get(&*r) {
                         Some(&id) => id,
                         None => {
                             let id = rejections.len() as u16;
+                            let r = r.into_owned();
                             rejection_ids.insert(r.clone(), id);
                             rejections.push(r);
                             id
@@ -316,7 +335,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 };
                 node_statuses.push((node_id, id));
             }
-            node_statuses.sort_unstable();
+            // Visited from the start index round: two ascending runs, merged by the stable sort.
+            node_statuses.sort();
             // Inside a topology domain, the domain's nodes are all the nodes this attempt had.
             let num_all_nodes = match &self.node_filter {
                 _ if on.is_some() => 1,

@@ -101,6 +101,19 @@ pub fn filter(state: &CycleState<'_>, node: &NodeInfo, names: &ResourceNames) ->
     if reasons.is_empty() { Ok(()) } else { Err(Rejection { plugin: NAME, unresolvable: false, reasons }) }
 }
 
+/// Which of [`filter`]'s checks fail, for a pod whose requests are all inline (cpu, memory,
+/// ephemeral storage): bit 0 too many pods, bit `1 + i` the pod's `i`-th request. Two nodes with
+/// the same bits get the same rejection; 0 when the node has room.
+pub fn failing_inline(state: &CycleState<'_>, node: &NodeInfo) -> u32 {
+    let mut bits = u32::from(node.num_pods + 1 > node.allowed_pods);
+    for (i, &(id, want)) in state.pod.requests.iter().take(31).enumerate() {
+        if want > node.allocatable(id) - node.requested(id) {
+            bits |= 2 << i;
+        }
+    }
+    bits
+}
+
 /// (allocatable, requested-after-placement) for one scored resource, as
 /// `calculateResourceAllocatableRequest` gives them. `non_zero` selects the scheduler's non-zero
 /// defaults for cpu and memory (NodeResourcesFit) over the plain requests (BalancedAllocation).
