@@ -18,11 +18,16 @@ fn running(name: &str, node: &str, cpu: &str, start: &str) -> Box<Pod> {
         "status": {"phase": "Running", "startTime": start}}))
 }
 
-/// big (8 cpu) runs old-big (8 cpu, started first: the more important victim), small (4 cpu)
-/// runs young-small (4 cpu); a high-priority gang of one 4-cpu pod fits nowhere. With both
-/// victims removed, LeastAllocated puts it on big. Returns the victims and the gang pod's node.
-fn victims(config: SchedulerConfig) -> (Vec<String>, String) {
-    let nodes = [("big", "8"), ("small", "4")]
+/// Nodes `(name, cpu)` running low-priority pods `(name, node, cpu, startTime)`; a high-priority
+/// gang of `members` 4-cpu pods (minCount `members`) is scheduled. Returns the victims and each
+/// member's node, sorted.
+fn preempt(
+    config: SchedulerConfig,
+    nodes: &[(&str, &str)],
+    pods: &[(&str, &str, &str, &str)],
+    members: usize,
+) -> (Vec<String>, Vec<(String, String)>) {
+    let nodes = nodes
         .iter()
         .map(|(n, cpu)| {
             serde_json::from_value(json!({"metadata": {"name": n},
@@ -37,21 +42,37 @@ fn victims(config: SchedulerConfig) -> (Vec<String>, String) {
         let class = object(json!({"metadata": {"name": name}, "value": value}));
         engine.apply(Change::UpsertPriorityClass(class), 0).unwrap();
     }
-    engine.apply(Change::UpsertPod(running("old-big", "big", "8", "2026-12-01T08:00:00Z")), 0).unwrap();
-    engine.apply(Change::UpsertPod(running("young-small", "small", "4", "2026-12-02T08:00:00Z")), 0).unwrap();
+    for (name, node, cpu, start) in pods {
+        engine.apply(Change::UpsertPod(running(name, node, cpu, start)), 0).unwrap();
+    }
     let group = object(json!({"metadata": {"name": "urgent", "namespace": "ml"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}, "priorityClassName": "high", "priority": 1000}}));
+        "spec": {"schedulingPolicy": {"gang": {"minCount": members}}, "priorityClassName": "high", "priority": 1000}}));
     engine.apply(Change::UpsertPodGroup(group), 0).unwrap();
-    let member = object(json!({"metadata": {"name": "urgent-0", "namespace": "ml"},
-        "spec": {"priorityClassName": "high", "schedulingGroup": {"podGroupName": "urgent"},
-                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]}}));
-    engine.apply(Change::UpsertPod(member), 0).unwrap();
+    for i in 0..members {
+        let member = object(json!({"metadata": {"name": format!("urgent-{i}"), "namespace": "ml"},
+            "spec": {"priorityClassName": "high", "schedulingGroup": {"podGroupName": "urgent"},
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]}}));
+        engine.apply(Change::UpsertPod(member), 0).unwrap();
+    }
     let plan = engine.schedule(0);
     let c = engine.cluster();
     let mut victims: Vec<String> = plan.preempted.iter().map(|(p, _)| c.pod(*p).key.clone()).collect();
     victims.sort();
-    let [(_, node)] = plan.placements[..] else { panic!("the gang is placed: {:?}", plan.groups) };
-    (victims, c.node(node).name().to_string())
+    let mut placed: Vec<(String, String)> =
+        plan.placements.iter().map(|(p, n)| (c.pod(*p).key.clone(), c.node(*n).name().to_string())).collect();
+    placed.sort();
+    (victims, placed)
+}
+
+/// big (8 cpu) runs old-big (8 cpu, started first: the more important victim), small (4 cpu)
+/// runs young-small (4 cpu); a high-priority gang of one 4-cpu pod fits nowhere. With both
+/// victims removed, LeastAllocated puts it on big. Returns the victims and the gang pod's node.
+fn victims(config: SchedulerConfig) -> (Vec<String>, String) {
+    let nodes = [("big", "8"), ("small", "4")];
+    let pods = [("old-big", "big", "8", "2026-12-01T08:00:00Z"), ("young-small", "small", "4", "2026-12-02T08:00:00Z")];
+    let (victims, placed) = preempt(config, &nodes, &pods, 1);
+    let [(_, node)] = &placed[..] else { panic!("the gang is placed: {placed:?}") };
+    (victims, node.clone())
 }
 
 #[test]
@@ -72,40 +93,9 @@ fn reprieve_search_moves_the_placement_to_keep_the_more_important_unit() {
 /// young-b (6 cpu), c (4 cpu) is free; a high-priority gang of two 4-cpu pods (minCount 2) fits
 /// only with victims. Returns the victims and each member's node.
 fn two_members(config: SchedulerConfig) -> (Vec<String>, Vec<(String, String)>) {
-    let nodes = [("a", "8"), ("b", "6"), ("c", "4")]
-        .iter()
-        .map(|(n, cpu)| {
-            serde_json::from_value(json!({"metadata": {"name": n},
-                "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}}}))
-            .unwrap()
-        })
-        .collect();
-    let cluster =
-        Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
-    let mut engine = Engine::new(cluster, config, None);
-    for (name, value) in [("low", 100), ("high", 1000)] {
-        let class = object(json!({"metadata": {"name": name}, "value": value}));
-        engine.apply(Change::UpsertPriorityClass(class), 0).unwrap();
-    }
-    engine.apply(Change::UpsertPod(running("old-a", "a", "8", "2026-12-01T08:00:00Z")), 0).unwrap();
-    engine.apply(Change::UpsertPod(running("young-b", "b", "6", "2026-12-02T08:00:00Z")), 0).unwrap();
-    let group = object(json!({"metadata": {"name": "urgent", "namespace": "ml"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "high", "priority": 1000}}));
-    engine.apply(Change::UpsertPodGroup(group), 0).unwrap();
-    for i in 0..2 {
-        let member = object(json!({"metadata": {"name": format!("urgent-{i}"), "namespace": "ml"},
-            "spec": {"priorityClassName": "high", "schedulingGroup": {"podGroupName": "urgent"},
-                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]}}));
-        engine.apply(Change::UpsertPod(member), 0).unwrap();
-    }
-    let plan = engine.schedule(0);
-    let c = engine.cluster();
-    let mut victims: Vec<String> = plan.preempted.iter().map(|(p, _)| c.pod(*p).key.clone()).collect();
-    victims.sort();
-    let mut placed: Vec<(String, String)> =
-        plan.placements.iter().map(|(p, n)| (c.pod(*p).key.clone(), c.node(*n).name().to_string())).collect();
-    placed.sort();
-    (victims, placed)
+    let nodes = [("a", "8"), ("b", "6"), ("c", "4")];
+    let pods = [("old-a", "a", "8", "2026-12-01T08:00:00Z"), ("young-b", "b", "6", "2026-12-02T08:00:00Z")];
+    preempt(config, &nodes, &pods, 2)
 }
 
 /// With both victims removed, urgent-0 goes to a (the most room) and urgent-1 to b. old-a comes

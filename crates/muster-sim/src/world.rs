@@ -168,7 +168,7 @@ enum Act {
         pod: Box<Pod>,
         node: String,
     },
-    /// Pod `index` of job `job` did not fit (found through the pod's key when the effect came).
+    /// Pod `index` of job `job` did not fit (found by the engine's pod id when the effect came).
     Unschedulable {
         job: u32,
         index: u32,
