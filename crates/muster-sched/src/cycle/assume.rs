@@ -67,9 +67,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         let local_to = match (&self.dra, before.or(after)) {
             (Some((ctx, _)), Some(a)) => selector_node(a).filter(|node| {
-                let both: Vec<_> = before.into_iter().chain(after).cloned().collect();
-                both.iter().all(|a| selector_node(a) == Some(node))
-                    && crate::plugins::dynamic_resources::node_local(&both, node, ctx)
+                let both = || before.into_iter().chain(after);
+                both().all(|a| selector_node(a) == Some(node))
+                    && crate::plugins::dynamic_resources::node_local(both(), node, ctx)
             }),
             _ => None,
         }

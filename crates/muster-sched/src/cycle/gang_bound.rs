@@ -149,9 +149,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// claims: a gang of 64 is not 64 × 64 comparisons).
     fn shared_claims(&self, pending: &[PodId]) -> Vec<ClaimId> {
         let c = &*self.cluster;
+        let claims = |p: PodId| c.pod(p).claims.iter().filter_map(|r| r.as_ref().ok());
+        // A claim only one live pod names (claims from templates) is not shared: most gangs
+        // have no other kind, and need no sort.
+        if pending.iter().all(|&p| claims(p).all(|&id| c.claims[id].users <= 1)) {
+            return Vec::new();
+        }
         let mut refs: Vec<(ClaimId, u32)> = Vec::new();
         for (i, &p) in pending.iter().enumerate() {
-            refs.extend(c.pod(p).claims.iter().filter_map(|r| r.as_ref().ok()).map(|&id| (id, i as u32)));
+            refs.extend(claims(p).map(|&id| (id, i as u32)));
         }
         refs.sort_unstable();
         refs.dedup();

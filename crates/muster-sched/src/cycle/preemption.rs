@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use super::reasons::WouldNotHelp;
 use super::*;
 use crate::cluster::ClaimId;
+use k8s_openapi::api::resource::v1::ResourceClaimConsumerReference;
 
 /// Who asks workload-aware preemption for room.
 pub(super) struct Preemptor<'a> {
@@ -85,7 +86,7 @@ impl Reach {
         unit.iter().all(|e| {
             !self.nodes.contains(&e.node)
                 && !e.shared
-                && e.claims.iter().all(|(id, ..)| !self.claims.contains(id))
+                && e.claims.iter().all(|saved| !self.claims.contains(&saved.claim))
                 && c.pod(e.pod).affinity.as_ref().is_none_or(|t| t.required_anti_affinity.is_empty())
         })
     }
@@ -95,9 +96,20 @@ impl Reach {
 pub(super) struct Evicted {
     pod: PodId,
     node: NodeId,
-    claims: Vec<(crate::cluster::ClaimId, Option<k8s_openapi::api::resource::v1::ResourceClaimStatus>, bool)>,
+    claims: Vec<SavedClaim>,
     /// Devices were freed outside the node's own pools.
     shared: bool,
+}
+
+/// What evicting a victim took from one of its claims, moved out (not copied) and moved back
+/// by [`Scheduler::restore`].
+struct SavedClaim {
+    claim: ClaimId,
+    /// `status.reservedFor` before the victim was removed from it.
+    reserved_for: Option<Vec<ResourceClaimConsumerReference>>,
+    /// The allocation, when the victim was the claim's last consumer.
+    allocation: Option<k8s_openapi::api::resource::v1::AllocationResult>,
+    changed: bool,
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
@@ -384,27 +396,36 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // Devices freed on the node's own pools change only that node's verdicts.
         let mut shared = false;
         if let Some((ctx, state)) = self.dra.as_mut() {
-            let uid = self.cluster.pods[pod.0 as usize].pod.meta().uid.clone();
-            let name = self.cluster.pods[pod.0 as usize].name().to_string();
-            let ids: Vec<ClaimId> = self.cluster.pods[pod.0 as usize].claims.iter().flatten().copied().collect();
-            let node_name = self.cluster.nodes[node.0 as usize].name().to_string();
-            for c in ids {
-                let info = &mut self.cluster.claims[c];
-                claims.push((c, info.claim.status.clone(), info.changed));
-                let Some(status) = info.claim.status.as_mut() else { continue };
-                if let Some(list) = status.reserved_for.as_mut() {
-                    list.retain(|r| {
-                        !(r.resource == "pods" && r.name == name && uid.as_ref().is_none_or(|u| *u == r.uid))
+            let Cluster { nodes, pods, claims: infos, .. } = &mut *self.cluster;
+            let victim = &pods[pod.0 as usize];
+            let (uid, name) = (victim.pod.meta().uid.as_deref(), victim.name());
+            let node_name = nodes[node.0 as usize].name();
+            for &c in victim.claims.iter().flatten() {
+                let info = &mut infos[c];
+                let mut saved = SavedClaim { claim: c, reserved_for: None, allocation: None, changed: info.changed };
+                info.changed = true;
+                if let Some(status) = info.claim.status.as_mut() {
+                    saved.reserved_for = status.reserved_for.take();
+                    let kept: Option<Vec<_>> = saved.reserved_for.as_ref().map(|list| {
+                        let victims = |r: &&ResourceClaimConsumerReference| {
+                            r.resource == "pods" && r.name == name && uid.is_none_or(|u| u == r.uid)
+                        };
+                        list.iter().filter(|r| !victims(r)).cloned().collect()
                     });
+                    status.reserved_for = kept;
                 }
-                if status.reserved_for.as_ref().is_none_or(Vec::is_empty) && status.allocation.is_some() {
-                    shared |= !allocation_is_local(status.allocation.as_ref(), &node_name, ctx);
+                let unreserved = info.claim.status.as_ref().is_some_and(|s| {
+                    s.reserved_for.as_ref().is_none_or(Vec::is_empty) && s.allocation.is_some()
+                });
+                if unreserved {
+                    let allocation = info.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+                    shared |= !allocation_is_local(allocation, node_name, ctx);
                     state.remove_claim(&info.claim, ctx.features);
                     let status = info.claim.status.as_mut().expect("checked above");
-                    status.allocation = None;
+                    saved.allocation = status.allocation.take();
                     status.reserved_for = None;
                 }
-                info.changed = true;
+                claims.push(saved);
             }
             if shared {
                 self.dra_shared_generation = self.fresh_generation();
@@ -427,17 +448,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let fresh = self.fresh_generation();
         self.cluster.nodes[e.node.0 as usize].generation = fresh;
         if let Some((ctx, state)) = self.dra.as_mut() {
-            let node_name = self.cluster.nodes[e.node.0 as usize].name().to_string();
+            let Cluster { nodes, claims, .. } = &mut *self.cluster;
+            let node_name = nodes[e.node.0 as usize].name();
             let mut shared = false;
-            for (c, status, changed) in e.claims.into_iter().rev() {
-                let info = &mut self.cluster.claims[c];
-                let had = status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
-                let has = info.claim.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
-                info.claim.status = status;
-                info.changed = changed;
-                if had && !has {
-                    let allocation = info.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
-                    shared |= !allocation_is_local(allocation, &node_name, ctx);
+            for saved in e.claims.into_iter().rev() {
+                let info = &mut claims[saved.claim];
+                info.changed = saved.changed;
+                let Some(status) = info.claim.status.as_mut() else { continue };
+                status.reserved_for = saved.reserved_for;
+                if let Some(allocation) = saved.allocation {
+                    debug_assert!(status.allocation.is_none(), "a victim's claim was allocated while it was evicted");
+                    shared |= !allocation_is_local(Some(&allocation), node_name, ctx);
+                    status.allocation = Some(allocation);
                     state.add_claim(&info.claim, ctx.features);
                 }
             }
@@ -478,5 +500,5 @@ fn allocation_is_local(
     node: &str,
     ctx: &crate::plugins::dynamic_resources::DraContext<'_>,
 ) -> bool {
-    allocation.is_none_or(|a| crate::plugins::dynamic_resources::node_local(&vec![a.clone()], node, ctx))
+    allocation.is_none_or(|a| crate::plugins::dynamic_resources::node_local([a], node, ctx))
 }

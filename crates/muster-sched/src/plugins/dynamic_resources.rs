@@ -197,9 +197,13 @@ pub fn allocated_claims_in_domain(
 
 /// Does an allocation use only devices of pools local to `node`? (Devices of shared pools change
 /// what other nodes can allocate.)
-pub fn node_local(allocation: &NodeAllocation, node: &str, ctx: &DraContext<'_>) -> bool {
-    allocation
-        .iter()
+pub fn node_local<'a>(
+    allocations: impl IntoIterator<Item = &'a AllocationResult>,
+    node: &str,
+    ctx: &DraContext<'_>,
+) -> bool {
+    allocations
+        .into_iter()
         .flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten()))
         .all(|r| ctx.index.pool_is_local_to(&r.driver, &r.pool, node))
 }
