@@ -99,6 +99,8 @@ pub(super) struct Evicted {
     claims: Vec<SavedClaim>,
     /// Devices were freed outside the node's own pools.
     shared: bool,
+    /// [`Scheduler::generations_of`] the node before the eviction and after it.
+    generations: ((u64, u64, u64), (u64, u64, u64)),
 }
 
 /// What evicting a victim took from one of its claims, moved out (not copied) and moved back
@@ -387,6 +389,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             unreachable!("only pods on a node are evicted or forgotten")
         };
         debug_assert!(self.cluster.node(node).detail.pods.contains(&pod), "evict of a pod its node does not count");
+        let before = self.generations_of(node);
         let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
         inter_pod.add(nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1));
         pods[pod.0 as usize].state = PodState::Preempted(node);
@@ -432,11 +435,26 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             self.dra_node_generation[node.0 as usize] = self.fresh_generation();
         }
-        Evicted { pod, node, claims, shared }
+        Evicted { pod, node, claims, shared, generations: (before, self.generations_of(node)) }
+    }
+
+    /// The generations verdicts about node `n` are remembered under: the node's, its devices',
+    /// the shared pools'.
+    fn generations_of(&self, n: NodeId) -> (u64, u64, u64) {
+        let dra = self.dra_node_generation.get(n.0 as usize).copied().unwrap_or(0);
+        (self.cluster.node(n).generation, dra, self.dra_shared_generation)
     }
 
     /// Puts back what [`Scheduler::evict`] removed (a victim reprieved).
     pub(super) fn restore(&mut self, e: Evicted) {
+        // A generation nothing changed since the eviction set it goes back to its value before
+        // (the state is that one again), so verdicts remembered then are valid again; any
+        // other gets a fresh one.
+        let (before, set) = e.generations;
+        let now = self.generations_of(e.node);
+        let mut back = |was: u64, set: u64, now: u64| if now == set { was } else { self.fresh_generation() };
+        let generations = (back(before.0, set.0, now.0), back(before.1, set.1, now.1), back(before.2, set.2, now.2));
+        self.bound_memo.clear();
         let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
         debug_assert_eq!(
             pods[e.pod.0 as usize].state,
@@ -445,12 +463,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         );
         inter_pod.add(nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1));
         pods[e.pod.0 as usize].state = PodState::Bound(e.node);
-        let fresh = self.fresh_generation();
-        self.cluster.nodes[e.node.0 as usize].generation = fresh;
+        nodes[e.node.0 as usize].generation = generations.0;
         if let Some((ctx, state)) = self.dra.as_mut() {
             let Cluster { nodes, claims, .. } = &mut *self.cluster;
             let node_name = nodes[e.node.0 as usize].name();
-            let mut shared = false;
             for saved in e.claims.into_iter().rev() {
                 let info = &mut claims[saved.claim];
                 info.changed = saved.changed;
@@ -458,15 +474,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 status.reserved_for = saved.reserved_for;
                 if let Some(allocation) = saved.allocation {
                     debug_assert!(status.allocation.is_none(), "a victim's claim was allocated while it was evicted");
-                    shared |= !allocation_is_local(Some(&allocation), node_name, ctx);
+                    debug_assert!(e.shared || allocation_is_local(Some(&allocation), node_name, ctx));
                     status.allocation = Some(allocation);
                     state.add_claim(&info.claim, ctx.features);
                 }
             }
-            if shared {
-                self.dra_shared_generation = self.fresh_generation();
+            self.dra_node_generation[e.node.0 as usize] = generations.1;
+            if e.shared {
+                self.dra_shared_generation = generations.2;
             }
-            self.dra_node_generation[e.node.0 as usize] = self.fresh_generation();
         }
     }
 }
