@@ -170,6 +170,9 @@ struct Call<'a, 'b, 's> {
     domain: Option<&'b DeviceDomain>,
     /// An `All` request matches a device outside `domain`: no solution here.
     all_outside_domain: bool,
+    /// The requests (claim, request, subrequest) whose every candidate was looked at since the
+    /// search last entered them with no device picked (see `search`).
+    scanned: Vec<(usize, usize, usize)>,
 }
 
 pub(crate) fn claim_name(c: &ResourceClaim) -> String {
@@ -264,6 +267,7 @@ impl<'a, 's: 'a> Allocator<'a, 's> {
             allocating_capacity: Fast::default(),
             domain,
             all_outside_domain: false,
+            scanned: Vec::new(),
         };
         for (ci, c) in claims.iter().enumerate() {
             let prepared = call.prepare(ci, c)?;
@@ -613,11 +617,24 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             }
             return r;
         }
-        for i in 0..self.gathered.cands.len() {
+        let request = (ci, ri, si);
+        if di == 0 {
+            self.scanned.retain(|r| *r != request);
+        }
+        let num_cands = self.gathered.cands.len();
+        for i in 0..num_cands {
             let c = self.gathered.cands[i];
             // Within one request only combinations in search order: after the previous pick.
             if start.is_some_and(|st| (c.pool, c.slice, c.index) < st) {
                 continue;
+            }
+            // Fewer candidates left than devices still wanted: no pick from here completes the
+            // request. Upstream goes on trying them (2^k combinations when one device is
+            // missing); stopping changes no answer once every candidate was looked at for this
+            // request (`scanned`): the rest would only read remembered verdicts, so no selector
+            // error goes unreported.
+            if num_cands - i < num - di && self.scanned.contains(&request) {
+                return Ok(Search::No);
             }
             let admin = self.claims[ci].requests[ri].subs[si].admin;
             let allocating = self.allocating.get(&c.key());
@@ -658,6 +675,11 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
                     return other;
                 }
             }
+        }
+        // Every candidate after the previous pick was looked at, and (by the search order) every
+        // one before it by the loops above this one.
+        if !self.scanned.contains(&request) {
+            self.scanned.push(request);
         }
         Ok(Search::No)
     }

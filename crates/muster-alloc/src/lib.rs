@@ -20,6 +20,11 @@
 //!   by request name, so a third device of one request is compared with the second only [QUIRK].
 //!   matchAttribute over list values recomputes the intersection from the members, so backtracking
 //!   widens it again; upstream does not [QUIRK].
+//! - A request with fewer candidates left than devices still wanted stops searching once every
+//!   candidate has been looked at; upstream tries every combination of the rest
+//!   (kubernetes/kubernetes#131730: a node of 28 devices with one taken, asked for all 28, took
+//!   muster 32 s before, 0.01 s now; `tests/scenarios/one-device-short`). The verdicts, selector
+//!   errors included, are upstream's.
 //! - Share IDs are derived from the claim, the result position and the device, so that the same
 //!   input always gives the same output; upstream draws random UUIDs.
 //! - The class lookup error names the class plainly (`deviceclass.resource.k8s.io "x" not

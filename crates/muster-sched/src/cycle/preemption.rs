@@ -417,9 +417,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     });
                     status.reserved_for = kept;
                 }
-                let unreserved = info.claim.status.as_ref().is_some_and(|s| {
-                    s.reserved_for.as_ref().is_none_or(Vec::is_empty) && s.allocation.is_some()
-                });
+                let unreserved = info
+                    .claim
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| s.reserved_for.as_ref().is_none_or(Vec::is_empty) && s.allocation.is_some());
                 if unreserved {
                     let allocation = info.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
                     shared |= !allocation_is_local(allocation, node_name, ctx);
