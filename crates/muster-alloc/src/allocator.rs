@@ -171,8 +171,9 @@ struct Call<'a, 'b, 's> {
     /// An `All` request matches a device outside `domain`: no solution here.
     all_outside_domain: bool,
     /// The requests (claim, request, subrequest) whose every candidate was looked at since the
-    /// search last entered them with no device picked (see `search`).
-    scanned: Vec<(usize, usize, usize)>,
+    /// search last entered them with no device picked, each with how many candidates from each
+    /// position on it could still pick at most (see `search`).
+    scanned: Vec<((usize, usize, usize), Vec<u32>)>,
 }
 
 pub(crate) fn claim_name(c: &ResourceClaim) -> String {
@@ -619,7 +620,7 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
         }
         let request = (ci, ri, si);
         if di == 0 {
-            self.scanned.retain(|r| *r != request);
+            self.scanned.retain(|(r, _)| *r != request);
         }
         let num_cands = self.gathered.cands.len();
         for i in 0..num_cands {
@@ -628,12 +629,12 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             if start.is_some_and(|st| (c.pool, c.slice, c.index) < st) {
                 continue;
             }
-            // Fewer candidates left than devices still wanted: no pick from here completes the
-            // request. Upstream goes on trying them (2^k combinations when one device is
-            // missing); stopping changes no answer once every candidate was looked at for this
-            // request (`scanned`): the rest would only read remembered verdicts, so no selector
-            // error goes unreported.
-            if num_cands - i < num - di && self.scanned.contains(&request) {
+            // Fewer candidates left that could be picked than devices still wanted: no pick from
+            // here completes the request. Upstream goes on trying them (2^k combinations when
+            // one device is missing); stopping changes no answer once every candidate was looked
+            // at for this request (`scanned`): the rest would only read remembered verdicts, so
+            // no selector error goes unreported.
+            if self.scanned.iter().any(|(r, left)| *r == request && (left[i] as usize) < num - di) {
                 return Ok(Search::No);
             }
             let admin = self.claims[ci].requests[ri].subs[si].admin;
@@ -678,10 +679,28 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
         }
         // Every candidate after the previous pick was looked at, and (by the search order) every
         // one before it by the loops above this one.
-        if !self.scanned.contains(&request) {
-            self.scanned.push(request);
+        if !self.scanned.iter().any(|(r, _)| *r == request) {
+            let left = self.pickable_from(ci, ri, si);
+            self.scanned.push((request, left));
         }
         Ok(Search::No)
+    }
+
+    /// For each candidate position, how many candidates from there on request (ci, ri, si) could
+    /// pick at most, once every one was looked at: all but those held by earlier allocations
+    /// (unless the request has admin access), outside the domain, or refused by a selector.
+    /// Devices taken in this call count: the request's own picks come back when it backtracks.
+    fn pickable_from(&self, ci: usize, ri: usize, si: usize) -> Vec<u32> {
+        let admin = self.claims[ci].requests[ri].subs[si].admin;
+        let cands = &self.gathered.cands;
+        let mut left = vec![0u32; cands.len() + 1];
+        for (i, c) in cands.iter().enumerate().rev() {
+            let refused = (!admin && self.held[c.pool].is_dedicated(&c.device.name))
+                || !self.in_domain(c)
+                || self.memo.get(&(c.key(), ci, ri, si)) == Some(&false);
+            left[i] = left[i + 1] + u32::from(!refused);
+        }
+        left
     }
 
     /// Spec §3.5: `allocateDevice`. Returns whether the device was taken.

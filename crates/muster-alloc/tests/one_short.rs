@@ -8,10 +8,10 @@ use muster_alloc::{AllocError, AllocatedState, Allocator, Features, Outcome, Sli
 use muster_cel::Env;
 use serde_json::json;
 
-/// Node n1 with eight GPUs; `without_model` names the one device that has no `model` attribute
+/// Node n1 with `n` GPUs; `without_model` names the one device that has no `model` attribute
 /// (the class's selector then fails at run time on it).
-fn objects(without_model: Option<usize>) -> (Vec<ResourceSlice>, Vec<DeviceClass>, Node) {
-    let devices: Vec<_> = (0..8)
+fn objects(n: usize, without_model: Option<usize>) -> (Vec<ResourceSlice>, Vec<DeviceClass>, Node) {
+    let devices: Vec<_> = (0..n)
         .map(|i| match without_model {
             Some(j) if j == i => json!({"name": format!("gpu-{i}"), "attributes": {"index": {"int": i}}}),
             _ => json!({"name": format!("gpu-{i}"), "attributes": {"model": {"string": "h100"}}}),
@@ -43,7 +43,11 @@ fn holding(device: &str) -> ResourceClaim {
 }
 
 fn allocate(without_model: Option<usize>, held: &[&str], count: u32) -> Result<Outcome, AllocError> {
-    let (slices, classes, node) = objects(without_model);
+    allocate_of(8, without_model, held, count)
+}
+
+fn allocate_of(n: usize, without_model: Option<usize>, held: &[&str], count: u32) -> Result<Outcome, AllocError> {
+    let (slices, classes, node) = objects(n, without_model);
     let (env, index) = (Env::default(), SliceIndex::new(&slices));
     let mut state = AllocatedState::default();
     for d in held {
@@ -72,4 +76,14 @@ fn a_selector_error_after_the_held_device_is_still_reported() {
             other => panic!("expected the selector error on gpu-7 with {held:?} held, got {other:?}"),
         }
     }
+}
+
+#[test]
+fn held_devices_after_the_free_ones_are_not_counted_as_left() {
+    // 24 GPUs, the last 8 held, 17 wanted: the free ones are too few, but so many candidates
+    // follow each of them that counting positions alone would leave 2^16 combinations to try.
+    let held: Vec<String> = (16..24).map(|i| format!("gpu-{i}")).collect();
+    let held: Vec<&str> = held.iter().map(String::as_str).collect();
+    assert_eq!(allocate_of(24, None, &held, 17), Ok(Outcome::Unsatisfiable));
+    assert!(matches!(allocate_of(24, None, &held, 16), Ok(Outcome::Allocated(_))));
 }
