@@ -529,16 +529,28 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             let owner = if *from_class { SelectorOwner::Class(class_name) } else { SelectorOwner::Claim(claim) };
             let program =
                 program.as_ref().map_err(|e| Self::fatal(muster_cel::selector_compile_error(owner, *i, e)))?;
-            let view = self.view(c).map_err(|e| {
-                Self::fatal(format!("{owner}: selector #{i} on device {}: CEL runtime error: {e}", id_of(c)))
-            })?;
-            let verdict = match self.alloc.budget {
-                None => self.alloc.env.eval(program, &view),
-                Some(b) => match self.alloc.env.eval_charged(program, &view, b) {
-                    Some(v) => v,
-                    None => return Err(Self::fatal(budget_spent(b))),
-                },
+            if self.alloc.budget.is_some_and(muster_cel::Budget::is_spent) {
+                return Err(Self::fatal(budget_spent(self.alloc.budget.expect("checked above"))));
+            }
+            let remembered =
+                if *from_class { self.alloc.slices.class_verdict(program.id, c.global, c.index) } else { None };
+            let (verdict, cost) = match remembered {
+                Some(known) => known,
+                None => {
+                    let view = self.view(c).map_err(|e| {
+                        Self::fatal(format!("{owner}: selector #{i} on device {}: CEL runtime error: {e}", id_of(c)))
+                    })?;
+                    let (verdict, cost) = self.alloc.env.eval_metered(program, &view);
+                    let known = (verdict.map_err(Arc::new), cost);
+                    if *from_class {
+                        self.alloc.slices.remember_class_verdict(program.id, c.global, c.index, known.clone());
+                    }
+                    known
+                }
             };
+            if let Some(b) = self.alloc.budget {
+                b.charge(cost);
+            }
             match verdict {
                 Ok(true) => {}
                 Ok(false) => {

@@ -98,6 +98,9 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
 }
 
 /// What one node saw: (fingerprint of its labels, partitionable devices on?, the result).
+/// How many DeviceClass selector verdicts a [`SliceIndex`] keeps (about 40 MiB).
+const MAX_VERDICTS: usize = 1 << 20;
+
 type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 type GatheredFor<'a> = (u64, bool, Arc<Gathered<'a>>);
@@ -116,6 +119,13 @@ pub struct SliceIndex<'a> {
     slices: &'a [ResourceSlice],
     /// Each device's CEL view, converted once on first use (slice, device).
     views: Vec<Vec<ViewCell>>,
+    /// Where each slice's devices start in one numbering of all devices (for `verdicts`).
+    first_device: Vec<u32>,
+    /// DeviceClass selectors' verdicts on devices, with the cost each evaluation spent: a
+    /// class's selector gives the same answer on the same device every time, so later calls
+    /// read it (and charge its cost to their budget as if they had evaluated it). At most
+    /// [`MAX_VERDICTS`] are kept; claims' own selectors are not kept (there can be one per claim).
+    verdicts: std::sync::Mutex<Fast<u64, (Result<bool, Arc<muster_cel::RuntimeError>>, u64)>>,
     /// What each node sees, gathered once: keyed by node name, a fingerprint of its labels, and
     /// whether partitionable devices are on (the only feature gathering depends on).
     gathered: RwLock<Fast<String, Vec<GatheredFor<'a>>>>,
@@ -126,10 +136,21 @@ pub struct SliceIndex<'a> {
 
 impl<'a> SliceIndex<'a> {
     pub fn new(slices: &'a [ResourceSlice]) -> Self {
-        let views = slices.iter().map(|s| s.spec.devices.iter().flatten().map(|_| OnceLock::new()).collect()).collect();
+        let views: Vec<Vec<ViewCell>> =
+            slices.iter().map(|s| s.spec.devices.iter().flatten().map(|_| OnceLock::new()).collect()).collect();
+        let first_device = views
+            .iter()
+            .scan(0u32, |next, v| {
+                let first = *next;
+                *next = next.saturating_add(v.len() as u32);
+                Some(first)
+            })
+            .collect();
         let mut index = SliceIndex {
             slices,
             views,
+            first_device,
+            verdicts: std::sync::Mutex::default(),
             gathered: RwLock::default(),
             node_local: Fast::default(),
             shared: Vec::new(),
@@ -203,6 +224,36 @@ impl<'a> SliceIndex<'a> {
     }
 
     /// The CEL view of device `device` of slice `slice`, converted on first use.
+    /// A DeviceClass selector's remembered verdict on a device, with its evaluation's cost.
+    pub(crate) fn class_verdict(
+        &self,
+        program: u32,
+        slice: usize,
+        device: usize,
+    ) -> Option<(Result<bool, Arc<muster_cel::RuntimeError>>, u64)> {
+        let key = self.verdict_key(program, slice, device);
+        self.verdicts.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned()
+    }
+
+    /// Remembers a DeviceClass selector's verdict (see `verdicts`).
+    pub(crate) fn remember_class_verdict(
+        &self,
+        program: u32,
+        slice: usize,
+        device: usize,
+        verdict: (Result<bool, Arc<muster_cel::RuntimeError>>, u64),
+    ) {
+        let key = self.verdict_key(program, slice, device);
+        let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        if verdicts.len() < MAX_VERDICTS {
+            verdicts.insert(key, verdict);
+        }
+    }
+
+    fn verdict_key(&self, program: u32, slice: usize, device: usize) -> u64 {
+        (u64::from(program) << 32) | u64::from(self.first_device[slice].saturating_add(device as u32))
+    }
+
     pub fn view(&self, slice: usize, device: usize) -> Result<Arc<DeviceView>, DeviceError> {
         self.views[slice][device]
             .get_or_init(|| {

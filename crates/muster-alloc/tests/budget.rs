@@ -43,3 +43,25 @@ fn a_spent_budget_stops_the_allocation_and_an_ample_one_changes_nothing() {
         other => panic!("expected the budget to stop the allocation, got {other:?}"),
     }
 }
+
+#[test]
+fn a_remembered_class_verdict_is_charged_as_if_evaluated() {
+    let (slices, classes, claim, node) = objects();
+    let (env, state, index) = (Env::default(), AllocatedState::default(), SliceIndex::new(&slices));
+    let allocator = || Allocator::new(Features::kubernetes_1_37(), &state, &classes, &index, &env);
+    // The first call evaluates the class's selector on the eight devices, the second reads the
+    // verdicts the index kept: the same answer, the same charge.
+    let (first, second) = (Budget::new(Budget::ATTEMPT), Budget::new(Budget::ATTEMPT));
+    let a = allocator().with_budget(Some(&first)).allocate(Some(&node), &[&claim]);
+    let b = allocator().with_budget(Some(&second)).allocate(Some(&node), &[&claim]);
+    assert!(matches!(a, Ok(Outcome::Allocated(_))), "{a:?}");
+    assert_eq!(a, b);
+    assert!(first.spent() > 0);
+    assert_eq!(first.spent(), second.spent());
+    // A budget spent before the call stops it, remembered verdicts or not.
+    let tiny = Budget::new(5);
+    assert!(matches!(
+        allocator().with_budget(Some(&tiny)).allocate(Some(&node), &[&claim]),
+        Err(AllocError::Fatal(_))
+    ));
+}

@@ -66,6 +66,13 @@ pub use eval::SELECTOR_COST_LIMIT;
 pub use parser::{MAX_DEPTH, MAX_EXPRESSION_LEN};
 pub use value::Value;
 
+/// The next [`Program::id`]. (Wraps after four billion compilations; each `Env` compiles a
+/// source once.)
+fn next_program_id() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A compiled selector.
 #[derive(Debug)]
 pub struct Program {
@@ -73,7 +80,8 @@ pub struct Program {
     expr: ast::Expr,
     /// cel-go's static worst-case cost estimate, as API validation computes it.
     pub estimated_cost: u64,
-    /// Dense id, for verdict memos.
+    /// Unique among the programs of this process (every `Env` draws from one counter), for
+    /// verdict memos: a memo keyed by it cannot mistake one Env's program for another's.
     pub id: u32,
 }
 
@@ -236,7 +244,7 @@ impl Env {
         let estimated_cost = cost::estimate(&expr);
         let mut expr = expr;
         lower::lower(&mut expr);
-        let program = Arc::new(Program { source: src.into(), expr, estimated_cost, id: programs.len() as u32 });
+        let program = Arc::new(Program { source: src.into(), expr, estimated_cost, id: next_program_id() });
         programs.insert(program.source.clone(), program.clone());
         Ok(program)
     }
@@ -270,7 +278,8 @@ impl Env {
     }
 
     /// An evaluation and the runtime cost it spent, whatever its outcome.
-    fn eval_metered(&self, program: &Program, device: &DeviceView) -> (Result<bool, RuntimeError>, u64) {
+    /// [`Env::eval`], with the runtime cost spent whatever the outcome.
+    pub fn eval_metered(&self, program: &Program, device: &DeviceView) -> (Result<bool, RuntimeError>, u64) {
         let mut ctx = eval::Ctx::new(device, &self.regexes, self.cost_limit);
         let r = ctx.eval(&program.expr);
         let cost = ctx.cost;
@@ -318,11 +327,17 @@ impl Budget {
         self.total
     }
 
+    /// What was charged so far.
+    pub fn spent(&self) -> u64 {
+        self.total - self.left.get()
+    }
+
     pub fn is_spent(&self) -> bool {
         self.left.get() == 0
     }
 
-    fn charge(&self, cost: u64) {
+    /// Takes `cost` from what is left (an evaluation's cost, or a remembered one's).
+    pub fn charge(&self, cost: u64) {
         self.left.set(self.left.get().saturating_sub(cost));
     }
 }
