@@ -98,6 +98,9 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
 }
 
 /// What one node saw: (fingerprint of its labels, partitionable devices on?, the result).
+/// A selector's verdict on a device and the runtime cost its evaluation spent.
+pub(crate) type Known = (Result<bool, Arc<muster_cel::RuntimeError>>, u64);
+
 /// How many DeviceClass selector verdicts a [`SliceIndex`] keeps (about 40 MiB).
 const MAX_VERDICTS: usize = 1 << 20;
 
@@ -125,7 +128,7 @@ pub struct SliceIndex<'a> {
     /// class's selector gives the same answer on the same device every time, so later calls
     /// read it (and charge its cost to their budget as if they had evaluated it). At most
     /// [`MAX_VERDICTS`] are kept; claims' own selectors are not kept (there can be one per claim).
-    verdicts: std::sync::Mutex<Fast<u64, (Result<bool, Arc<muster_cel::RuntimeError>>, u64)>>,
+    verdicts: std::sync::Mutex<Fast<u64, Known>>,
     /// What each node sees, gathered once: keyed by node name, a fingerprint of its labels, and
     /// whether partitionable devices are on (the only feature gathering depends on).
     gathered: RwLock<Fast<String, Vec<GatheredFor<'a>>>>,
@@ -225,24 +228,13 @@ impl<'a> SliceIndex<'a> {
 
     /// The CEL view of device `device` of slice `slice`, converted on first use.
     /// A DeviceClass selector's remembered verdict on a device, with its evaluation's cost.
-    pub(crate) fn class_verdict(
-        &self,
-        program: u32,
-        slice: usize,
-        device: usize,
-    ) -> Option<(Result<bool, Arc<muster_cel::RuntimeError>>, u64)> {
+    pub(crate) fn class_verdict(&self, program: u32, slice: usize, device: usize) -> Option<Known> {
         let key = self.verdict_key(program, slice, device);
         self.verdicts.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned()
     }
 
     /// Remembers a DeviceClass selector's verdict (see `verdicts`).
-    pub(crate) fn remember_class_verdict(
-        &self,
-        program: u32,
-        slice: usize,
-        device: usize,
-        verdict: (Result<bool, Arc<muster_cel::RuntimeError>>, u64),
-    ) {
+    pub(crate) fn remember_class_verdict(&self, program: u32, slice: usize, device: usize, verdict: Known) {
         let key = self.verdict_key(program, slice, device);
         let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
         if verdicts.len() < MAX_VERDICTS {

@@ -60,8 +60,5 @@ fn a_remembered_class_verdict_is_charged_as_if_evaluated() {
     assert_eq!(first.spent(), second.spent());
     // A budget spent before the call stops it, remembered verdicts or not.
     let tiny = Budget::new(5);
-    assert!(matches!(
-        allocator().with_budget(Some(&tiny)).allocate(Some(&node), &[&claim]),
-        Err(AllocError::Fatal(_))
-    ));
+    assert!(matches!(allocator().with_budget(Some(&tiny)).allocate(Some(&node), &[&claim]), Err(AllocError::Fatal(_))));
 }
