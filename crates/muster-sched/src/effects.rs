@@ -18,6 +18,7 @@
 
 use crate::cluster::{ClaimId, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
 use crate::cycle::{GroupOutcome, Plan};
+use crate::framework::FitError;
 
 /// An event's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,8 +114,11 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         .filter(|r| r.outcome == GroupOutcome::SchedulerError)
         .flat_map(|r| cluster.groups[r.group].members.iter().map(|m| m.0 as usize))
         .collect();
-    // A group's members share its reason: rendered once for all of them.
+    // A group's members share its reason: rendered once for all of them. Equivalent pods that
+    // failed one after the other got equal verdicts: rendered once too (comparing two verdicts
+    // costs far less than counting and formatting one).
     let mut rendered: Option<(*const crate::cycle::GroupReason, std::sync::Arc<str>)> = None;
+    let mut last: Option<(&FitError, std::sync::Arc<str>)> = None;
     for (pod, err) in &plan.unschedulable {
         let error = !errors.is_empty() && errors.contains(&(pod.0 as usize));
         let reason = if error { "SchedulerError" } else { err.reason() };
@@ -123,7 +127,10 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
                 Some((at, text)) if std::ptr::eq(*at, &**g) => text.clone(),
                 _ => rendered.insert((&**g, g.to_string().into())).1.clone(),
             },
-            None => err.message().into(),
+            None => match &last {
+                Some((before, text)) if *before == err => text.clone(),
+                _ => last.insert((err, err.message().into())).1.clone(),
+            },
         };
         out.push(Effect::PodUnschedulable { pod: *pod, reason, message: message.clone() });
         out.push(Effect::Event {
@@ -238,6 +245,45 @@ mod tests {
                 },
                 Effect::Bind { pod: high, node: NodeId(0) },
                 scheduled("Successfully assigned p/high to n0"),
+            ]
+        );
+    }
+
+    #[test]
+    fn equal_verdicts_one_after_another_share_one_message_and_a_different_one_gets_its_own() {
+        let node = serde_json::from_value(json!({"metadata": {"name": "n0"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}))
+        .unwrap();
+        let pod = |name: &str, cpu: &str| {
+            Box::new(
+                serde_json::from_value(json!({"metadata": {"name": name, "namespace": "p"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}))
+                .unwrap(),
+            )
+        };
+        let pods = vec![pod("a", "5"), pod("b", "5"), pod("c", "5"), pod("d", "100m")];
+        let mut cluster = Cluster::build(vec![node], pods, &[], &SchedulerNames::default()).unwrap();
+        let mut plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
+        // d fits; make its verdict one of its own to sit between a's and b's equal ones.
+        let (a, b, c, d) = (PodId(0), PodId(1), PodId(2), PodId(3));
+        let first = plan.unschedulable.iter().find(|(p, _)| *p == a).unwrap().1.clone();
+        let other = FitError::pre_filter(1, "no".into());
+        plan.unschedulable = vec![(a, first.clone()), (b, first.clone()), (d, other), (c, first)];
+        let messages: Vec<(PodId, String)> = effects(&cluster, &plan)
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::PodUnschedulable { pod, message, .. } => Some((pod, message.to_string())),
+                _ => None,
+            })
+            .collect();
+        let insufficient = "0/1 nodes are available: 1 Insufficient cpu.".to_string();
+        assert_eq!(
+            messages,
+            [
+                (a, insufficient.clone()),
+                (b, insufficient.clone()),
+                (d, "0/1 nodes are available: no.".to_string()),
+                (c, insufficient)
             ]
         );
     }
