@@ -124,10 +124,11 @@ impl<'a> CycleState<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FitError {
     pub num_all_nodes: usize,
-    /// Distinct rejections seen for this pod.
-    pub rejections: Vec<Rejection>,
+    /// Distinct rejections seen for this pod. (Shared: an equivalent pod's verdict is this one,
+    /// and two verdicts that share them compare equal without a walk.)
+    pub rejections: std::sync::Arc<[Rejection]>,
     /// For every node, which rejection it got (index into `rejections`), in node-name order.
-    pub node_statuses: Vec<(NodeId, u16)>,
+    pub node_statuses: std::sync::Arc<[(NodeId, u16)]>,
     /// A message from PreFilter, when the pod failed before any node was tried.
     pub pre_filter_message: Option<String>,
     /// The pod-group cycle's verdict for a member of a group that was not placed; it replaces
@@ -161,8 +162,8 @@ impl FitError {
     pub fn pre_filter(num_all_nodes: usize, message: String) -> Self {
         FitError {
             num_all_nodes,
-            rejections: Vec::new(),
-            node_statuses: Vec::new(),
+            rejections: Default::default(),
+            node_statuses: Default::default(),
             pre_filter_message: Some(message),
             group: None,
             error: None,
@@ -173,8 +174,8 @@ impl FitError {
     pub fn group(num_all_nodes: usize, reason: std::sync::Arc<crate::cycle::GroupReason>) -> Self {
         FitError {
             num_all_nodes,
-            rejections: Vec::new(),
-            node_statuses: Vec::new(),
+            rejections: Default::default(),
+            node_statuses: Default::default(),
             pre_filter_message: None,
             group: Some(reason),
             error: None,
@@ -185,8 +186,8 @@ impl FitError {
     pub fn filter_error(num_all_nodes: usize, plugin: &'static str, node: NodeId, error: String) -> Self {
         FitError {
             num_all_nodes,
-            rejections: Vec::new(),
-            node_statuses: Vec::new(),
+            rejections: Default::default(),
+            node_statuses: Default::default(),
             pre_filter_message: None,
             group: None,
             error: Some(FilterError { plugin, node, error }),
@@ -202,7 +203,7 @@ impl FitError {
     /// Reason → number of nodes that gave it.
     pub fn histogram(&self) -> BTreeMap<&str, usize> {
         let mut per_rejection = vec![0usize; self.rejections.len()];
-        for (_, r) in &self.node_statuses {
+        for (_, r) in self.node_statuses.iter() {
             per_rejection[*r as usize] += 1;
         }
         let mut h = BTreeMap::new();

@@ -105,8 +105,8 @@ fn wakes(case: Case) -> bool {
     let p = cluster.pod_id("default/p").unwrap();
     let rejected = FitError {
         num_all_nodes: 1,
-        rejections: vec![Rejection::new(case.plugin, false, "rejected")],
-        node_statuses: Vec::new(),
+        rejections: vec![Rejection::new(case.plugin, false, "rejected")].into(),
+        node_statuses: Default::default(),
         pre_filter_message: None,
         group: None,
         error: None,

@@ -38,7 +38,7 @@ fn count_failure(by: &mut std::collections::BTreeMap<&'static str, u64>, e: &mus
     } else if let Some(err) = &e.error {
         seen.push(err.plugin);
     } else {
-        for r in &e.rejections {
+        for r in e.rejections.iter() {
             if !seen.contains(&r.plugin) {
                 seen.push(r.plugin);
             }

@@ -123,8 +123,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if let Some(message) = pre_filter {
             return Outcome::Unschedulable(FitError {
                 num_all_nodes: num_nodes,
-                rejections: Vec::new(),
-                node_statuses: Vec::new(),
+                rejections: Default::default(),
+                node_statuses: Default::default(),
                 pre_filter_message: Some(message),
                 group: None,
                 error: None,
@@ -345,8 +345,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             };
             return Outcome::Unschedulable(FitError {
                 num_all_nodes,
-                rejections,
-                node_statuses,
+                rejections: rejections.into(),
+                node_statuses: node_statuses.into(),
                 pre_filter_message: None,
                 group: None,
                 error: None,
