@@ -7,20 +7,15 @@ use muster_alloc::{AllocError, AllocatedState, Allocator, Features, Outcome, Sli
 use muster_cel::{Budget, Env};
 use serde_json::json;
 
+mod common;
+
+/// Node n1 with eight GPUs, the class `gpu` and a claim for all eight.
 fn objects() -> (Vec<ResourceSlice>, Vec<DeviceClass>, ResourceClaim, Node) {
-    let devices: Vec<_> =
-        (0..8).map(|i| json!({"name": format!("gpu-{i}"), "attributes": {"model": {"string": "h100"}}})).collect();
-    let slice = serde_json::from_value(json!({"metadata": {"name": "n1-gpus"}, "spec": {"driver": "gpu.example.com",
-        "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": devices}}))
-    .unwrap();
-    let class = serde_json::from_value(json!({"metadata": {"name": "gpu"}, "spec": {"selectors": [
-        {"cel": {"expression": "device.attributes['gpu.example.com'].model == 'h100'"}}]}}))
-    .unwrap();
+    let (slices, classes, node) = common::objects(8, None);
     let claim = serde_json::from_value(json!({"metadata": {"name": "c", "namespace": "ml"}, "spec": {"devices": {
         "requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": 8}}]}}}))
     .unwrap();
-    let node = serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap();
-    (vec![slice], vec![class], claim, node)
+    (slices, classes, claim, node)
 }
 
 #[test]
