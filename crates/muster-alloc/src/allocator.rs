@@ -529,8 +529,8 @@ impl<'a, 's: 'a> Call<'a, '_, 's> {
             let owner = if *from_class { SelectorOwner::Class(class_name) } else { SelectorOwner::Claim(claim) };
             let program =
                 program.as_ref().map_err(|e| Self::fatal(muster_cel::selector_compile_error(owner, *i, e)))?;
-            if self.alloc.budget.is_some_and(muster_cel::Budget::is_spent) {
-                return Err(Self::fatal(budget_spent(self.alloc.budget.expect("checked above"))));
+            if let Some(b) = self.alloc.budget.filter(|b| b.is_spent()) {
+                return Err(Self::fatal(budget_spent(b)));
             }
             let remembered =
                 if *from_class { self.alloc.slices.class_verdict(program.id, c.global, c.index) } else { None };

@@ -97,7 +97,6 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
     false
 }
 
-/// What one node saw: (fingerprint of its labels, partitionable devices on?, the result).
 /// A selector's verdict on a device and the runtime cost its evaluation spent.
 pub(crate) type Known = (Result<bool, Arc<muster_cel::RuntimeError>>, u64);
 
@@ -106,6 +105,7 @@ const MAX_VERDICTS: usize = 1 << 20;
 
 type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
+/// What one node saw: (fingerprint of its labels, partitionable devices on?, the result).
 type GatheredFor<'a> = (u64, bool, Arc<Gathered<'a>>);
 
 /// One device's CEL view, converted on first use (or the conversion error upstream reports).
@@ -226,7 +226,6 @@ impl<'a> SliceIndex<'a> {
         g
     }
 
-    /// The CEL view of device `device` of slice `slice`, converted on first use.
     /// A DeviceClass selector's remembered verdict on a device, with its evaluation's cost.
     pub(crate) fn class_verdict(&self, program: u32, slice: usize, device: usize) -> Option<Known> {
         let key = self.verdict_key(program, slice, device);
@@ -246,6 +245,7 @@ impl<'a> SliceIndex<'a> {
         (u64::from(program) << 32) | u64::from(self.first_device[slice].saturating_add(device as u32))
     }
 
+    /// The CEL view of device `device` of slice `slice`, converted on first use.
     pub fn view(&self, slice: usize, device: usize) -> Result<Arc<DeviceView>, DeviceError> {
         self.views[slice][device]
             .get_or_init(|| {

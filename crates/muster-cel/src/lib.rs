@@ -278,7 +278,6 @@ impl Env {
     }
 
     /// An evaluation and the runtime cost it spent, whatever its outcome.
-    /// [`Env::eval`], with the runtime cost spent whatever the outcome.
     pub fn eval_metered(&self, program: &Program, device: &DeviceView) -> (Result<bool, RuntimeError>, u64) {
         let mut ctx = eval::Ctx::new(device, &self.regexes, self.cost_limit);
         let r = ctx.eval(&program.expr);

@@ -269,22 +269,21 @@ mod tests {
         let first = plan.unschedulable.iter().find(|(p, _)| *p == a).unwrap().1.clone();
         let other = FitError::pre_filter(1, "no".into());
         plan.unschedulable = vec![(a, first.clone()), (b, first.clone()), (d, other), (c, first)];
-        let messages: Vec<(PodId, String)> = effects(&cluster, &plan)
+        let messages: Vec<(PodId, std::sync::Arc<str>)> = effects(&cluster, &plan)
             .into_iter()
             .filter_map(|e| match e {
-                Effect::PodUnschedulable { pod, message, .. } => Some((pod, message.to_string())),
+                Effect::PodUnschedulable { pod, message, .. } => Some((pod, message)),
                 _ => None,
             })
             .collect();
-        let insufficient = "0/1 nodes are available: 1 Insufficient cpu.".to_string();
+        let texts: Vec<(PodId, &str)> = messages.iter().map(|(p, m)| (*p, &**m)).collect();
+        let insufficient = "0/1 nodes are available: 1 Insufficient cpu.";
         assert_eq!(
-            messages,
-            [
-                (a, insufficient.clone()),
-                (b, insufficient.clone()),
-                (d, "0/1 nodes are available: no.".to_string()),
-                (c, insufficient)
-            ]
+            texts,
+            [(a, insufficient), (b, insufficient), (d, "0/1 nodes are available: no."), (c, insufficient)]
         );
+        // b's message is a's, rendered once; c's is rendered again (d's came in between).
+        assert!(std::sync::Arc::ptr_eq(&messages[0].1, &messages[1].1));
+        assert!(!std::sync::Arc::ptr_eq(&messages[0].1, &messages[3].1));
     }
 }

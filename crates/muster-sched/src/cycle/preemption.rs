@@ -455,7 +455,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let (before, set) = e.generations;
         let now = self.generations_of(e.node);
         let mut back = |was: u64, set: u64, now: u64| if now == set { was } else { self.fresh_generation() };
-        let generations = (back(before.0, set.0, now.0), back(before.1, set.1, now.1), back(before.2, set.2, now.2));
+        let node_generation = back(before.0, set.0, now.0);
+        let dra_generation = back(before.1, set.1, now.1);
+        // The shared pools' generation moved only when the eviction freed devices there.
+        let shared_generation = if e.shared { back(before.2, set.2, now.2) } else { now.2 };
         self.bound_memo.clear();
         let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
         debug_assert_eq!(
@@ -465,7 +468,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         );
         inter_pod.add(nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1));
         pods[e.pod.0 as usize].state = PodState::Bound(e.node);
-        nodes[e.node.0 as usize].generation = generations.0;
+        nodes[e.node.0 as usize].generation = node_generation;
         if let Some((ctx, state)) = self.dra.as_mut() {
             let Cluster { nodes, claims, .. } = &mut *self.cluster;
             let node_name = nodes[e.node.0 as usize].name();
@@ -481,10 +484,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     state.add_claim(&info.claim, ctx.features);
                 }
             }
-            self.dra_node_generation[e.node.0 as usize] = generations.1;
-            if e.shared {
-                self.dra_shared_generation = generations.2;
-            }
+            self.dra_node_generation[e.node.0 as usize] = dra_generation;
+            self.dra_shared_generation = shared_generation;
         }
     }
 }
