@@ -23,6 +23,7 @@ mod equivalence;
 mod gang_bound;
 mod group;
 pub mod hints;
+mod kept_verdicts;
 mod pod_preemption;
 mod preemption;
 mod profiles;
@@ -372,6 +373,11 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     failed_classes: Vec<(equivalence::ClassKey, PodId, FitError)>,
     /// Attempts answered from `failed_classes` (for benchmarks).
     pub reused_verdicts: u64,
+    /// The last verdicts of pods that fit nowhere, per node: the next attempt filters only the
+    /// nodes that changed since ([`kept_verdicts`]). Used with `reuse_verdicts`.
+    kept: kept_verdicts::KeptVerdicts,
+    /// Nodes taken as rejected from `kept` without a Filter, so far (for benchmarks and tests).
+    pub kept_rejections: u64,
     /// The lowest priority of a bound pod (`i32::MAX`: none) as counted in this batch; `None`
     /// until counted. Within a batch bound pods only leave (preemption's evictions; a trial's
     /// restores bring back only what the trial evicted), so a priority at or below it has no
@@ -419,6 +425,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             device_filter: None,
             failed_classes: Vec::new(),
             reused_verdicts: 0,
+            kept: kept_verdicts::KeptVerdicts::default(),
+            kept_rejections: 0,
             bound_floor: None,
             reuse_verdicts: true,
             topology: TopologyCache::default(),
@@ -642,8 +650,17 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         cycles
     }
 
+    /// The store changed, added or removed `pod` (its queue entry moved): a verdict kept for it
+    /// no longer holds.
+    pub fn pod_changed(&mut self, pod: PodId) {
+        if !self.kept.is_empty() {
+            self.kept.forget_pod(pod);
+        }
+    }
+
     /// After the store added or removed nodes: the per-node caches follow the node count.
     pub fn sync_nodes(&mut self) {
+        self.kept.clear();
         let n = self.cluster.nodes.len();
         if self.memo.len() != n {
             self.memo.resize(n, ScoreMemo::EMPTY);

@@ -18,7 +18,6 @@
 
 use crate::cluster::{ClaimId, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
 use crate::cycle::{GroupOutcome, Plan};
-use crate::framework::FitError;
 
 /// An event's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,11 +113,10 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         .filter(|r| r.outcome == GroupOutcome::SchedulerError)
         .flat_map(|r| cluster.groups[r.group].members.iter().map(|m| m.0 as usize))
         .collect();
-    // A group's members share its reason: rendered once for all of them. Equivalent pods that
-    // failed one after the other got equal verdicts: rendered once too (comparing two verdicts
-    // costs far less than counting and formatting one).
+    // A group's members share its reason: rendered once for all of them. A verdict over the
+    // nodes is rendered once for all its clones (equivalent pods', a kept verdict's), whatever
+    // came between them and in whichever batch.
     let mut rendered: Option<(*const crate::cycle::GroupReason, std::sync::Arc<str>)> = None;
-    let mut last: Option<(&FitError, std::sync::Arc<str>)> = None;
     for (pod, err) in &plan.unschedulable {
         let error = !errors.is_empty() && errors.contains(&(pod.0 as usize));
         let reason = if error { "SchedulerError" } else { err.reason() };
@@ -127,10 +125,7 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
                 Some((at, text)) if std::ptr::eq(*at, &**g) => text.clone(),
                 _ => rendered.insert((&**g, g.to_string().into())).1.clone(),
             },
-            None => match &last {
-                Some((before, text)) if *before == err => text.clone(),
-                _ => last.insert((err, err.message().into())).1.clone(),
-            },
+            None => err.shared_message(),
         };
         out.push(Effect::PodUnschedulable { pod: *pod, reason, message: message.clone() });
         out.push(Effect::Event {
@@ -250,7 +245,7 @@ mod tests {
     }
 
     #[test]
-    fn equal_verdicts_one_after_another_share_one_message_and_a_different_one_gets_its_own() {
+    fn a_verdict_and_its_clones_share_one_message() {
         let node = serde_json::from_value(json!({"metadata": {"name": "n0"},
             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}))
         .unwrap();
@@ -267,7 +262,7 @@ mod tests {
         // d fits; make its verdict one of its own to sit between a's and b's equal ones.
         let (a, b, c, d) = (PodId(0), PodId(1), PodId(2), PodId(3));
         let first = plan.unschedulable.iter().find(|(p, _)| *p == a).unwrap().1.clone();
-        let other = FitError::pre_filter(1, "no".into());
+        let other = crate::framework::FitError::pre_filter(1, "no".into());
         plan.unschedulable = vec![(a, first.clone()), (b, first.clone()), (d, other), (c, first)];
         let messages: Vec<(PodId, std::sync::Arc<str>)> = effects(&cluster, &plan)
             .into_iter()
@@ -282,8 +277,11 @@ mod tests {
             texts,
             [(a, insufficient), (b, insufficient), (d, "0/1 nodes are available: no."), (c, insufficient)]
         );
-        // b's message is a's, rendered once; c's is rendered again (d's came in between).
+        // b's and c's message is a's, rendered once (though d's came in between), and the
+        // verdict remembers it for the next time it is rendered.
         assert!(std::sync::Arc::ptr_eq(&messages[0].1, &messages[1].1));
-        assert!(!std::sync::Arc::ptr_eq(&messages[0].1, &messages[3].1));
+        assert!(std::sync::Arc::ptr_eq(&messages[0].1, &messages[3].1));
+        assert!(std::sync::Arc::ptr_eq(&messages[0].1, &plan.unschedulable[0].1.shared_message()));
+        assert!(!std::sync::Arc::ptr_eq(&messages[2].1, &plan.unschedulable[2].1.shared_message()));
     }
 }

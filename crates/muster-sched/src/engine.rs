@@ -58,6 +58,12 @@ impl<'d> Engine<'d> {
         self.scheduler.reused_verdicts
     }
 
+    /// Nodes taken as rejected from a waiting pod's last verdict, without a Filter, so far
+    /// ([`Scheduler::kept_rejections`]).
+    pub fn kept_rejections(&self) -> u64 {
+        self.scheduler.kept_rejections
+    }
+
     pub fn cluster(&self) -> &Cluster {
         self.scheduler.cluster()
     }
@@ -90,9 +96,15 @@ impl<'d> Engine<'d> {
             self.scheduler.claim_replaced(*index, old.as_deref());
         }
         for entry in applied.dequeue {
+            if let QueueEntry::Pod(pod) = entry {
+                self.scheduler.pod_changed(pod);
+            }
             self.queue.remove(entry);
         }
         for entry in applied.queue {
+            if let QueueEntry::Pod(pod) = entry {
+                self.scheduler.pod_changed(pod);
+            }
             if let Some(order) = self.scheduler.order_of(entry) {
                 self.queue.activate(entry, order, now);
             }

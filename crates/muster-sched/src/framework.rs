@@ -12,7 +12,7 @@ pub const MAX_NODE_SCORE: i64 = 100;
 
 /// Why a Filter rejected a node (`fwk.Status` with code Unschedulable or
 /// UnschedulableAndUnresolvable). Reasons are upstream's texts.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Rejection {
     pub plugin: &'static str,
     /// True for UnschedulableAndUnresolvable: preempting pods on the node would not help.
@@ -120,11 +120,12 @@ impl<'a> CycleState<'a> {
     }
 }
 
-/// Why a pod fits no node (`framework.FitError`), with each node's first failing Filter.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a pod fits no node (`framework.FitError`), with each node's first failing Filter. A
+/// verdict is never changed once made: its clones share it, and the message rendered from it.
+#[derive(Clone, Debug)]
 pub struct FitError {
     pub num_all_nodes: usize,
-    /// Distinct rejections seen for this pod. (Shared: an equivalent pod's verdict is this one,
+    /// Distinct rejections seen for this pod, sorted. (Shared: an equivalent pod's verdict is this one,
     /// and two verdicts that share them compare equal without a walk.)
     pub rejections: std::sync::Arc<[Rejection]>,
     /// For every node, which rejection it got (index into `rejections`), in node-name order.
@@ -136,7 +137,24 @@ pub struct FitError {
     pub group: Option<std::sync::Arc<crate::cycle::GroupReason>>,
     /// A Filter plugin's error that aborted the attempt; it replaces the per-node summary.
     pub error: Option<FilterError>,
+    /// [`FitError::message`], once rendered, for a verdict over the nodes (see
+    /// [`FitError::rejected`]): shared by its clones, so that a verdict an equivalent pod, or a
+    /// pod tried again, gets is worded once.
+    rendered: Option<std::sync::Arc<std::sync::OnceLock<std::sync::Arc<str>>>>,
 }
+
+impl PartialEq for FitError {
+    fn eq(&self, other: &Self) -> bool {
+        self.num_all_nodes == other.num_all_nodes
+            && self.rejections == other.rejections
+            && self.node_statuses == other.node_statuses
+            && self.pre_filter_message == other.pre_filter_message
+            && self.group == other.group
+            && self.error == other.error
+    }
+}
+
+impl Eq for FitError {}
 
 /// A Filter plugin that returned an error on a node (not a rejection): kube-scheduler stops the
 /// attempt at once (`findNodesThatPassFilters`), whatever other nodes would say, runs no
@@ -158,6 +176,23 @@ impl FilterError {
 }
 
 impl FitError {
+    /// Every node of `num_all_nodes` rejected: `node_statuses` says with which of `rejections`.
+    pub fn rejected(
+        num_all_nodes: usize,
+        rejections: std::sync::Arc<[Rejection]>,
+        node_statuses: std::sync::Arc<[(NodeId, u16)]>,
+    ) -> Self {
+        FitError {
+            num_all_nodes,
+            rejections,
+            node_statuses,
+            pre_filter_message: None,
+            group: None,
+            error: None,
+            rendered: Some(Default::default()),
+        }
+    }
+
     /// A failure decided before any node was tried (PreFilter, PreEnqueue, the group cycle).
     pub fn pre_filter(num_all_nodes: usize, message: String) -> Self {
         FitError {
@@ -167,6 +202,7 @@ impl FitError {
             pre_filter_message: Some(message),
             group: None,
             error: None,
+            rendered: None,
         }
     }
 
@@ -179,6 +215,7 @@ impl FitError {
             pre_filter_message: None,
             group: Some(reason),
             error: None,
+            rendered: None,
         }
     }
 
@@ -191,6 +228,7 @@ impl FitError {
             pre_filter_message: None,
             group: None,
             error: Some(FilterError { plugin, node, error }),
+            rendered: None,
         }
     }
 
@@ -213,6 +251,15 @@ impl FitError {
             }
         }
         h
+    }
+
+    /// [`FitError::message`], rendered once per verdict over the nodes (and shared by its
+    /// clones), every time for others.
+    pub fn shared_message(&self) -> std::sync::Arc<str> {
+        match &self.rendered {
+            Some(cell) => cell.get_or_init(|| self.message().into()).clone(),
+            None => self.message().into(),
+        }
     }
 
     /// kube-scheduler's message: `0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had

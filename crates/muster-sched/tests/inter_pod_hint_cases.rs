@@ -103,14 +103,8 @@ fn wakes(case: Case) -> bool {
     }
     let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
     let p = cluster.pod_id("default/p").unwrap();
-    let rejected = FitError {
-        num_all_nodes: 1,
-        rejections: vec![Rejection::new(case.plugin, false, "rejected")].into(),
-        node_statuses: Default::default(),
-        pre_filter_message: None,
-        group: None,
-        error: None,
-    };
+    let rejected =
+        FitError::rejected(1, vec![Rejection::new(case.plugin, false, "rejected")].into(), Default::default());
     let args = PodTopologySpreadArgs::default();
     let waits = wake_for(cluster.pod(p), &rejected, &args);
     let checked = hints::checked_for(&rejected, waits);

@@ -60,6 +60,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         index: crate::cluster::ClaimId,
         old: Option<&k8s_openapi::api::resource::v1::ResourceClaim>,
     ) {
+        if !self.kept.is_empty() {
+            self.kept.forget_users_of(index, &self.cluster);
+        }
         let before = allocation_of(old);
         let after = allocation_of(Some(&self.cluster.claims[index].claim));
         if self.dra.is_some() && before == after {

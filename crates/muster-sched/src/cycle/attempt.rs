@@ -121,14 +121,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             state.pre_filter_inter_pod(cluster, &mut self.topology, &self.config.pod_topology_spread);
         }
         if let Some(message) = pre_filter {
-            return Outcome::Unschedulable(FitError {
-                num_all_nodes: num_nodes,
-                rejections: Default::default(),
-                node_statuses: Default::default(),
-                pre_filter_message: Some(message),
-                group: None,
-                error: None,
-            });
+            return Outcome::Unschedulable(FitError::pre_filter(num_nodes, message));
         }
         let to_find = self.num_feasible_nodes_to_find(num_nodes);
 
@@ -159,6 +152,33 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // node can fix fails the whole attempt.
         let (pending, fingerprint) =
             if has_claims { dynamic_resources::pending_claims(pod, cluster) } else { (Vec::new(), 0) };
+        // The pod's last verdict, when it fit nowhere and nothing but nodes' states could have
+        // changed it ([`super::kept_verdicts`]): nodes whose generations did not move are
+        // rejected as they were, without a Filter.
+        let keeps = self.reuse_verdicts
+            && undo.is_none()
+            && on.is_none()
+            && self.node_filter.is_none()
+            && self.device_filter.is_none()
+            && pod.group.is_none()
+            && state.spread.is_none()
+            && state.pod_affinity.is_none()
+            && state.volumes.is_none();
+        let key = (fingerprint, self.dra_shared_generation);
+        let mut kept = match keeps {
+            true => self.kept.take(pod_id, key, |other| {
+                super::equivalence::key(cluster.pod(other)) == super::equivalence::key(pod)
+                    && super::equivalence::equivalent(cluster, other, pod_id)
+            }),
+            false => None,
+        };
+        // While every node filtered again is rejected as it was, the kept verdict stands; the
+        // nodes filtered again, for bringing it up to date.
+        let mut kept_holds = kept.is_some();
+        let mut filtered_again: Vec<NodeId> = Vec::new();
+        let node_generations = |node: NodeId| -> super::kept_verdicts::NodeGenerations {
+            (cluster.node(node).generation, self.dra_node_generation.get(node.0 as usize).copied().unwrap_or(0))
+        };
         let memo = &mut self.dra_memo;
         // The CEL cost this attempt may spend over every node it tries [beyond upstream].
         let cel_budget = muster_cel::Budget::new(muster_cel::Budget::ATTEMPT);
@@ -235,7 +255,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if node_filter.is_some_and(|f| !f[node_id.0 as usize]) {
                 continue;
             }
+            // With a kept verdict, rejected nodes are listed below only if it does not stand.
+            if kept.as_ref().is_some_and(|k| k.rejection(node_id, node_generations(node_id)).is_some()) {
+                self.kept_rejections += 1;
+                continue;
+            }
             let node = cluster.node(node_id);
+            let mut dra_rejection: Option<Rejection> = None;
             let mut feasible = if simple_pod && !node.unschedulable && !node.has_taints {
                 fits_inline(&state, node)
             } else {
@@ -244,8 +270,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if feasible && has_claims {
                 let verdict = match dra_filter(memo, node_id) {
                     DraFilter::Fits => None,
-                    DraFilter::Rejected(_) => {
+                    DraFilter::Rejected(r) => {
                         feasible = false;
+                        dra_rejection = Some(r);
                         None
                     }
                     DraFilter::Memo(t) => memo.last(t, node_id),
@@ -264,7 +291,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                             message,
                         ));
                     }
-                    Some(Ok(Err(_))) => feasible = false,
+                    Some(Ok(Err(r))) => {
+                        feasible = false;
+                        if kept_holds {
+                            dra_rejection = Some(r.clone());
+                        }
+                    }
                     Some(Ok(Ok(_))) | None => {}
                 }
             }
@@ -273,12 +305,41 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 if self.feasible.len() >= to_find {
                     break;
                 }
+            } else if let Some(k) = &kept {
+                if kept_holds {
+                    let r = dra_rejection.or_else(|| run_all_filters(&state, node_id, node, cluster).err());
+                    kept_holds = r.is_some_and(|r| k.previous(node_id) == Some(&r));
+                    filtered_again.push(node_id);
+                }
             } else {
                 self.rejected.push(node_id);
             }
         }
         if on.is_none() {
             self.next_start_node_index = (self.next_start_node_index + processed) % num_nodes;
+        }
+        if self.feasible.is_empty()
+            && kept_holds
+            && let Some(mut k) = kept.take()
+        {
+            k.refresh(&filtered_again, node_generations);
+            #[cfg(debug_assertions)]
+            for &n in after.iter().chain(before) {
+                let r = k.rejection(n, node_generations(n));
+                debug_assert!(r.is_some(), "a kept verdict stands for every node");
+                debug_assert!(
+                    run_all_filters(&state, n, cluster.node(n), cluster).err().is_none_or(|now| Some(&now) == r),
+                    "a node whose generations did not move is rejected as it was"
+                );
+            }
+            let error = k.error().clone();
+            self.kept.put_back(k);
+            return Outcome::Unschedulable(error);
+        }
+        if self.feasible.is_empty() && kept.is_some() {
+            // Every node was rejected (a kept verdict is only used without a node restriction).
+            self.rejected.clear();
+            self.rejected.extend(after.iter().chain(before).copied());
         }
 
         if self.feasible.is_empty() {
@@ -289,9 +350,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let mut last_bits: Option<u32> = None;
             for &node_id in &self.rejected {
                 let node = cluster.node(node_id);
+                let known = kept.as_ref().and_then(|k| k.rejection(node_id, node_generations(node_id)));
                 // A simple pod on a simple node is rejected by NodeResourcesFit alone, with the
                 // reasons its failing checks give: the same checks, the same rejection.
-                let bits = (simple_pod && !node.unschedulable && !node.has_taints)
+                let bits = (known.is_none() && simple_pod && !node.unschedulable && !node.has_taints)
                     .then(|| node_resources_fit::failing_inline(&state, node))
                     .filter(|b| *b != 0);
                 if let (Some(b), Some(&(_, last))) = (bits, node_statuses.last())
@@ -305,18 +367,26 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     continue;
                 }
                 last_bits = bits;
-                let r: std::borrow::Cow<'_, Rejection> = match run_all_filters(&state, node_id, node, cluster) {
-                    Err(r) => std::borrow::Cow::Owned(r),
-                    Ok(()) => match dra_filter(memo, node_id) {
-                        DraFilter::Rejected(r) => std::borrow::Cow::Owned(r),
-                        DraFilter::Memo(t) => match memo.last(t, node_id) {
-                            Some(Ok(Err(r))) => std::borrow::Cow::Borrowed(r),
-                            _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
+                let r: std::borrow::Cow<'_, Rejection> = if let Some(r) = known {
+                    debug_assert!(
+                        run_all_filters(&state, node_id, node, cluster).err().is_none_or(|now| now == *r),
+                        "a node whose generations did not move is rejected as it was"
+                    );
+                    std::borrow::Cow::Borrowed(r)
+                } else {
+                    match run_all_filters(&state, node_id, node, cluster) {
+                        Err(r) => std::borrow::Cow::Owned(r),
+                        Ok(()) => match dra_filter(memo, node_id) {
+                            DraFilter::Rejected(r) => std::borrow::Cow::Owned(r),
+                            DraFilter::Memo(t) => match memo.last(t, node_id) {
+                                Some(Ok(Err(r))) => std::borrow::Cow::Borrowed(r),
+                                _ => unreachable!("a node Filter rejected once is rejected again: filters are pure"),
+                            },
+                            DraFilter::Fits => {
+                                unreachable!("a node Filter rejected once is rejected again: filters are pure")
+                            }
                         },
-                        DraFilter::Fits => {
-                            unreachable!("a node Filter rejected once is rejected again: filters are pure")
-                        }
-                    },
+                    }
                 };
                 // Neighbouring nodes mostly fail alike: the last rejection is compared first, and
                 // a rejection is copied only the first time it is seen.
@@ -337,20 +407,26 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             // Visited from the start index round: two ascending runs, merged by the stable sort.
             node_statuses.sort();
+            // The rejections in their own order, not in the order this start index met them: the
+            // verdict is the same whatever the start index (so a kept verdict is the one a full
+            // attempt gives).
+            if !rejections.is_sorted() {
+                canonical_order(&mut rejections, &mut node_statuses);
+            }
             // Inside a topology domain, the domain's nodes are all the nodes this attempt had.
             let num_all_nodes = match &self.node_filter {
                 _ if on.is_some() => 1,
                 Some(f) => f.iter().filter(|in_domain| **in_domain).count(),
                 None => num_nodes,
             };
-            return Outcome::Unschedulable(FitError {
-                num_all_nodes,
-                rejections: rejections.into(),
-                node_statuses: node_statuses.into(),
-                pre_filter_message: None,
-                group: None,
-                error: None,
-            });
+            let error = FitError::rejected(num_all_nodes, rejections.into(), node_statuses.into());
+            if !keeps {
+                return Outcome::Unschedulable(error);
+            }
+            let num_slots = cluster.nodes.len();
+            let shareable = super::equivalence::own_claims_free(cluster, pod);
+            self.kept.keep((pod_id, shareable), key, error.clone(), num_slots, node_generations, kept);
+            return Outcome::Unschedulable(error);
         }
 
         let chosen = if self.feasible.len() == 1 {
@@ -524,6 +600,21 @@ pub fn run_all_filters(
         inter_pod_affinity::filter(s, node_id)?;
     }
     Ok(())
+}
+
+/// Sorts `rejections`, renumbering `node_statuses` to match.
+fn canonical_order(rejections: &mut Vec<Rejection>, node_statuses: &mut [(NodeId, u16)]) {
+    let mut order: Vec<u16> = (0..rejections.len() as u16).collect();
+    order.sort_by(|a, b| rejections[*a as usize].cmp(&rejections[*b as usize]));
+    let mut renumbered = vec![0u16; order.len()];
+    for (new, old) in order.iter().enumerate() {
+        renumbered[*old as usize] = new as u16;
+    }
+    for (_, r) in node_statuses.iter_mut() {
+        *r = renumbered[*r as usize];
+    }
+    let mut old: Vec<Option<Rejection>> = std::mem::take(rejections).into_iter().map(Some).collect();
+    rejections.extend(order.iter().map(|i| old[*i as usize].take().expect("a permutation")));
 }
 
 /// The node Filter plugins in kube-scheduler's order; the first rejection wins.

@@ -67,7 +67,7 @@ fn labels_matter(c: &Cluster, p: &dyn PodObject) -> bool {
 }
 
 /// Not in a PodGroup, and every claim resolved, unallocated and reserved for nobody.
-fn own_claims_free(c: &Cluster, p: &PodInfo) -> bool {
+pub(super) fn own_claims_free(c: &Cluster, p: &PodInfo) -> bool {
     p.group.is_none()
         && p.claims.iter().all(|r| {
             r.as_ref().is_ok_and(|id| {
