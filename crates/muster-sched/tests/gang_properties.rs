@@ -114,6 +114,17 @@ proptest! {
                     problems.push(format!("{} preempted by an equal or lower priority group", cluster.pod(*v).key));
                 }
             }
+            // A group's victims are named once: its result's preemption and its reason share them.
+            for r in &plan.groups {
+                if let Some(muster_sched::cycle::Preemption::Preempted(v)) = &r.preemption {
+                    let muster_sched::cycle::GroupReason::Scheduled { victims: Some(named), .. } = &*r.reason else {
+                        panic!("a group that preempted was scheduled")
+                    };
+                    if !std::sync::Arc::ptr_eq(v, named) {
+                        problems.push(format!("{}: victims copied", cluster.groups[r.group].key));
+                    }
+                }
+            }
             // A node's requests are exactly those of the pods placed on it and still running there.
             for (i, node) in cluster.nodes.iter().enumerate() {
                 let running_there: i64 = cluster.pods.iter()

@@ -335,10 +335,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// The victims by key and the budgets they went against (`None` without victims).
-    pub(super) fn victims(&self, victims: &[PodId], against: &[String]) -> Option<super::Victims> {
-        (!victims.is_empty()).then(|| super::Victims {
-            pods: victims.iter().map(|v| self.cluster.pod(*v).key.to_string()).collect(),
-            budgets: against.to_vec(),
+    pub(super) fn victims(&self, victims: &[PodId], against: &[String]) -> Option<std::sync::Arc<super::Victims>> {
+        (!victims.is_empty()).then(|| {
+            std::sync::Arc::new(super::Victims {
+                pods: victims.iter().map(|v| self.cluster.pod(*v).key.to_string()).collect(),
+                budgets: against.to_vec(),
+            })
         })
     }
 

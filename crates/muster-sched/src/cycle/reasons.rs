@@ -15,7 +15,7 @@ use crate::framework::FitError;
 pub enum GroupReason {
     /// Placed: `placed` members by this plan, `running` already, of `min` (minCount; 1 for the
     /// basic policy); the victims workload-aware preemption made room with, if any.
-    Scheduled { group: String, placed: usize, running: usize, min: usize, victims: Option<Victims> },
+    Scheduled { group: String, placed: usize, running: usize, min: usize, victims: Option<Arc<Victims>> },
     /// The parent CompositePodGroup named in the chain is missing (`parent`: the chain as the
     /// store words it); the group waits for it.
     ParentMissing { parent: String },
@@ -53,7 +53,7 @@ pub enum GroupReason {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TreeReason {
     /// Placed: `placed` pods by this plan, `running` already; the victims of preemption.
-    Scheduled { tree: String, placed: usize, running: usize, victims: Option<Victims> },
+    Scheduled { tree: String, placed: usize, running: usize, victims: Option<Arc<Victims>> },
     /// A bad layout (the condition's reason `Invalid`).
     Invalid { tree: String, error: InvalidTree },
     /// Pods whose priority is not the root's.
@@ -104,7 +104,8 @@ pub struct Victims {
 /// What workload-aware preemption did for a cycle, or why it could not help.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Preemption {
-    Preempted(Victims),
+    /// The victims, shared with the cycle's reason ([`GroupReason::Scheduled`]).
+    Preempted(Arc<Victims>),
     WouldNotHelp(WouldNotHelp),
 }
 
@@ -442,7 +443,7 @@ mod tests {
 
     #[test]
     fn victims_and_budgets_are_worded_once_for_the_message_and_the_summary() {
-        let v = Victims { pods: vec!["ml/a".into()], budgets: vec!["ml/pdb".into()] };
+        let v = Arc::new(Victims { pods: vec!["ml/a".into()], budgets: vec!["ml/pdb".into()] });
         let scheduled =
             GroupReason::Scheduled { group: "ml/g".into(), placed: 2, running: 0, min: 2, victims: Some(v.clone()) };
         assert_eq!(
