@@ -503,21 +503,41 @@ impl GroupNode {
 /// the PodGroups as leaves (KEP 6012 allows a hierarchy of depth 4).
 pub const MAX_TREE_DEPTH: usize = 4;
 
-/// Why a group tree cannot be scheduled.
+/// Why a group tree cannot be scheduled (names are `namespace/name`; worded by `Display`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TreeError {
-    /// A parent named by `parentCompositePodGroupName` is not in the input: the tree waits for it
-    /// (kube-scheduler's PreEnqueue parks it until the parent is observed).
-    MissingParent(String),
-    /// A bad layout: a cycle in the parent chain, too deep, or several Workloads in one tree
-    /// (the CompositePodGroup condition's reason `Invalid`).
-    Invalid(String),
+    /// The parent `node` names by `parentCompositePodGroupName` is not in the input: the tree
+    /// waits for it (kube-scheduler's PreEnqueue parks it until the parent is observed).
+    MissingParent { node: String, parent: String },
+    /// A bad layout (the CompositePodGroup condition's reason `Invalid`): a cycle in the parent
+    /// chain, the chain from the node round to the first one it meets again.
+    Cycle(Vec<String>),
+    /// A bad layout: a tree deeper than [`MAX_TREE_DEPTH`], root first.
+    TooDeep(Vec<String>),
+}
+
+impl TreeError {
+    /// A bad layout rather than a parent still to come.
+    pub fn invalid(&self) -> bool {
+        !matches!(self, TreeError::MissingParent { .. })
+    }
 }
 
 impl std::fmt::Display for TreeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TreeError::MissingParent(m) | TreeError::Invalid(m) => f.write_str(m),
+            TreeError::MissingParent { node, parent } => {
+                write!(f, "{node} waits for its parent compositepodgroup {parent}, which is not in the input")
+            }
+            TreeError::Cycle(names) => {
+                write!(f, "the parent chain has a cycle: {} (each names the next as its parent)", names.join(", "))
+            }
+            TreeError::TooDeep(names) => write!(
+                f,
+                "the group tree is {} levels deep ({}); at most {MAX_TREE_DEPTH} are allowed",
+                names.len(),
+                names.join(" > ")
+            ),
         }
     }
 }
@@ -1408,29 +1428,20 @@ impl Cluster {
             let p = match parent {
                 Ok(p) => GroupNode::Composite(*p),
                 Err(k) => {
-                    return Err(TreeError::MissingParent(format!(
-                        "{} waits for its parent compositepodgroup {k}, which is not in the input",
-                        self.node_key(at)
-                    )));
+                    return Err(TreeError::MissingParent {
+                        node: self.node_key(at).to_string(),
+                        parent: k.to_string(),
+                    });
                 }
             };
             if path.contains(&p) {
-                let names: Vec<&str> = path.iter().chain([&p]).map(|n| self.node_key(*n)).collect();
-                return Err(TreeError::Invalid(format!(
-                    "the parent chain has a cycle: {} (each names the next as its parent)",
-                    names.join(", ")
-                )));
+                return Err(TreeError::Cycle(path.iter().chain([&p]).map(|n| self.node_key(*n).to_string()).collect()));
             }
             path.push(p);
             at = p;
         }
         if path.len() > MAX_TREE_DEPTH {
-            let names: Vec<&str> = path.iter().rev().map(|n| self.node_key(*n)).collect();
-            return Err(TreeError::Invalid(format!(
-                "the group tree is {} levels deep ({}); at most {MAX_TREE_DEPTH} are allowed",
-                path.len(),
-                names.join(" > ")
-            )));
+            return Err(TreeError::TooDeep(path.iter().rev().map(|n| self.node_key(*n).to_string()).collect()));
         }
         Ok(at)
     }

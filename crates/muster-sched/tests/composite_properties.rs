@@ -170,11 +170,21 @@ fn parent_chains_with_a_cycle_or_a_missing_parent_are_reported() {
         muster_sched::GroupId(cluster.groups.iter().position(|g| g.key == format!("ml/{name}")).unwrap() as u32)
     };
     match cluster.root(GroupNode::Group(g("in-cycle"))) {
-        Err(TreeError::Invalid(m)) => assert!(m.contains("cycle: ml/in-cycle, ml/a, ml/b, ml/a"), "{m}"),
+        Err(e @ TreeError::Cycle(_)) => {
+            assert_eq!(e, TreeError::Cycle(["ml/in-cycle", "ml/a", "ml/b", "ml/a"].map(String::from).to_vec()));
+            assert!(e.invalid());
+            assert!(e.to_string().contains("cycle: ml/in-cycle, ml/a, ml/b, ml/a"), "{e}");
+        }
         other => panic!("want a cycle, got {other:?}"),
     }
     match cluster.root(GroupNode::Group(g("orphan"))) {
-        Err(TreeError::MissingParent(m)) => assert!(m.contains("compositepodgroup ml/gone"), "{m}"),
+        Err(e @ TreeError::MissingParent { .. }) => {
+            assert!(!e.invalid());
+            assert_eq!(
+                e.to_string(),
+                "ml/orphan waits for its parent compositepodgroup ml/gone, which is not in the input"
+            );
+        }
         other => panic!("want a missing parent, got {other:?}"),
     }
 }

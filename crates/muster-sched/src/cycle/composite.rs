@@ -13,7 +13,7 @@ use super::*;
 use std::sync::Arc;
 
 use super::reasons::{GroupReason, InvalidTree, Preemption, TreeReason};
-use crate::cluster::{GroupNode, TreeError};
+use crate::cluster::GroupNode;
 
 /// A CompositePodGroup cycle's result: its `CompositePodGroupInitiallyScheduled` condition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,8 +77,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let mut invalid =
             (workloads.len() > 1).then(|| InvalidTree::SeveralWorkloads(workloads.iter().cloned().collect()));
         for g in &leaves {
-            if let Err(TreeError::Invalid(m)) = c.root(GroupNode::Group(*g)) {
-                invalid.get_or_insert(InvalidTree::Layout(m));
+            if let Err(e) = c.root(GroupNode::Group(*g))
+                && e.invalid()
+            {
+                invalid.get_or_insert(InvalidTree::Layout(e));
             }
         }
         if let Some(error) = invalid {

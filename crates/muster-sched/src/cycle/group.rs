@@ -87,13 +87,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // A PodGroup whose parent CompositePodGroup is missing waits for it (PreEnqueue); a bad
         // parent chain is the group's error.
         if let Err(e) = c.root(crate::cluster::GroupNode::Group(g)) {
-            let (reason, outcome) = match e {
-                crate::cluster::TreeError::MissingParent(parent) => {
-                    (GroupReason::ParentMissing { parent }, GroupOutcome::Waiting { exist })
-                }
-                crate::cluster::TreeError::Invalid(error) => {
-                    (GroupReason::InvalidTree { group: key, error }, GroupOutcome::SchedulerError)
-                }
+            let (reason, outcome) = match e.invalid() {
+                false => (GroupReason::ParentMissing(e), GroupOutcome::Waiting { exist }),
+                true => (GroupReason::InvalidTree { group: key, error: e }, GroupOutcome::SchedulerError),
             };
             fail_all(plan, &pending, outcome, reason);
             return;

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::cluster::TreeError;
 use crate::framework::FitError;
 
 /// Why a PodGroup's cycle placed it, or did not.
@@ -16,11 +17,11 @@ pub enum GroupReason {
     /// Placed: `placed` members by this plan, `running` already, of `min` (minCount; 1 for the
     /// basic policy); the victims workload-aware preemption made room with, if any.
     Scheduled { group: String, placed: usize, running: usize, min: usize, victims: Option<Arc<Victims>> },
-    /// The parent CompositePodGroup named in the chain is missing (`parent`: the chain as the
-    /// store words it); the group waits for it.
-    ParentMissing { parent: String },
+    /// The parent CompositePodGroup named in the chain is missing (a
+    /// [`TreeError::MissingParent`]); the group waits for it.
+    ParentMissing(TreeError),
     /// A bad parent chain.
-    InvalidTree { group: String, error: String },
+    InvalidTree { group: String, error: TreeError },
     /// Members whose priority is not the group's (alpha restriction).
     Priority(PriorityMismatch),
     /// A gang below minCount waits for its pods (GangScheduling's PreEnqueue).
@@ -90,8 +91,8 @@ pub enum TreeReason {
 pub enum InvalidTree {
     /// Its PodGroups belong to several Workloads.
     SeveralWorkloads(Vec<String>),
-    /// A cycle or a chain too deep, as the store words it.
-    Layout(String),
+    /// A cycle or a chain too deep.
+    Layout(TreeError),
 }
 
 /// The victims of a workload-aware preemption, and the PodDisruptionBudgets it could not honour.
@@ -176,12 +177,11 @@ impl fmt::Display for GroupReason {
                 write!(f, "podgroup {group}: {placed} placed, {running} already running, minCount {min}")?;
                 victims.as_ref().map_or(Ok(()), |v| v.fmt_suffix(f))
             }
-            GroupReason::ParentMissing { parent } => {
-                write!(f, "podgroup {parent}; it is not attempted until the parent exists")
+            GroupReason::ParentMissing(missing) => {
+                write!(f, "podgroup {missing}; it is not attempted until the parent exists")
             }
-            GroupReason::InvalidTree { group, error } | GroupReason::DeviceTopology { group, error } => {
-                write!(f, "podgroup {group}: {error}")
-            }
+            GroupReason::InvalidTree { group, error } => write!(f, "podgroup {group}: {error}"),
+            GroupReason::DeviceTopology { group, error } => write!(f, "podgroup {group}: {error}"),
             GroupReason::Priority(p) => p.fmt(f),
             GroupReason::WaitsForPods { group, exist, min, timeout_seconds } => write!(
                 f,
@@ -224,7 +224,7 @@ impl fmt::Display for TreeReason {
                     InvalidTree::SeveralWorkloads(names) => {
                         write!(f, "its groups belong to several Workloads ({})", names.join(", "))
                     }
-                    InvalidTree::Layout(m) => f.write_str(m),
+                    InvalidTree::Layout(e) => e.fmt(f),
                 }
             }
             TreeReason::Priority(p) => p.fmt(f),
