@@ -140,14 +140,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // an untainted, schedulable node their whole Filter chain is NodeResourcesFit's few
         // comparisons.
         let has_claims = !pod.claims.is_empty() || !pod.dra_extended.is_empty();
+        // No plugin counts pods on other nodes (PodTopologySpread, InterPodAffinity) or reads
+        // volumes: each node's verdict depends on that node alone.
+        let per_node = state.spread.is_none() && state.pod_affinity.is_none() && state.volumes.is_none();
         let simple_pod = state.only_inline_requests
             && state.node_selector.is_none()
             && state.required_affinity.is_none()
             && state.added_required.is_none()
             && state.host_ports.is_empty()
-            && state.spread.is_none()
-            && state.pod_affinity.is_none()
-            && state.volumes.is_none();
+            && per_node;
         // Filter with DynamicResources last, as in kube-scheduler's default order. A problem no
         // node can fix fails the whole attempt.
         let (pending, fingerprint) =
@@ -161,9 +162,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             && self.node_filter.is_none()
             && self.device_filter.is_none()
             && pod.group.is_none()
-            && state.spread.is_none()
-            && state.pod_affinity.is_none()
-            && state.volumes.is_none();
+            && per_node;
         let key = (fingerprint, self.dra_shared_generation);
         let mut kept = match keeps {
             true => self.kept.take(pod_id, key, |other| {
