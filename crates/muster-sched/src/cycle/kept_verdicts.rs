@@ -9,9 +9,12 @@
 //! What is kept: for each node, its generation and its DRA generation when the pod was filtered
 //! there, and the rejection it got. The next attempt takes a node whose generations did not move
 //! as rejected again, with the same rejection, without running a Filter plugin; every other node
-//! is filtered as usual. The verdict is built as the attempt always builds it (the order of the
-//! nodes from the start index, the rejections in the order they are first seen), so it is the
-//! verdict a full attempt would give.
+//! is filtered as usual. When every node filtered again is rejected as it was, the kept verdict
+//! stands as it is; otherwise the verdict is built as the attempt always builds it. A verdict's
+//! rejections are sorted (not in the order a start index met them), so either way it is the
+//! verdict a full attempt would give. Debug builds check each node of a standing verdict against
+//! the Filter plugins before DynamicResources (its allocator verdicts are not recomputed there:
+//! that would spend the attempt's CEL budget).
 //!
 //! Why it is exact: a Filter plugin's answer on a node depends on the pod, the node (its
 //! generation moves with every change of its labels, taints, pods and requests, and every node
