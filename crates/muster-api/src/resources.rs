@@ -95,9 +95,19 @@ pub struct PodRequests {
     pub non_zero_memory: i64,
 }
 
+/// [`PodRequests`] with the names borrowed from the pod, sorted by name: for a caller that keeps
+/// them in a form of its own (the store does, for every pod it takes), without a map between.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BorrowedRequests<'a> {
+    /// Name and amount, sorted by name, each name once, only non-zero entries.
+    pub requests: Vec<(&'a str, Quantity)>,
+    pub non_zero_milli_cpu: i64,
+    pub non_zero_memory: i64,
+}
+
 /// Resource name (borrowed from the spec) → amount: the few resources a pod names, summed
 /// without a map or a string per step (a pod's requests are derived for every pod the store
-/// takes). Unordered; [`into_map`] sorts.
+/// takes). Unordered until [`pod_requests_borrowed`] sorts it.
 type Acc<'a> = Vec<(&'a str, Quantity)>;
 
 /// The index of `k` in `acc`, inserted as zero when missing.
@@ -188,6 +198,19 @@ fn container_requests<'a>(c: &'a Container, path: &dyn Fn() -> String) -> Result
 
 /// Computes the pod's effective request (see the module docs for the rules).
 pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>) -> Result<PodRequests, QuantityFieldError> {
+    let r = pod_requests_borrowed(spec, status)?;
+    Ok(PodRequests {
+        requests: into_map(r.requests),
+        non_zero_milli_cpu: r.non_zero_milli_cpu,
+        non_zero_memory: r.non_zero_memory,
+    })
+}
+
+/// [`pod_requests`], the names borrowed from the pod.
+pub fn pod_requests_borrowed<'a>(
+    spec: &'a PodSpec,
+    status: Option<&'a PodStatus>,
+) -> Result<BorrowedRequests<'a>, QuantityFieldError> {
     // Parse every container once.
     let mut regular = Vec::with_capacity(spec.containers.len());
     for (i, c) in spec.containers.iter().enumerate() {
@@ -254,9 +277,10 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>) -> Result<PodReq
 
     let mut requests = aggregate(false);
     requests.retain(|(_, v)| !v.is_zero());
+    requests.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let non_zero = aggregate(true);
-    Ok(PodRequests {
-        requests: into_map(requests),
+    Ok(BorrowedRequests {
+        requests,
         non_zero_milli_cpu: get(&non_zero, CPU).map_or(0, |q| q.milli_value()),
         non_zero_memory: get(&non_zero, MEMORY).map_or(0, |q| q.value()),
     })

@@ -32,16 +32,20 @@ impl ResourceId {
     pub const EPHEMERAL_STORAGE: ResourceId = ResourceId(2);
 }
 
+/// A map looked up by names or other keys on every change: foldhash, randomly seeded (SipHash,
+/// std's default, was a tenth of a pod add). Nothing iterates one where the order could show.
+pub(crate) type NameMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// The interned resource names of one snapshot.
 #[derive(Clone, Debug)]
 pub struct ResourceNames {
     names: Vec<String>,
-    ids: HashMap<String, ResourceId>,
+    ids: NameMap<String, ResourceId>,
 }
 
 impl Default for ResourceNames {
     fn default() -> Self {
-        let mut r = ResourceNames { names: Vec::new(), ids: HashMap::new() };
+        let mut r = ResourceNames { names: Vec::new(), ids: NameMap::default() };
         for n in [resources::CPU, resources::MEMORY, resources::EPHEMERAL_STORAGE] {
             r.intern(n);
         }
@@ -379,7 +383,7 @@ impl SchedulerNames {
 
 /// What makes two pods score alike: their requests, then their non-zero cpu/memory (looked up by
 /// the requests' slice: a pod's shape is found without copying its requests).
-type Shapes = HashMap<Vec<(ResourceId, i64)>, Vec<([i64; 2], u32)>>;
+type Shapes = NameMap<Vec<(ResourceId, i64)>, Vec<([i64; 2], u32)>>;
 
 /// The built-in PriorityClasses every cluster has.
 const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] =

@@ -17,7 +17,8 @@
 //! allocator's inputs, which a world replaces as a whole.
 
 use muster_api::PodObject;
-use std::collections::HashMap;
+
+use crate::cluster::NameMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -141,26 +142,26 @@ pub enum PodBefore {
 /// The store's indexes by name, built on the first change.
 #[derive(Clone, Debug, Default)]
 pub struct Index {
-    pods: HashMap<String, PodId>,
-    nodes: HashMap<String, NodeId>,
-    groups: HashMap<String, GroupId>,
+    pods: NameMap<String, PodId>,
+    nodes: NameMap<String, NodeId>,
+    groups: NameMap<String, GroupId>,
     /// Slots of deleted pods, reused by new ones.
     free_pods: Vec<PodId>,
     /// Pods bound to nodes the store does not have (yet), by node name.
-    elsewhere: HashMap<String, Vec<PodId>>,
+    elsewhere: NameMap<String, Vec<PodId>>,
     /// Claims by `namespace/name`.
-    claims: HashMap<String, ClaimId>,
+    claims: NameMap<String, ClaimId>,
     /// Slots of deleted claims no pod names any more, reused by new ones.
     free_claims: Vec<ClaimId>,
     /// Pods waiting for a claim the store does not have, by the claim's `namespace/name`.
-    claim_waiters: HashMap<String, Vec<PodId>>,
+    claim_waiters: NameMap<String, Vec<PodId>>,
     /// Pods naming a PodGroup the store does not have, by the group's `namespace/name`.
-    group_waiters: HashMap<String, Vec<PodId>>,
+    group_waiters: NameMap<String, Vec<PodId>>,
     /// CompositePodGroups by `namespace/name`.
-    composites: HashMap<String, crate::cluster::CompositeId>,
+    composites: NameMap<String, crate::cluster::CompositeId>,
     /// PodGroups and CompositePodGroups naming a parent the store does not have, by the
     /// parent's `namespace/name`.
-    parent_waiters: HashMap<String, Vec<crate::cluster::GroupNode>>,
+    parent_waiters: NameMap<String, Vec<crate::cluster::GroupNode>>,
     /// Nodes (not removed) with a PreferNoSchedule taint: TaintToleration scores only when some
     /// node has one.
     prefer_no_schedule: usize,
@@ -169,8 +170,8 @@ pub struct Index {
 impl Index {
     fn build(c: &Cluster) -> Index {
         let mut index = Index {
-            pods: HashMap::with_capacity(c.pods.len()),
-            nodes: HashMap::with_capacity(c.nodes.len()),
+            pods: NameMap::with_capacity_and_hasher(c.pods.len(), Default::default()),
+            nodes: NameMap::with_capacity_and_hasher(c.nodes.len(), Default::default()),
             ..Index::default()
         };
         for (i, p) in c.pods.iter().enumerate() {

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerPort, ContainerStatus, EphemeralContainer, Pod, PodSpec, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use muster_api::resources::{self, PodRequests, QuantityFieldError};
+use muster_api::resources::{self, BorrowedRequests, QuantityFieldError};
 use muster_api::{PodObject, Quantity};
 
 /// The spec's container lists, as packed: `initContainers`, `containers`, `ephemeralContainers`.
@@ -35,10 +35,10 @@ pub struct Requests {
     pub non_zero: [i64; 2],
 }
 
-impl From<PodRequests> for Requests {
-    fn from(r: PodRequests) -> Requests {
+impl From<BorrowedRequests<'_>> for Requests {
+    fn from(r: BorrowedRequests<'_>) -> Requests {
         Requests {
-            requests: r.requests.into_iter().map(|(n, q)| (n.into_boxed_str(), q)).collect(),
+            requests: r.requests.into_iter().map(|(n, q)| (Box::from(n), q)).collect(),
             non_zero: [r.non_zero_milli_cpu, r.non_zero_memory],
         }
     }
@@ -103,7 +103,7 @@ impl StoredPod {
         let requests = pod
             .spec
             .as_ref()
-            .map(|spec| Box::new(resources::pod_requests(spec, pod.status.as_ref()).map(Requests::from)));
+            .map(|spec| Box::new(resources::pod_requests_borrowed(spec, pod.status.as_ref()).map(Requests::from)));
         let (spec_containers, containers) = match pod.spec.as_mut() {
             Some(spec) => {
                 let lists: SpecContainers = (
