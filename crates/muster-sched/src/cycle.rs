@@ -184,8 +184,14 @@ pub struct Plan {
     /// The pods of `unschedulable[..indexed.0]`: a retry forgets an earlier reason without
     /// searching the whole list when the pod has none in this plan (the usual case in a world
     /// that makes one plan per batch).
-    indexed: (usize, std::collections::HashSet<PodId, std::hash::BuildHasherDefault<muster_cel::IdHasher>>),
+    indexed: (usize, IdSet<PodId>),
+    /// The groups with a result in `groups[..groups_indexed.0]` (and perhaps some without one
+    /// any more, never fewer): a retry looks through `groups` only when its group has one (a
+    /// world that makes one plan per batch retries hundreds of waiting gangs in one).
+    groups_indexed: (usize, IdSet<GroupId>),
 }
+
+type IdSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 /// A pod placed by classic preemption: its victims, and the PodDisruptionBudgets some of them
 /// were evicted against.
@@ -215,6 +221,14 @@ impl Plan {
         self.preempted.len() + self.pod_preemptions.iter().map(|p| p.victims.len()).sum::<usize>()
     }
 
+    /// Whether some of `groups` may have a result in this plan (never false when one has).
+    fn has_group_result(&mut self, groups: &[GroupId]) -> bool {
+        let (seen, index) = &mut self.groups_indexed;
+        index.extend(self.groups[(*seen).min(self.groups.len())..].iter().map(|r| r.group));
+        *seen = self.groups.len();
+        groups.iter().any(|g| index.contains(g))
+    }
+
     /// Forgets what an earlier attempt of `entry` reported as unschedulable, before the entry
     /// is tried again: its pods' reasons, and its groups' results unless they were scheduled
     /// (a scheduled group stays scheduled; a new result adds what it placed).
@@ -229,7 +243,10 @@ impl Plan {
             *seen = self.unschedulable.len();
         }
         let scheduled = |o: &GroupOutcome| matches!(o, GroupOutcome::Scheduled { .. });
-        self.groups.retain(|r| !groups.contains(&r.group) || scheduled(&r.outcome));
+        if self.has_group_result(groups) {
+            self.groups.retain(|r| !groups.contains(&r.group) || scheduled(&r.outcome));
+            self.groups_indexed.0 = self.groups.len();
+        }
         if let QueueEntry::Composite(r) = entry {
             self.composites.retain(|t| t.composite != r || scheduled(&t.outcome));
         }
@@ -239,9 +256,14 @@ impl Plan {
     /// pods a later scheduled attempt placed added to it.
     fn settle_groups(&mut self, groups: &[GroupId]) {
         for &g in groups {
+            if !self.has_group_result(&[g]) {
+                continue;
+            }
             let mut at = self.groups.iter().enumerate().filter(|(_, r)| r.group == g).map(|(i, _)| i);
             let (Some(first), Some(second)) = (at.next(), at.next()) else { continue };
             let later = self.groups.remove(second);
+            // Every result was indexed just above: the set still holds every group with one.
+            self.groups_indexed.0 = self.groups.len();
             let result = &mut self.groups[first];
             if let (GroupOutcome::Scheduled { placed, .. }, GroupOutcome::Scheduled { placed: more, .. }) =
                 (&mut result.outcome, later.outcome)
