@@ -28,6 +28,7 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
 mod composite;
 mod group_claims;
+mod pod_index;
 mod workload;
 
 use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState};
@@ -142,7 +143,7 @@ pub enum PodBefore {
 /// The store's indexes by name, built on the first change.
 #[derive(Clone, Debug, Default)]
 pub struct Index {
-    pods: NameMap<String, PodId>,
+    pods: pod_index::PodIndex,
     nodes: NameMap<String, NodeId>,
     groups: NameMap<String, GroupId>,
     /// Slots of deleted pods, reused by new ones.
@@ -170,7 +171,7 @@ pub struct Index {
 impl Index {
     fn build(c: &Cluster) -> Index {
         let mut index = Index {
-            pods: NameMap::with_capacity_and_hasher(c.pods.len(), Default::default()),
+            pods: pod_index::PodIndex::with_capacity(c.pods.len()),
             nodes: NameMap::with_capacity_and_hasher(c.nodes.len(), Default::default()),
             ..Index::default()
         };
@@ -180,7 +181,7 @@ impl Index {
                 index.free_pods.push(id);
                 continue;
             }
-            index.pods.insert(p.key.clone(), id);
+            index.pods.insert(&p.key, id, &c.pods);
             if let PodState::BoundElsewhere(node) = &p.state {
                 index.elsewhere.entry(node.clone()).or_default().push(id);
             }
@@ -311,7 +312,7 @@ impl Cluster {
     /// The pod with this `namespace/name`, if the store has it.
     pub fn pod_id(&self, key: &str) -> Option<PodId> {
         match &self.index {
-            Some(index) => index.pods.get(key).copied(),
+            Some(index) => index.pods.get(key, &self.pods),
             None => {
                 self.pods.iter().position(|p| p.key == key && p.state != PodState::Deleted).map(|i| PodId(i as u32))
             }
@@ -677,7 +678,8 @@ impl Cluster {
 
     fn delete_pod(&mut self, key: &str) -> Applied {
         let mut applied = Applied::default();
-        let Some(id) = self.index().pods.remove(key) else { return applied };
+        let Cluster { index, pods, .. } = self;
+        let Some(id) = index.as_mut().and_then(|i| i.pods.remove(key, pods)) else { return applied };
         let was_on_node = self.take_pod(id, &mut applied).on_node().is_some();
         self.volumes.settled(id);
         let gone = std::mem::replace(&mut self.pods[id.0 as usize], PodInfo::vacant());
@@ -741,7 +743,9 @@ impl Cluster {
         if let PodState::BoundElsewhere(node) = &info.state {
             self.index().elsewhere.entry(node.clone()).or_default().push(id);
         }
-        self.index().pods.insert(info.key.clone(), id);
+        self.index();
+        let Cluster { index, pods, .. } = self;
+        index.as_mut().expect("built above").pods.insert(&info.key, id, pods);
         let pending = info.state == PodState::Pending;
         self.pods[id.0 as usize] = info;
         if pending {
