@@ -18,6 +18,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use muster_api::resources;
 use muster_api::taints::PREFER_NO_SCHEDULE;
 
+pub use crate::unresolved::Unresolved;
+
 use crate::fastdiv::Divisor;
 use crate::stored_pod::StoredPod;
 
@@ -302,7 +304,7 @@ pub struct PodInfo {
     /// The pod's resource claims (`spec.resourceClaims`), resolved: an index into
     /// [`Cluster::claims`], or why the claim is not there. Once the pod is placed with devices
     /// for extended resources, the special extended-resources claim follows them.
-    pub claims: Vec<Result<ClaimId, String>>,
+    pub claims: Vec<Result<ClaimId, Unresolved>>,
     /// The pod's extended resources that a DeviceClass backs (KEP 5004), sorted by resource
     /// name, with the class: served through DRA on nodes that do not advertise the resource.
     pub dra_extended: Vec<(ResourceId, String)>,
@@ -310,7 +312,7 @@ pub struct PodInfo {
     pub stale_extended_claim: Option<String>,
     /// The PodGroup the pod joins (`spec.schedulingGroup.podGroupName`): an index into
     /// [`Cluster::groups`], or why it is not there.
-    pub group: Option<Result<GroupId, String>>,
+    pub group: Option<Result<GroupId, Unresolved>>,
     /// The pod's pod affinity and anti-affinity terms, parsed; `None` when it has none.
     pub affinity: Option<std::sync::Arc<crate::plugins::inter_pod_affinity::AffinityTerms>>,
 }
@@ -972,13 +974,9 @@ impl Cluster {
     /// owned by the pod, annotated with the pod's claim name, recorded in
     /// `status.resourceClaimStatuses`).
     /// Why a pod's template is not there: not found, or not made yet by the object that will.
-    fn missing_template(&self, namespace: &str, template: &str) -> String {
-        match self.template_providers.get(&(namespace.to_string(), template.to_string())) {
-            Some(by) => format!(
-                "resourceclaimtemplate \"{template}\" not found yet: {by} makes it at run time; the pod waits for it"
-            ),
-            None => format!("resourceclaimtemplate \"{template}\" not found"),
-        }
+    fn missing_template(&self, namespace: &str, template: &str) -> Unresolved {
+        let made_by = self.template_providers.get(&(namespace.to_string(), template.to_string())).cloned();
+        Unresolved::TemplateNotFound { template: template.to_string(), made_by }
     }
 
     pub fn add_claims(&mut self, claims: Vec<ResourceClaim>, templates: &[ResourceClaimTemplate]) {
@@ -1027,7 +1025,7 @@ impl Cluster {
                     index
                         .get(&(ns.clone(), name.to_string()))
                         .copied()
-                        .ok_or_else(|| format!("resourceclaim \"{name}\" not found"))
+                        .ok_or_else(|| Unresolved::ClaimNotFound(name.to_string()))
                 } else if let Some(template) = pc.resource_claim_template_name.as_deref() {
                     let existing =
                         statuses.iter().find(|s| s.name == pc.name).and_then(|s| s.resource_claim_name.clone());
@@ -1035,8 +1033,8 @@ impl Cluster {
                         Some(name) => index
                             .get(&(ns.clone(), name.clone()))
                             .copied()
-                            .ok_or_else(|| format!("resourceclaim \"{name}\" not found")),
-                        None if !pending => Err(format!("pod claim {} has no generated ResourceClaim", pc.name)),
+                            .ok_or_else(|| Unresolved::ClaimNotFound(name.clone())),
+                        None if !pending => Err(Unresolved::NoGeneratedClaim { entry: pc.name.clone() }),
                         None => match find_template(templates, &ns, template) {
                             None => Err(self.missing_template(&ns, template)),
                             Some(t) => {
@@ -1054,7 +1052,7 @@ impl Cluster {
                         },
                     }
                 } else {
-                    Err(format!("pod claim {} names neither a claim nor a template", pc.name))
+                    Err(Unresolved::NoSource { entry: pc.name.clone() })
                 };
                 resolved.push(r);
             }
@@ -1164,7 +1162,7 @@ impl Cluster {
                     self.groups[gi].members.push(PodId(pi as u32));
                     Ok(GroupId(gi as u32))
                 }
-                None => Err(format!("podgroup {group_key:?} not found")),
+                None => Err(Unresolved::GroupNotFound(group_key)),
             });
         }
         let Cluster { groups, pods, .. } = self;
@@ -1499,12 +1497,11 @@ impl Cluster {
         entry: &k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim,
         index: &HashMap<(String, String), ClaimId>,
         templates: &[ResourceClaimTemplate],
-    ) -> Result<ClaimId, String> {
+    ) -> Result<ClaimId, Unresolved> {
         let group = &self.groups[g].group;
         let ns = group.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         if let Some(name) = entry.resource_claim_name.as_deref() {
-            let at =
-                *index.get(&(ns, name.to_string())).ok_or_else(|| format!("resourceclaim \"{name}\" not found"))?;
+            let at = *index.get(&(ns, name.to_string())).ok_or_else(|| Unresolved::ClaimNotFound(name.to_string()))?;
             self.claims[at].group = Some(g);
             return Ok(at);
         }
@@ -1518,9 +1515,9 @@ impl Cluster {
             .find(|s| s.name == entry.name)
             .and_then(|s| s.resource_claim_name.clone());
         if let Some(name) = generated {
-            let at = *index.get(&(ns, name.clone())).ok_or_else(|| {
-                format!("resourceclaim \"{name}\" (generated for the PodGroup's entry {:?}) not found", entry.name)
-            })?;
+            let at = *index
+                .get(&(ns, name.clone()))
+                .ok_or_else(|| Unresolved::GroupClaimNotFound { claim: name.clone(), entry: entry.name.clone() })?;
             self.claims[at].group = Some(g);
             return Ok(at);
         }
@@ -1542,7 +1539,7 @@ impl Cluster {
             return Ok(at);
         }
         let t = find_template(templates, &ns, template)
-            .ok_or_else(|| format!("resourceclaimtemplate \"{template}\" not found"))?;
+            .ok_or_else(|| Unresolved::TemplateNotFound { template: template.to_string(), made_by: None })?;
         let claim = generate_group_claim(group, &entry.name, t);
         let name = claim.metadata.name.clone();
         let at = ClaimId(self.claims.len() as u32);

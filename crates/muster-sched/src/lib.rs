@@ -23,6 +23,7 @@ pub mod spread_selectors;
 pub mod store;
 pub mod stored_pod;
 pub mod topology;
+pub mod unresolved;
 pub mod validate;
 pub mod volumes;
 

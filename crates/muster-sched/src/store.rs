@@ -18,7 +18,7 @@
 
 use muster_api::PodObject;
 
-use crate::cluster::NameMap;
+use crate::cluster::{NameMap, Unresolved};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -530,13 +530,11 @@ impl Cluster {
                     .iter()
                     .find(|s| s.name == entry.name)
                     .and_then(|s| s.resource_claim_name.clone())
-                    .ok_or_else(|| {
-                        format!(
-                            "waiting for the ResourceClaim of pod claim {} to be created from resourceclaimtemplate \"{template}\"",
-                            entry.name
-                        )
+                    .ok_or_else(|| Unresolved::WaitingForPodClaim {
+                        entry: entry.name.clone(),
+                        template: template.clone(),
                     }),
-                (None, None, None) => Err(format!("pod claim {} names neither a claim nor a template", entry.name)),
+                (None, None, None) => Err(Unresolved::NoSource { entry: entry.name.clone() }),
             };
             let claim = name.and_then(|name| {
                 let key = format!("{ns}/{name}");
@@ -548,7 +546,7 @@ impl Cluster {
                         if !waiters.contains(&id) {
                             waiters.push(id);
                         }
-                        Err(format!("resourceclaim \"{name}\" not found"))
+                        Err(Unresolved::ClaimNotFound(name))
                     }
                 }
             });
@@ -563,7 +561,7 @@ impl Cluster {
     }
 
     /// Pod `id`'s resolved claims are `claims` from now on: each claim counts its users again.
-    fn set_pod_claims(&mut self, id: PodId, claims: Vec<Result<ClaimId, String>>) {
+    fn set_pod_claims(&mut self, id: PodId, claims: Vec<Result<ClaimId, Unresolved>>) {
         for c in claims.iter().flatten() {
             self.claims[*c].users += 1;
         }
@@ -731,7 +729,7 @@ impl Cluster {
                 }
                 None => {
                     self.index().group_waiters.entry(group_key.clone()).or_default().push(id);
-                    Err(format!("podgroup {group_key:?} not found"))
+                    Err(Unresolved::GroupNotFound(group_key))
                 }
             });
             applied.wake = applied.wake.union(Wake::POD_CHANGED);
@@ -816,7 +814,7 @@ impl Cluster {
         applied.queue.extend(moved.queue.into_iter().filter(|e| *e != QueueEntry::Group(g)));
         for pod in std::mem::take(&mut self.groups[g].members) {
             let p = &mut self.pods[pod.0 as usize];
-            p.group = Some(Err(format!("podgroup {key:?} not found")));
+            p.group = Some(Err(Unresolved::GroupNotFound(key.to_string())));
             if p.state == PodState::Pending {
                 applied.queue.push(QueueEntry::Pod(pod));
             }

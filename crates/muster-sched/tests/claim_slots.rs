@@ -37,7 +37,7 @@ fn resolved(c: &Cluster, key: &str) -> Result<String, String> {
     let id = c.pod_id(key).unwrap();
     match &c.pod(id).claims[0] {
         Ok(claim) => Ok(c.claims[*claim].key()),
-        Err(e) => Err(e.clone()),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -92,7 +92,7 @@ pub fn pre_filter(pod: &PodInfo, cluster: &Cluster) -> Option<String> {
     }
     for c in &pod.claims {
         match c {
-            Err(msg) => return Some(msg.clone()),
+            Err(why) => return Some(why.to_string()),
             Ok(i) => {
                 let claim = &cluster.claims[*i].claim;
                 let reserved = claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).map_or(0, Vec::len);

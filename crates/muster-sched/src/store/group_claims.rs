@@ -8,7 +8,7 @@
 use k8s_openapi::api::core::v1::{PodResourceClaim, PodResourceClaimStatus};
 
 use super::{Applied, Cluster, PodState};
-use crate::cluster::GroupId;
+use crate::cluster::{GroupId, Unresolved};
 
 impl Cluster {
     /// Whether `entry` of a member's `spec.resourceClaims` is one of group `g`'s entries.
@@ -23,7 +23,7 @@ impl Cluster {
         g: GroupId,
         entry: &PodResourceClaim,
         member_statuses: &[PodResourceClaimStatus],
-    ) -> Result<String, String> {
+    ) -> Result<String, Unresolved> {
         if let Some(name) = &entry.resource_claim_name {
             return Ok(name.clone());
         }
@@ -32,13 +32,12 @@ impl Cluster {
         recorded
             .filter(|s| s.name == entry.name)
             .find_map(|s| s.resource_claim_name.clone())
-            .or_else(|| member_statuses.iter().filter(|s| s.name == entry.name).find_map(|s| s.resource_claim_name.clone()))
-            .ok_or_else(|| {
-                format!(
-                    "waiting for the ResourceClaim of podgroup claim {} to be created from resourceclaimtemplate \"{}\"",
-                    entry.name,
-                    entry.resource_claim_template_name.as_deref().unwrap_or_default()
-                )
+            .or_else(|| {
+                member_statuses.iter().filter(|s| s.name == entry.name).find_map(|s| s.resource_claim_name.clone())
+            })
+            .ok_or_else(|| Unresolved::WaitingForGroupClaim {
+                entry: entry.name.clone(),
+                template: entry.resource_claim_template_name.clone().unwrap_or_default(),
             })
     }
 
@@ -107,7 +106,7 @@ mod tests {
     }
 
     fn claims_of(c: &Cluster, pod: u32) -> Vec<Result<ClaimId, String>> {
-        c.pods[pod as usize].claims.clone()
+        c.pods[pod as usize].claims.iter().map(|r| r.clone().map_err(|e| e.to_string())).collect()
     }
 
     #[test]
