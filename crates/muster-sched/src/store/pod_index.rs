@@ -124,4 +124,44 @@ mod tests {
     fn finds_every_pod_when_all_names_collide() {
         exercise::<Colliding>();
     }
+
+    /// Random adds and deletes over a few names, slots reused as the store reuses them: the
+    /// index answers as a map by name does, with real hashes and with all hashes equal.
+    fn agrees_with_a_map<S: BuildHasher + Default>(ops: &[(bool, u8)]) {
+        let mut slots: Vec<PodInfo> = Vec::new();
+        let mut free: Vec<PodId> = Vec::new();
+        let mut reference: std::collections::BTreeMap<String, PodId> = Default::default();
+        let mut index: PodIndex<S> = PodIndex::with_capacity(0);
+        for &(add, n) in ops {
+            let key = format!("ns/pod-{}", n % 12);
+            if add && !reference.contains_key(&key) {
+                let id = free.pop().unwrap_or_else(|| {
+                    slots.push(PodInfo::vacant());
+                    PodId(slots.len() as u32 - 1)
+                });
+                index.insert(&key, id, &slots);
+                slots[id.0 as usize].key = key.clone();
+                reference.insert(key, id);
+            } else if !add {
+                let got = index.remove(&key, &slots);
+                assert_eq!(got, reference.remove(&key), "remove {key}");
+                if let Some(id) = got {
+                    slots[id.0 as usize] = PodInfo::vacant();
+                    free.push(id);
+                }
+            }
+            for i in 0..12 {
+                let key = format!("ns/pod-{i}");
+                assert_eq!(index.get(&key, &slots), reference.get(&key).copied(), "get {key}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn answers_as_a_map_by_name(ops in proptest::collection::vec((proptest::bool::ANY, 0u8..24), 0..80)) {
+            agrees_with_a_map::<foldhash::fast::RandomState>(&ops);
+            agrees_with_a_map::<Colliding>(&ops);
+        }
+    }
 }
