@@ -968,17 +968,17 @@ impl Cluster {
         })
     }
 
-    /// Adds the input's ResourceClaims and resolves every pod's `spec.resourceClaims`: a named
-    /// claim must exist; a template claim of a pending pod is generated from its template as
-    /// kube-controller-manager's resourceclaim controller would (name `<pod>-<claim>-<suffix>`,
-    /// owned by the pod, annotated with the pod's claim name, recorded in
-    /// `status.resourceClaimStatuses`).
     /// Why a pod's template is not there: not found, or not made yet by the object that will.
     fn missing_template(&self, namespace: &str, template: &str) -> Unresolved {
         let made_by = self.template_providers.get(&(namespace.to_string(), template.to_string())).cloned();
         Unresolved::TemplateNotFound { template: template.to_string(), made_by }
     }
 
+    /// Adds the input's ResourceClaims and resolves every pod's `spec.resourceClaims`: a named
+    /// claim must exist; a template claim of a pending pod is generated from its template as
+    /// kube-controller-manager's resourceclaim controller would (name `<pod>-<claim>-<suffix>`,
+    /// owned by the pod, annotated with the pod's claim name, recorded in
+    /// `status.resourceClaimStatuses`).
     pub fn add_claims(&mut self, claims: Vec<ResourceClaim>, templates: &[ResourceClaimTemplate]) {
         let mut index: HashMap<(String, String), ClaimId> = HashMap::new();
         for c in claims {

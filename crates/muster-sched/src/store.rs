@@ -18,8 +18,6 @@
 
 use muster_api::PodObject;
 
-use crate::cluster::{NameMap, Unresolved};
-
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::ResourceClaim;
@@ -31,7 +29,9 @@ mod group_claims;
 mod pod_index;
 mod workload;
 
-use crate::cluster::{ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NodeId, PodId, PodInfo, PodState};
+use crate::cluster::{
+    ClaimId, ClaimInfo, Cluster, GroupId, ModelError, NameMap, NodeId, PodId, PodInfo, PodState, Unresolved,
+};
 use crate::cycle::QueueEntry;
 use crate::queue::Wake;
 use crate::stored_pod::StoredPod;
@@ -299,6 +299,11 @@ impl Cluster {
 
     fn index(&mut self) -> &mut Index {
         self.index.get_or_insert_with(Default::default)
+    }
+
+    /// The pods' index by name, and the slots it reads the names from.
+    fn pod_index(&mut self) -> (&mut pod_index::PodIndex, &[PodInfo]) {
+        (&mut self.index.get_or_insert_with(Default::default).pods, &self.pods)
     }
 
     /// The pod's node by name, if the store has it.
@@ -676,8 +681,8 @@ impl Cluster {
 
     fn delete_pod(&mut self, key: &str) -> Applied {
         let mut applied = Applied::default();
-        let Cluster { index, pods, .. } = self;
-        let Some(id) = index.as_mut().and_then(|i| i.pods.remove(key, pods)) else { return applied };
+        let (index, pods) = self.pod_index();
+        let Some(id) = index.remove(key, pods) else { return applied };
         let was_on_node = self.take_pod(id, &mut applied).on_node().is_some();
         self.volumes.settled(id);
         let gone = std::mem::replace(&mut self.pods[id.0 as usize], PodInfo::vacant());
@@ -741,9 +746,8 @@ impl Cluster {
         if let PodState::BoundElsewhere(node) = &info.state {
             self.index().elsewhere.entry(node.clone()).or_default().push(id);
         }
-        self.index();
-        let Cluster { index, pods, .. } = self;
-        index.as_mut().expect("built above").pods.insert(&info.key, id, pods);
+        let (index, pods) = self.pod_index();
+        index.insert(&info.key, id, pods);
         let pending = info.state == PodState::Pending;
         self.pods[id.0 as usize] = info;
         if pending {
