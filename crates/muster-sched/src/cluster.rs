@@ -563,9 +563,19 @@ pub struct CompositeInfo {
     /// The groups naming this one as parent, in `namespace/name` order.
     pub children: Vec<GroupNode>,
     /// As [`GroupInfo::priority`].
-    pub priority: Result<i32, String>,
+    pub priority: Result<i32, PriorityClassNotFound>,
     /// As [`GroupInfo::topology_key`]: the whole tree in one domain.
     pub topology_key: Option<String>,
+}
+
+/// A group's `spec.priorityClassName` that names no PriorityClass of the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PriorityClassNotFound(pub String);
+
+impl std::fmt::Display for PriorityClassNotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PriorityClass {:?} not found", self.0)
+    }
 }
 
 /// A PodGroup (read as `scheduling.k8s.io/v1beta1`) and its members.
@@ -584,7 +594,7 @@ pub struct GroupInfo {
     pub parent: Option<Result<CompositeId, String>>,
     /// The group's priority as the Priority admission plugin resolves it (`spec.priority`, else
     /// `spec.priorityClassName`, else the global default); `Err` names a missing class.
-    pub priority: Result<i32, String>,
+    pub priority: Result<i32, PriorityClassNotFound>,
     /// `schedulingConstraints.topology[0].key`: all members in one domain of this node label.
     pub topology_key: Option<String>,
     /// The device-attribute topology of its annotations or its Workload's [beyond upstream];
@@ -1243,11 +1253,11 @@ impl Cluster {
 
     /// A group's priority as admission resolves it: `priority`, else the class's value, else the
     /// global default (0 without one).
-    fn resolve_priority(&self, priority: Option<i32>, class: Option<&str>) -> Result<i32, String> {
+    fn resolve_priority(&self, priority: Option<i32>, class: Option<&str>) -> Result<i32, PriorityClassNotFound> {
         match (priority, class.filter(|c| !c.is_empty())) {
             (Some(p), _) => Ok(p),
             (None, Some(class)) => {
-                self.priority_classes.get(class).copied().ok_or_else(|| format!("PriorityClass {class:?} not found"))
+                self.priority_classes.get(class).copied().ok_or_else(|| PriorityClassNotFound(class.to_string()))
             }
             (None, None) => Ok(self.default_priority),
         }

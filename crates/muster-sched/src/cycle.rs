@@ -282,7 +282,7 @@ impl Plan {
 /// node or relabeling there only for a pod with hard spread constraints or required pod
 /// (anti-)affinity, as upstream's PodTopologySpread and InterPodAffinity hints skip the others.
 pub fn wake_for(pod: &crate::cluster::PodInfo, e: &FitError, spread: &PodTopologySpreadArgs) -> Wake {
-    let wake = if e.pre_filter_message.is_some() || e.group.is_some() || e.rejections.is_empty() {
+    let wake = if e.pre_filter.is_some() || e.group.is_some() || e.rejections.is_empty() {
         Wake::ANY
     } else {
         e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))

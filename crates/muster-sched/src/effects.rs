@@ -262,7 +262,7 @@ mod tests {
         // d fits; make its verdict one of its own to sit between a's and b's equal ones.
         let (a, b, c, d) = (PodId(0), PodId(1), PodId(2), PodId(3));
         let first = plan.unschedulable.iter().find(|(p, _)| *p == a).unwrap().1.clone();
-        let other = crate::framework::FitError::pre_filter(1, "no".into());
+        let other = crate::framework::FitError::pre_filter(1, crate::pre_filter_reason::PreFilterReason::NoDraInputs);
         plan.unschedulable = vec![(a, first.clone()), (b, first.clone()), (d, other), (c, first)];
         let messages: Vec<(PodId, std::sync::Arc<str>)> = effects(&cluster, &plan)
             .into_iter()
@@ -275,7 +275,12 @@ mod tests {
         let insufficient = "0/1 nodes are available: 1 Insufficient cpu.";
         assert_eq!(
             texts,
-            [(a, insufficient), (b, insufficient), (d, "0/1 nodes are available: no."), (c, insufficient)]
+            [
+                (a, insufficient),
+                (b, insufficient),
+                (d, "0/1 nodes are available: pod uses DRA resource claims, but the plan has no DRA inputs."),
+                (c, insufficient)
+            ]
         );
         // b's and c's message is a's, rendered once (though d's came in between), and the
         // verdict remembers it for the next time it is rendered.

@@ -14,6 +14,7 @@ use crate::cycle::run_all_filters;
 use crate::framework::{CycleState, Rejection};
 use crate::plugins::dynamic_resources::{self, DraContext};
 use crate::plugins::{inter_pod_affinity, pod_topology_spread};
+use crate::pre_filter_reason::PreFilterReason;
 
 /// What one node says to the pod.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,7 +61,7 @@ pub struct NodeExplanation {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodExplanation {
     /// A PreFilter failure: no node was tried (`nodes` is empty).
-    pub pre_filter: Option<String>,
+    pub pre_filter: Option<PreFilterReason>,
     /// Every node, in the cluster's node order.
     pub nodes: Vec<NodeExplanation>,
 }
@@ -103,30 +104,30 @@ pub fn explain_pod_configured(
     state.add_affinity(config.added_affinity.as_ref());
     let mut out = PodExplanation { pre_filter: None, nodes: Vec::new() };
     if cluster.node_order.is_empty() {
-        out.pre_filter = Some("no nodes available to schedule pods".into());
+        out.pre_filter = Some(PreFilterReason::NoNodes);
         return out;
     }
     let spec_claims = pod.pod.spec().and_then(|s| s.resource_claims.as_ref()).is_some_and(|c| !c.is_empty());
     let has_claims = !pod.claims.is_empty() || !pod.dra_extended.is_empty();
     if has_claims || spec_claims {
         if dra.is_none() {
-            out.pre_filter = Some("pod uses DRA resource claims, but the plan has no DRA inputs".into());
+            out.pre_filter = Some(PreFilterReason::NoDraInputs);
             return out;
         }
         let classes = dra.and_then(|ctx| dynamic_resources::pre_filter_classes(pod, cluster, ctx.classes));
-        if let Some(msg) = dynamic_resources::pre_filter(pod, cluster).or(classes) {
-            out.pre_filter = Some(msg);
+        if let Some(why) = dynamic_resources::pre_filter(pod, cluster).or(classes) {
+            out.pre_filter = Some(why);
             return out;
         }
     }
-    if let Some(Err(msg)) = &pod.group {
-        out.pre_filter = Some(format!("{msg}: the pod waits until its PodGroup exists"));
+    if let Some(Err(why)) = &pod.group {
+        out.pre_filter = Some(PreFilterReason::Group(why.clone()));
         return out;
     }
     match crate::volumes::pre_filter(&pod.pod, cluster) {
         Ok(v) => state.volumes = v,
-        Err(msg) => {
-            out.pre_filter = Some(msg);
+        Err(why) => {
+            out.pre_filter = Some(why.into());
             return out;
         }
     }

@@ -130,8 +130,8 @@ pub struct FitError {
     pub rejections: std::sync::Arc<[Rejection]>,
     /// For every node, which rejection it got (index into `rejections`), in node-name order.
     pub node_statuses: std::sync::Arc<[(NodeId, u16)]>,
-    /// A message from PreFilter, when the pod failed before any node was tried.
-    pub pre_filter_message: Option<String>,
+    /// Why the pod failed before any node was tried (PreFilter, PreEnqueue).
+    pub pre_filter: Option<crate::pre_filter_reason::PreFilterReason>,
     /// The pod-group cycle's verdict for a member of a group that was not placed; it replaces
     /// the per-node summary (the member may fit on its own). Shared with the group's result.
     pub group: Option<std::sync::Arc<crate::cycle::GroupReason>>,
@@ -148,7 +148,7 @@ impl PartialEq for FitError {
         self.num_all_nodes == other.num_all_nodes
             && self.rejections == other.rejections
             && self.node_statuses == other.node_statuses
-            && self.pre_filter_message == other.pre_filter_message
+            && self.pre_filter == other.pre_filter
             && self.group == other.group
             && self.error == other.error
     }
@@ -186,20 +186,20 @@ impl FitError {
             num_all_nodes,
             rejections,
             node_statuses,
-            pre_filter_message: None,
+            pre_filter: None,
             group: None,
             error: None,
             rendered: Some(Default::default()),
         }
     }
 
-    /// A failure decided before any node was tried (PreFilter, PreEnqueue, the group cycle).
-    pub fn pre_filter(num_all_nodes: usize, message: String) -> Self {
+    /// A failure decided before any node was tried (PreFilter, PreEnqueue).
+    pub fn pre_filter(num_all_nodes: usize, why: crate::pre_filter_reason::PreFilterReason) -> Self {
         FitError {
             num_all_nodes,
             rejections: Default::default(),
             node_statuses: Default::default(),
-            pre_filter_message: Some(message),
+            pre_filter: Some(why),
             group: None,
             error: None,
             rendered: None,
@@ -212,7 +212,7 @@ impl FitError {
             num_all_nodes,
             rejections: Default::default(),
             node_statuses: Default::default(),
-            pre_filter_message: None,
+            pre_filter: None,
             group: Some(reason),
             error: None,
             rendered: None,
@@ -225,7 +225,7 @@ impl FitError {
             num_all_nodes,
             rejections: Default::default(),
             node_statuses: Default::default(),
-            pre_filter_message: None,
+            pre_filter: None,
             group: None,
             error: Some(FilterError { plugin, node, error }),
             rendered: None,
@@ -272,7 +272,7 @@ impl FitError {
             return e.message();
         }
         let mut msg = format!("0/{} nodes are available:", self.num_all_nodes);
-        if let Some(p) = &self.pre_filter_message {
+        if let Some(p) = &self.pre_filter {
             msg.push_str(&format!(" {p}."));
         }
         let mut parts: Vec<String> = self.histogram().into_iter().map(|(r, n)| format!("{n} {r}")).collect();

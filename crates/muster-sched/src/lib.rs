@@ -18,6 +18,7 @@ pub mod explain;
 pub mod fastdiv;
 pub mod framework;
 pub mod plugins;
+pub mod pre_filter_reason;
 pub mod queue;
 pub mod spread_selectors;
 pub mod store;

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Volume
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
 use crate::cluster::PodId;
+use crate::pre_filter_reason::VolumeReason;
 
 /// The annotation that tells an external provisioner which node the scheduler chose.
 pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
@@ -216,12 +217,12 @@ pub fn has_claims(pod: &dyn PodObject) -> bool {
 }
 
 /// The API's NotFound text for a claim.
-pub fn not_found(name: &str) -> String {
-    format!("persistentvolumeclaim {name:?} not found")
+pub fn not_found(name: &str) -> VolumeReason {
+    VolumeReason::ClaimNotFound(name.to_string())
 }
 
 /// `ephemeral.VolumeIsForPod`: the claim of an ephemeral volume must be controlled by the pod.
-pub fn volume_is_for_pod(pod: &dyn PodObject, pvc: &PersistentVolumeClaim) -> Result<(), String> {
+pub fn volume_is_for_pod(pod: &dyn PodObject, pvc: &PersistentVolumeClaim) -> Result<(), VolumeReason> {
     let uid = pod.meta().uid.as_deref().unwrap_or_default();
     let owned = pvc.metadata.owner_references.iter().flatten().any(|o| {
         o.controller == Some(true)
@@ -233,12 +234,14 @@ pub fn volume_is_for_pod(pod: &dyn PodObject, pvc: &PersistentVolumeClaim) -> Re
         return Ok(());
     }
     let ns = pod.meta().namespace.as_deref().unwrap_or("default");
-    Err(format!(
-        "PVC {}/{} was not created for pod {ns}/{} (pod is not owner)",
-        pvc.metadata.namespace.as_deref().unwrap_or(ns),
-        pvc.metadata.name.as_deref().unwrap_or_default(),
-        pod.meta().name.as_deref().unwrap_or_default()
-    ))
+    Err(VolumeReason::ClaimNotForPod {
+        claim: format!(
+            "{}/{}",
+            pvc.metadata.namespace.as_deref().unwrap_or(ns),
+            pvc.metadata.name.as_deref().unwrap_or_default()
+        ),
+        pod: format!("{ns}/{}", pod.meta().name.as_deref().unwrap_or_default()),
+    })
 }
 
 /// `GetPersistentVolumeClaimClass`: the beta annotation, else `spec.storageClassName`, else "".
@@ -329,7 +332,7 @@ pub struct PodVolumeState {
 pub fn pre_filter(
     pod: &dyn PodObject,
     cluster: &crate::cluster::Cluster,
-) -> Result<Option<Box<PodVolumeState>>, String> {
+) -> Result<Option<Box<PodVolumeState>>, VolumeReason> {
     use crate::plugins::{node_volume_limits, volume_binding, volume_restrictions, volume_zone};
     if !cluster.volumes.enabled || pod.spec().and_then(|s| s.volumes.as_ref()).is_none_or(Vec::is_empty) {
         return Ok(None);

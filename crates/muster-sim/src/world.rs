@@ -33,7 +33,7 @@ fn count_failure(by: &mut std::collections::BTreeMap<&'static str, u64>, e: &mus
     let mut seen: Vec<&'static str> = Vec::new();
     if e.group.is_some() {
         seen.push("PodGroup");
-    } else if e.pre_filter_message.is_some() {
+    } else if e.pre_filter.is_some() {
         seen.push("PreFilter");
     } else if let Some(err) = &e.error {
         seen.push(err.plugin);

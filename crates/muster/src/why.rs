@@ -720,7 +720,7 @@ impl Why<'_> {
     fn nodes(&self, e: &PodExplanation, text: &mut String, j: &mut Value) {
         if let Some(p) = &e.pre_filter {
             let _ = writeln!(text, "PreFilter: {p}");
-            j["preFilter"] = json!(p);
+            j["preFilter"] = json!(p.to_string());
             j["nodes"] = json!([]);
             return;
         }

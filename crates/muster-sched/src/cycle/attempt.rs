@@ -12,6 +12,7 @@ use crate::plugins::{
     inter_pod_affinity, node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread,
     taint_toleration, volume_binding,
 };
+use crate::pre_filter_reason::PreFilterReason;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -101,7 +102,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let num_nodes = cluster.node_order.len();
         let dra = self.dra.as_ref();
         let pre_filter = if num_nodes == 0 {
-            Some("no nodes available to schedule pods".to_string())
+            Some(PreFilterReason::NoNodes)
         } else {
             pre_filter(&state, cluster, dra.is_some(), undo.is_some())
                 .or_else(|| match crate::volumes::pre_filter(&pod.pod, cluster) {
@@ -109,7 +110,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                         state.volumes = v;
                         None
                     }
-                    Err(message) => Some(message),
+                    Err(why) => Some(why.into()),
                 })
                 .or_else(|| {
                     let (ctx, _) = dra.filter(|_| has_dra_claims(pod))?;
@@ -120,8 +121,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if pre_filter.is_none() {
             state.pre_filter_inter_pod(cluster, &mut self.topology, &self.config.pod_topology_spread);
         }
-        if let Some(message) = pre_filter {
-            return Outcome::Unschedulable(FitError::pre_filter(num_nodes, message));
+        if let Some(why) = pre_filter {
+            return Outcome::Unschedulable(FitError::pre_filter(num_nodes, why));
         }
         let to_find = self.num_feasible_nodes_to_find(num_nodes);
 
@@ -546,23 +547,21 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 /// PreFilter: what rules a pod out before any node is tried: DynamicResources' claim checks (a
 /// plan without DRA inputs cannot serve claims), and GangScheduling's PreEnqueue (a pod naming a
 /// missing PodGroup waits; a member is only scheduled inside its group's cycle).
-fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool, in_group_cycle: bool) -> Option<String> {
+fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool, in_group_cycle: bool) -> Option<PreFilterReason> {
     let spec = state.pod.pod.spec()?;
     let extended = !state.pod.dra_extended.is_empty();
     if extended || !state.pod.claims.is_empty() || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
         if !dra {
-            return Some("pod uses DRA resource claims, but the plan has no DRA inputs".into());
+            return Some(PreFilterReason::NoDraInputs);
         }
-        if let Some(msg) = dynamic_resources::pre_filter(state.pod, cluster) {
-            return Some(msg);
+        if let Some(why) = dynamic_resources::pre_filter(state.pod, cluster) {
+            return Some(why);
         }
     }
     match &state.pod.group {
         // GangScheduling's PreEnqueue: the pod waits until its PodGroup exists.
-        Some(Err(msg)) => return Some(format!("{msg}: the pod waits until its PodGroup exists")),
-        Some(Ok(_)) if !in_group_cycle => {
-            return Some("pod belongs to a PodGroup: it is scheduled in its group's cycle".into());
-        }
+        Some(Err(why)) => return Some(PreFilterReason::Group(why.clone())),
+        Some(Ok(_)) if !in_group_cycle => return Some(PreFilterReason::GroupMember),
         _ => {}
     }
     None

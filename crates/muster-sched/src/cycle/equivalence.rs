@@ -37,7 +37,7 @@ pub(super) fn key(p: &PodInfo) -> ClassKey {
 
 /// Whether the verdict `e` on `pod` may serve equivalent pods.
 pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
-    e.pre_filter_message.is_none() && e.group.is_none() && e.error.is_none() && own_claims_free(c, c.pod(pod))
+    e.pre_filter.is_none() && e.group.is_none() && e.error.is_none() && own_claims_free(c, c.pod(pod))
 }
 
 /// Whether pending pods `a` and `b` are judged alike by every plugin on any state.

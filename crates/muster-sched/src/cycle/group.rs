@@ -487,7 +487,7 @@ pub(super) fn more(total: usize, shown: usize) -> String {
 /// resolved as admission resolves it. The SchedulerError's reason, or `None` when it holds.
 pub(super) fn priority_mismatch(
     c: &Cluster,
-    priority: &Result<i32, String>,
+    priority: &Result<i32, crate::cluster::PriorityClassNotFound>,
     what: &str,
     pods: &[PodId],
 ) -> Option<PriorityMismatch> {

@@ -36,7 +36,7 @@ const WITH_OBJECT: Wake = Wake::ASSIGNED_POD_ADDED
 /// Which events of `wake` (what a pod's failure `e` waits for) only PodTopologySpread or
 /// InterPodAffinity wait for, and which of the two rejected it.
 pub fn checked_for(e: &FitError, wake: Wake) -> Checked {
-    if e.pre_filter_message.is_some() || e.group.is_some() || e.rejections.is_empty() {
+    if e.pre_filter.is_some() || e.group.is_some() || e.rejections.is_empty() {
         return Checked::default();
     }
     let is = |name: &str| e.rejections.iter().any(|r| r.plugin == name);

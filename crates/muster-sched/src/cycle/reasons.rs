@@ -145,7 +145,7 @@ pub struct PriorityMismatch {
     pub what: String,
     /// The group's priorityClassName does not resolve (the error), or the group's priority and
     /// each odd member (`<key> has <priority>`).
-    pub problem: Result<(i32, Vec<String>), String>,
+    pub problem: Result<(i32, Vec<String>), crate::cluster::PriorityClassNotFound>,
 }
 
 /// Why no topology domain can hold a group.

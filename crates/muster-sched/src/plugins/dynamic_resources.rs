@@ -16,6 +16,7 @@ use muster_api::selectors::{NodeView, node_selector_matches};
 
 use crate::cluster::{ClaimInfo, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, NodeInfo, PodInfo};
 use crate::framework::Rejection;
+use crate::pre_filter_reason::PreFilterReason;
 use crate::stored_pod::StoredPod;
 
 pub const NAME: &str = "DynamicResources";
@@ -46,16 +47,13 @@ fn allocated(claim: &ResourceClaim) -> bool {
 
 /// PreFilter, what needs the devices: an allocated claim whose device has a NoExecute taint
 /// the allocation does not tolerate gets no new reservations (the pod would be evicted at once).
-pub fn pre_filter_devices(pod: &PodInfo, cluster: &Cluster, ctx: &DraContext<'_>) -> Option<String> {
+pub fn pre_filter_devices(pod: &PodInfo, cluster: &Cluster, ctx: &DraContext<'_>) -> Option<PreFilterReason> {
     for c in pod.claims.iter().flatten() {
         let info = &cluster.claims[*c];
         if allocated(&info.claim)
             && let Some(device) = ctx.index.untolerated_no_execute(&info.claim)
         {
-            return Some(format!(
-                "resourceclaim {} is allocated to a device with a NoExecute taint it does not tolerate ({device}): it gets no new reservations",
-                info.key()
-            ));
+            return Some(PreFilterReason::ClaimOnTaintedDevice { claim: info.key(), device });
         }
     }
     None
@@ -64,7 +62,7 @@ pub fn pre_filter_devices(pod: &PodInfo, cluster: &Cluster, ctx: &DraContext<'_>
 /// PreFilter, what needs the classes: every request of a claim still to allocate names a
 /// DeviceClass that exists (`request <name>: device class <class> does not exist`; a subrequest is
 /// named `<request>/<subrequest>`). The pod waits for the class; no Filter runs.
-pub fn pre_filter_classes(pod: &PodInfo, cluster: &Cluster, classes: &[DeviceClass]) -> Option<String> {
+pub fn pre_filter_classes(pod: &PodInfo, cluster: &Cluster, classes: &[DeviceClass]) -> Option<PreFilterReason> {
     let exists = |name: &str| name.is_empty() || classes.iter().any(|c| c.metadata.name.as_deref() == Some(name));
     for c in pod.claims.iter().flatten().map(|c| &cluster.claims[*c].claim).filter(|c| !allocated(c)) {
         let requests = c.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.requests.as_deref());
@@ -73,7 +71,7 @@ pub fn pre_filter_classes(pod: &PodInfo, cluster: &Cluster, classes: &[DeviceCla
             let subs =
                 r.first_available.iter().flatten().map(|s| (format!("{}/{}", r.name, s.name), &s.device_class_name));
             if let Some((request, class)) = named.chain(subs).find(|(_, class)| !exists(class)) {
-                return Some(format!("request {request}: device class {class} does not exist"));
+                return Some(PreFilterReason::ClassNotFound { request, class: class.clone() });
             }
         }
     }
@@ -83,24 +81,18 @@ pub fn pre_filter_classes(pod: &PodInfo, cluster: &Cluster, classes: &[DeviceCla
 /// PreFilter: every claim must exist, and a claim may not be reserved by more than 256 pods.
 /// A special extended-resources claim from an earlier attempt makes the attempt fail, as
 /// upstream's Filter does (its PostFilter then deletes the claim and the pod is retried).
-pub fn pre_filter(pod: &PodInfo, cluster: &Cluster) -> Option<String> {
+pub fn pre_filter(pod: &PodInfo, cluster: &Cluster) -> Option<PreFilterReason> {
     if let Some(claim) = &pod.stale_extended_claim {
-        return Some(format!(
-            "cannot schedule extended resource claim: resourceclaim {claim} from an earlier attempt exists \
-             (kube-scheduler deletes it and retries the pod)"
-        ));
+        return Some(PreFilterReason::StaleExtendedClaim { claim: claim.clone() });
     }
     for c in &pod.claims {
         match c {
-            Err(why) => return Some(why.to_string()),
+            Err(why) => return Some(PreFilterReason::Claim(why.clone())),
             Ok(i) => {
                 let claim = &cluster.claims[*i].claim;
                 let reserved = claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).map_or(0, Vec::len);
                 if reserved >= RESERVED_FOR_MAX {
-                    return Some(format!(
-                        "resourceclaim {} is reserved by {reserved} consumers, the limit",
-                        cluster.claims[*i].key()
-                    ));
+                    return Some(PreFilterReason::ClaimFullyReserved { claim: cluster.claims[*i].key(), reserved });
                 }
             }
         }

@@ -17,6 +17,7 @@ use muster_api::selectors::NodeView;
 use crate::cluster::PodId;
 use crate::framework::Rejection;
 use crate::plugins::node_resources_fit::{ShapePoint, ratio_score};
+use crate::pre_filter_reason::VolumeReason;
 use crate::volumes::{self as vol, Binding, VolumeDecision, Volumes};
 
 pub const NAME: &str = "VolumeBinding";
@@ -82,7 +83,7 @@ fn eligible_nodes(bound: &[(String, String)], volumes: &Volumes) -> Option<std::
 
 /// PreFilter: `None` when the pod names no claim (Skip); `Err` with upstream's message when a
 /// claim is missing, lost, being deleted, not the pod's (ephemeral), or Immediate and unbound.
-pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Result<Option<BindingState>, String> {
+pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Result<Option<BindingState>, VolumeReason> {
     let namespace = pod.meta().namespace.clone().unwrap_or_else(|| "default".into());
     let claims = vol::pod_claims(pod);
     if claims.is_empty() {
@@ -92,22 +93,15 @@ pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Result<Option<Bindi
     for c in &claims {
         let Some(pvc) = volumes.claim(&namespace, &c.name) else {
             if c.ephemeral {
-                return Err(format!(
-                    "waiting for ephemeral volume controller to create the persistentvolumeclaim {:?}",
-                    c.name
-                ));
+                return Err(VolumeReason::EphemeralClaimNotCreated(c.name.clone()));
             }
             return Err(vol::not_found(&c.name));
         };
         if pvc.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Lost") {
-            return Err(format!(
-                "persistentvolumeclaim {:?} bound to non-existent persistentvolume {:?}",
-                c.name,
-                vol::volume_name(pvc)
-            ));
+            return Err(VolumeReason::ClaimLost { claim: c.name.clone(), volume: vol::volume_name(pvc).to_string() });
         }
         if pvc.metadata.deletion_timestamp.is_some() {
-            return Err(format!("persistentvolumeclaim {:?} is being deleted", c.name));
+            return Err(VolumeReason::ClaimBeingDeleted(c.name.clone()));
         }
         if c.ephemeral {
             vol::volume_is_for_pod(pod, pvc)?;
@@ -131,14 +125,14 @@ pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Result<Option<Bindi
         }
     }
     if immediate {
-        return Err(UNBOUND_IMMEDIATE.into());
+        return Err(VolumeReason::UnboundImmediate);
     }
     // The smallest claims choose first (a stable sort: equal requests keep the pod's order).
     delayed.sort_by_key(|(size, _)| *size);
     state.delayed = delayed.into_iter().map(|(_, n)| n).collect();
     state.eligible = eligible_nodes(&state.bound, volumes);
     if state.eligible.as_ref().is_some_and(|e| e.is_empty()) {
-        return Err(format!("node(s) didn't satisfy plugin {NAME}"));
+        return Err(VolumeReason::NoEligibleNode);
     }
     Ok(Some(state))
 }

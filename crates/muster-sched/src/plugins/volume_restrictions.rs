@@ -7,6 +7,7 @@ use muster_api::PodObject;
 
 use crate::cluster::{Cluster, NodeInfo};
 use crate::framework::Rejection;
+use crate::pre_filter_reason::VolumeReason;
 use crate::volumes as vol;
 
 pub const NAME: &str = "VolumeRestrictions";
@@ -25,7 +26,7 @@ pub struct RestrictionsState {
 
 /// PreFilter: `None` (Skip) when the pod has no such disk and no ReadWriteOncePod claim in use;
 /// `Err` when a claim its `persistentVolumeClaim` volumes name is missing.
-pub fn pre_filter(pod: &dyn PodObject, cluster: &Cluster) -> Result<Option<RestrictionsState>, String> {
+pub fn pre_filter(pod: &dyn PodObject, cluster: &Cluster) -> Result<Option<RestrictionsState>, VolumeReason> {
     let ns = pod.meta().namespace.as_deref().unwrap_or("default");
     let volumes = pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
     let disks = volumes.iter().any(needs_check);

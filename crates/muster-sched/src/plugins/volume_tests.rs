@@ -52,7 +52,7 @@ fn judge(c: &Cluster, name: &str) -> Result<Vec<String>, String> {
     let id = PodId(c.pods.iter().position(|p| p.name() == name).unwrap() as u32);
     let e = explain_pod(c, id, None);
     if let Some(m) = e.pre_filter {
-        return Err(m);
+        return Err(m.to_string());
     }
     Ok(e.nodes
         .iter()

@@ -7,6 +7,7 @@ use muster_api::PodObject;
 use muster_api::selectors::NodeView;
 
 use crate::framework::Rejection;
+use crate::pre_filter_reason::VolumeReason;
 use crate::volumes::{self as vol, Volumes};
 
 pub const NAME: &str = "VolumeZone";
@@ -29,28 +30,27 @@ pub struct VolumeTopology {
 
 /// PreFilter: the topologies of the volumes the pod's claims are bound to; `None` (Skip) when
 /// there are none; `Err` as upstream's UnschedulableAndUnresolvable statuses.
-pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Result<Option<Vec<VolumeTopology>>, String> {
+pub fn pre_filter(pod: &dyn PodObject, volumes: &Volumes) -> Result<Option<Vec<VolumeTopology>>, VolumeReason> {
     let ns = pod.meta().namespace.as_deref().unwrap_or("default");
     let mut out = Vec::new();
     for c in vol::pod_claims(pod) {
         if c.name.is_empty() {
-            return Err("PersistentVolumeClaim had no name".into());
+            return Err(VolumeReason::ClaimWithoutName);
         }
         let pvc = volumes.claim(ns, &c.name).ok_or_else(|| vol::not_found(&c.name))?;
         let pv_name = vol::volume_name(pvc);
         if pv_name.is_empty() {
             let class = vol::claim_class(pvc);
             if class.is_empty() {
-                return Err("PersistentVolumeClaim had no pv name and storageClass name".into());
+                return Err(VolumeReason::ClaimWithoutVolumeOrClass);
             }
-            let sc =
-                volumes.classes.get(class).ok_or_else(|| format!("storageclass.storage.k8s.io {class:?} not found"))?;
+            let sc = volumes.classes.get(class).ok_or_else(|| VolumeReason::StorageClassNotFound(class.to_string()))?;
             if sc.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer") {
                 continue;
             }
-            return Err("PersistentVolume had no name".into());
+            return Err(VolumeReason::VolumeWithoutName);
         }
-        let pv = volumes.volumes.get(pv_name).ok_or_else(|| format!("persistentvolume {pv_name:?} not found"))?;
+        let pv = volumes.volumes.get(pv_name).ok_or_else(|| VolumeReason::VolumeNotFound(pv_name.to_string()))?;
         for key in TOPOLOGY_LABELS {
             let Some(value) = pv.metadata.labels.as_ref().and_then(|l| l.get(key)) else { continue };
             if let Some(values) = zones(value) {
