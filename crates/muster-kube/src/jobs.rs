@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use muster_sched::effects::{EventType, Preemptor};
+use muster_sched::effects::{EventType, PodEvent, Preemptor};
 use muster_sched::{ClaimId, Cluster, Effect};
 
 /// A pod, as the API server names it (its uid is every write's precondition).
@@ -208,10 +208,14 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 });
             }
             // The writer sends these with the binding and the status they go with.
-            Effect::Event { reason: "Scheduled" | "FailedScheduling", .. } => {}
-            Effect::Event { pod, kind, reason, action, note } => {
-                jobs.push(Job::Event { pod: pod_ref(pod), kind, reason, action, note: note.to_string() })
-            }
+            Effect::Event { event: PodEvent::Scheduled { .. } | PodEvent::FailedScheduling { .. }, .. } => {}
+            Effect::Event { pod, event } => jobs.push(Job::Event {
+                pod: pod_ref(pod),
+                kind: event.kind(),
+                reason: event.reason(),
+                action: event.action(),
+                note: event.note(cluster, pod).to_string(),
+            }),
         }
     }
     jobs

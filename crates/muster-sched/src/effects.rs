@@ -66,7 +66,58 @@ pub enum Effect {
         message: String,
     },
     /// An `events.k8s.io/v1` event about a pod.
-    Event { pod: PodId, kind: EventType, reason: &'static str, action: &'static str, note: std::sync::Arc<str> },
+    Event { pod: PodId, event: PodEvent },
+}
+
+/// An event about a pod: its type, reason and action follow from what happened; its note is
+/// worded where the event is sent or shown ([`PodEvent::note`]), not by the cycle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodEvent {
+    /// `Normal Scheduled` (action `Binding`): `Successfully assigned <pod> to <node>`.
+    Scheduled { node: NodeId },
+    /// `Normal Preempted` (action `Preempting`): `Preempted by <pod or group>`.
+    Preempted { by: Preemptor },
+    /// `Warning FailedScheduling` (action `Scheduling`): the pod's `PodScheduled` message.
+    FailedScheduling { message: std::sync::Arc<str> },
+}
+
+impl PodEvent {
+    pub fn kind(&self) -> EventType {
+        match self {
+            PodEvent::Scheduled { .. } | PodEvent::Preempted { .. } => EventType::Normal,
+            PodEvent::FailedScheduling { .. } => EventType::Warning,
+        }
+    }
+
+    pub fn reason(&self) -> &'static str {
+        match self {
+            PodEvent::Scheduled { .. } => "Scheduled",
+            PodEvent::Preempted { .. } => "Preempted",
+            PodEvent::FailedScheduling { .. } => "FailedScheduling",
+        }
+    }
+
+    pub fn action(&self) -> &'static str {
+        match self {
+            PodEvent::Scheduled { .. } => "Binding",
+            PodEvent::Preempted { .. } => "Preempting",
+            PodEvent::FailedScheduling { .. } => "Scheduling",
+        }
+    }
+
+    /// The event's note about `pod`, in kube-scheduler's words.
+    pub fn note(&self, cluster: &Cluster, pod: PodId) -> std::sync::Arc<str> {
+        match self {
+            PodEvent::Scheduled { node } => {
+                format!("Successfully assigned {} to {}", cluster.pod(pod).key, cluster.node(*node).name()).into()
+            }
+            PodEvent::Preempted { by: Preemptor::Pod(p) } => format!("Preempted by pod {}", cluster.pod(*p).key).into(),
+            PodEvent::Preempted { by: Preemptor::Group(g) } => {
+                format!("Preempted by {} {}", g.kind(), cluster.node_key(*g)).into()
+            }
+            PodEvent::FailedScheduling { message } => message.clone(),
+        }
+    }
 }
 
 /// The effects of `plan` (the decisions of some cycles over `cluster`, which holds their
@@ -74,7 +125,7 @@ pub enum Effect {
 pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
     // A placement is about four effects, a verdict two.
     let mut out = Vec::with_capacity(4 * plan.placements.len() + 2 * plan.unschedulable.len());
-    evictions(cluster, plan, &mut out);
+    evictions(plan, &mut out);
     let mut written = std::collections::HashSet::new();
     for &(pod, node) in &plan.placements {
         let info = cluster.pod(pod);
@@ -98,13 +149,7 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
             }
         }
         out.push(Effect::Bind { pod, node });
-        out.push(Effect::Event {
-            pod,
-            kind: EventType::Normal,
-            reason: "Scheduled",
-            action: "Binding",
-            note: format!("Successfully assigned {} to {}", info.key, cluster.node(node).name()).into(),
-        });
+        out.push(Effect::Event { pod, event: PodEvent::Scheduled { node } });
     }
     group_conditions(plan, &mut out);
     let errors: std::collections::HashSet<usize> = plan
@@ -128,13 +173,7 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
             None => err.shared_message(),
         };
         out.push(Effect::PodUnschedulable { pod: *pod, reason, message: message.clone() });
-        out.push(Effect::Event {
-            pod: *pod,
-            kind: EventType::Warning,
-            reason: "FailedScheduling",
-            action: "Scheduling",
-            note: message,
-        });
+        out.push(Effect::Event { pod: *pod, event: PodEvent::FailedScheduling { message } });
     }
     out
 }
@@ -176,22 +215,12 @@ fn group_conditions(plan: &Plan, out: &mut Vec<Effect>) {
 }
 
 /// Preemption victims, each deleted once, with a `Preempted` event.
-fn evictions(cluster: &Cluster, plan: &Plan, out: &mut Vec<Effect>) {
+fn evictions(plan: &Plan, out: &mut Vec<Effect>) {
     let by_groups = plan.preempted.iter().map(|(v, g)| (*v, Preemptor::Group(*g)));
     let by_pods = plan.pod_preemptions.iter().flat_map(|r| r.victims.iter().map(|v| (*v, Preemptor::Pod(r.pod))));
     for (victim, by) in by_groups.chain(by_pods) {
-        let who = match by {
-            Preemptor::Pod(p) => format!("pod {}", cluster.pod(p).key),
-            Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
-        };
         out.push(Effect::Evict { pod: victim, by });
-        out.push(Effect::Event {
-            pod: victim,
-            kind: EventType::Normal,
-            reason: "Preempted",
-            action: "Preempting",
-            note: format!("Preempted by {who}").into(),
-        });
+        out.push(Effect::Event { pod: victim, event: PodEvent::Preempted { by } });
     }
 }
 
@@ -220,27 +249,26 @@ mod tests {
         let plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
         let (low, high) = (PodId(1), PodId(0));
         assert_eq!(cluster.pod(low).key, "p/low");
-        let scheduled = |note: &str| Effect::Event {
-            pod: high,
-            kind: EventType::Normal,
-            reason: "Scheduled",
-            action: "Binding",
-            note: note.into(),
-        };
+        let preempted = PodEvent::Preempted { by: Preemptor::Pod(high) };
+        let scheduled = PodEvent::Scheduled { node: NodeId(0) };
         assert_eq!(
             effects(&cluster, &plan),
             [
                 Effect::Evict { pod: low, by: Preemptor::Pod(high) },
-                Effect::Event {
-                    pod: low,
-                    kind: EventType::Normal,
-                    reason: "Preempted",
-                    action: "Preempting",
-                    note: "Preempted by pod p/high".into()
-                },
+                Effect::Event { pod: low, event: preempted.clone() },
                 Effect::Bind { pod: high, node: NodeId(0) },
-                scheduled("Successfully assigned p/high to n0"),
+                Effect::Event { pod: high, event: scheduled.clone() },
             ]
+        );
+        assert_eq!(&*preempted.note(&cluster, low), "Preempted by pod p/high");
+        assert_eq!(
+            (preempted.kind(), preempted.reason(), preempted.action()),
+            (EventType::Normal, "Preempted", "Preempting")
+        );
+        assert_eq!(&*scheduled.note(&cluster, high), "Successfully assigned p/high to n0");
+        assert_eq!(
+            (scheduled.kind(), scheduled.reason(), scheduled.action()),
+            (EventType::Normal, "Scheduled", "Binding")
         );
     }
 

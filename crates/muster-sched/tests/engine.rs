@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
-use muster_sched::effects::EventType;
+use muster_sched::effects::PodEvent;
 use muster_sched::{Change, Cluster, Effect, Engine, PodState, SchedulerConfig, SchedulerNames};
 use serde_json::json;
 
@@ -54,13 +54,7 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
         engine.effects(&first),
         [
             Effect::PodUnschedulable { pod, reason: "Unschedulable", message: message.clone().into() },
-            Effect::Event {
-                pod,
-                kind: EventType::Warning,
-                reason: "FailedScheduling",
-                action: "Scheduling",
-                note: message.into()
-            },
+            Effect::Event { pod, event: PodEvent::FailedScheduling { message: message.into() } },
         ]
     );
 
@@ -79,15 +73,11 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
         [
             Effect::WriteClaimStatus { claim },
             Effect::Bind { pod, node },
-            Effect::Event {
-                pod,
-                kind: EventType::Normal,
-                reason: "Scheduled",
-                action: "Binding",
-                note: "Successfully assigned ml/trainer to n0".into()
-            },
+            Effect::Event { pod, event: PodEvent::Scheduled { node } },
         ]
     );
+    let event = PodEvent::Scheduled { node };
+    assert_eq!(&*event.note(engine.cluster(), pod), "Successfully assigned ml/trainer to n0");
     let c = engine.cluster();
     let status = c.claims.iter().find(|x| x.key() == "ml/trainer-gpu").unwrap().claim.status.as_ref().unwrap();
     assert_eq!(status.reserved_for.as_ref().unwrap()[0].name, "trainer");

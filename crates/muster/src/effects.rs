@@ -83,8 +83,9 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
                 cluster.node_key(group),
                 one_line(&message)
             ),
-            Effect::Event { pod: p, kind, reason, note, .. } => {
-                let kind = match kind {
+            Effect::Event { pod: p, event } => {
+                let (reason, note) = (event.reason(), event.note(cluster, p));
+                let kind = match event.kind() {
                     EventType::Normal => "Normal",
                     EventType::Warning => "Warning",
                 };
