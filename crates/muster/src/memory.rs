@@ -7,7 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use muster_controllers::Created;
 use muster_controllers::eviction::{DeviceTaints, Eviction};
 use muster_manifest::{Diagnostic, Manifests};
-use muster_sched::{Cluster, Plan, SchedulerNames};
+use muster_sched::effects::Preemptor;
+use muster_sched::{Cluster, Effect, PodId, SchedulerNames};
 
 mod build;
 mod origins;
@@ -138,46 +139,54 @@ pub fn changed_claims(cluster: &Cluster, now: Option<&Time>) -> Vec<(ResourceCla
     out
 }
 
-/// The pods a plan changed, as the API server would hold them after binding (spec.nodeName set,
-/// PodScheduled=True) or after a failed attempt (PodScheduled=False, reason Unschedulable, or
-/// SchedulerError when a Filter error aborted the attempt).
-pub fn changed_pods(cluster: &Cluster, plan: &Plan) -> Vec<Pod> {
-    let mut out = Vec::with_capacity(plan.placements.len() + plan.unschedulable.len());
-    for (pod_id, node_id) in &plan.placements {
-        let mut pod = cluster.pod(*pod_id).pod.object();
-        if let Some(spec) = pod.spec.as_mut() {
-            spec.node_name = Some(cluster.node(*node_id).name().to_string());
+/// The pods a plan's effects write, as the API server would hold them after binding
+/// (spec.nodeName set, PodScheduled=True), after a failed attempt (PodScheduled=False with the
+/// effect's reason and message), and victims of preemption as they are before their deletion
+/// (DisruptionTarget=True): bound pods first, then unschedulable ones, then victims, each in the
+/// effects' order.
+pub fn changed_pods(cluster: &Cluster, effects: &[Effect]) -> Vec<Pod> {
+    let (mut bound, mut failed, mut victims) = (Vec::new(), Vec::new(), Vec::new());
+    for e in effects {
+        match e {
+            Effect::Bind { pod, node } => {
+                let mut pod = cluster.pod(*pod).pod.object();
+                if let Some(spec) = pod.spec.as_mut() {
+                    spec.node_name = Some(cluster.node(*node).name().to_string());
+                }
+                set_scheduled_condition(&mut pod, "True", None, None);
+                bound.push(pod);
+            }
+            Effect::PodUnschedulable { pod, reason, message } => {
+                let mut pod = cluster.pod(*pod).pod.object();
+                set_scheduled_condition(&mut pod, "False", Some(reason), Some(message.to_string()));
+                failed.push(pod);
+            }
+            Effect::Evict { pod, by } => victims.push(victim(cluster, *pod, *by)),
+            _ => {}
         }
-        set_scheduled_condition(&mut pod, "True", None, None);
-        out.push(pod);
     }
-    for (pod_id, err) in &plan.unschedulable {
-        let mut pod = cluster.pod(*pod_id).pod.object();
-        set_scheduled_condition(&mut pod, "False", Some(err.reason()), Some(err.message()));
-        out.push(pod);
-    }
-    // Preemption victims get DisruptionTarget before the scheduler deletes them.
-    let victims = plan
-        .preempted
-        .iter()
-        .map(|(p, g)| (*p, format!("a higher-priority pod group ({} {})", g.kind(), cluster.node_key(*g))))
-        .chain(plan.pod_preemptions.iter().flat_map(|r| {
-            r.victims.iter().map(|v| (*v, format!("a higher-priority pod ({})", cluster.pod(r.pod).key)))
-        }));
-    for (pod_id, by) in victims {
-        let mut pod = cluster.pod(pod_id).pod.object();
-        let conds = pod.status.get_or_insert_with(PodStatus::default).conditions.get_or_insert_with(Vec::new);
-        conds.retain(|c| c.type_ != "DisruptionTarget");
-        conds.push(PodCondition {
-            type_: "DisruptionTarget".into(),
-            status: "True".into(),
-            reason: Some("PreemptionByScheduler".into()),
-            message: Some(format!("muster: preempting to make room for {by}")),
-            ..Default::default()
-        });
-        out.push(pod);
-    }
-    out
+    bound.append(&mut failed);
+    bound.append(&mut victims);
+    bound
+}
+
+/// A preemption victim with the DisruptionTarget condition the scheduler sets before deleting it.
+fn victim(cluster: &Cluster, pod_id: PodId, by: Preemptor) -> Pod {
+    let by = match by {
+        Preemptor::Group(g) => format!("a higher-priority pod group ({} {})", g.kind(), cluster.node_key(g)),
+        Preemptor::Pod(p) => format!("a higher-priority pod ({})", cluster.pod(p).key),
+    };
+    let mut pod = cluster.pod(pod_id).pod.object();
+    let conds = pod.status.get_or_insert_with(PodStatus::default).conditions.get_or_insert_with(Vec::new);
+    conds.retain(|c| c.type_ != "DisruptionTarget");
+    conds.push(PodCondition {
+        type_: "DisruptionTarget".into(),
+        status: "True".into(),
+        reason: Some("PreemptionByScheduler".into()),
+        message: Some(format!("muster: preempting to make room for {by}")),
+        ..Default::default()
+    });
+    pod
 }
 
 fn set_scheduled_condition(pod: &mut Pod, status: &str, reason: Option<&str>, message: Option<String>) {

@@ -344,7 +344,8 @@ fn created_json(world: &World) -> Vec<Value> {
 /// before its object.
 pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::Result<String> {
     let mut out = String::new();
-    created_yaml(&mut out, world, plan)?;
+    let pods = changed_pods(&world.cluster, &muster_sched::effects::effects(&world.cluster, plan));
+    created_yaml(&mut out, world, &pods)?;
     for (claim, note) in changed_claims(&world.cluster, groups.now.as_ref()) {
         out.push_str("---\n");
         if let Some(note) = note {
@@ -352,9 +353,9 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
         }
         out.push_str(&serde_saphyr::to_string(&claim)?);
     }
-    for pod in changed_pods(&world.cluster, plan) {
+    for pod in &pods {
         out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(&pod)?);
+        out.push_str(&serde_saphyr::to_string(pod)?);
     }
     volumes_yaml(&mut out, &world.cluster)?;
     for g in changed_pod_groups(&world.cluster, plan, groups) {
@@ -433,17 +434,14 @@ fn volumes_yaml(out: &mut String, c: &Cluster) -> anyhow::Result<()> {
 }
 
 /// The objects the workload controllers created that the rest of the stream does not hold: every
-/// ReplicaSet, and the pods the plan neither placed nor found unschedulable (those are written
-/// with the changed pods, bound or with their condition) — pods for another scheduler or gated.
-fn created_yaml(out: &mut String, world: &World, plan: &Plan) -> anyhow::Result<()> {
-    let c = &world.cluster;
-    let written: std::collections::HashSet<&str> = plan
-        .placements
-        .iter()
-        .map(|(p, _)| *p)
-        .chain(plan.unschedulable.iter().map(|(p, _)| *p))
-        .map(|p| c.pod(p).key.as_str())
-        .collect();
+/// ReplicaSet, and the pods the plan's effects do not write (`changed`: those are written with
+/// the changed pods, bound, with their condition, or as victims) — pods for another scheduler or
+/// gated.
+fn created_yaml(out: &mut String, world: &World, changed: &[k8s_openapi::api::core::v1::Pod]) -> anyhow::Result<()> {
+    let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
+    };
+    let written: std::collections::HashSet<String> = changed.iter().map(|p| key(&p.metadata)).collect();
     for created in &world.created {
         match &created.object {
             muster_controllers::CreatedObject::ReplicaSet(rs) => push_with_note(out, None, &**rs)?,

@@ -80,6 +80,51 @@ fn plan_yaml_holds_the_changed_pods_as_the_api_server_would() {
     assert_eq!((cond.status.as_str(), cond.reason.as_deref()), ("False", Some("Unschedulable")));
 }
 
+/// `-o yaml` writes the pods as the plan's effects leave them, as `run` sends them: a PodGroup
+/// whose members' priorities differ from its own is a SchedulerError (the alpha restriction), and
+/// its members' PodScheduled condition says so in the YAML as in `-o effects`.
+#[test]
+fn plan_yaml_and_effects_agree_on_a_scheduler_error() {
+    let dir = common::TempDir::new("cli-group-error");
+    let manifests = dir.join("group.yaml");
+    std::fs::write(
+        &manifests,
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n---\n\
+         apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: '8', memory: 64Gi, pods: '110'}}\n---\n\
+         apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\n\
+         spec: {schedulingPolicy: {gang: {minCount: 1}}, priorityClassName: high}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: g-0, namespace: ml}\n\
+         spec: {priorityClassName: high, schedulingGroup: {podGroupName: g}, containers: [{name: c, image: busybox}]}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: g-1, namespace: ml}\n\
+         spec: {schedulingGroup: {podGroupName: g}, containers: [{name: c, image: busybox}]}\n",
+    )
+    .unwrap();
+    let path = manifests.to_str().unwrap();
+    let effects = muster(&["plan", path, "-o", "effects"]);
+    assert_eq!(effects.status.code(), Some(0), "{}", stderr(&effects));
+    for pod in ["ml/g-0", "ml/g-1"] {
+        let line = format!("status  pod {pod} PodScheduled=False SchedulerError: ");
+        assert!(stdout(&effects).contains(&line), "{}", stdout(&effects));
+    }
+    let yaml = muster(&["plan", path, "-o", "yaml"]);
+    assert_eq!(yaml.status.code(), Some(0), "{}", stderr(&yaml));
+    let m = muster_manifest::load_str("plan.yaml", &stdout(&yaml)).expect("the output is valid input");
+    let reasons: Vec<(&str, Option<&str>)> = m
+        .objects
+        .iter()
+        .filter_map(|l| match &l.object {
+            muster_manifest::Object::Pod(p) => Some(p),
+            _ => None,
+        })
+        .map(|p| {
+            let cond =
+                p.status.as_ref().unwrap().conditions.as_ref().unwrap().iter().find(|c| c.type_ == "PodScheduled");
+            (p.metadata.name.as_deref().unwrap(), cond.unwrap().reason.as_deref())
+        })
+        .collect();
+    assert_eq!(reasons, [("g-0", Some("SchedulerError")), ("g-1", Some("SchedulerError"))]);
+}
+
 #[test]
 fn same_input_same_output_byte_for_byte() {
     for format in ["table", "json", "yaml"] {
