@@ -612,8 +612,6 @@ pub struct ClaimInfo {
     pub claim: ResourceClaim,
     /// Created from a pod's ResourceClaimTemplate by this plan (as kube-controller-manager would).
     pub generated: bool,
-    /// Allocated or reserved by this plan.
-    pub changed: bool,
     /// A hash of the claim's spec: claims from one template share it, so the allocator's answer
     /// for one can serve the others.
     pub spec_fingerprint: u64,
@@ -677,21 +675,12 @@ fn exact_devices(c: &ResourceClaim) -> u32 {
 }
 
 impl ClaimInfo {
-    /// A claim as the store keeps it; `generated` when this plan created it (it is then changed
-    /// from the start: the plan reports it).
+    /// A claim as the store keeps it; `generated` when this plan created it (the plan then
+    /// reports it, whatever the scheduler did with it).
     pub fn new(claim: ResourceClaim, generated: bool, group: Option<GroupId>) -> ClaimInfo {
         let spec_fingerprint = fingerprint(&claim);
         let exact_devices = exact_devices(&claim);
-        ClaimInfo {
-            claim,
-            generated,
-            changed: generated,
-            spec_fingerprint,
-            group,
-            exact_devices,
-            users: 0,
-            deleted: false,
-        }
+        ClaimInfo { claim, generated, spec_fingerprint, group, exact_devices, users: 0, deleted: false }
     }
 
     /// A slot no claim holds (see [`ClaimInfo::deleted`]).
@@ -699,7 +688,6 @@ impl ClaimInfo {
         ClaimInfo {
             claim: ResourceClaim::default(),
             generated: false,
-            changed: false,
             spec_fingerprint: 0,
             group: None,
             exact_devices: 0,

@@ -8,7 +8,7 @@ use muster_controllers::Created;
 use muster_controllers::eviction::{DeviceTaints, Eviction};
 use muster_manifest::{Diagnostic, Manifests};
 use muster_sched::effects::Preemptor;
-use muster_sched::{Cluster, Effect, PodId, SchedulerNames};
+use muster_sched::{ClaimId, Cluster, Effect, PodId, SchedulerNames};
 
 mod build;
 mod origins;
@@ -107,13 +107,36 @@ impl World {
     }
 }
 
-/// The ResourceClaims a plan created or changed, as the API server would hold them, each with a
-/// note on what could not be written. DynamicResources' PreBind sets `allocationTimestamp` on an
-/// allocation with devices that have binding conditions (then waits for them): with `now` it is
-/// written, without it the note says so (a plan reads no clock).
-pub fn changed_claims(cluster: &Cluster, now: Option<&Time>) -> Vec<(ResourceClaim, Option<String>)> {
+/// The ResourceClaims a plan touched, in the store's order: those its effects write (allocation
+/// and reservedFor, the special extended-resources claim), those of its preemption victims (as
+/// the store holds them once the victims are gone), and those the controllers created from
+/// templates for it.
+pub fn changed_claim_ids(cluster: &Cluster, effects: &[Effect]) -> Vec<ClaimId> {
+    let generated = cluster.claims.iter().enumerate().filter(|(_, c)| c.generated && !c.deleted);
+    let mut ids: Vec<ClaimId> = generated.map(|(i, _)| ClaimId(i as u32)).collect();
+    for e in effects {
+        match e {
+            Effect::WriteClaimStatus { claim } | Effect::CreateExtendedClaim { claim, .. } => ids.push(*claim),
+            Effect::Evict { pod, .. } => ids.extend(cluster.pod(*pod).claims.iter().flatten()),
+            _ => {}
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// The ResourceClaims a plan created or changed ([`changed_claim_ids`]), as the API server would
+/// hold them, each with a note on what could not be written. DynamicResources' PreBind sets
+/// `allocationTimestamp` on an allocation with devices that have binding conditions (then waits
+/// for them): with `now` it is written, without it the note says so (a plan reads no clock).
+pub fn changed_claims(
+    cluster: &Cluster,
+    effects: &[Effect],
+    now: Option<&Time>,
+) -> Vec<(ResourceClaim, Option<String>)> {
     let mut out = Vec::new();
-    for c in cluster.claims.iter().filter(|c| c.changed) {
+    for c in changed_claim_ids(cluster, effects).into_iter().map(|id| &cluster.claims[id]) {
         let mut claim = c.claim.clone();
         let mut note = None;
         if let Some(allocation) = claim.status.as_mut().and_then(|s| s.allocation.as_mut()) {

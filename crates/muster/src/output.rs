@@ -8,7 +8,7 @@ use muster_controllers::eviction::{Eviction, TaintSource, rule_condition, taint_
 use muster_sched::{Cluster, Plan, PodState};
 use serde_json::{Value, json};
 
-use crate::memory::{World, changed_claims, changed_pods};
+use crate::memory::{World, changed_claim_ids, changed_claims, changed_pods};
 use crate::text::{cell, cell_width, one_line, push_cell};
 use muster_controllers::podgroup::{GroupStatusOptions, changed_composite_pod_groups, changed_pod_groups};
 
@@ -242,7 +242,8 @@ pub fn json(world: &World, plan: &Plan) -> Value {
         "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": reason_text(world, e.message(), &invalid)})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
-        "claims": c.claims.iter().enumerate().filter(|(_, x)| x.changed).map(|(i, x)| {
+        "claims": changed_claim_ids(c, &muster_sched::effects::effects(c, plan)).into_iter().map(|id| {
+            let (i, x) = (id.index(), &c.claims[id]);
             let reserved = x.claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).into_iter().flatten();
             let pods: Vec<&str> = reserved.clone().filter(|r| r.resource == "pods").map(|r| r.name.as_str()).collect();
             let groups: Vec<&str> = reserved.filter(|r| r.resource == "podgroups").map(|r| r.name.as_str()).collect();
@@ -344,9 +345,10 @@ fn created_json(world: &World) -> Vec<Value> {
 /// before its object.
 pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::Result<String> {
     let mut out = String::new();
-    let pods = changed_pods(&world.cluster, &muster_sched::effects::effects(&world.cluster, plan));
+    let effects = muster_sched::effects::effects(&world.cluster, plan);
+    let pods = changed_pods(&world.cluster, &effects);
     created_yaml(&mut out, world, &pods)?;
-    for (claim, note) in changed_claims(&world.cluster, groups.now.as_ref()) {
+    for (claim, note) in changed_claims(&world.cluster, &effects, groups.now.as_ref()) {
         out.push_str("---\n");
         if let Some(note) = note {
             let _ = writeln!(out, "# {}", one_line(&note));

@@ -125,6 +125,34 @@ fn plan_yaml_and_effects_agree_on_a_scheduler_error() {
     assert_eq!(reasons, [("g-0", Some("SchedulerError")), ("g-1", Some("SchedulerError"))]);
 }
 
+/// `-o json`'s `claims` are the claims the plan's effects name: the preemptors' claims, written
+/// with their allocation and reservedFor, and the victims' claims, released once the victims are
+/// gone; the claims of pods the plan did not touch are not listed.
+#[test]
+fn plan_json_lists_the_claims_the_effects_touch() {
+    let o = muster(&["plan", "tests/scenarios/gang-preemption", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let claims: Vec<(&str, usize, usize)> = v["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (c["claim"].as_str().unwrap(), c["pods"].as_array().unwrap().len(), c["devices"].as_array().unwrap().len())
+        })
+        .collect();
+    assert_eq!(
+        claims,
+        [
+            ("ml/batch-low-0-gpus", 0, 0),
+            ("ml/batch-low-1-gpus", 0, 0),
+            ("ml/lone-low-gpus", 0, 0),
+            ("ml/train-high-0-gpus-sc9vf", 1, 4),
+            ("ml/train-high-1-gpus-cz5wj", 1, 4),
+        ]
+    );
+}
+
 #[test]
 fn same_input_same_output_byte_for_byte() {
     for format in ["table", "json", "yaml"] {

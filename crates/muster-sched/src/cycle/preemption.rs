@@ -111,7 +111,6 @@ struct SavedClaim {
     reserved_for: Option<Vec<ResourceClaimConsumerReference>>,
     /// The allocation, when the victim was the claim's last consumer.
     allocation: Option<k8s_openapi::api::resource::v1::AllocationResult>,
-    changed: bool,
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
@@ -407,8 +406,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let node_name = nodes[node.0 as usize].name();
             for &c in victim.claims.iter().flatten() {
                 let info = &mut infos[c];
-                let mut saved = SavedClaim { claim: c, reserved_for: None, allocation: None, changed: info.changed };
-                info.changed = true;
+                let mut saved = SavedClaim { claim: c, reserved_for: None, allocation: None };
                 if let Some(status) = info.claim.status.as_mut() {
                     saved.reserved_for = status.reserved_for.take();
                     let kept: Option<Vec<_>> = saved.reserved_for.as_ref().map(|list| {
@@ -476,7 +474,6 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let node_name = nodes[e.node.0 as usize].name();
             for saved in e.claims.into_iter().rev() {
                 let info = &mut claims[saved.claim];
-                info.changed = saved.changed;
                 let Some(status) = info.claim.status.as_mut() else { continue };
                 status.reserved_for = saved.reserved_for;
                 if let Some(allocation) = saved.allocation {

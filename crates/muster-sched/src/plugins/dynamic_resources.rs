@@ -203,8 +203,8 @@ pub fn node_local<'a>(
 /// What Reserve changed in the claims, so that Unreserve can put it back exactly.
 #[derive(Clone, Debug, Default)]
 pub struct ClaimUndo {
-    /// (claim index, its status and `changed` flag before Reserve), in the order changed.
-    pub claims: Vec<(crate::cluster::ClaimId, Option<ResourceClaimStatus>, bool)>,
+    /// (claim index, its status before Reserve), in the order changed.
+    pub claims: Vec<(crate::cluster::ClaimId, Option<ResourceClaimStatus>)>,
     /// Reserve created the special extended-resources claim (the last of `Cluster::claims`).
     pub extended: bool,
 }
@@ -241,7 +241,7 @@ pub fn reserve(
     for c in claims {
         let info = &mut cluster.claims[c];
         if let Some(u) = undo.as_deref_mut() {
-            u.claims.push((c, info.claim.status.clone(), info.changed));
+            u.claims.push((c, info.claim.status.clone()));
         }
         let status = info.claim.status.get_or_insert_with(ResourceClaimStatus::default);
         if status.allocation.is_none() {
@@ -258,7 +258,6 @@ pub fn reserve(
         if !list.iter().any(|r| r == who) {
             list.push(who.clone());
         }
-        info.changed = true;
     }
 }
 
@@ -280,14 +279,13 @@ pub fn unreserve(
             st.extended_resource_claim_status = None;
         }
     }
-    for (c, status, changed) in undo.claims.into_iter().rev() {
+    for (c, status) in undo.claims.into_iter().rev() {
         let info = &mut cluster.claims[c];
         let had = status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
         if !had && allocated(&info.claim) {
             state.remove_claim(&info.claim, features);
         }
         info.claim.status = status;
-        info.changed = changed;
     }
 }
 
