@@ -130,13 +130,15 @@ pub struct FitError {
     pub rejections: std::sync::Arc<[Rejection]>,
     /// For every node, which rejection it got (index into `rejections`), in node-name order.
     pub node_statuses: std::sync::Arc<[(NodeId, u16)]>,
-    /// Why the pod failed before any node was tried (PreFilter, PreEnqueue).
-    pub pre_filter: Option<crate::pre_filter_reason::PreFilterReason>,
+    /// Why the pod failed before any node was tried (PreFilter, PreEnqueue); boxed, as it is
+    /// rare and a verdict is copied for every member of a failed group.
+    pub pre_filter: Option<Box<crate::pre_filter_reason::PreFilterReason>>,
     /// The pod-group cycle's verdict for a member of a group that was not placed; it replaces
     /// the per-node summary (the member may fit on its own). Shared with the group's result.
     pub group: Option<std::sync::Arc<crate::cycle::GroupReason>>,
-    /// A Filter plugin's error that aborted the attempt; it replaces the per-node summary.
-    pub error: Option<FilterError>,
+    /// A Filter plugin's error that aborted the attempt; it replaces the per-node summary. Boxed,
+    /// as it is rare.
+    pub error: Option<Box<FilterError>>,
     /// [`FitError::message`], once rendered, for a verdict over the nodes (see
     /// [`FitError::rejected`]): shared by its clones, so that a verdict an equivalent pod, or a
     /// pod tried again, gets is worded once.
@@ -199,7 +201,7 @@ impl FitError {
             num_all_nodes,
             rejections: Default::default(),
             node_statuses: Default::default(),
-            pre_filter: Some(why),
+            pre_filter: Some(Box::new(why)),
             group: None,
             error: None,
             rendered: None,
@@ -227,7 +229,7 @@ impl FitError {
             node_statuses: Default::default(),
             pre_filter: None,
             group: None,
-            error: Some(FilterError { plugin, node, error }),
+            error: Some(Box::new(FilterError { plugin, node, error })),
             rendered: None,
         }
     }
@@ -281,5 +283,15 @@ impl FitError {
             msg.push_str(&format!(" {}.", parts.join(", ")));
         }
         msg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A verdict is copied into the plan for every member of a failed group (millions in a
+    /// simulated week): what is rare in it stays behind a pointer.
+    #[test]
+    fn a_verdict_stays_small() {
+        assert!(std::mem::size_of::<super::FitError>() <= 72, "{}", std::mem::size_of::<super::FitError>());
     }
 }
