@@ -135,8 +135,9 @@ pub fn changed_claims(
     effects: &[Effect],
     now: Option<&Time>,
 ) -> Vec<(ResourceClaim, Option<String>)> {
-    let mut out = Vec::new();
-    for c in changed_claim_ids(cluster, effects).into_iter().map(|id| &cluster.claims[id]) {
+    let ids = changed_claim_ids(cluster, effects);
+    let mut out = Vec::with_capacity(ids.len());
+    for c in ids.into_iter().map(|id| &cluster.claims[id]) {
         let mut claim = c.claim.clone();
         let mut note = None;
         if let Some(allocation) = claim.status.as_mut().and_then(|s| s.allocation.as_mut()) {
@@ -168,29 +169,33 @@ pub fn changed_claims(
 /// (DisruptionTarget=True): bound pods first, then unschedulable ones, then victims, each in the
 /// effects' order.
 pub fn changed_pods(cluster: &Cluster, effects: &[Effect]) -> Vec<Pod> {
-    let (mut bound, mut failed, mut victims) = (Vec::new(), Vec::new(), Vec::new());
+    // A pod object is 2 KiB and more: the list is sized once, not grown.
+    let written =
+        |e: &&Effect| matches!(e, Effect::Bind { .. } | Effect::PodUnschedulable { .. } | Effect::Evict { .. });
+    let mut out = Vec::with_capacity(effects.iter().filter(written).count());
     for e in effects {
-        match e {
-            Effect::Bind { pod, node } => {
-                let mut pod = cluster.pod(*pod).pod.object();
-                if let Some(spec) = pod.spec.as_mut() {
-                    spec.node_name = Some(cluster.node(*node).name().to_string());
-                }
-                set_scheduled_condition(&mut pod, "True", None, None);
-                bound.push(pod);
+        if let Effect::Bind { pod, node } = e {
+            let mut pod = cluster.pod(*pod).pod.object();
+            if let Some(spec) = pod.spec.as_mut() {
+                spec.node_name = Some(cluster.node(*node).name().to_string());
             }
-            Effect::PodUnschedulable { pod, reason, message } => {
-                let mut pod = cluster.pod(*pod).pod.object();
-                set_scheduled_condition(&mut pod, "False", Some(reason), Some(message.to_string()));
-                failed.push(pod);
-            }
-            Effect::Evict { pod, by } => victims.push(victim(cluster, *pod, *by)),
-            _ => {}
+            set_scheduled_condition(&mut pod, "True", None, None);
+            out.push(pod);
         }
     }
-    bound.append(&mut failed);
-    bound.append(&mut victims);
-    bound
+    for e in effects {
+        if let Effect::PodUnschedulable { pod, reason, message } = e {
+            let mut pod = cluster.pod(*pod).pod.object();
+            set_scheduled_condition(&mut pod, "False", Some(reason), Some(message.to_string()));
+            out.push(pod);
+        }
+    }
+    for e in effects {
+        if let Effect::Evict { pod, by } = e {
+            out.push(victim(cluster, *pod, *by));
+        }
+    }
+    out
 }
 
 /// A preemption victim with the DisruptionTarget condition the scheduler sets before deleting it.

@@ -346,8 +346,7 @@ fn created_json(world: &World) -> Vec<Value> {
 pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::Result<String> {
     let mut out = String::new();
     let effects = muster_sched::effects::effects(&world.cluster, plan);
-    let pods = changed_pods(&world.cluster, &effects);
-    created_yaml(&mut out, world, &pods)?;
+    created_yaml(&mut out, world, &effects)?;
     for (claim, note) in changed_claims(&world.cluster, &effects, groups.now.as_ref()) {
         out.push_str("---\n");
         if let Some(note) = note {
@@ -355,9 +354,9 @@ pub fn yaml(world: &World, plan: &Plan, groups: &GroupStatusOptions) -> anyhow::
         }
         out.push_str(&serde_saphyr::to_string(&claim)?);
     }
-    for pod in &pods {
+    for pod in changed_pods(&world.cluster, &effects) {
         out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(pod)?);
+        out.push_str(&serde_saphyr::to_string(&pod)?);
     }
     volumes_yaml(&mut out, &world.cluster)?;
     for g in changed_pod_groups(&world.cluster, plan, groups) {
@@ -436,14 +435,19 @@ fn volumes_yaml(out: &mut String, c: &Cluster) -> anyhow::Result<()> {
 }
 
 /// The objects the workload controllers created that the rest of the stream does not hold: every
-/// ReplicaSet, and the pods the plan's effects do not write (`changed`: those are written with
-/// the changed pods, bound, with their condition, or as victims) — pods for another scheduler or
-/// gated.
-fn created_yaml(out: &mut String, world: &World, changed: &[k8s_openapi::api::core::v1::Pod]) -> anyhow::Result<()> {
-    let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
-    };
-    let written: std::collections::HashSet<String> = changed.iter().map(|p| key(&p.metadata)).collect();
+/// ReplicaSet, and the pods the plan's effects do not write (those are written with the changed
+/// pods, bound, with their condition, or as victims) — pods for another scheduler or gated.
+fn created_yaml(out: &mut String, world: &World, effects: &[muster_sched::Effect]) -> anyhow::Result<()> {
+    use muster_sched::Effect;
+    let c = &world.cluster;
+    let written: std::collections::HashSet<&str> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Bind { pod, .. } | Effect::PodUnschedulable { pod, .. } | Effect::Evict { pod, .. } => Some(*pod),
+            _ => None,
+        })
+        .map(|p| c.pod(p).key.as_str())
+        .collect();
     for created in &world.created {
         match &created.object {
             muster_controllers::CreatedObject::ReplicaSet(rs) => push_with_note(out, None, &**rs)?,
