@@ -190,7 +190,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 // As `meta.SetStatusCondition`: the same condition again is no write (its echo
                 // would only bring the group back), a new reason or message keeps the time.
                 let current = group_condition(cluster, group, type_);
-                if current.is_some_and(|c| c.status == status && c.reason == reason && c.message == message) {
+                if current.is_some_and(|c| c.status == status && c.reason == reason && *c.message == *message) {
                     continue;
                 }
                 let since = current.filter(|c| c.status == status).map(|c| c.last_transition_time.clone());
@@ -204,7 +204,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                     type_,
                     status,
                     reason,
-                    message,
+                    message: message.to_string(),
                 });
             }
             // The writer sends these with the binding and the status they go with.

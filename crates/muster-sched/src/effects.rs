@@ -17,7 +17,8 @@
 //! (`muster-kube`).
 
 use crate::cluster::{ClaimId, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
-use crate::cycle::{GroupOutcome, Plan};
+use crate::cycle::{GroupOutcome, GroupReason, Plan};
+use std::collections::HashMap;
 
 /// An event's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +64,8 @@ pub enum Effect {
         type_: &'static str,
         status: &'static str,
         reason: &'static str,
-        message: String,
+        /// Shared with the members' `PodScheduled` message when it is the same text.
+        message: std::sync::Arc<str>,
     },
     /// An `events.k8s.io/v1` event about a pod.
     Event { pod: PodId, event: PodEvent },
@@ -151,24 +153,27 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         out.push(Effect::Bind { pod, node });
         out.push(Effect::Event { pod, event: PodEvent::Scheduled { node } });
     }
-    group_conditions(plan, &mut out);
+    let group_messages = group_conditions(plan, &mut out);
     let errors: std::collections::HashSet<usize> = plan
         .groups
         .iter()
         .filter(|r| r.outcome == GroupOutcome::SchedulerError)
         .flat_map(|r| cluster.groups[r.group].members.iter().map(|m| m.0 as usize))
         .collect();
-    // A group's members share its reason: rendered once for all of them. A verdict over the
-    // nodes is rendered once for all its clones (equivalent pods', a kept verdict's), whatever
-    // came between them and in whichever batch.
-    let mut rendered: Option<(*const crate::cycle::GroupReason, std::sync::Arc<str>)> = None;
+    // A group's members share its reason: rendered once for all of them and its condition. A
+    // verdict over the nodes is rendered once for all its clones (equivalent pods', a kept
+    // verdict's), whatever came between them and in whichever batch.
+    let mut rendered: Option<(*const GroupReason, std::sync::Arc<str>)> = None;
     for (pod, err) in &plan.unschedulable {
         let error = !errors.is_empty() && errors.contains(&(pod.0 as usize));
         let reason = if error { "SchedulerError" } else { err.reason() };
         let message = match &err.group {
             Some(g) => match &rendered {
                 Some((at, text)) if std::ptr::eq(*at, &**g) => text.clone(),
-                _ => rendered.insert((&**g, g.to_string().into())).1.clone(),
+                _ => {
+                    let text = group_messages.get(&std::sync::Arc::as_ptr(g)).cloned();
+                    rendered.insert((&**g, text.unwrap_or_else(|| g.to_string().into()))).1.clone()
+                }
             },
             None => err.shared_message(),
         };
@@ -198,20 +203,25 @@ pub fn initially_scheduled(outcome: &GroupOutcome, invalid: bool) -> Option<(&'s
     }
 }
 
-/// The group conditions of a plan's group and tree results.
-fn group_conditions(plan: &Plan, out: &mut Vec<Effect>) {
+/// The group conditions of a plan's group and tree results; returns each PodGroup's message by
+/// its reason, which its members share.
+fn group_conditions(plan: &Plan, out: &mut Vec<Effect>) -> HashMap<*const GroupReason, std::sync::Arc<str>> {
+    let mut messages = HashMap::new();
     for r in &plan.groups {
         if let Some((status, reason)) = initially_scheduled(&r.outcome, false) {
             let (group, type_) = (GroupNode::Group(r.group), POD_GROUP_INITIALLY_SCHEDULED);
-            out.push(Effect::GroupCondition { group, type_, status, reason, message: r.message() });
+            let message: std::sync::Arc<str> = r.message().into();
+            messages.insert(std::sync::Arc::as_ptr(&r.reason), message.clone());
+            out.push(Effect::GroupCondition { group, type_, status, reason, message });
         }
     }
     for r in &plan.composites {
         if let Some((status, reason)) = initially_scheduled(&r.outcome, r.invalid) {
             let (group, type_) = (GroupNode::Composite(r.composite), COMPOSITE_INITIALLY_SCHEDULED);
-            out.push(Effect::GroupCondition { group, type_, status, reason, message: r.message() });
+            out.push(Effect::GroupCondition { group, type_, status, reason, message: r.message().into() });
         }
     }
+    messages
 }
 
 /// Preemption victims, each deleted once, with a `Preempted` event.
@@ -270,6 +280,45 @@ mod tests {
             (scheduled.kind(), scheduled.reason(), scheduled.action()),
             (EventType::Normal, "Scheduled", "Binding")
         );
+    }
+
+    /// A gang that does not fit: its condition and its members' PodScheduled messages are one
+    /// text, rendered once.
+    #[test]
+    fn a_failed_group_and_its_members_share_one_message() {
+        let node = serde_json::from_value(json!({"metadata": {"name": "n0"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}))
+        .unwrap();
+        let pod = |name: &str| {
+            Box::new(
+                serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
+                "spec": {"schedulingGroup": {"podGroupName": "g"},
+                         "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}}))
+                .unwrap(),
+            )
+        };
+        let group = serde_json::from_value(json!({"metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}))
+        .unwrap();
+        let mut cluster =
+            Cluster::build(vec![node], vec![pod("g-0"), pod("g-1")], &[], &SchedulerNames::default()).unwrap();
+        cluster.add_pod_groups(vec![group]);
+        let plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
+        let effects = effects(&cluster, &plan);
+        let condition = effects.iter().find_map(|e| match e {
+            Effect::GroupCondition { message, status: "False", .. } => Some(message.clone()),
+            _ => None,
+        });
+        let condition = condition.expect("the gang's condition");
+        let members: Vec<&std::sync::Arc<str>> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::PodUnschedulable { message, .. } => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(members.len(), 2);
+        assert!(members.iter().all(|m| std::sync::Arc::ptr_eq(m, &condition)), "{condition} / {members:?}");
     }
 
     #[test]
