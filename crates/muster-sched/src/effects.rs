@@ -34,6 +34,16 @@ pub enum Preemptor {
     Group(GroupNode),
 }
 
+impl Preemptor {
+    /// `pod <namespace/name>`, or the group's kind and key (`podgroup ml/train`).
+    pub fn describe(self, cluster: &Cluster) -> String {
+        match self {
+            Preemptor::Pod(p) => format!("pod {}", cluster.pod(p).key),
+            Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
+        }
+    }
+}
+
 /// One thing the world must do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
@@ -113,10 +123,7 @@ impl PodEvent {
             PodEvent::Scheduled { node } => {
                 format!("Successfully assigned {} to {}", cluster.pod(pod).key, cluster.node(*node).name()).into()
             }
-            PodEvent::Preempted { by: Preemptor::Pod(p) } => format!("Preempted by pod {}", cluster.pod(*p).key).into(),
-            PodEvent::Preempted { by: Preemptor::Group(g) } => {
-                format!("Preempted by {} {}", g.kind(), cluster.node_key(*g)).into()
-            }
+            PodEvent::Preempted { by } => format!("Preempted by {}", by.describe(cluster)).into(),
             PodEvent::FailedScheduling { message } => message.clone(),
         }
     }

@@ -216,7 +216,7 @@ pub fn has_claims(pod: &dyn PodObject) -> bool {
         .is_some_and(|v| v.iter().any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some()))
 }
 
-/// The API's NotFound text for a claim.
+/// A claim the pod names is not in the store (the API's NotFound).
 pub fn not_found(name: &str) -> VolumeReason {
     VolumeReason::ClaimNotFound(name.to_string())
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use muster_sched::effects::{EventType, Preemptor};
+use muster_sched::effects::EventType;
 use muster_sched::volumes::Binding;
 use muster_sched::{Cluster, Effect, Plan};
 
@@ -15,13 +15,12 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
     let pod = |p: muster_sched::PodId| cluster.pod(p).key.as_str();
     for e in muster_sched::effects::effects(cluster, plan) {
         let _ = match e {
-            Effect::Evict { pod: p, by } => {
-                let by = match by {
-                    Preemptor::Pod(q) => format!("pod {}", pod(q)),
-                    Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
-                };
-                writeln!(out, "evict   pod {} (DisruptionTarget=True, PreemptionByScheduler; for {by})", pod(p))
-            }
+            Effect::Evict { pod: p, by } => writeln!(
+                out,
+                "evict   pod {} (DisruptionTarget=True, PreemptionByScheduler; for {})",
+                pod(p),
+                by.describe(cluster)
+            ),
             Effect::BindVolumes { pod: p, decisions } => {
                 for d in decisions {
                     let _ = match d.binding {
