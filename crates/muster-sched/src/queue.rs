@@ -1,6 +1,9 @@
 //! The scheduling queue, as kube-scheduler's `PriorityQueue` keeps it: an active queue in
-//! PrioritySort order, a backoff queue (1 s doubling to 10 s per entry), a pool of unschedulable
-//! entries that wait for a cluster event that could help them (queueing hints). Pods held back by
+//! PrioritySort order, a backoff queue (1 s doubling to 10 s per entry; with
+//! `SchedulerPopFromBackoffQ`, beta and on since 1.33, its entries are tried at once whenever the
+//! active queue is empty), an error backoff queue (entries whose attempt ended in an error wait
+//! their backoff out), a pool of unschedulable entries that wait for a cluster event that could
+//! help them (queueing hints). Pods held back by
 //! scheduling gates never enter it (the store keeps them gated and queues them when the gates are
 //! gone); a gang below `minCount` is attempted, reported waiting and waits in the unschedulable
 //! pool for its pods (upstream's PreEnqueue keeps it out; the outcome is the same).
@@ -27,17 +30,65 @@ pub type Millis = u64;
 pub const INITIAL_BACKOFF: Millis = 1_000;
 pub const MAX_BACKOFF: Millis = 10_000;
 
+/// The backoff queue's ordering window with `SchedulerPopFromBackoffQ`: expiries are truncated
+/// to whole seconds, entries of one window sorted as the active queue sorts them, and a window
+/// is done when the clock reaches the next (`backoffQOrderingWindowDuration`).
+pub const BACKOFF_WINDOW: Millis = 1_000;
+
 /// How long a failed entry waits before its next attempt: `initial` after the first failure,
-/// doubling with each, at most `max` (`podInitialBackoffSeconds`, `podMaxBackoffSeconds`).
+/// doubling with each, at most `max` (`podInitialBackoffSeconds`, `podMaxBackoffSeconds`; a
+/// `max` of 0 turns backoff off), and whether an entry still backing off is tried when nothing
+/// else is ready (the `SchedulerPopFromBackoffQ` feature gate, beta and on by default since 1.33).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Backoff {
     pub initial: Millis,
     pub max: Millis,
+    pub pop_from_backoff_q: bool,
 }
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff { initial: INITIAL_BACKOFF, max: MAX_BACKOFF }
+        Backoff { initial: INITIAL_BACKOFF, max: MAX_BACKOFF, pop_from_backoff_q: true }
+    }
+}
+
+impl Backoff {
+    /// The key an entry that failed at `failed_at` after `attempts` attempts sorts by in the
+    /// backoff queues: the end of its backoff, truncated to its window with
+    /// `SchedulerPopFromBackoffQ` (`getBackoffTime`, `alignToWindow`).
+    fn key(self, attempts: u32, failed_at: Millis) -> Millis {
+        let mut backoff = self.initial.min(self.max);
+        for _ in 1..attempts {
+            backoff = backoff.saturating_mul(2).min(self.max);
+            if backoff == self.max {
+                break;
+            }
+        }
+        self.align(failed_at.saturating_add(backoff))
+    }
+
+    fn align(self, t: Millis) -> Millis {
+        if self.pop_from_backoff_q { t - t % BACKOFF_WINDOW } else { t }
+    }
+
+    /// Whether an entry whose backoff key is `key` still backs off at `now`
+    /// (`isEntityBackingoff`): with windows, until the window after its key begins.
+    fn backing_off(self, attempts: u32, key: Millis, now: Millis) -> bool {
+        if attempts == 0 || self.max == 0 {
+            return false;
+        }
+        if self.pop_from_backoff_q { key >= self.align(now) } else { key > now }
+    }
+
+    /// When an entry whose backoff key is `key` is done backing off.
+    fn ready_at(self, key: Millis) -> Millis {
+        if self.max == 0 {
+            key
+        } else if self.pop_from_backoff_q {
+            key + BACKOFF_WINDOW
+        } else {
+            key
+        }
     }
 }
 /// `DefaultPodMaxInUnschedulablePodsDuration`: an unschedulable entry is retried after 5 minutes
@@ -234,6 +285,9 @@ enum Place {
     Unschedulable,
     /// Popped and not yet reported back.
     InFlight,
+    /// In the error backoff queue: its attempt ended in an error (its binding failed), not a
+    /// verdict; it is tried when its backoff is over, never earlier.
+    ErrorBackoff,
 }
 
 #[derive(Clone, Debug)]
@@ -269,8 +323,10 @@ pub struct SchedulingQueue {
     /// Entries added together ([`SchedulingQueue::add_all`]), sorted, the first last: popped
     /// alongside the heap without a heap operation each.
     sorted: Vec<(OrderKey, QueueEntry)>,
-    /// By backoff expiry, then queue order.
+    /// By backoff key ([`Backoff::key`]), then queue order.
     backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
+    /// Entries whose attempt ended in an error, as `backoff`.
+    error_backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
     /// In the unschedulable pool since, by entry, with what it waits for (a copy of its info's,
     /// so that an event's scan reads no other map).
     unschedulable: BTreeMap<QueueEntry, Waiting>,
@@ -335,8 +391,8 @@ impl SchedulingQueue {
             self.requeue(entry, now);
             return;
         }
-        let info = Info::new(order, Place::Backoff, 1, now);
-        self.backoff.insert((Self::expiry(&info, self.limits), info.order.clone(), entry));
+        let info = Info::new(order, Place::ErrorBackoff, 1, now);
+        self.error_backoff.insert((self.key(&info), info.order.clone(), entry));
         self.info.insert(entry, info);
     }
 
@@ -345,7 +401,10 @@ impl SchedulingQueue {
         let Some(info) = self.info.remove(&entry) else { return };
         match info.place {
             Place::Backoff => {
-                self.backoff.remove(&(Self::expiry(&info, self.limits), info.order, entry));
+                self.backoff.remove(&(self.key(&info), info.order, entry));
+            }
+            Place::ErrorBackoff => {
+                self.error_backoff.remove(&(self.key(&info), info.order, entry));
             }
             Place::Unschedulable => {
                 self.leave_pool(entry, info.wake, info.checked);
@@ -357,13 +416,14 @@ impl SchedulingQueue {
     }
 
     /// The next entry to schedule at `now`: entries whose backoff has expired join the active
-    /// queue first. The entry is in flight until [`SchedulingQueue::done`] or
-    /// [`SchedulingQueue::failed`].
+    /// queue first; when it is empty, with `SchedulerPopFromBackoffQ`, the backoff queue's first
+    /// entry is tried before its backoff is over (never an entry of the error backoff queue).
+    /// The entry is in flight until [`SchedulingQueue::done`] or [`SchedulingQueue::failed`].
     pub fn pop(&mut self, now: Millis) -> Option<QueueEntry> {
         self.flush_backoff(now);
         loop {
             let from_sorted = match (self.sorted.last(), self.active.peek()) {
-                (None, None) => return None,
+                (None, None) => return self.pop_backoff(),
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
                 (Some(s), Some(Reverse(h))) => s <= h,
@@ -385,6 +445,22 @@ impl SchedulingQueue {
         }
     }
 
+    /// The backoff queue's first entry, in flight, when `SchedulerPopFromBackoffQ` is on
+    /// (`popBackoff`).
+    fn pop_backoff(&mut self) -> Option<QueueEntry> {
+        if !self.limits.pop_from_backoff_q {
+            return None;
+        }
+        let (_, _, entry) = self.backoff.pop_first()?;
+        let info = self.info.get_mut(&entry)?;
+        debug_assert_eq!(info.place, Place::Backoff);
+        self.cycle += 1;
+        info.place = Place::InFlight;
+        info.attempts += 1;
+        info.popped_at_cycle = self.cycle;
+        Some(entry)
+    }
+
     /// The entry's attempt succeeded: it leaves the queue.
     pub fn done(&mut self, entry: QueueEntry) {
         debug_assert!(self.info.get(&entry).is_none_or(|i| i.place == Place::InFlight), "done on a queued entry");
@@ -393,8 +469,7 @@ impl SchedulingQueue {
 
     /// The entry's attempt failed at `now`, waiting for `wake`: it goes to the unschedulable pool,
     /// or to backoff when an event came while it was in flight (the event may already have
-    /// helped it) or when the failure was an error rather than a verdict (`wake` is
-    /// [`Wake::ANY`] and nothing will say when to retry).
+    /// helped it). A failure the engine cannot tie to plugins waits for [`Wake::ANY`].
     pub fn failed(&mut self, entry: QueueEntry, wake: Wake, now: Millis) {
         self.failed_checked(entry, wake, Checked::default(), now);
     }
@@ -410,7 +485,7 @@ impl SchedulingQueue {
         info.checked = checked;
         if move_request_cycle >= info.popped_at_cycle {
             info.place = Place::Backoff;
-            let key = (Self::expiry(info, self.limits), info.order.clone(), entry);
+            let key = (self.limits.key(info.attempts, info.failed_at), info.order.clone(), entry);
             self.backoff.insert(key);
         } else {
             info.place = Place::Unschedulable;
@@ -503,12 +578,18 @@ impl SchedulingQueue {
 
     /// When the next entry in backoff becomes ready, if any.
     pub fn next_backoff_expiry(&self) -> Option<Millis> {
-        self.backoff.first().map(|(t, _, _)| *t)
+        let first = |q: &BTreeSet<(Millis, OrderKey, QueueEntry)>| q.first().map(|(t, _, _)| self.limits.ready_at(*t));
+        match (first(&self.backoff), first(&self.error_backoff)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Nothing to schedule now or after a backoff: the rest waits for events.
     pub fn is_idle(&self) -> bool {
-        self.backoff.is_empty() && !self.info.values().any(|i| i.place == Place::Active)
+        self.backoff.is_empty()
+            && self.error_backoff.is_empty()
+            && !self.info.values().any(|i| i.place == Place::Active)
     }
 
     /// How many attempts an entry has had.
@@ -520,7 +601,7 @@ impl SchedulingQueue {
     pub fn counts(&self) -> (usize, usize, usize) {
         let active = self.info.values().filter(|i| i.place == Place::Active).count();
         let grouped: usize = self.grouped.values().map(BTreeMap::len).sum();
-        (active, self.backoff.len(), self.unschedulable.len() + grouped)
+        (active, self.backoff.len() + self.error_backoff.len(), self.unschedulable.len() + grouped)
     }
 
     fn requeue(&mut self, entry: QueueEntry, now: Millis) {
@@ -530,11 +611,12 @@ impl SchedulingQueue {
         }
         let (wake, checked) = (info.wake, info.checked);
         self.leave_pool(entry, wake, checked);
+        let limits = self.limits;
         let Some(info) = self.info.get_mut(&entry) else { return };
-        let expiry = Self::expiry(info, self.limits);
-        if info.attempts > 0 && expiry > now {
+        let key = limits.key(info.attempts, info.failed_at);
+        if limits.backing_off(info.attempts, key, now) {
             info.place = Place::Backoff;
-            self.backoff.insert((expiry, info.order.clone(), entry));
+            self.backoff.insert((key, info.order.clone(), entry));
         } else {
             info.place = Place::Active;
             self.active.push(Reverse((info.order.clone(), entry)));
@@ -550,30 +632,27 @@ impl SchedulingQueue {
         }
     }
 
+    /// Moves the entries of both backoff queues whose backoff is over to the active queue
+    /// (`popAllBackoffCompleted`).
     fn flush_backoff(&mut self, now: Millis) {
-        while let Some(first) = self.backoff.first() {
-            if first.0 > now {
-                break;
-            }
-            let (_, order, entry) = self.backoff.pop_first().expect("checked above");
-            if let Some(info) = self.info.get_mut(&entry) {
-                info.place = Place::Active;
-                self.active.push(Reverse((order, entry)));
+        let limits = self.limits;
+        for queue in [&mut self.backoff, &mut self.error_backoff] {
+            while let Some(first) = queue.first() {
+                if limits.ready_at(first.0) > now {
+                    break;
+                }
+                let (_, order, entry) = queue.pop_first().expect("checked above");
+                if let Some(info) = self.info.get_mut(&entry) {
+                    info.place = Place::Active;
+                    self.active.push(Reverse((order, entry)));
+                }
             }
         }
     }
 
-    /// `failed_at` plus the backoff for the attempts so far: the initial backoff after the
-    /// first, doubling, at most the maximum (`calculateBackoffDuration`).
-    fn expiry(info: &Info, limits: Backoff) -> Millis {
-        let mut backoff = limits.initial.min(limits.max);
-        for _ in 1..info.attempts {
-            backoff = backoff.saturating_mul(2).min(limits.max);
-            if backoff == limits.max {
-                break;
-            }
-        }
-        info.failed_at + backoff
+    /// An entry's key in the backoff queues.
+    fn key(&self, info: &Info) -> Millis {
+        self.limits.key(info.attempts, info.failed_at)
     }
 }
 
@@ -599,9 +678,14 @@ mod tests {
         assert_eq!([q.pop(0), q.pop(0), q.pop(0), q.pop(0)], [Some(pod(1)), Some(pod(2)), Some(pod(0)), None]);
     }
 
+    /// A queue as kube-scheduler's with `--feature-gates=SchedulerPopFromBackoffQ=false`.
+    fn without_pop_from_backoff_q() -> SchedulingQueue {
+        SchedulingQueue::with_backoff(Backoff { pop_from_backoff_q: false, ..Backoff::default() })
+    }
+
     #[test]
     fn a_failed_entry_waits_for_its_event_then_backs_off() {
-        let mut q = SchedulingQueue::new();
+        let mut q = without_pop_from_backoff_q();
         q.add(pod(0), key(0, "a"));
         assert_eq!(q.pop(0), Some(pod(0)));
         q.failed(pod(0), Wake::ASSIGNED_POD_DELETED, 0);
@@ -613,6 +697,57 @@ mod tests {
         assert_eq!(q.next_backoff_expiry(), Some(1_000));
         assert_eq!(q.pop(1_000), Some(pod(0)));
         assert_eq!(q.attempts(pod(0)), 2);
+    }
+
+    /// `SchedulerPopFromBackoffQ` (on by default): an entry woken during its backoff is tried as
+    /// soon as nothing in the active queue is ready, before entries that are.
+    #[test]
+    fn a_woken_entry_is_tried_at_once_when_nothing_else_is_ready() {
+        let mut q = SchedulingQueue::new();
+        q.add(pod(0), key(0, "a"));
+        assert_eq!(q.pop(0), Some(pod(0)));
+        q.failed(pod(0), Wake::ASSIGNED_POD_DELETED, 0);
+        q.on_event(Wake::ASSIGNED_POD_DELETED, 100);
+        assert_eq!(q.counts(), (0, 1, 0), "in backoff");
+        q.add(pod(1), key(0, "b"));
+        assert_eq!(q.pop(100), Some(pod(1)), "the active queue first");
+        assert_eq!(q.pop(100), Some(pod(0)), "then the backoff queue, its backoff not over");
+        assert_eq!(q.pop(100), None);
+    }
+
+    /// With `SchedulerPopFromBackoffQ`, backoff ends on whole seconds and, within one, entries
+    /// sort as the active queue sorts them: the higher priority first, though its backoff ends
+    /// later in the second.
+    #[test]
+    fn backoff_windows_are_whole_seconds_sorted_by_priority() {
+        let mut q = SchedulingQueue::new();
+        q.add(pod(0), key(0, "low"));
+        q.add(pod(1), key(10, "high"));
+        assert_eq!(q.pop(0), Some(pod(1)));
+        q.failed(pod(1), Wake::NODE_ADDED, 300); // backoff to 1,300 ms: the window of 1 s
+        assert_eq!(q.pop(0), Some(pod(0)));
+        q.failed(pod(0), Wake::NODE_ADDED, 0); // to 1,000 ms: the same window
+        q.on_event(Wake::NODE_ADDED, 500);
+        assert_eq!(q.next_backoff_expiry(), Some(2_000), "the window of 1 s is over at 2 s");
+        assert_eq!(q.pop(1_999), Some(pod(1)), "the backoff queue's first: the higher priority");
+        q.failed(pod(1), Wake::NODE_ADDED, 1_999);
+        q.flush_backoff(2_000);
+        assert_eq!(q.counts(), (1, 0, 1), "at 2 s, the other one's backoff is over");
+    }
+
+    /// An entry whose binding failed (an error, not a verdict) waits its backoff out, even with
+    /// nothing else to do.
+    #[test]
+    fn an_entry_whose_binding_failed_waits_out_its_backoff() {
+        let mut q = SchedulingQueue::new();
+        q.add_after_binding_failure(pod(0), key(0, "a"), 0);
+        assert_eq!(q.pop(0), None);
+        assert_eq!(q.next_backoff_expiry(), Some(2_000), "1 s, then the end of its window");
+        assert_eq!(q.pop(1_999), None);
+        assert_eq!(q.pop(2_000), Some(pod(0)));
+        let mut off = without_pop_from_backoff_q();
+        off.add_after_binding_failure(pod(0), key(0, "a"), 0);
+        assert_eq!(off.next_backoff_expiry(), Some(1_000), "without windows");
     }
 
     #[test]
@@ -646,7 +781,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_ten_seconds() {
-        let mut q = SchedulingQueue::new();
+        let mut q = without_pop_from_backoff_q();
         q.add(pod(0), key(0, "a"));
         let mut now = 0;
         let mut waits = Vec::new();
@@ -663,7 +798,7 @@ mod tests {
 
     #[test]
     fn an_event_during_the_attempt_sends_the_entry_to_backoff() {
-        let mut q = SchedulingQueue::new();
+        let mut q = without_pop_from_backoff_q();
         q.add(pod(0), key(0, "a"));
         assert_eq!(q.pop(0), Some(pod(0)));
         q.on_event(Wake::ASSIGNED_POD_DELETED, 0);

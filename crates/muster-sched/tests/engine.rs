@@ -36,7 +36,8 @@ fn one_node(gpus: u8) -> (Cluster, Vec<k8s_openapi::api::resource::v1::ResourceS
 }
 
 /// A pod arrives before the claim it names: it waits, saying which claim it misses, and is placed
-/// once the claim arrives (woken by the claim's arrival, after its backoff).
+/// once the claim arrives (woken by the claim's arrival and, with nothing else to do, tried at once
+/// though its backoff is not over: `SchedulerPopFromBackoffQ`).
 #[test]
 fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     let (cluster, slices) = one_node(2);
@@ -59,9 +60,8 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     );
 
     engine.apply(Change::UpsertClaim(claim("trainer-gpu", None)), 500).unwrap();
-    assert!(engine.schedule(500).placements.is_empty(), "still in its 1 s backoff");
-    assert_eq!(engine.next_wakeup(), Some(1_000));
-    let second = engine.schedule(1_000);
+    assert_eq!(engine.queue().counts(), (0, 1, 0), "woken into its 1 s backoff");
+    let second = engine.schedule(500);
     let c = engine.cluster();
     let placed: Vec<(&str, &str)> =
         second.placements.iter().map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name())).collect();
@@ -221,7 +221,7 @@ fn new_devices_reach_a_waiting_pod_when_the_engine_gets_new_slices() {
 }
 
 /// A node goes away while a pod is assumed onto it: the pod is forgotten (its device given back)
-/// and placed on another node after its backoff.
+/// and placed on another node after its backoff (an error's: waited out, to the end of its window).
 #[test]
 fn a_pod_assumed_onto_a_deleted_node_is_placed_elsewhere() {
     let (nodes, slices) = common::gpu_nodes(&[1, 1], "rack", "r");
@@ -239,8 +239,9 @@ fn a_pod_assumed_onto_a_deleted_node_is_placed_elsewhere() {
     assert_eq!(c.pod(p).state, PodState::Pending);
     let status = c.claims.iter().find(|x| x.key() == "ml/trainer-gpu").unwrap().claim.status.as_ref();
     assert!(status.is_none_or(|s| s.allocation.is_none()), "the device was given back");
-    assert_eq!(engine.next_wakeup(), Some(1_100));
-    let second = engine.schedule(1_100);
+    assert!(engine.schedule(100).placements.is_empty(), "backing off");
+    assert_eq!(engine.next_wakeup(), Some(2_000), "1 s from 100 ms, to the end of that second's window");
+    let second = engine.schedule(2_000);
     let c = engine.cluster();
     let placed: Vec<&str> = second.placements.iter().map(|(_, n)| c.node(*n).name()).collect();
     assert_eq!(placed.len(), 1);

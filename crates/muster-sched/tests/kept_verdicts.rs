@@ -82,8 +82,7 @@ fn a_waiting_pod_is_filtered_again_only_on_the_nodes_that_changed() {
     let mut placements = Vec::new();
     for engine in [&mut kept, &mut full] {
         engine.apply(Change::UpsertClaim(claim("run-4-gpu", None)), 6_000).unwrap();
-        assert!(engine.schedule(6_000).placements.is_empty(), "in its 2 s backoff");
-        let third = engine.schedule(7_000);
+        let third = engine.schedule(6_000); // in its 2 s backoff, popped from it: nothing else to do
         placements.push(placed(engine, &third));
     }
     assert_eq!(kept.kept_rejections(), 10);

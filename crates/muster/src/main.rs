@@ -10,6 +10,7 @@ mod conformance;
 mod convert;
 mod devices;
 mod effects;
+mod feature_gates;
 #[cfg(test)]
 mod fuzz;
 mod memory;
@@ -328,6 +329,11 @@ enum BenchCommand {
         /// for another placement with it back before evicting it.
         #[arg(long)]
         reprieve_search: bool,
+        /// Feature gates, as kube-scheduler's flag takes them (`Name=true|false`, comma-separated).
+        /// muster models SchedulerPopFromBackoffQ (beta, on by default since 1.33: when nothing
+        /// else is ready, pods still backing off are tried); any other gate is refused.
+        #[arg(long, value_name = "GATES", value_parser = crate::feature_gates::FeatureGates::parse, default_value = "")]
+        feature_gates: crate::feature_gates::FeatureGates,
     },
     /// Compile and evaluate the H100 selector of issue 3 over generated GPU device views.
     Cel {
@@ -624,8 +630,20 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Churn { nodes, running, events, seed, waiting } => {
             print!("{}", bench::churn(nodes, running, events, seed, waiting)?)
         }
-        BenchCommand::Sim { nodes, jobs, days, seed, scoring, wall_limit, without_verdict_reuse, reprieve_search } => {
-            let config = SchedulerConfig { scoring_strategy: scoring.into(), reprieve_search, ..Default::default() };
+        BenchCommand::Sim {
+            nodes,
+            jobs,
+            days,
+            seed,
+            scoring,
+            wall_limit,
+            without_verdict_reuse,
+            reprieve_search,
+            feature_gates,
+        } => {
+            let mut config =
+                SchedulerConfig { scoring_strategy: scoring.into(), reprieve_search, ..Default::default() };
+            feature_gates.apply(&mut config);
             print!("{}", bench::sim(nodes, jobs, days, seed, &config, wall_limit, !without_verdict_reuse)?)
         }
         BenchCommand::Cel { devices, iterations } => print!("{}", bench::cel(devices, iterations)?),

@@ -55,6 +55,11 @@ pub struct RunArgs {
     /// for another placement before evicting a victim its first placement needs.
     #[arg(long)]
     reprieve_search: bool,
+    /// Feature gates, as kube-scheduler's flag takes them (`Name=true|false`, comma-separated).
+    /// muster models SchedulerPopFromBackoffQ (beta, on by default since 1.33: when nothing
+    /// else is ready, pods still backing off are tried); any other gate is refused.
+    #[arg(long, value_name = "GATES", value_parser = crate::feature_gates::FeatureGates::parse, default_value = "")]
+    feature_gates: crate::feature_gates::FeatureGates,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -70,6 +75,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     init_logs(args.log_format);
     let (mut config, mut names) = crate::config::from_flags(args.config.as_deref(), args.scoring)?;
     config.reprieve_search = args.reprieve_search;
+    args.feature_gates.apply(&mut config);
     if !args.scheduler_names.is_empty() {
         names = args.scheduler_names.clone();
     }

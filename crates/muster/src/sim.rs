@@ -51,6 +51,11 @@ pub struct SimArgs {
     /// As for `muster plan`.
     #[arg(long)]
     reprieve_search: bool,
+    /// Feature gates for every configuration run, as kube-scheduler's flag takes them (`Name=true|false`, comma-separated).
+    /// muster models SchedulerPopFromBackoffQ (beta, on by default since 1.33: when nothing
+    /// else is ready, pods still backing off are tried); any other gate is refused.
+    #[arg(long, value_name = "GATES", value_parser = crate::feature_gates::FeatureGates::parse, default_value = "")]
+    feature_gates: crate::feature_gates::FeatureGates,
     /// Run the same trace again under another scheduler configuration and put the runs side by
     /// side in one report (repeatable): `least-allocated`, `most-allocated`, or a
     /// KubeSchedulerConfiguration file, with `+reprieve-search` after it for muster's
@@ -117,7 +122,8 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     for c in &args.compare {
         configs.push((c.clone(), compared_config(c)?));
     }
-    for (label, (config, names)) in configs {
+    for (label, (mut config, names)) in configs {
+        args.feature_gates.apply(&mut config);
         // The progress line names the configuration in a comparison only.
         let shown = if args.compare.is_empty() { "" } else { label.as_str() };
         match simulate(&args, &trace, openb_nodes.as_ref(), config, &names, shown)? {

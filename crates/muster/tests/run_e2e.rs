@@ -260,6 +260,9 @@ const EXERCISED_ELSEWHERE: &[(&str, &str, &str)] = &[
     ("get", "resource.k8s.io", "resourceclaims"),
     // Unreserve gives a reservation back: a_failed_binding_is_unreserved_and_retried.
     ("patch", "resource.k8s.io", "resourceclaims/status"),
+    // A second FailedScheduling about one pod makes a series:
+    // repeated_failures_of_a_pod_become_an_event_series.
+    ("patch", "events.k8s.io", "events"),
     // Checked by the API server on allocation and reservedFor writes; never requested.
     ("update", "resource.k8s.io", "resourceclaims/binding"),
     ("patch", "resource.k8s.io", "resourceclaims/binding"),
