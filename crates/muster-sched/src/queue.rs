@@ -82,13 +82,7 @@ impl Backoff {
 
     /// When an entry whose backoff key is `key` is done backing off.
     fn ready_at(self, key: Millis) -> Millis {
-        if self.max == 0 {
-            key
-        } else if self.pop_from_backoff_q {
-            key + BACKOFF_WINDOW
-        } else {
-            key
-        }
+        if self.pop_from_backoff_q && self.max != 0 { key + BACKOFF_WINDOW } else { key }
     }
 }
 /// `DefaultPodMaxInUnschedulablePodsDuration`: an unschedulable entry is retried after 5 minutes

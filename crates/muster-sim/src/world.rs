@@ -30,22 +30,20 @@ mod device_events;
 /// Counts a failed attempt under what failed it: its group's verdict, PreFilter, a plugin's
 /// error, or each Filter plugin that rejected nodes (once per attempt).
 fn count_failure(by: &mut std::collections::BTreeMap<&'static str, u64>, e: &muster_sched::FitError) {
-    let mut seen: Vec<&'static str> = Vec::new();
+    let mut count = |what: &'static str| *by.entry(what).or_default() += 1;
     if e.group.is_some() {
-        seen.push("PodGroup");
+        count("PodGroup");
     } else if e.pre_filter.is_some() {
-        seen.push("PreFilter");
+        count("PreFilter");
     } else if let Some(err) = &e.error {
-        seen.push(err.plugin);
+        count(err.plugin);
     } else {
-        for r in e.rejections.iter() {
-            if !seen.contains(&r.plugin) {
-                seen.push(r.plugin);
+        // Each plugin once (no allocation: this runs for every failed attempt).
+        for (i, r) in e.rejections.iter().enumerate() {
+            if !e.rejections[..i].iter().any(|earlier| earlier.plugin == r.plugin) {
+                count(r.plugin);
             }
         }
-    }
-    for what in seen {
-        *by.entry(what).or_default() += 1;
     }
 }
 
