@@ -604,7 +604,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
 
     /// Schedules every pending pod, PodGroup and CompositePodGroup tree until the queue is idle
     /// (kube-scheduler's loop over its [`SchedulingQueue`], on a clock that starts at 0 and jumps
-    /// to the next backoff expiry when nothing else is ready). An entry that does not fit waits
+    /// to the next backoff expiry when nothing else is ready; with `SchedulerPopFromBackoffQ` an
+    /// entry backing off is tried as soon as nothing else is, so only the gate turned off or a
+    /// failed binding's backoff moves the clock). An entry that does not fit waits
     /// in the unschedulable pool for an event that could help it: in a plan, the only such events
     /// are preemptions (victims' resources and devices freed), after which the entries waiting
     /// for them are tried again. Each entry's last attempt is what the plan reports.
