@@ -329,9 +329,7 @@ enum BenchCommand {
         /// for another placement with it back before evicting it.
         #[arg(long)]
         reprieve_search: bool,
-        /// Feature gates, as kube-scheduler's flag takes them (`Name=true|false`, comma-separated).
-        /// muster models SchedulerPopFromBackoffQ (beta, on by default since 1.33: when nothing
-        /// else is ready, pods still backing off are tried); any other gate is refused.
+        /// As for `muster run`.
         #[arg(long, value_name = "GATES", value_parser = crate::feature_gates::FeatureGates::parse, default_value = "")]
         feature_gates: crate::feature_gates::FeatureGates,
     },

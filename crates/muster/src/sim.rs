@@ -51,9 +51,7 @@ pub struct SimArgs {
     /// As for `muster plan`.
     #[arg(long)]
     reprieve_search: bool,
-    /// Feature gates for every configuration run, as kube-scheduler's flag takes them (`Name=true|false`, comma-separated).
-    /// muster models SchedulerPopFromBackoffQ (beta, on by default since 1.33: when nothing
-    /// else is ready, pods still backing off are tried); any other gate is refused.
+    /// As for `muster run`, for every configuration run.
     #[arg(long, value_name = "GATES", value_parser = crate::feature_gates::FeatureGates::parse, default_value = "")]
     feature_gates: crate::feature_gates::FeatureGates,
     /// Run the same trace again under another scheduler configuration and put the runs side by
