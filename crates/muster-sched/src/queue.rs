@@ -431,10 +431,7 @@ impl SchedulingQueue {
             if info.place != Place::Active || info.order != order {
                 continue; // a stale heap item: the entry was removed, or moved and re-added
             }
-            self.cycle += 1;
-            info.place = Place::InFlight;
-            info.attempts += 1;
-            info.popped_at_cycle = self.cycle;
+            Self::take_off(&mut self.cycle, info);
             return Some(entry);
         }
     }
@@ -448,11 +445,16 @@ impl SchedulingQueue {
         let (_, _, entry) = self.backoff.pop_first()?;
         let info = self.info.get_mut(&entry)?;
         debug_assert_eq!(info.place, Place::Backoff);
-        self.cycle += 1;
+        Self::take_off(&mut self.cycle, info);
+        Some(entry)
+    }
+
+    /// A popped entry's attempt begins: it is in flight, one attempt more, in a new cycle.
+    fn take_off(cycle: &mut u64, info: &mut Info) {
+        *cycle += 1;
         info.place = Place::InFlight;
         info.attempts += 1;
-        info.popped_at_cycle = self.cycle;
-        Some(entry)
+        info.popped_at_cycle = *cycle;
     }
 
     /// The entry's attempt succeeded: it leaves the queue.
@@ -572,11 +574,11 @@ impl SchedulingQueue {
 
     /// When the next entry in backoff becomes ready, if any.
     pub fn next_backoff_expiry(&self) -> Option<Millis> {
-        let first = |q: &BTreeSet<(Millis, OrderKey, QueueEntry)>| q.first().map(|(t, _, _)| self.limits.ready_at(*t));
-        match (first(&self.backoff), first(&self.error_backoff)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [&self.backoff, &self.error_backoff]
+            .into_iter()
+            .filter_map(|q| q.first())
+            .map(|(t, _, _)| self.limits.ready_at(*t))
+            .min()
     }
 
     /// Nothing to schedule now or after a backoff: the rest waits for events.
