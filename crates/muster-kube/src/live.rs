@@ -328,7 +328,7 @@ impl Loop {
             m.attempt("error", group_profile(c, g.group), 1);
         }
         for (p, _) in &plan.unschedulable {
-            m.attempt("unschedulable", profile_of(c, *p), 1);
+            m.attempt("unschedulable", profile_of(c, p), 1);
         }
         let victims = plan.preempted.len() + plan.pod_preemptions.iter().map(|p| p.victims.len()).sum::<usize>();
         if victims > 0 {

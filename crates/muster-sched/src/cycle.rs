@@ -29,6 +29,7 @@ mod preemption;
 mod profiles;
 pub mod reasons;
 mod scoring;
+mod verdicts;
 
 pub use attempt::{Reserved, run_all_filters, run_filters};
 pub use composite::CompositeResult;
@@ -40,6 +41,7 @@ pub use reasons::{
     DomainError, GroupReason, InvalidTree, Preemption, PriorityMismatch, TreeReason, Victims, WouldNotHelp,
 };
 use scoring::{ScoreMemo, Scoring};
+pub use verdicts::Verdicts;
 
 /// Score plugin weights (the defaults are kube-scheduler's).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,8 +173,8 @@ pub enum Outcome {
 pub struct Plan {
     /// Placements in the order they were made (queue order).
     pub placements: Vec<(PodId, NodeId)>,
-    /// Pods that fit nowhere, in queue order.
-    pub unschedulable: Vec<(PodId, FitError)>,
+    /// Pods that fit nowhere, in queue order (a failed group's members share one verdict).
+    pub unschedulable: Verdicts,
     /// What each PodGroup's cycle decided, in queue order.
     pub groups: Vec<GroupResult>,
     /// Running pods preempted to make room for a PodGroup or a CompositePodGroup tree.
@@ -234,11 +236,11 @@ impl Plan {
     /// (a scheduled group stays scheduled; a new result adds what it placed).
     fn forget(&mut self, pods: &[PodId], groups: &[GroupId], entry: QueueEntry) {
         let (seen, index) = &mut self.indexed;
-        index.extend(self.unschedulable[(*seen).min(self.unschedulable.len())..].iter().map(|(p, _)| *p));
+        index.extend(self.unschedulable.pods_from(*seen).iter().copied());
         *seen = self.unschedulable.len();
         if pods.iter().any(|p| index.contains(p)) {
             let pods: std::collections::HashSet<PodId> = pods.iter().copied().collect();
-            self.unschedulable.retain(|(p, _)| !pods.contains(p));
+            self.unschedulable.retain(|p| !pods.contains(&p));
             index.retain(|p| !pods.contains(p));
             *seen = self.unschedulable.len();
         }
@@ -353,13 +355,12 @@ impl GroupResult {
         self.reason.to_string()
     }
 
-    /// Each of `pods` fails with this result's reason, shared (`num_nodes`: the nodes it speaks for).
-    fn member_errors<'r>(
-        &'r self,
-        pods: &'r [PodId],
-        num_nodes: usize,
-    ) -> impl Iterator<Item = (PodId, FitError)> + 'r {
-        pods.iter().map(move |p| (*p, FitError::group(num_nodes, self.reason.clone())))
+    /// Each of `pods` fails with this result's reason, one verdict shared (`num_nodes`: the
+    /// nodes it speaks for).
+    fn member_errors(&self, pods: &[PodId], num_nodes: usize) -> Verdicts {
+        let mut failed = Verdicts::default();
+        failed.push_shared(pods, FitError::group(num_nodes, self.reason.clone()));
+        failed
     }
 }
 
@@ -746,7 +747,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                             let key = equivalence::key(self.cluster.pod(pod));
                             self.failed_classes.push((key, pod, e.clone()));
                         }
-                        plan.unschedulable.push((pod, e))
+                        plan.unschedulable.push(pod, e)
                     }
                 },
             },
@@ -767,14 +768,18 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             }
         };
         let (c, spread) = (&*self.cluster, &self.config.pod_topology_spread);
-        let failed = &plan.unschedulable[failed_before..];
-        let wake = failed
-            .iter()
-            .filter(|(p, _)| pending.contains(p))
-            .fold(Wake::NONE, |w, (p, e)| w.union(wake_for(c.pod(*p), e, spread)));
+        let mut sorted = pending.clone();
+        sorted.sort_unstable();
+        let wake = plan.unschedulable.since(failed_before).fold(Wake::NONE, |w, (pods, e)| {
+            let pods = pods.iter().filter(|p| sorted.binary_search(p).is_ok());
+            pods.fold(w, |w, p| w.union(wake_for(c.pod(*p), e, spread)))
+        });
         // Hints that look at an event's object are asked for a pod entry (one verdict).
-        let checked = match (entry, failed) {
-            (QueueEntry::Pod(p), [(q, e)]) if *q == p => hints::checked_for(e, wake),
+        let checked = match (entry, plan.unschedulable.len() - failed_before) {
+            (QueueEntry::Pod(p), 1) => match plan.unschedulable.get(failed_before) {
+                Some((q, e)) if q == p => hints::checked_for(e, wake),
+                _ => Checked::default(),
+            },
             _ => Checked::default(),
         };
         Attempted { pending: !pending.is_empty(), wake, checked, freed: plan.victims() > victims_before }
@@ -807,7 +812,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         let Some((_, _, e)) = found else {
             return false;
         };
-        plan.unschedulable.push((pod, e.clone()));
+        plan.unschedulable.push(pod, e.clone());
         self.reused_verdicts += 1;
         true
     }

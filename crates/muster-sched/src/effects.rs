@@ -171,9 +171,7 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
     // verdict over the nodes is rendered once for all its clones (equivalent pods', a kept
     // verdict's), whatever came between them and in whichever batch.
     let mut rendered: Option<(*const GroupReason, std::sync::Arc<str>)> = None;
-    for (pod, err) in &plan.unschedulable {
-        let error = !errors.is_empty() && errors.contains(&(pod.0 as usize));
-        let reason = if error { "SchedulerError" } else { err.reason() };
+    for (pods, err) in plan.unschedulable.runs() {
         let message = match &err.group {
             Some(g) => match &rendered {
                 Some((at, text)) if std::ptr::eq(*at, &**g) => text.clone(),
@@ -184,8 +182,12 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
             },
             None => err.shared_message(),
         };
-        out.push(Effect::PodUnschedulable { pod: *pod, reason, message: message.clone() });
-        out.push(Effect::Event { pod: *pod, event: PodEvent::FailedScheduling { message } });
+        for &pod in pods {
+            let error = !errors.is_empty() && errors.contains(&(pod.0 as usize));
+            let reason = if error { "SchedulerError" } else { err.reason() };
+            out.push(Effect::PodUnschedulable { pod, reason, message: message.clone() });
+            out.push(Effect::Event { pod, event: PodEvent::FailedScheduling { message: message.clone() } });
+        }
     }
     out
 }
@@ -347,7 +349,7 @@ mod tests {
         let (a, b, c, d) = (PodId(0), PodId(1), PodId(2), PodId(3));
         let first = plan.unschedulable.iter().find(|(p, _)| *p == a).unwrap().1.clone();
         let other = crate::framework::FitError::pre_filter(1, crate::pre_filter_reason::PreFilterReason::NoDraInputs);
-        plan.unschedulable = vec![(a, first.clone()), (b, first.clone()), (d, other), (c, first)];
+        plan.unschedulable = [(a, first.clone()), (b, first.clone()), (d, other), (c, first)].into_iter().collect();
         let messages: Vec<(PodId, std::sync::Arc<str>)> = effects(&cluster, &plan)
             .into_iter()
             .filter_map(|e| match e {
@@ -370,7 +372,7 @@ mod tests {
         // verdict remembers it for the next time it is rendered.
         assert!(std::sync::Arc::ptr_eq(&messages[0].1, &messages[1].1));
         assert!(std::sync::Arc::ptr_eq(&messages[0].1, &messages[3].1));
-        assert!(std::sync::Arc::ptr_eq(&messages[0].1, &plan.unschedulable[0].1.shared_message()));
-        assert!(!std::sync::Arc::ptr_eq(&messages[2].1, &plan.unschedulable[2].1.shared_message()));
+        assert!(std::sync::Arc::ptr_eq(&messages[0].1, &plan.unschedulable.get(0).unwrap().1.shared_message()));
+        assert!(!std::sync::Arc::ptr_eq(&messages[2].1, &plan.unschedulable.get(2).unwrap().1.shared_message()));
     }
 }

@@ -71,9 +71,9 @@ proptest! {
             let placed: HashMap<u32, u32> = plan.placements.iter().map(|(p, n)| (p.0, n.0)).collect();
             // Every pending pod is placed or unschedulable, once.
             let mut seen = HashSet::new();
-            for p in plan.placements.iter().map(|(p, _)| p).chain(plan.unschedulable.iter().map(|(p, _)| p)) {
+            for p in plan.placements.iter().map(|(p, _)| *p).chain(plan.unschedulable.iter().map(|(p, _)| p)) {
                 if !seen.insert(p.0) {
-                    problems.push(format!("{} reported twice", cluster.pod(*p).key));
+                    problems.push(format!("{} reported twice", cluster.pod(p).key));
                 }
             }
             if seen.len() != cluster.pods.len() {

@@ -56,7 +56,7 @@ fn plan_with(nodes: Vec<Node>, pods: Vec<Box<Pod>>, config: SchedulerConfig) -> 
         .map(|(p, n)| (cluster.pod(*p).key.clone(), cluster.node(*n).name().to_string()))
         .collect();
     let mut failed: Vec<_> =
-        plan.unschedulable.iter().map(|(p, e)| (cluster.pod(*p).key.clone(), e.message())).collect();
+        plan.unschedulable.iter().map(|(p, e)| (cluster.pod(p).key.clone(), e.message())).collect();
     placed.sort();
     failed.sort();
     (placed, failed)
@@ -320,7 +320,7 @@ fn queue_order_is_priority_then_creation_then_name() {
     assert_eq!(order, ["default/z-high", "default/b-early", "default/a-late"]);
     let plan = s.plan();
     assert_eq!(plan.placements.len(), 2, "the 4-cpu node takes the first two in queue order");
-    assert_eq!(cluster.pod(plan.unschedulable[0].0).key, "default/a-late");
+    assert_eq!(cluster.pod(plan.unschedulable.get(0).unwrap().0).key, "default/a-late");
 }
 
 #[test]

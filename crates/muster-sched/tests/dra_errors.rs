@@ -71,7 +71,7 @@ fn messages(memo: bool) -> Vec<(String, String, &'static str)> {
         plan.unschedulable.iter().map(|(_, e)| e.message()).collect::<Vec<_>>()
     );
     let mut out: Vec<_> =
-        plan.unschedulable.iter().map(|(p, e)| (cluster.pod(*p).key.clone(), e.message(), e.reason())).collect();
+        plan.unschedulable.iter().map(|(p, e)| (cluster.pod(p).key.clone(), e.message(), e.reason())).collect();
     out.sort();
     out
 }

@@ -47,9 +47,12 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     engine.apply(Change::UpsertPod(pod("trainer", "trainer-gpu", None)), 0).unwrap();
     let first = engine.schedule(0);
     assert!(first.placements.is_empty());
-    assert_eq!(first.unschedulable[0].1.message(), "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found.");
+    assert_eq!(
+        first.unschedulable.get(0).unwrap().1.message(),
+        "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found."
+    );
     assert_eq!(engine.queue().counts(), (0, 0, 1), "waiting in the unschedulable pool");
-    let pod = first.unschedulable[0].0;
+    let pod = first.unschedulable.get(0).unwrap().0;
     let message = "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found.".to_string();
     assert_eq!(
         engine.effects(&first),
@@ -96,7 +99,10 @@ fn a_deallocated_claim_gives_its_device_to_a_waiting_pod() {
     let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
     let first = engine.schedule(0);
     assert_eq!(first.unschedulable.len(), 1);
-    assert_eq!(first.unschedulable[0].1.message(), "0/1 nodes are available: 1 cannot allocate all claims.");
+    assert_eq!(
+        first.unschedulable.get(0).unwrap().1.message(),
+        "0/1 nodes are available: 1 cannot allocate all claims."
+    );
 
     // The pod finishes; then the claim controller clears the reservation and the allocation.
     engine.apply(Change::DeletePod("ml/first".into()), 5_000).unwrap();
@@ -139,9 +145,9 @@ fn a_gang_arriving_pod_by_pod_is_placed_whole_once_min_count_pods_exist() {
     let alone = engine.schedule(0);
     assert_eq!(alone.unschedulable.len(), 1);
     assert!(
-        alone.unschedulable[0].1.message().contains("podgroup \"ml/train\" not found"),
+        alone.unschedulable.get(0).unwrap().1.message().contains("podgroup \"ml/train\" not found"),
         "{}",
-        alone.unschedulable[0].1.message()
+        alone.unschedulable.get(0).unwrap().1.message()
     );
 
     let group = serde_json::from_value(json!({"metadata": {"name": "train", "namespace": "ml"},

@@ -83,7 +83,7 @@ fn a_spread_rejected_pod_sleeps_through_a_heartbeat_and_wakes_for_a_new_node() {
     e.apply(Change::UpsertPod(pod("api-2", "api", None, spread)), 0).unwrap();
     let first = e.schedule(0);
     assert_eq!(
-        first.unschedulable[0].1.message(),
+        first.unschedulable.get(0).unwrap().1.message(),
         "0/2 nodes are available: 2 node(s) didn't match pod topology spread constraints."
     );
     asleep(&e, "web/api-2");
@@ -106,9 +106,9 @@ fn a_spread_rejected_pod_wakes_when_the_node_gets_its_topology_label() {
     e.apply(Change::UpsertPod(pod("api-0", "api", None, spread)), 0).unwrap();
     let first = e.schedule(0);
     assert!(
-        first.unschedulable[0].1.message().contains("(missing required label)"),
+        first.unschedulable.get(0).unwrap().1.message().contains("(missing required label)"),
         "{}",
-        first.unschedulable[0].1.message()
+        first.unschedulable.get(0).unwrap().1.message()
     );
     e.apply(Change::UpsertNode(node("n0", None, 5)), 100).unwrap();
     asleep(&e, "web/api-0");
@@ -128,7 +128,7 @@ fn an_affinity_rejected_pod_wakes_when_a_matching_pod_is_bound() {
     let mut e = engine(vec![node("n0", Some("a"), 0), node("n1", Some("a"), 0)], Vec::new());
     e.apply(Change::UpsertPod(pod("api-0", "api", None, affinity)), 0).unwrap();
     let first = e.schedule(0);
-    assert!(first.unschedulable[0].1.message().contains("didn't match pod affinity rules"));
+    assert!(first.unschedulable.get(0).unwrap().1.message().contains("didn't match pod affinity rules"));
     e.apply(Change::UpsertNode(node("n0", Some("a"), 7)), 3_000).unwrap();
     asleep(&e, "web/api-0");
 
@@ -163,7 +163,7 @@ fn an_anti_affinity_rejected_pod_wakes_when_the_matching_pod_is_deleted() {
     let mut e = engine(vec![node("n0", Some("a"), 0)], vec![pod("web-0", "web", Some("n0"), json!({}))]);
     e.apply(Change::UpsertPod(pod("web-1", "web", None, anti)), 0).unwrap();
     let first = e.schedule(0);
-    assert!(first.unschedulable[0].1.message().contains("didn't match pod anti-affinity rules"));
+    assert!(first.unschedulable.get(0).unwrap().1.message().contains("didn't match pod anti-affinity rules"));
     e.apply(Change::UpsertNode(node("n0", Some("a"), 9)), 2_000).unwrap();
     asleep(&e, "web/web-1");
 
@@ -196,7 +196,7 @@ fn a_pod_without_spread_or_affinity_sleeps_through_other_pods_bindings() {
     let mut e = engine(vec![node("n0", Some("a"), 0)], Vec::new());
     e.apply(Change::UpsertPod(pod("train-0", "train", None, member)), 0).unwrap();
     let first = e.schedule(0);
-    assert!(first.unschedulable[0].1.message().contains("podgroup \"web/train\" not found"));
+    assert!(first.unschedulable.get(0).unwrap().1.message().contains("podgroup \"web/train\" not found"));
     e.apply(Change::UpsertPod(pod("db-0", "db", Some("n0"), json!({}))), 1_000).unwrap();
     e.apply(Change::UpsertPod(pod("db-0", "db2", Some("n0"), json!({}))), 2_000).unwrap();
     asleep(&e, "web/train-0");

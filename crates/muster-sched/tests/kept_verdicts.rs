@@ -67,11 +67,11 @@ fn a_waiting_pod_is_filtered_again_only_on_the_nodes_that_changed() {
     for engine in [&mut kept, &mut full] {
         let first = engine.schedule(0);
         assert_eq!(first.unschedulable.len(), 1);
-        assert_eq!(first.unschedulable[0].1.message(), message);
+        assert_eq!(first.unschedulable.get(0).unwrap().1.message(), message);
         // run-4 finishes; its claim still holds the GPU.
         engine.apply(Change::DeletePod("ml/run-4".into()), 5_000).unwrap();
         let second = engine.schedule(5_000);
-        verdicts.push(second.unschedulable[0].1.clone());
+        verdicts.push(second.unschedulable.get(0).unwrap().1.clone());
     }
     assert_eq!(kept.kept_rejections(), 5, "n4 alone is filtered again");
     assert_eq!(full.kept_rejections(), 0);

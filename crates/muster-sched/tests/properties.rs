@@ -134,7 +134,7 @@ proptest! {
         }
         // A pod left pending fits nowhere, even now (placing pods only takes capacity away).
         for (pod, err) in &plan.unschedulable {
-            let state = CycleState::new(cluster.pod(*pod));
+            let state = CycleState::new(cluster.pod(pod));
             for n in &cluster.nodes {
                 prop_assert!(run_filters(&state, n, &cluster).is_err());
             }

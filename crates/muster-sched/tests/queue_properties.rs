@@ -61,12 +61,12 @@ proptest! {
         let mut cluster = build(2, &running, &pending);
         let plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
         for (pod, _) in &plan.unschedulable {
-            let state = CycleState::new(cluster.pod(*pod));
+            let state = CycleState::new(cluster.pod(pod));
             for node in &cluster.nodes {
                 prop_assert!(
                     run_filters(&state, node, &cluster).is_err(),
                     "{} is reported unschedulable but fits {} after the plan (preemptions: {:?})",
-                    cluster.pod(*pod).key, node.name(), plan.pod_preemptions
+                    cluster.pod(pod).key, node.name(), plan.pod_preemptions
                 );
             }
         }

@@ -141,7 +141,7 @@ fn plan_names(c: &mut Cluster) -> (Named, Named) {
     let plan = Scheduler::new(&mut *c, SchedulerConfig::default()).plan();
     let placed = plan.placements.iter().map(|(p, n)| (c.pod(*p).key.clone(), c.node(*n).name().to_string())).collect();
     let mut failed: Vec<(String, String)> =
-        plan.unschedulable.iter().map(|(p, e)| (c.pod(*p).key.clone(), e.message())).collect();
+        plan.unschedulable.iter().map(|(p, e)| (c.pod(p).key.clone(), e.message())).collect();
     failed.sort();
     (placed, failed)
 }

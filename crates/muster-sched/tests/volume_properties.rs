@@ -150,7 +150,7 @@ fn a_pod_waiting_for_a_volume_is_woken_by_its_arrival() {
     let first = engine.schedule(0);
     assert!(first.placements.is_empty());
     assert_eq!(
-        first.unschedulable[0].1.message(),
+        first.unschedulable.get(0).unwrap().1.message(),
         "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."
     );
     let pv: PersistentVolume = serde_json::from_value(json!({

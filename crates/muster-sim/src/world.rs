@@ -27,10 +27,11 @@ use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole}
 
 mod device_events;
 
-/// Counts a failed attempt under what failed it: its group's verdict, PreFilter, a plugin's
-/// error, or each Filter plugin that rejected nodes (once per attempt).
-fn count_failure(by: &mut std::collections::BTreeMap<&'static str, u64>, e: &muster_sched::FitError) {
-    let mut count = |what: &'static str| *by.entry(what).or_default() += 1;
+/// Counts `pods` failed attempts that share one verdict under what failed them: their group's
+/// verdict, PreFilter, a plugin's error, or each Filter plugin that rejected nodes (once per
+/// attempt).
+fn count_failure(by: &mut std::collections::BTreeMap<&'static str, u64>, e: &muster_sched::FitError, pods: u64) {
+    let mut count = |what: &'static str| *by.entry(what).or_default() += pods;
     if e.group.is_some() {
         count("PodGroup");
     } else if e.pre_filter.is_some() {
@@ -441,17 +442,9 @@ impl<'d, 's> Sim<'d, 's> {
             self.w.timing.schedule_calls += 1;
             self.w.timing.placed += plan.placements.len() as u64;
             self.w.timing.unschedulable += plan.unschedulable.len() as u64;
-            // A failed gang's members count at once.
-            let mut members = 0;
-            for (_, e) in &plan.unschedulable {
-                if e.group.is_some() {
-                    members += 1;
-                } else {
-                    count_failure(&mut self.w.unschedulable_by, e);
-                }
-            }
-            if members > 0 {
-                *self.w.unschedulable_by.entry("PodGroup").or_default() += members;
+            // A failed gang's members share their verdict: they count at once.
+            for (pods, e) in plan.unschedulable.runs() {
+                count_failure(&mut self.w.unschedulable_by, e, pods.len() as u64);
             }
             self.w.timing.group_attempts += plan.groups.len() as u64;
             self.w.deleted.clear();

@@ -239,7 +239,7 @@ pub fn json(world: &World, plan: &Plan) -> Value {
     }
     json!({
         "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p), "bindingConditions": binding_waits_json(c, *p)})).collect::<Vec<_>>(),
-        "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(*p).key, "reason": reason_text(world, e.message(), &invalid)})).collect::<Vec<_>>(),
+        "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(p).key, "reason": reason_text(world, e.message(), &invalid)})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
         "claims": changed_claim_ids(c, &muster_sched::effects::effects(c, plan)).into_iter().map(|id| {
@@ -584,7 +584,7 @@ pub fn table(world: &World, plan: &Plan) -> String {
         let _ = writeln!(out, "UNSCHEDULABLE");
         let invalid = std::cell::OnceCell::new();
         for (p, e) in &plan.unschedulable {
-            let _ = writeln!(out, "{}: {}", c.pod(*p).key, reason_text(world, e.message(), &invalid));
+            let _ = writeln!(out, "{}: {}", c.pod(p).key, reason_text(world, e.message(), &invalid));
         }
     }
     let skipped = skipped(c);

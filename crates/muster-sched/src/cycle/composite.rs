@@ -42,7 +42,7 @@ impl CompositeResult {
 #[derive(Default)]
 struct TreePlacement {
     placed: Vec<(PodId, NodeId)>,
-    failed: Vec<(PodId, FitError)>,
+    failed: Verdicts,
     undo: Vec<Reserved>,
     /// One result per PodGroup tried.
     leaves: Vec<GroupResult>,
@@ -198,7 +198,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 _ => GroupOutcome::Unschedulable { placed: 0, scheduled: m.scheduled, failed: m.pending.len() },
             };
             let result = GroupResult { group: g, outcome, reason: reason.clone(), preemption: None };
-            plan.unschedulable.extend(result.member_errors(&m.pending, num_nodes));
+            plan.unschedulable.append(&mut result.member_errors(&m.pending, num_nodes));
             plan.groups.push(result);
         }
         plan.composites.push(CompositeResult {
@@ -363,7 +363,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let waits = TreeReason::LeafWaits { group: key, exist, min };
             let reason = GroupReason::Tree(Arc::new(waits.clone()));
             let result = GroupResult::new(g, GroupOutcome::Waiting { exist }, reason);
-            out.failed.extend(pending.iter().map(|p| (*p, FitError::group(num_nodes, result.reason.clone()))));
+            out.failed.push_shared(&pending, FitError::group(num_nodes, result.reason.clone()));
             out.leaves.push(result);
             return Err(waits);
         }
@@ -400,10 +400,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 Ok(())
             }
             Err(failure) => {
-                let (result, failed) = self.group_failure(g, &pending, failure, scheduled);
+                let (result, mut failed) = self.group_failure(g, &pending, failure, scheduled);
                 let reason = TreeReason::Leaf(result.reason.clone());
                 out.leaves.push(result);
-                out.failed.extend(failed);
+                out.failed.append(&mut failed);
                 if scheduled >= min { Ok(()) } else { Err(reason) }
             }
         }
@@ -420,7 +420,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled: m.scheduled, failed: m.pending.len() };
             let result = GroupResult { group: g, outcome, reason: reason.clone(), preemption: None };
-            out.failed.extend(result.member_errors(&m.pending, num_nodes));
+            out.failed.append(&mut result.member_errors(&m.pending, num_nodes));
             out.leaves.push(result);
         }
     }

@@ -81,7 +81,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let num_nodes = c.node_order.len();
         let fail_all = |plan: &mut Plan, pods: &[PodId], outcome: GroupOutcome, reason: GroupReason| {
             let result = GroupResult::new(g, outcome, reason);
-            plan.unschedulable.extend(result.member_errors(pods, num_nodes));
+            plan.unschedulable.append(&mut result.member_errors(pods, num_nodes));
             plan.groups.push(result);
         };
         // A PodGroup whose parent CompositePodGroup is missing waits for it (PreEnqueue); a bad
@@ -269,9 +269,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         failure: GroupFailure,
         scheduled: usize,
     ) {
-        let (result, failed) = self.group_failure(g, pending, failure, scheduled);
+        let (result, mut failed) = self.group_failure(g, pending, failure, scheduled);
         plan.groups.push(result);
-        plan.unschedulable.extend(failed);
+        plan.unschedulable.append(&mut failed);
     }
 
     /// A failed group cycle's result and its pending members' reasons.
@@ -281,14 +281,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         pending: &[PodId],
         failure: GroupFailure,
         scheduled: usize,
-    ) -> (GroupResult, Vec<(PodId, FitError)>) {
+    ) -> (GroupResult, Verdicts) {
         let c = &*self.cluster;
         let group = &c.groups[g];
         let (key, min, gang) = (group.key.clone(), group.min_count, group.gang);
         let num_nodes = c.node_order.len();
         let shared = |outcome: GroupOutcome, reason: GroupReason| {
             let result = GroupResult::new(g, outcome, reason);
-            let failed = result.member_errors(pending, num_nodes).collect();
+            let failed = result.member_errors(pending, num_nodes);
             (result, failed)
         };
         let all_failed = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
@@ -304,7 +304,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             // The basic policy: each member stands alone, and none fitted.
             let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: failed.len() };
             let first = failed.first().map(|(_, e)| Box::new(e.clone()));
-            return (GroupResult::new(g, outcome, GroupReason::NoneFits(first)), failed);
+            return (GroupResult::new(g, outcome, GroupReason::NoneFits(first)), failed.into_iter().collect());
         }
         let outcome = GroupOutcome::Unschedulable { placed, scheduled, failed: failed.len() };
         let first = failed.first().map(|(p, e)| (c.pod(*p).key.to_string(), Box::new(e.clone())));
