@@ -181,10 +181,13 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                     volumes: volumes.remove(&pod),
                 });
             }
-            Effect::PodUnschedulable { pod, reason, message } => {
-                let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
-                let event = crate::series::EventWrite::Nothing;
-                jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message: message.to_string(), patch, event });
+            Effect::PodsUnschedulable { pods, reason, message } => {
+                for &pod in pods.iter() {
+                    let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
+                    let event = crate::series::EventWrite::Nothing;
+                    let message = message.to_string();
+                    jobs.push(Job::Unschedulable { pod: pod_ref(pod), reason, message, patch, event });
+                }
             }
             Effect::GroupCondition { group, type_, status, reason, message } => {
                 // As `meta.SetStatusCondition`: the same condition again is no write (its echo

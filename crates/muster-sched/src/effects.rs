@@ -63,10 +63,12 @@ pub enum Effect {
     WriteClaimStatus { claim: ClaimId },
     /// `POST pods/{name}/binding` to the node.
     Bind { pod: PodId, node: NodeId },
+    /// For each of `pods` in turn (one pod, or the members of a group that failed together):
     /// `PodScheduled=False` with the reason (`Unschedulable` or `SchedulerError`) and message, by
-    /// a strategic-merge patch on `pods/status`.
-    /// The message is shared by the members of a group (and with the event).
-    PodUnschedulable { pod: PodId, reason: &'static str, message: std::sync::Arc<str> },
+    /// a strategic-merge patch on `pods/status`, then a `Warning FailedScheduling` event
+    /// ([`PodEvent::FailedScheduling`]) with the message as its note. One effect for a failed
+    /// group's members: a waiting gang tried again at every event is not 2 × its size of them.
+    PodsUnschedulable { pods: Pods, reason: &'static str, message: std::sync::Arc<str> },
     /// A group's condition (`PodGroupInitiallyScheduled` or `CompositePodGroupInitiallyScheduled`),
     /// by a patch on its `status` subresource.
     GroupCondition {
@@ -79,6 +81,33 @@ pub enum Effect {
     },
     /// An `events.k8s.io/v1` event about a pod.
     Event { pod: PodId, event: PodEvent },
+}
+
+/// The pods of an effect: one, or several that share it (in order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pods {
+    One(PodId),
+    Many(std::sync::Arc<[PodId]>),
+}
+
+impl Pods {
+    fn of(pods: &[PodId]) -> Pods {
+        match pods {
+            [one] => Pods::One(*one),
+            _ => Pods::Many(pods.into()),
+        }
+    }
+}
+
+impl std::ops::Deref for Pods {
+    type Target = [PodId];
+
+    fn deref(&self) -> &[PodId] {
+        match self {
+            Pods::One(p) => std::slice::from_ref(p),
+            Pods::Many(pods) => pods,
+        }
+    }
 }
 
 /// An event about a pod: its type, reason and action follow from what happened; its note is
@@ -132,8 +161,8 @@ impl PodEvent {
 /// The effects of `plan` (the decisions of some cycles over `cluster`, which holds their
 /// results), in the order a world must carry them out.
 pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
-    // A placement is about four effects, a verdict two.
-    let mut out = Vec::with_capacity(4 * plan.placements.len() + 2 * plan.unschedulable.len());
+    // A placement is about four effects, a verdict one.
+    let mut out = Vec::with_capacity(4 * plan.placements.len() + plan.unschedulable.runs().len());
     evictions(plan, &mut out);
     let mut written = std::collections::HashSet::new();
     for &(pod, node) in &plan.placements {
@@ -182,11 +211,15 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
             },
             None => err.shared_message(),
         };
-        for &pod in pods {
-            let error = !errors.is_empty() && errors.contains(&(pod.0 as usize));
-            let reason = if error { "SchedulerError" } else { err.reason() };
-            out.push(Effect::PodUnschedulable { pod, reason, message: message.clone() });
-            out.push(Effect::Event { pod, event: PodEvent::FailedScheduling { message: message.clone() } });
+        // Pods in a group the scheduler cannot handle say `SchedulerError`: a run split where
+        // that changes (a shared verdict is one group's, so it never is in practice).
+        let reason_of = |pod: &PodId| match !errors.is_empty() && errors.contains(&(pod.0 as usize)) {
+            true => "SchedulerError",
+            false => err.reason(),
+        };
+        for same in pods.chunk_by(|a, b| reason_of(a) == reason_of(b)) {
+            let (pods, reason) = (Pods::of(same), reason_of(&same[0]));
+            out.push(Effect::PodsUnschedulable { pods, reason, message: message.clone() });
         }
     }
     out
@@ -319,14 +352,16 @@ mod tests {
             _ => None,
         });
         let condition = condition.expect("the gang's condition");
-        let members: Vec<&std::sync::Arc<str>> = effects
+        let members: Vec<(usize, &std::sync::Arc<str>)> = effects
             .iter()
             .filter_map(|e| match e {
-                Effect::PodUnschedulable { message, .. } => Some(message),
+                Effect::PodsUnschedulable { pods, message, .. } => Some((pods.len(), message)),
                 _ => None,
             })
             .collect();
-        assert_eq!(members.len(), 2);
+        // One effect for both members.
+        assert_eq!(members.iter().map(|(n, _)| n).collect::<Vec<_>>(), [&2]);
+        let members: Vec<_> = members.into_iter().map(|(_, m)| m).collect();
         assert!(members.iter().all(|m| std::sync::Arc::ptr_eq(m, &condition)), "{condition} / {members:?}");
     }
 
@@ -352,9 +387,9 @@ mod tests {
         plan.unschedulable = [(a, first.clone()), (b, first.clone()), (d, other), (c, first)].into_iter().collect();
         let messages: Vec<(PodId, std::sync::Arc<str>)> = effects(&cluster, &plan)
             .into_iter()
-            .filter_map(|e| match e {
-                Effect::PodUnschedulable { pod, message, .. } => Some((pod, message)),
-                _ => None,
+            .flat_map(|e| match e {
+                Effect::PodsUnschedulable { pods, message, .. } => pods.iter().map(|p| (*p, message.clone())).collect(),
+                _ => Vec::new(),
             })
             .collect();
         let texts: Vec<(PodId, &str)> = messages.iter().map(|(p, m)| (*p, &**m)).collect();

@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
-use muster_sched::effects::PodEvent;
+use muster_sched::effects::{PodEvent, Pods};
 use muster_sched::{Change, Cluster, Effect, Engine, PodState, SchedulerConfig, SchedulerNames};
 use serde_json::json;
 
@@ -56,10 +56,7 @@ fn a_pod_whose_claim_arrives_later_waits_for_it_then_runs() {
     let message = "0/1 nodes are available: resourceclaim \"trainer-gpu\" not found.".to_string();
     assert_eq!(
         engine.effects(&first),
-        [
-            Effect::PodUnschedulable { pod, reason: "Unschedulable", message: message.clone().into() },
-            Effect::Event { pod, event: PodEvent::FailedScheduling { message: message.into() } },
-        ]
+        [Effect::PodsUnschedulable { pods: Pods::One(pod), reason: "Unschedulable", message: message.into() }]
     );
 
     engine.apply(Change::UpsertClaim(claim("trainer-gpu", None)), 500).unwrap();

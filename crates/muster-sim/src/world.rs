@@ -818,11 +818,18 @@ impl<'d, 's> Sim<'d, 's> {
                     object.status.get_or_insert_with(Default::default).phase = Some("Running".into());
                     acts.push(Act::Bind { pod: object, node: name });
                 }
-                Effect::PodUnschedulable { pod, message, .. } => {
-                    let at = self.w.by_id.get(pod.0 as usize).copied().flatten();
-                    debug_assert_eq!(at, self.w.pods.get(c.pod(*pod).key.as_str()).copied());
-                    if let Some((job, index)) = at {
-                        acts.push(Act::Unschedulable { job, index, message: message.clone() })
+                Effect::PodsUnschedulable { pods, message, .. } => {
+                    // A job keeps one reason: a gang's members that share it make one act.
+                    let mut last = None;
+                    for pod in pods.iter() {
+                        let at = self.w.by_id.get(pod.0 as usize).copied().flatten();
+                        debug_assert_eq!(at, self.w.pods.get(c.pod(*pod).key.as_str()).copied());
+                        if let Some((job, index)) = at
+                            && last != Some(job)
+                        {
+                            last = Some(job);
+                            acts.push(Act::Unschedulable { job, index, message: message.clone() })
+                        }
                     }
                 }
                 Effect::GroupCondition { .. } | Effect::Event { .. } | Effect::BindVolumes { .. } => {}

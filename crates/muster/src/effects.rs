@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use muster_sched::effects::EventType;
+use muster_sched::effects::{EventType, PodEvent};
 use muster_sched::volumes::Binding;
 use muster_sched::{Cluster, Effect, Plan};
 
@@ -72,8 +72,14 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
             Effect::Bind { pod: p, node } => {
                 writeln!(out, "bind    pod {} to node {}", pod(p), cluster.node(node).name())
             }
-            Effect::PodUnschedulable { pod: p, reason, message } => {
-                writeln!(out, "status  pod {} PodScheduled=False {reason}: {}", pod(p), one_line(&message))
+            Effect::PodsUnschedulable { pods, reason, message } => {
+                let text = one_line(&message).to_string();
+                let event = PodEvent::FailedScheduling { message };
+                for &p in pods.iter() {
+                    let _ = writeln!(out, "status  pod {} PodScheduled=False {reason}: {text}", pod(p));
+                    write_event(&mut out, cluster, p, &event);
+                }
+                Ok(())
             }
             Effect::GroupCondition { group, type_, status, reason, message } => writeln!(
                 out,
@@ -83,14 +89,20 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
                 one_line(&message)
             ),
             Effect::Event { pod: p, event } => {
-                let (reason, note) = (event.reason(), event.note(cluster, p));
-                let kind = match event.kind() {
-                    EventType::Normal => "Normal",
-                    EventType::Warning => "Warning",
-                };
-                writeln!(out, "event   pod {} {kind} {reason}: {}", pod(p), one_line(&note))
+                write_event(&mut out, cluster, p, &event);
+                Ok(())
             }
         };
     }
     out
+}
+
+/// One line for an event about pod `p`.
+fn write_event(out: &mut String, cluster: &Cluster, p: muster_sched::PodId, event: &PodEvent) {
+    let (reason, note) = (event.reason(), event.note(cluster, p));
+    let kind = match event.kind() {
+        EventType::Normal => "Normal",
+        EventType::Warning => "Warning",
+    };
+    let _ = writeln!(out, "event   pod {} {kind} {reason}: {}", cluster.pod(p).key, one_line(&note));
 }

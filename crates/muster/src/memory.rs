@@ -170,9 +170,12 @@ pub fn changed_claims(
 /// effects' order.
 pub fn changed_pods(cluster: &Cluster, effects: &[Effect]) -> Vec<Pod> {
     // A pod object is 2 KiB and more: the list is sized once, not grown.
-    let written =
-        |e: &&Effect| matches!(e, Effect::Bind { .. } | Effect::PodUnschedulable { .. } | Effect::Evict { .. });
-    let mut out = Vec::with_capacity(effects.iter().filter(written).count());
+    let written = |e: &Effect| match e {
+        Effect::Bind { .. } | Effect::Evict { .. } => 1,
+        Effect::PodsUnschedulable { pods, .. } => pods.len(),
+        _ => 0,
+    };
+    let mut out = Vec::with_capacity(effects.iter().map(written).sum());
     for e in effects {
         if let Effect::Bind { pod, node } = e {
             let mut pod = cluster.pod(*pod).pod.object();
@@ -184,10 +187,12 @@ pub fn changed_pods(cluster: &Cluster, effects: &[Effect]) -> Vec<Pod> {
         }
     }
     for e in effects {
-        if let Effect::PodUnschedulable { pod, reason, message } = e {
-            let mut pod = cluster.pod(*pod).pod.object();
-            set_scheduled_condition(&mut pod, "False", Some(reason), Some(message.to_string()));
-            out.push(pod);
+        if let Effect::PodsUnschedulable { pods, reason, message } = e {
+            for p in pods.iter() {
+                let mut pod = cluster.pod(*p).pod.object();
+                set_scheduled_condition(&mut pod, "False", Some(reason), Some(message.to_string()));
+                out.push(pod);
+            }
         }
     }
     for e in effects {

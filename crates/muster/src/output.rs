@@ -442,11 +442,12 @@ fn created_yaml(out: &mut String, world: &World, effects: &[muster_sched::Effect
     let c = &world.cluster;
     let written: std::collections::HashSet<&str> = effects
         .iter()
-        .filter_map(|e| match e {
-            Effect::Bind { pod, .. } | Effect::PodUnschedulable { pod, .. } | Effect::Evict { pod, .. } => Some(*pod),
-            _ => None,
+        .flat_map(|e| match e {
+            Effect::Bind { pod, .. } | Effect::Evict { pod, .. } => std::slice::from_ref(pod),
+            Effect::PodsUnschedulable { pods, .. } => pods,
+            _ => &[],
         })
-        .map(|p| c.pod(p).key.as_str())
+        .map(|p| c.pod(*p).key.as_str())
         .collect();
     for created in &world.created {
         match &created.object {

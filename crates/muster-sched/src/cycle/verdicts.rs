@@ -53,7 +53,7 @@ impl Verdicts {
     }
 
     /// Each verdict with the pods that share it, in order.
-    pub fn runs(&self) -> impl Iterator<Item = (&[PodId], &FitError)> + '_ {
+    pub fn runs(&self) -> impl ExactSizeIterator<Item = (&[PodId], &FitError)> + '_ {
         let mut start = 0;
         self.runs.iter().map(move |(end, e)| {
             let pods = &self.pods[start..*end as usize];
