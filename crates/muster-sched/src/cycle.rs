@@ -29,7 +29,7 @@ mod preemption;
 mod profiles;
 pub mod reasons;
 mod scoring;
-mod verdicts;
+mod unschedulable_pods;
 
 pub use attempt::{Reserved, run_all_filters, run_filters};
 pub use composite::CompositeResult;
@@ -41,7 +41,7 @@ pub use reasons::{
     DomainError, GroupReason, InvalidTree, Preemption, PriorityMismatch, TreeReason, Victims, WouldNotHelp,
 };
 use scoring::{ScoreMemo, Scoring};
-pub use verdicts::Verdicts;
+pub use unschedulable_pods::UnschedulablePods;
 
 /// Score plugin weights (the defaults are kube-scheduler's).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,7 +174,7 @@ pub struct Plan {
     /// Placements in the order they were made (queue order).
     pub placements: Vec<(PodId, NodeId)>,
     /// Pods that fit nowhere, in queue order (a failed group's members share one verdict).
-    pub unschedulable: Verdicts,
+    pub unschedulable: UnschedulablePods,
     /// What each PodGroup's cycle decided, in queue order.
     pub groups: Vec<GroupResult>,
     /// Running pods preempted to make room for a PodGroup or a CompositePodGroup tree.
@@ -357,8 +357,8 @@ impl GroupResult {
 
     /// Each of `pods` fails with this result's reason, one verdict shared (`num_nodes`: the
     /// nodes it speaks for).
-    fn member_errors(&self, pods: &[PodId], num_nodes: usize) -> Verdicts {
-        let mut failed = Verdicts::default();
+    fn member_errors(&self, pods: &[PodId], num_nodes: usize) -> UnschedulablePods {
+        let mut failed = UnschedulablePods::default();
         failed.push_shared(pods, FitError::group(num_nodes, self.reason.clone()));
         failed
     }

@@ -42,7 +42,7 @@ impl CompositeResult {
 #[derive(Default)]
 struct TreePlacement {
     placed: Vec<(PodId, NodeId)>,
-    failed: Verdicts,
+    failed: UnschedulablePods,
     undo: Vec<Reserved>,
     /// One result per PodGroup tried.
     leaves: Vec<GroupResult>,

@@ -281,7 +281,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         pending: &[PodId],
         failure: GroupFailure,
         scheduled: usize,
-    ) -> (GroupResult, Verdicts) {
+    ) -> (GroupResult, UnschedulablePods) {
         let c = &*self.cluster;
         let group = &c.groups[g];
         let (key, min, gang) = (group.key.clone(), group.min_count, group.gang);

@@ -110,7 +110,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         self.memo = next.memo;
         self.memo.resize(nodes, super::ScoreMemo::EMPTY);
         self.profiles.active = want;
-        // Verdicts remembered under the other profile's weights and args.
+        // UnschedulablePods remembered under the other profile's weights and args.
         self.failed_classes.clear();
     }
 }

@@ -7,7 +7,7 @@ use crate::framework::FitError;
 
 /// Pods that fit nowhere and why, in the order they were found (see the module).
 #[derive(Clone, Debug, Default)]
-pub struct Verdicts {
+pub struct UnschedulablePods {
     /// The pods, in order.
     pods: Vec<PodId>,
     /// Each verdict with the end of its run of pods in `pods` (the run starts where the one
@@ -15,7 +15,7 @@ pub struct Verdicts {
     runs: Vec<(u32, FitError)>,
 }
 
-impl Verdicts {
+impl UnschedulablePods {
     /// How many pods.
     pub fn len(&self) -> usize {
         self.pods.len()
@@ -41,7 +41,7 @@ impl Verdicts {
     }
 
     /// Moves every verdict of `other` after these.
-    pub fn append(&mut self, other: &mut Verdicts) {
+    pub fn append(&mut self, other: &mut UnschedulablePods) {
         let base = self.end();
         self.pods.append(&mut other.pods);
         self.runs.extend(other.runs.drain(..).map(|(end, e)| (base + end, e)));
@@ -62,12 +62,12 @@ impl Verdicts {
         })
     }
 
-    /// The pods from the `from`-th on (in order, as counted by [`Verdicts::len`]).
+    /// The pods from the `from`-th on (in order, as counted by [`UnschedulablePods::len`]).
     pub fn pods_from(&self, from: usize) -> &[PodId] {
         &self.pods[from.min(self.pods.len())..]
     }
 
-    /// The verdicts from the `from`-th pod on (`from` is a [`Verdicts::len`] taken earlier).
+    /// The verdicts from the `from`-th pod on (`from` is a [`UnschedulablePods::len`] taken earlier).
     pub fn since(&self, from: usize) -> impl Iterator<Item = (&[PodId], &FitError)> + '_ {
         let mut start = 0;
         self.runs.iter().filter_map(move |(end, e)| {
@@ -126,13 +126,13 @@ impl Verdicts {
 
 /// Two lists are equal when they give the same pods the same verdicts in the same order,
 /// however the verdicts are shared.
-impl PartialEq for Verdicts {
-    fn eq(&self, other: &Verdicts) -> bool {
+impl PartialEq for UnschedulablePods {
+    fn eq(&self, other: &UnschedulablePods) -> bool {
         self.pods == other.pods && self.iter().map(|(_, e)| e).eq(other.iter().map(|(_, e)| e))
     }
 }
 
-impl Extend<(PodId, FitError)> for Verdicts {
+impl Extend<(PodId, FitError)> for UnschedulablePods {
     fn extend<I: IntoIterator<Item = (PodId, FitError)>>(&mut self, verdicts: I) {
         for (pod, error) in verdicts {
             self.push(pod, error);
@@ -140,15 +140,15 @@ impl Extend<(PodId, FitError)> for Verdicts {
     }
 }
 
-impl FromIterator<(PodId, FitError)> for Verdicts {
-    fn from_iter<I: IntoIterator<Item = (PodId, FitError)>>(verdicts: I) -> Verdicts {
-        let mut v = Verdicts::default();
+impl FromIterator<(PodId, FitError)> for UnschedulablePods {
+    fn from_iter<I: IntoIterator<Item = (PodId, FitError)>>(verdicts: I) -> UnschedulablePods {
+        let mut v = UnschedulablePods::default();
         v.extend(verdicts);
         v
     }
 }
 
-/// Each pod with its verdict ([`Verdicts::iter`]).
+/// Each pod with its verdict ([`UnschedulablePods::iter`]).
 pub struct Iter<'a> {
     pods: &'a [PodId],
     runs: std::slice::Iter<'a, (u32, FitError)>,
@@ -175,7 +175,7 @@ impl<'a> Iterator for Iter<'a> {
     }
 }
 
-impl<'a> IntoIterator for &'a Verdicts {
+impl<'a> IntoIterator for &'a UnschedulablePods {
     type Item = (PodId, &'a FitError);
     type IntoIter = Iter<'a>;
 
@@ -193,13 +193,13 @@ mod tests {
         FitError::filter_error(3, "Test", NodeId(node), format!("on {node}"))
     }
 
-    fn listed(v: &Verdicts) -> Vec<(u32, String)> {
+    fn listed(v: &UnschedulablePods) -> Vec<(u32, String)> {
         v.iter().map(|(p, e)| (p.0, e.message())).collect()
     }
 
     #[test]
     fn shared_verdicts_read_as_one_per_pod_in_order() {
-        let mut v = Verdicts::default();
+        let mut v = UnschedulablePods::default();
         v.push(PodId(7), error(0));
         v.push_shared(&[PodId(1), PodId(2), PodId(3)], error(1));
         v.push_shared(&[], error(9));
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn retain_drops_pods_and_the_verdicts_left_without_one() {
-        let mut v = Verdicts::default();
+        let mut v = UnschedulablePods::default();
         v.push(PodId(7), error(0));
         v.push_shared(&[PodId(1), PodId(2)], error(1));
         v.push(PodId(4), error(2));
@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn truncate_cuts_a_shared_run() {
-        let mut v = Verdicts::default();
+        let mut v = UnschedulablePods::default();
         v.push(PodId(7), error(0));
         v.push_shared(&[PodId(1), PodId(2), PodId(3)], error(1));
         v.push(PodId(4), error(2));
@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn append_keeps_order_and_sharing() {
-        let (mut a, mut b) = (Verdicts::default(), Verdicts::default());
+        let (mut a, mut b) = (UnschedulablePods::default(), UnschedulablePods::default());
         a.push(PodId(1), error(0));
         b.push_shared(&[PodId(2), PodId(3)], error(1));
         b.push(PodId(5), error(2));
@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn equal_however_shared() {
-        let (mut a, mut b) = (Verdicts::default(), Verdicts::default());
+        let (mut a, mut b) = (UnschedulablePods::default(), UnschedulablePods::default());
         a.push_shared(&[PodId(1), PodId(2)], error(1));
         b.push(PodId(1), error(1));
         b.push(PodId(2), error(1));
