@@ -273,4 +273,80 @@ mod tests {
         b.retain(|p| p != PodId(2));
         assert_ne!(a, b);
     }
+
+    /// What the list must read as: one entry per pod.
+    type Model = Vec<(u32, String)>;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Push(u32, u32),
+        Shared(Vec<u32>, u32),
+        Retain(u32),
+        Truncate(usize),
+        Append(Vec<u32>, u32),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let pods = proptest::collection::vec(0u32..12, 0..5);
+        prop_oneof![
+            (0u32..12, 0u32..3).prop_map(|(p, e)| Op::Push(p, e)),
+            (pods.clone(), 0u32..3).prop_map(|(p, e)| Op::Shared(p, e)),
+            (0u32..12).prop_map(Op::Retain),
+            (0usize..10).prop_map(Op::Truncate),
+            (pods, 0u32..3).prop_map(|(p, e)| Op::Append(p, e)),
+        ]
+    }
+
+    fn apply(v: &mut UnschedulablePods, m: &mut Model, op: &Op) {
+        let ids = |pods: &[u32]| pods.iter().map(|p| PodId(*p)).collect::<Vec<_>>();
+        match op {
+            Op::Push(p, e) => {
+                v.push(PodId(*p), error(*e));
+                m.push((*p, error(*e).message()));
+            }
+            Op::Shared(pods, e) => {
+                v.push_shared(&ids(pods), error(*e));
+                m.extend(pods.iter().map(|p| (*p, error(*e).message())));
+            }
+            Op::Retain(gone) => {
+                v.retain(|p| p.0 != *gone);
+                m.retain(|(p, _)| p != gone);
+            }
+            Op::Truncate(len) => {
+                v.truncate(*len);
+                m.truncate(*len);
+            }
+            Op::Append(pods, e) => {
+                let mut other = UnschedulablePods::default();
+                other.push_shared(&ids(pods), error(*e));
+                v.append(&mut other);
+                m.extend(pods.iter().map(|p| (*p, error(*e).message())));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any sequence of operations reads as the same operations on a plain list of pairs: in
+        /// order, by index, from an index on, and run by run.
+        #[test]
+        fn reads_as_a_list_of_pairs(ops in proptest::collection::vec(op(), 0..24)) {
+            let (mut v, mut m) = (UnschedulablePods::default(), Model::new());
+            for op in &ops {
+                apply(&mut v, &mut m, op);
+                proptest::prop_assert_eq!(&listed(&v), &m);
+                proptest::prop_assert_eq!(v.len(), m.len());
+                for (i, want) in m.iter().enumerate() {
+                    let got = v.get(i).map(|(p, e)| (p.0, e.message()));
+                    proptest::prop_assert_eq!(got.as_ref(), Some(want));
+                }
+                proptest::prop_assert!(v.get(m.len()).is_none());
+                let from = m.len() / 2;
+                let since: Vec<(u32, String)> =
+                    v.since(from).flat_map(|(pods, e)| pods.iter().map(|p| (p.0, e.message()))).collect();
+                proptest::prop_assert_eq!(&since[..], &m[from..]);
+                proptest::prop_assert!(v.runs().all(|(pods, _)| !pods.is_empty()));
+            }
+        }
+    }
 }
