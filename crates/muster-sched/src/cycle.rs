@@ -183,10 +183,10 @@ pub struct Plan {
     pub composites: Vec<CompositeResult>,
     /// Pods outside groups placed by preempting lower-priority pods (DefaultPreemption).
     pub pod_preemptions: Vec<PodPreemptionResult>,
-    /// The pods of `unschedulable[..indexed.0]`: a retry forgets an earlier reason without
-    /// searching the whole list when the pod has none in this plan (the usual case in a world
-    /// that makes one plan per batch).
-    indexed: (usize, IdSet<PodId>),
+    /// The pods of `unschedulable[..indexed.0]`, one bit per pod id: a retry forgets an earlier
+    /// reason without searching the whole list when the pod has none in this plan (the usual
+    /// case in a world that makes one plan per batch).
+    indexed: (usize, Vec<u64>),
     /// The groups with a result in `groups[..groups_indexed.0]` (and perhaps some without one
     /// any more, never fewer): a retry looks through `groups` only when its group has one (a
     /// world that makes one plan per batch retries hundreds of waiting gangs in one).
@@ -236,12 +236,23 @@ impl Plan {
     /// (a scheduled group stays scheduled; a new result adds what it placed).
     fn forget(&mut self, pods: &[PodId], groups: &[GroupId], entry: QueueEntry) {
         let (seen, index) = &mut self.indexed;
-        index.extend(self.unschedulable.pods_from(*seen).iter().copied());
+        for p in self.unschedulable.pods_from(*seen) {
+            let (word, bit) = (p.0 as usize / 64, p.0 % 64);
+            if word >= index.len() {
+                index.resize(word + 1, 0);
+            }
+            index[word] |= 1 << bit;
+        }
         *seen = self.unschedulable.len();
-        if pods.iter().any(|p| index.contains(p)) {
+        let has = |index: &[u64], p: PodId| index.get(p.0 as usize / 64).is_some_and(|w| w & (1 << (p.0 % 64)) != 0);
+        if pods.iter().any(|p| has(index, *p)) {
             let pods: std::collections::HashSet<PodId> = pods.iter().copied().collect();
             self.unschedulable.retain(|p| !pods.contains(&p));
-            index.retain(|p| !pods.contains(p));
+            for p in &pods {
+                if let Some(w) = index.get_mut(p.0 as usize / 64) {
+                    *w &= !(1 << (p.0 % 64));
+                }
+            }
             *seen = self.unschedulable.len();
         }
         let scheduled = |o: &GroupOutcome| matches!(o, GroupOutcome::Scheduled { .. });
@@ -284,16 +295,33 @@ impl Plan {
 /// node or relabeling there only for a pod with hard spread constraints or required pod
 /// (anti-)affinity, as upstream's PodTopologySpread and InterPodAffinity hints skip the others.
 pub fn wake_for(pod: &crate::cluster::PodInfo, e: &FitError, spread: &PodTopologySpreadArgs) -> Wake {
+    wake_for_pods([pod], e, spread)
+}
+
+/// [`wake_for`] over pods that share the verdict `e` (a failed group's members): what could help
+/// any of them (nothing, for no pods).
+pub fn wake_for_pods<'p>(
+    pods: impl IntoIterator<Item = &'p crate::cluster::PodInfo>,
+    e: &FitError,
+    spread: &PodTopologySpreadArgs,
+) -> Wake {
     let wake = if e.pre_filter.is_some() || e.group.is_some() || e.rejections.is_empty() {
         Wake::ANY
     } else {
         e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
     };
+    let narrow = wake.without(Wake::ASSIGNED_POD_ADDED.union(Wake::ASSIGNED_POD_LABELS_CHANGED));
     use crate::plugins::{inter_pod_affinity, pod_topology_spread};
-    if pod_topology_spread::may_filter(&pod.pod, spread) || inter_pod_affinity::has_required_terms(pod) {
+    let mut pods = pods.into_iter().peekable();
+    if pods.peek().is_none() {
+        Wake::NONE
+    } else if narrow == wake
+        || pods
+            .any(|pod| pod_topology_spread::may_filter(&pod.pod, spread) || inter_pod_affinity::has_required_terms(pod))
+    {
         wake
     } else {
-        wake.without(Wake::ASSIGNED_POD_ADDED.union(Wake::ASSIGNED_POD_LABELS_CHANGED))
+        narrow
     }
 }
 
@@ -772,7 +800,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         sorted.sort_unstable();
         let wake = plan.unschedulable.since(failed_before).fold(Wake::NONE, |w, (pods, e)| {
             let pods = pods.iter().filter(|p| sorted.binary_search(p).is_ok());
-            pods.fold(w, |w, p| w.union(wake_for(c.pod(*p), e, spread)))
+            w.union(wake_for_pods(pods.map(|p| c.pod(*p)), e, spread))
         });
         // Hints that look at an event's object are asked for a pod entry (one verdict).
         let checked = match (entry, plan.unschedulable.len() - failed_before) {
