@@ -5,12 +5,35 @@ use std::fmt::Write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use muster_controllers::eviction::{Eviction, TaintSource, rule_condition, taint_text};
-use muster_sched::{Cluster, Plan, PodState};
+use muster_sched::{Cluster, Effect, NodeId, Plan, PodId, PodState};
 use serde_json::{Value, json};
 
 use crate::memory::{World, changed_claim_ids, changed_claims, changed_pods};
 use crate::text::{cell, cell_width, one_line, push_cell};
 use muster_controllers::podgroup::{GroupStatusOptions, changed_composite_pod_groups, changed_pod_groups};
+
+/// What a plan's effects do to each pod, in their order (the plan's): bound to a node, or left
+/// with `PodScheduled=False` and its message. The table's and the JSON's rows.
+struct Rows {
+    bound: Vec<(PodId, NodeId)>,
+    unschedulable: Vec<(PodId, std::sync::Arc<str>)>,
+}
+
+impl Rows {
+    fn of(effects: &[Effect]) -> Rows {
+        let mut rows = Rows { bound: Vec::new(), unschedulable: Vec::new() };
+        for e in effects {
+            match e {
+                Effect::Bind { pod, node } => rows.bound.push((*pod, *node)),
+                Effect::PodsUnschedulable { pods, message, .. } => {
+                    rows.unschedulable.extend(pods.iter().map(|p| (*p, message.clone())))
+                }
+                _ => {}
+            }
+        }
+        rows
+    }
+}
 
 /// Devices allocated to a claim, as `driver/pool/device` per result.
 fn claim_devices(c: &muster_sched::ClaimInfo) -> Vec<(String, String, String, String)> {
@@ -75,9 +98,8 @@ fn binding_waits_json(c: &Cluster, pod: muster_sched::PodId) -> Vec<Value> {
 
 /// The table's section for pods placed on devices with binding conditions: they are not bound
 /// until the driver reports the devices ready.
-fn push_binding_waits(out: &mut String, c: &Cluster, plan: &Plan) {
-    let waiting: Vec<(&str, Vec<BindingWait>)> = plan
-        .placements
+fn push_binding_waits(out: &mut String, c: &Cluster, bound: &[(PodId, NodeId)]) {
+    let waiting: Vec<(&str, Vec<BindingWait>)> = bound
         .iter()
         .map(|(p, _)| (c.pod(*p).key.as_str(), binding_waits(c, *p)))
         .filter(|(_, w)| !w.is_empty())
@@ -230,19 +252,21 @@ fn composite_outcome(t: &muster_sched::CompositeResult) -> &'static str {
 pub fn json(world: &World, plan: &Plan) -> Value {
     let c = &world.cluster;
     let invalid = std::cell::OnceCell::new();
+    let effects = muster_sched::effects::effects(c, plan);
+    let rows = Rows::of(&effects);
     // Each claim's node: the first placement of a pod that uses it, indexed once.
     let mut claim_node: HashMap<usize, &str> = HashMap::new();
-    for (p, n) in &plan.placements {
+    for (p, n) in &rows.bound {
         for i in c.pod(*p).claims.iter().flatten() {
             claim_node.entry(i.index()).or_insert_with(|| c.node(*n).name());
         }
     }
     json!({
-        "placements": plan.placements.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p), "bindingConditions": binding_waits_json(c, *p)})).collect::<Vec<_>>(),
-        "unschedulable": plan.unschedulable.iter().map(|(p, e)| json!({"pod": c.pod(p).key, "reason": reason_text(world, e.message(), &invalid)})).collect::<Vec<_>>(),
+        "placements": rows.bound.iter().map(|(p, n)| json!({"pod": c.pod(*p).key, "node": c.node(*n).name(), "devices": pod_devices(c, *p), "bindingConditions": binding_waits_json(c, *p)})).collect::<Vec<_>>(),
+        "unschedulable": rows.unschedulable.iter().map(|(p, m)| json!({"pod": c.pod(*p).key, "reason": reason_text(world, m.to_string(), &invalid)})).collect::<Vec<_>>(),
         "skipped": skipped(c).into_iter().map(|(pod, reason)| json!({"pod": pod, "reason": reason})).collect::<Vec<_>>(),
         "ignored": world.manifests.ignored.iter().map(|((v, k), n)| json!({"apiVersion": v, "kind": k, "count": n})).collect::<Vec<_>>(),
-        "claims": changed_claim_ids(c, &muster_sched::effects::effects(c, plan)).into_iter().map(|id| {
+        "claims": changed_claim_ids(c, &effects).into_iter().map(|id| {
             let (i, x) = (id.index(), &c.claims[id]);
             let reserved = x.claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).into_iter().flatten();
             let pods: Vec<&str> = reserved.clone().filter(|r| r.resource == "pods").map(|r| r.name.as_str()).collect();
@@ -511,12 +535,10 @@ fn push_created_section(out: &mut String, world: &World) {
 pub fn table(world: &World, plan: &Plan) -> String {
     let c = &world.cluster;
     let mut out = String::new();
-    if !plan.placements.is_empty() {
-        let rows: Vec<(&str, &str, Vec<String>)> = plan
-            .placements
-            .iter()
-            .map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name(), pod_devices(c, *p)))
-            .collect();
+    let Rows { bound, unschedulable } = Rows::of(&muster_sched::effects::effects(c, plan));
+    if !bound.is_empty() {
+        let rows: Vec<(&str, &str, Vec<String>)> =
+            bound.iter().map(|(p, n)| (c.pod(*p).key.as_str(), c.node(*n).name(), pod_devices(c, *p))).collect();
         let w = rows.iter().map(|(p, _, _)| cell_width(p)).max().unwrap_or(0).max("POD".len());
         let with_devices = rows.iter().any(|(_, _, d)| !d.is_empty());
         let wn = rows.iter().map(|(_, n, _)| cell_width(n)).max().unwrap_or(0).max("NODE".len());
@@ -540,7 +562,7 @@ pub fn table(world: &World, plan: &Plan) -> String {
             }
         }
     }
-    push_binding_waits(&mut out, c, plan);
+    push_binding_waits(&mut out, c, &bound);
     if !plan.groups.is_empty() || !plan.composites.is_empty() {
         if !out.is_empty() {
             out.push('\n');
@@ -578,14 +600,14 @@ pub fn table(world: &World, plan: &Plan) -> String {
             }
         }
     }
-    if !plan.unschedulable.is_empty() {
+    if !unschedulable.is_empty() {
         if !out.is_empty() {
             out.push('\n');
         }
         let _ = writeln!(out, "UNSCHEDULABLE");
         let invalid = std::cell::OnceCell::new();
-        for (p, e) in &plan.unschedulable {
-            let _ = writeln!(out, "{}: {}", c.pod(p).key, reason_text(world, e.message(), &invalid));
+        for (p, message) in &unschedulable {
+            let _ = writeln!(out, "{}: {}", c.pod(*p).key, reason_text(world, message.to_string(), &invalid));
         }
     }
     let skipped = skipped(c);
@@ -620,8 +642,8 @@ pub fn table(world: &World, plan: &Plan) -> String {
     let _ = write!(
         out,
         "{} placed, {} unschedulable, {} skipped on {} nodes",
-        plan.placements.len(),
-        plan.unschedulable.len(),
+        bound.len(),
+        unschedulable.len(),
         skipped.len(),
         c.nodes.len()
     );
