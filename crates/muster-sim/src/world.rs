@@ -27,6 +27,12 @@ use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole}
 
 mod device_events;
 
+/// `t` without its fraction of a second, as the API server keeps a timestamp.
+fn whole_seconds(t: &Time) -> Time {
+    let seconds = t.0.as_second();
+    Time(k8s_openapi::jiff::Timestamp::from_second(seconds).unwrap_or(t.0))
+}
+
 /// Counts `pods` failed attempts that share one verdict under what failed them: their group's
 /// verdict, PreFilter, a plugin's error, or each Filter plugin that rejected nodes (once per
 /// attempt).
@@ -591,57 +597,95 @@ impl<'d, 's> Sim<'d, 's> {
         created: &Time,
         label: &str,
     ) -> Result<(Option<ResourceClaim>, Pod), SimError> {
-        let mut requests = serde_json::Map::new();
-        if let Some(cpu) = &spec.cpu {
-            requests.insert("cpu".into(), json!(cpu));
-        }
-        if let Some(memory) = &spec.memory {
-            requests.insert("memory".into(), json!(memory));
-        }
-        let mut container = json!({"name": "main", "resources": {"requests": requests}});
-        let mut pod = json!({
-            "metadata": {"name": name, "namespace": spec.namespace, "uid": uid, "creationTimestamp": created,
-                "labels": {label: spec.name, "muster.dev/sim-class": spec.class}},
-            "spec": {}
-        });
+        use k8s_openapi::api::core::v1 as core;
+        use k8s_openapi::api::resource::v1 as resource;
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+        let requests: std::collections::BTreeMap<String, Quantity> = [("cpu", &spec.cpu), ("memory", &spec.memory)]
+            .into_iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), Quantity(v.clone()))))
+            .collect();
+        let mut container = core::Container {
+            name: "main".into(),
+            resources: Some(core::ResourceRequirements { requests: Some(requests), ..Default::default() }),
+            ..Default::default()
+        };
+        let labels = [(label.to_string(), spec.name.clone()), ("muster.dev/sim-class".into(), spec.class.clone())];
+        let meta = ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(spec.namespace.clone()),
+            uid: Some(uid.into()),
+            // The API server keeps whole seconds.
+            creation_timestamp: Some(whole_seconds(created)),
+            labels: Some(labels.into_iter().collect()),
+            ..Default::default()
+        };
+        let mut pod_spec = core::PodSpec {
+            priority: spec.priority,
+            priority_class_name: spec.priority_class_name.clone(),
+            scheduling_group: spec
+                .gang
+                .then(|| core::PodSchedulingGroup { pod_group_name: Some(spec.name.clone()), ..Default::default() }),
+            ..Default::default()
+        };
         let mut made = None;
         if spec.gpus_per_pod > 0 {
             let class = match &spec.device_class {
                 Some(c) => c.clone(),
                 None => self.default_class()?,
             };
-            let mut exactly =
-                json!({"deviceClassName": class, "allocationMode": "ExactCount", "count": spec.gpus_per_pod});
-            if let Some(cel) = &spec.device_selector {
-                exactly["selectors"] = json!([{"cel": {"expression": cel}}]);
-            }
-            if !spec.capacity_requests.is_empty() {
-                let requests: serde_json::Map<String, serde_json::Value> =
-                    spec.capacity_requests.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-                exactly["capacity"] = json!({"requests": requests});
-            }
-            let claim: ResourceClaim = serde_json::from_value(json!({
-                "metadata": {"name": format!("{name}-gpus"), "namespace": spec.namespace,
-                    "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
-                        "controller": true, "blockOwnerDeletion": true}]},
-                "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}
-            }))
-            .map_err(|e| SimError(format!("{}: {e}", spec.name)))?;
-            made = Some(claim);
-            container["resources"]["claims"] = json!([{"name": "gpus"}]);
-            pod["spec"]["resourceClaims"] = json!([{"name": "gpus", "resourceClaimName": format!("{name}-gpus")}]);
+            let selectors = spec.device_selector.as_ref().map(|cel| {
+                vec![resource::DeviceSelector { cel: Some(resource::CELDeviceSelector { expression: cel.clone() }) }]
+            });
+            let capacity = (!spec.capacity_requests.is_empty()).then(|| resource::CapacityRequirements {
+                requests: Some(spec.capacity_requests.iter().map(|(k, v)| (k.clone(), Quantity(v.clone()))).collect()),
+            });
+            let exactly = resource::ExactDeviceRequest {
+                device_class_name: class,
+                allocation_mode: Some("ExactCount".into()),
+                count: Some(i64::from(spec.gpus_per_pod)),
+                selectors,
+                capacity,
+                ..Default::default()
+            };
+            let claim_name = format!("{name}-gpus");
+            let owner = OwnerReference {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                name: name.into(),
+                uid: uid.into(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            };
+            made = Some(ResourceClaim {
+                metadata: ObjectMeta {
+                    name: Some(claim_name.clone()),
+                    namespace: Some(spec.namespace.clone()),
+                    owner_references: Some(vec![owner]),
+                    ..Default::default()
+                },
+                spec: Some(resource::ResourceClaimSpec {
+                    devices: Some(resource::DeviceClaim {
+                        requests: Some(vec![resource::DeviceRequest {
+                            name: "gpus".into(),
+                            exactly: Some(exactly),
+                            ..Default::default()
+                        }]),
+                        ..Default::default()
+                    }),
+                }),
+                status: None,
+            });
+            let claim = core::ResourceClaim { name: "gpus".into(), ..Default::default() };
+            container.resources.get_or_insert_with(Default::default).claims = Some(vec![claim]);
+            pod_spec.resource_claims = Some(vec![core::PodResourceClaim {
+                name: "gpus".into(),
+                resource_claim_name: Some(claim_name),
+                ..Default::default()
+            }]);
         }
-        pod["spec"]["containers"] = json!([container]);
-        if let Some(p) = spec.priority {
-            pod["spec"]["priority"] = json!(p);
-        }
-        if let Some(pc) = &spec.priority_class_name {
-            pod["spec"]["priorityClassName"] = json!(pc);
-        }
-        if spec.gang {
-            pod["spec"]["schedulingGroup"] = json!({"podGroupName": spec.name});
-        }
-        let pod: Pod = serde_json::from_value(pod).map_err(|e| SimError(format!("{}: {e}", spec.name)))?;
+        pod_spec.containers = vec![container];
+        let pod = Pod { metadata: meta, spec: Some(pod_spec), status: None };
         Ok((made, pod))
     }
 
