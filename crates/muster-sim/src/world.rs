@@ -623,9 +623,7 @@ impl<'d, 's> Sim<'d, 's> {
         let mut pod_spec = core::PodSpec {
             priority: spec.priority,
             priority_class_name: spec.priority_class_name.clone(),
-            scheduling_group: spec
-                .gang
-                .then(|| core::PodSchedulingGroup { pod_group_name: Some(spec.name.clone()), ..Default::default() }),
+            scheduling_group: spec.gang.then(|| core::PodSchedulingGroup { pod_group_name: Some(spec.name.clone()) }),
             ..Default::default()
         };
         let mut made = None;
