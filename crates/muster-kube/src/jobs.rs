@@ -322,4 +322,33 @@ mod tests {
         let jobs = condition(&c, "0 of 2 pods fit");
         assert!(matches!(&jobs[..], [Job::GroupCondition { since: None, .. }]));
     }
+
+    /// One effect for the pods that share a verdict is each pod's write, in order; a pod that
+    /// already says it is not patched again.
+    #[test]
+    fn pods_sharing_a_verdict_get_a_write_each() {
+        let message = "podgroup ml/g: 0 of 2 pods fit";
+        let pod = |name: &str, conditions: serde_json::Value| {
+            let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "ml", "uid": format!("uid-{name}")},
+                "spec": {"containers": [{"name": "c"}]}, "status": {"conditions": conditions}}))
+            .unwrap();
+            muster_sched::StoredPod::from(Box::new(pod))
+        };
+        let said = json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]);
+        let pods = vec![pod("a", said), pod("b", json!([]))];
+        let c = Cluster::build(Vec::new(), pods, &[], &muster_sched::SchedulerNames::default()).unwrap();
+        let (a, b) = (c.pod_id("ml/a").unwrap(), c.pod_id("ml/b").unwrap());
+        let pods = muster_sched::effects::Pods::Many(vec![b, a].into());
+        let jobs =
+            translate(&c, vec![Effect::PodsUnschedulable { pods, reason: "Unschedulable", message: message.into() }]);
+        let written: Vec<(&str, bool)> = jobs
+            .iter()
+            .map(|j| match j {
+                Job::Unschedulable { pod, patch, message: m, .. } if m == message => (pod.name.as_str(), *patch),
+                _ => panic!("not an unschedulable pod's write"),
+            })
+            .collect();
+        assert_eq!(written, [("b", true), ("a", false)]);
+    }
 }

@@ -186,7 +186,7 @@ pub struct Plan {
     /// The pods of `unschedulable[..indexed.0]`, one bit per pod id: a retry forgets an earlier
     /// reason without searching the whole list when the pod has none in this plan (the usual
     /// case in a world that makes one plan per batch).
-    indexed: (usize, Vec<u64>),
+    indexed: (usize, PodBits),
     /// The groups with a result in `groups[..groups_indexed.0]` (and perhaps some without one
     /// any more, never fewer): a retry looks through `groups` only when its group has one (a
     /// world that makes one plan per batch retries hundreds of waiting gangs in one).
@@ -194,6 +194,30 @@ pub struct Plan {
 }
 
 type IdSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
+
+/// A set of pods as one bit per pod id (ids are slots: dense).
+#[derive(Clone, Debug, Default)]
+struct PodBits(Vec<u64>);
+
+impl PodBits {
+    fn insert(&mut self, p: PodId) {
+        let word = p.0 as usize / 64;
+        if word >= self.0.len() {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << (p.0 % 64);
+    }
+
+    fn contains(&self, p: PodId) -> bool {
+        self.0.get(p.0 as usize / 64).is_some_and(|w| w & (1 << (p.0 % 64)) != 0)
+    }
+
+    fn remove(&mut self, p: PodId) {
+        if let Some(w) = self.0.get_mut(p.0 as usize / 64) {
+            *w &= !(1 << (p.0 % 64));
+        }
+    }
+}
 
 /// A pod placed by classic preemption: its victims, and the PodDisruptionBudgets some of them
 /// were evicted against.
@@ -236,23 +260,12 @@ impl Plan {
     /// (a scheduled group stays scheduled; a new result adds what it placed).
     fn forget(&mut self, pods: &[PodId], groups: &[GroupId], entry: QueueEntry) {
         let (seen, index) = &mut self.indexed;
-        for p in self.unschedulable.pods_from(*seen) {
-            let (word, bit) = (p.0 as usize / 64, p.0 % 64);
-            if word >= index.len() {
-                index.resize(word + 1, 0);
-            }
-            index[word] |= 1 << bit;
-        }
+        self.unschedulable.pods_from(*seen).iter().for_each(|p| index.insert(*p));
         *seen = self.unschedulable.len();
-        let has = |index: &[u64], p: PodId| index.get(p.0 as usize / 64).is_some_and(|w| w & (1 << (p.0 % 64)) != 0);
-        if pods.iter().any(|p| has(index, *p)) {
+        if pods.iter().any(|p| index.contains(*p)) {
             let pods: std::collections::HashSet<PodId> = pods.iter().copied().collect();
             self.unschedulable.retain(|p| !pods.contains(&p));
-            for p in &pods {
-                if let Some(w) = index.get_mut(p.0 as usize / 64) {
-                    *w &= !(1 << (p.0 % 64));
-                }
-            }
+            pods.iter().for_each(|p| index.remove(*p));
             *seen = self.unschedulable.len();
         }
         let scheduled = |o: &GroupOutcome| matches!(o, GroupOutcome::Scheduled { .. });
