@@ -801,7 +801,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 self.schedule_composite(r, plan)
             }
         }
-        let pending: Vec<PodId> = match entry {
+        let mut pending: Vec<PodId> = match entry {
             QueueEntry::Pod(p) if self.cluster.pod(p).state != PodState::Pending => Vec::new(),
             QueueEntry::Pod(p) => vec![p],
             _ => {
@@ -809,10 +809,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             }
         };
         let (c, spread) = (&*self.cluster, &self.config.pod_topology_spread);
-        let mut sorted = pending.clone();
-        sorted.sort_unstable();
+        pending.sort_unstable();
         let wake = plan.unschedulable.since(failed_before).fold(Wake::NONE, |w, (pods, e)| {
-            let pods = pods.iter().filter(|p| sorted.binary_search(p).is_ok());
+            let pods = pods.iter().filter(|p| pending.binary_search(p).is_ok());
             w.union(wake_for_pods(pods.map(|p| c.pod(*p)), e, spread))
         });
         // Hints that look at an event's object are asked for a pod entry (one verdict).

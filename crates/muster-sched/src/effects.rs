@@ -382,7 +382,7 @@ mod tests {
         let mut plan = Scheduler::new(&mut cluster, SchedulerConfig::default()).plan();
         // d fits; make its verdict one of its own to sit between a's and b's equal ones.
         let (a, b, c, d) = (PodId(0), PodId(1), PodId(2), PodId(3));
-        let first = plan.unschedulable.iter().find(|(p, _)| *p == a).unwrap().1.clone();
+        let first = plan.unschedulable.of(a).unwrap().clone();
         let other = crate::framework::FitError::pre_filter(1, crate::pre_filter_reason::PreFilterReason::NoDraInputs);
         plan.unschedulable = [(a, first.clone()), (b, first.clone()), (d, other), (c, first)].into_iter().collect();
         let messages: Vec<(PodId, std::sync::Arc<str>)> = effects(&cluster, &plan)

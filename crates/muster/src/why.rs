@@ -213,8 +213,8 @@ fn verdict(plan: &Plan, pod: PodId) -> Verdict<'_> {
     if let Some((_, n)) = plan.placements.iter().find(|(p, _)| *p == pod) {
         return Verdict::Placed(*n);
     }
-    match plan.unschedulable.iter().find(|(p, _)| *p == pod) {
-        Some((_, e)) => Verdict::Unschedulable(e),
+    match plan.unschedulable.of(pod) {
+        Some(e) => Verdict::Unschedulable(e),
         None => Verdict::NotPending,
     }
 }

@@ -70,10 +70,10 @@ impl UnschedulablePods {
     /// The verdicts from the `from`-th pod on (`from` is a [`UnschedulablePods::len`] taken earlier).
     pub fn since(&self, from: usize) -> impl Iterator<Item = (&[PodId], &FitError)> + '_ {
         let mut start = 0;
-        self.runs.iter().filter_map(move |(end, e)| {
-            let run = (start.max(from), *end as usize);
-            start = *end as usize;
-            (run.0 < run.1).then(|| (&self.pods[run.0..run.1], e))
+        self.runs().filter_map(move |(pods, e)| {
+            let skip = from.saturating_sub(start).min(pods.len());
+            start += pods.len();
+            (skip < pods.len()).then(|| (&pods[skip..], e))
         })
     }
 
@@ -109,13 +109,13 @@ impl UnschedulablePods {
             return;
         }
         self.pods.truncate(len);
-        let kept = self.runs.partition_point(|(end, _)| (*end as usize) < len);
-        self.runs.truncate(kept + usize::from(len > 0 && kept < self.runs.len()));
-        if let Some(last) = self.runs.last_mut() {
-            last.0 = last.0.min(len as u32);
-        }
-        if len == 0 {
-            self.runs.clear();
+        // Runs wholly within `len` stay; the next one, if it starts before `len`, is cut there.
+        let whole = self.runs.partition_point(|(end, _)| *end as usize <= len);
+        let start = whole.checked_sub(1).map_or(0, |i| self.runs[i].0 as usize);
+        let cut = start < len && whole < self.runs.len();
+        self.runs.truncate(whole + usize::from(cut));
+        if cut {
+            self.runs[whole].0 = len as u32;
         }
     }
 
