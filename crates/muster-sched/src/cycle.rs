@@ -282,9 +282,6 @@ impl Plan {
     /// pods a later scheduled attempt placed added to it.
     fn settle_groups(&mut self, groups: &[GroupId]) {
         for &g in groups {
-            if !self.has_group_result(&[g]) {
-                continue;
-            }
             let mut at = self.groups.iter().enumerate().filter(|(_, r)| r.group == g).map(|(i, _)| i);
             let (Some(first), Some(second)) = (at.next(), at.next()) else { continue };
             let later = self.groups.remove(second);
@@ -696,11 +693,13 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             observe(entry, &self.cluster);
             let retry = queue.attempts(entry) > 1;
             let groups = self.entry_groups(entry);
+            // Only a group with a result in this plan already can end up with two.
+            let settle = retry && plan.has_group_result(&groups);
             if retry {
                 plan.forget(&self.entry_pods(entry), &groups, entry);
             }
             let attempted = self.schedule(entry, plan);
-            if retry {
+            if settle {
                 plan.settle_groups(&groups);
             }
             if attempted.pending {

@@ -89,9 +89,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             return;
         }
         // Alpha restriction: one priority for the whole tree, the root's.
-        let what = format!("compositepodgroup {key}");
+        let what = || format!("compositepodgroup {key}");
         let mut mismatch =
-            super::priority_mismatch(c, &c.composites[root].priority, &what, &pending).map(TreeReason::Priority);
+            super::priority_mismatch(c, &c.composites[root].priority, what, &pending).map(TreeReason::Priority);
         if let (None, Ok(p)) = (&mismatch, &c.composites[root].priority) {
             let odd: Vec<String> = leaves
                 .iter()

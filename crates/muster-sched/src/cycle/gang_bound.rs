@@ -42,6 +42,23 @@ struct Need {
     devices: u32,
 }
 
+/// `n` met with one more member's needs: per resource the least of both (a resource the member
+/// does not request leaves the need), and the fewer devices.
+fn meet(mut n: Need, requests: &[(ResourceId, i64)], devices: u32) -> Need {
+    n.devices = n.devices.min(devices);
+    // Members of one gang mostly request the same: nothing to lower.
+    if n.requests.as_slice() != requests {
+        n.requests.retain_mut(|(id, v)| match requests.iter().find(|(r, _)| r == id) {
+            Some((_, w)) => {
+                *v = (*v).min(*w);
+                true
+            }
+            None => false,
+        });
+    }
+    n
+}
+
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// `Some(room)` when the gang cycle over `pending` (on `node_filter`'s nodes) is known to fail
     /// and to change nothing: at most `room` members fit, fewer than minCount needs with the
@@ -119,30 +136,27 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// What every pending member surely needs; `None` when the bound does not apply.
     fn need(&self, pending: &[PodId]) -> Option<Need> {
         let c = &*self.cluster;
-        let shared = self.shared_claims(pending);
+        // Most gangs share no claim between members: one pass counts their devices, and only a
+        // gang where some claim has several users is counted again without its shared claims.
+        let mut shared_any = false;
         let mut need: Option<Need> = None;
         for &p in pending {
             let pod = c.pod(p);
             if !pod.dra_extended.is_empty() {
                 return None;
             }
-            let devices = self.devices_needed(pod, &shared);
+            let devices = self.devices_needed(pod, None, &mut shared_any);
             need = Some(match need {
                 None => Need { requests: pod.requests.clone(), devices },
-                Some(mut n) => {
-                    n.requests.retain_mut(|(id, v)| match pod.requests.iter().find(|(r, _)| r == id) {
-                        Some((_, w)) => {
-                            *v = (*v).min(*w);
-                            true
-                        }
-                        None => false,
-                    });
-                    n.devices = n.devices.min(devices);
-                    n
-                }
+                Some(n) => meet(n, &pod.requests, devices),
             });
         }
-        need
+        if !shared_any {
+            return need;
+        }
+        let shared = self.shared_claims(pending);
+        let devices = pending.iter().map(|&p| self.devices_needed(c.pod(p), Some(&shared), &mut shared_any)).min();
+        need.map(|n| Need { devices: devices.unwrap_or(0), ..n })
     }
 
     /// The claims more than one of the `pending` members refers to, sorted (one pass over their
@@ -150,11 +164,6 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     fn shared_claims(&self, pending: &[PodId]) -> Vec<ClaimId> {
         let c = &*self.cluster;
         let claims = |p: PodId| c.pod(p).claims.iter().filter_map(|r| r.as_ref().ok());
-        // A claim only one live pod names (claims from templates) is not shared: most gangs
-        // have no other kind, and need no sort.
-        if pending.iter().all(|&p| claims(p).all(|&id| c.claims[id].users <= 1)) {
-            return Vec::new();
-        }
         let mut refs: Vec<(ClaimId, u32)> = Vec::new();
         for (i, &p) in pending.iter().enumerate() {
             refs.extend(claims(p).map(|&id| (id, i as u32)));
@@ -167,17 +176,32 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// Devices `pod` surely takes: the exact counts its claims ask for, over claims that are not
-    /// allocated and that no other pending member shares (`shared`, sorted).
-    fn devices_needed(&self, pod: &crate::cluster::PodInfo, shared: &[ClaimId]) -> u32 {
+    /// allocated and that no other pending member shares (`shared`, sorted). Without `shared`,
+    /// every claim counts and `several_users` is set when one has more than one user (a claim
+    /// only one live pod names, as a claim from a template, is not shared).
+    fn devices_needed(
+        &self,
+        pod: &crate::cluster::PodInfo,
+        shared: Option<&[ClaimId]>,
+        several_users: &mut bool,
+    ) -> u32 {
         if self.dra.is_none() {
             return 0;
         }
         let c = &*self.cluster;
-        let unshared = pod.claims.iter().filter_map(|r| r.as_ref().ok()).filter(|id| shared.binary_search(id).is_err());
-        unshared
-            .map(|&id| &c.claims[id])
-            .filter(|info| !info.allocated())
-            .fold(0u32, |t, info| t.saturating_add(info.exact_devices))
+        let mut total = 0u32;
+        for &id in pod.claims.iter().filter_map(|r| r.as_ref().ok()) {
+            let info = &c.claims[id];
+            match shared {
+                Some(shared) if shared.binary_search(&id).is_ok() => continue,
+                Some(_) => {}
+                None => *several_users |= info.users > 1,
+            }
+            if !info.allocated() {
+                total = total.saturating_add(info.exact_devices);
+            }
+        }
+        total
     }
 
     /// How many members needing `need` node `n` could take at most.

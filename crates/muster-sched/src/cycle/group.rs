@@ -95,7 +95,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             return;
         }
         // Alpha restriction: every member has the group's priority.
-        if let Some(mismatch) = priority_mismatch(c, &c.groups[g].priority, &format!("podgroup {key}"), &pending) {
+        if let Some(mismatch) = priority_mismatch(c, &c.groups[g].priority, || format!("podgroup {key}"), &pending) {
             fail_all(plan, &pending, GroupOutcome::SchedulerError, GroupReason::Priority(mismatch));
             return;
         }
@@ -220,14 +220,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     pub(super) fn members(&self, g: GroupId) -> Members {
         let c = &*self.cluster;
         let members = c.groups[g].members.clone();
-        let exist = members
-            .iter()
-            .filter(|m| {
-                let state = &c.pod(**m).state;
-                matches!(state, PodState::Pending | PodState::Gated(_)) || state.on_node().is_some()
-            })
-            .count();
-        let scheduled = members.iter().filter(|m| c.pod(**m).state.on_node().is_some()).count();
+        let (mut exist, mut scheduled) = (0, 0);
+        for m in &members {
+            let state = &c.pod(*m).state;
+            let on_node = state.on_node().is_some();
+            scheduled += usize::from(on_node);
+            exist += usize::from(on_node || matches!(state, PodState::Pending | PodState::Gated(_)));
+        }
         let pending = c.pending_members(g);
         Members { members, pending, exist, scheduled }
     }
@@ -488,13 +487,12 @@ pub(super) fn more(total: usize, shown: usize) -> String {
 pub(super) fn priority_mismatch(
     c: &Cluster,
     priority: &Result<i32, crate::cluster::PriorityClassNotFound>,
-    what: &str,
+    what: impl FnOnce() -> String,
     pods: &[PodId],
 ) -> Option<PriorityMismatch> {
-    let what = what.to_string();
     let priority = match priority {
         Ok(p) => *p,
-        Err(e) => return Some(PriorityMismatch { what, problem: Err(e.clone()) }),
+        Err(e) => return Some(PriorityMismatch { what: what(), problem: Err(e.clone()) }),
     };
     let odd: Vec<String> = pods
         .iter()
@@ -502,5 +500,5 @@ pub(super) fn priority_mismatch(
         .filter(|p| p.priority != priority)
         .map(|p| format!("{} has {}", p.key, p.priority))
         .collect();
-    (!odd.is_empty()).then_some(PriorityMismatch { what, problem: Ok((priority, odd)) })
+    (!odd.is_empty()).then(|| PriorityMismatch { what: what(), problem: Ok((priority, odd)) })
 }

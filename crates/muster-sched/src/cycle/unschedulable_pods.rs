@@ -68,12 +68,14 @@ impl UnschedulablePods {
     }
 
     /// The verdicts from the `from`-th pod on (`from` is a [`UnschedulablePods::len`] taken earlier).
+    /// Found by binary search: a plan's later attempts do not walk its earlier verdicts.
     pub fn since(&self, from: usize) -> impl Iterator<Item = (&[PodId], &FitError)> + '_ {
-        let mut start = 0;
-        self.runs().filter_map(move |(pods, e)| {
-            let skip = from.saturating_sub(start).min(pods.len());
-            start += pods.len();
-            (skip < pods.len()).then(|| (&pods[skip..], e))
+        let first = self.runs.partition_point(|(end, _)| *end as usize <= from);
+        let mut start = from.min(self.pods.len());
+        self.runs[first..].iter().map(move |(end, e)| {
+            let pods = &self.pods[start..*end as usize];
+            start = *end as usize;
+            (pods, e)
         })
     }
 
