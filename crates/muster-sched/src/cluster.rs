@@ -315,6 +315,12 @@ pub struct PodInfo {
     pub group: Option<Result<GroupId, Unresolved>>,
     /// The pod's pod affinity and anti-affinity terms, parsed; `None` when it has none.
     pub affinity: Option<std::sync::Arc<crate::plugins::inter_pod_affinity::AffinityTerms>>,
+    /// `spec.preemptionPolicy` is `Never` (`None`: unset, its PriorityClass decides): read on
+    /// every attempt of a gang's members, kept beside the rest (the field is immutable).
+    pub preemption_never: Option<bool>,
+    /// Some of its own `topologySpreadConstraints` are `DoNotSchedule` (`None`: it has none, the
+    /// plugin's default constraints apply): what the queueing hints ask of every failed pod.
+    pub spread_hard: Option<bool>,
 }
 
 impl PodInfo {
@@ -333,6 +339,8 @@ impl PodInfo {
             stale_extended_claim: None,
             group: None,
             affinity: None,
+            preemption_never: None,
+            spread_hard: None,
         }
     }
 
@@ -950,8 +958,12 @@ impl Cluster {
             }
         };
         let affinity = crate::plugins::inter_pod_affinity::AffinityTerms::of(&pod);
+        let preemption_never = spec.preemption_policy.as_deref().map(|p| p == "Never");
+        let spread_hard = crate::plugins::pod_topology_spread::own_hard(spec);
         Ok(PodInfo {
             affinity,
+            preemption_never,
+            spread_hard,
             pod,
             key,
             priority,
@@ -1175,6 +1187,16 @@ impl Cluster {
         match policy {
             Some(p) => p == "Never",
             None => class.is_some_and(|c| self.never_preempting_classes.contains(c)),
+        }
+    }
+
+    /// [`Cluster::never_preempts`] for a pod: its own policy, else its PriorityClass's (its spec
+    /// read only when some class says `Never`).
+    pub fn pod_never_preempts(&self, pod: &PodInfo) -> bool {
+        match pod.preemption_never {
+            Some(never) => never,
+            None if self.never_preempting_classes.is_empty() => false,
+            None => self.never_preempts(None, pod.pod.spec().and_then(|s| s.priority_class_name.as_deref())),
         }
     }
 
@@ -1698,3 +1720,7 @@ fn generate_claim_for(
         status: None,
     }
 }
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod tests;

@@ -174,13 +174,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let c = &*self.cluster;
         let spec = &c.groups[g].group.spec;
         c.never_preempts(spec.preemption_policy.as_deref(), spec.priority_class_name.as_deref())
-            || pending.iter().any(|p| {
-                let s = c.pod(*p).pod.spec();
-                c.never_preempts(
-                    s.and_then(|s| s.preemption_policy.as_deref()),
-                    s.and_then(|s| s.priority_class_name.as_deref()),
-                )
-            })
+            || pending.iter().any(|p| c.pod_never_preempts(c.pod(*p)))
     }
 
     /// What each domain of PodGroup `g`'s topology key would give its cycle now, each trial

@@ -40,11 +40,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     pub(super) fn preempt_for_pod(&mut self, pod: PodId, err: &FitError) -> Option<PodPreemption> {
         let c = &*self.cluster;
         let info = c.pod(pod);
-        let spec = info.pod.spec();
-        if c.never_preempts(
-            spec.and_then(|s| s.preemption_policy.as_deref()),
-            spec.and_then(|s| s.priority_class_name.as_deref()),
-        ) {
+        if c.pod_never_preempts(info) {
             return None;
         }
         let priority = info.priority;

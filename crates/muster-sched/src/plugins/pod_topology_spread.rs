@@ -46,7 +46,7 @@ impl Eq for PodTopologySpreadArgs {}
 
 impl PodTopologySpreadArgs {
     /// Whether some default constraint has `whenUnsatisfiable == action`.
-    fn has_defaults(&self, action: &str) -> bool {
+    pub(crate) fn has_defaults(&self, action: &str) -> bool {
         match self.defaulting_type {
             DefaultingType::List => self.default_constraints.iter().any(|c| c.when_unsatisfiable == action),
             DefaultingType::System => action == "ScheduleAnyway",
@@ -75,12 +75,14 @@ impl PodTopologySpreadArgs {
 /// selects the pod: a broad answer). Only such a pod is helped by another pod's arrival or
 /// relabeling (upstream's `isSchedulableAfterPodChange` looks at the hard constraints only).
 pub fn may_filter(pod: &dyn PodObject, args: &PodTopologySpreadArgs) -> bool {
-    let own = pod.spec().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
-    if own.is_empty() {
-        args.has_defaults("DoNotSchedule")
-    } else {
-        own.iter().any(|c| c.when_unsatisfiable == "DoNotSchedule")
-    }
+    pod.spec().and_then(own_hard).unwrap_or_else(|| args.has_defaults("DoNotSchedule"))
+}
+
+/// Whether some of the spec's own constraints are `DoNotSchedule`; `None` when it has none (the
+/// default constraints apply). Kept in [`crate::cluster::PodInfo::spread_hard`].
+pub fn own_hard(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<bool> {
+    let own = spec.topology_spread_constraints.as_deref().filter(|c| !c.is_empty())?;
+    Some(own.iter().any(|c| c.when_unsatisfiable == "DoNotSchedule"))
 }
 
 /// One constraint, its selector parsed and its defaults applied.

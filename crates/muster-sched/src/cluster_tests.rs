@@ -1,0 +1,78 @@
+//! What `PodInfo` keeps of a pod's spec so the cycle need not read it again.
+
+use super::*;
+use crate::plugins::pod_topology_spread::{DefaultingType, PodTopologySpreadArgs, may_filter};
+use serde_json::json;
+
+fn cluster(pods: serde_json::Value, classes: serde_json::Value) -> Cluster {
+    let pods: Vec<Box<k8s_openapi::api::core::v1::Pod>> = serde_json::from_value(pods).unwrap();
+    let classes: Vec<PriorityClass> = serde_json::from_value(classes).unwrap();
+    Cluster::build(Vec::new(), pods, &classes, &SchedulerNames::default()).unwrap()
+}
+
+fn pod(name: &str, spec: serde_json::Value) -> serde_json::Value {
+    let mut spec = spec;
+    spec["containers"] = json!([{"name": "c"}]);
+    json!({"metadata": {"name": name, "namespace": "ns"}, "spec": spec})
+}
+
+/// The pod's own `preemptionPolicy` wins; without one, its PriorityClass's; without either, it
+/// may preempt — as `never_preempts` reads the spec.
+#[test]
+fn a_pods_preemption_policy_is_kept_and_read_as_the_spec_says() {
+    let polite = json!([{"metadata": {"name": "polite"}, "value": 5, "preemptionPolicy": "Never"}]);
+    let pods = json!([
+        pod("a-own-never", json!({"preemptionPolicy": "Never"})),
+        pod("b-own-lower", json!({"preemptionPolicy": "PreemptLowerPriority", "priorityClassName": "polite"})),
+        pod("c-class-never", json!({"priorityClassName": "polite"})),
+        pod("d-neither", json!({})),
+    ]);
+    let plain = json!([{"metadata": {"name": "polite"}, "value": 5}]);
+    for (classes, expected) in [(polite, [true, false, true, false]), (plain, [true, false, false, false])] {
+        let c = cluster(pods.clone(), classes);
+        let got: Vec<bool> = c.pods.iter().map(|p| c.pod_never_preempts(p)).collect();
+        assert_eq!(got, expected);
+        let from_spec: Vec<bool> = c
+            .pods
+            .iter()
+            .map(|p| {
+                let s = p.pod.spec();
+                c.never_preempts(
+                    s.and_then(|s| s.preemption_policy.as_deref()),
+                    s.and_then(|s| s.priority_class_name.as_deref()),
+                )
+            })
+            .collect();
+        assert_eq!(got, from_spec);
+    }
+}
+
+/// `spread_hard` is the pod's own constraints' answer, `None` when it has none: with the
+/// plugin's defaults filled in it answers as `may_filter` over the spec.
+#[test]
+fn a_pods_own_spread_constraints_are_kept() {
+    let constraint =
+        |when: &str| json!({"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": when, "labelSelector": {}});
+    let pods = json!([
+        pod(
+            "a-hard",
+            json!({"topologySpreadConstraints": [constraint("ScheduleAnyway"), constraint("DoNotSchedule")]})
+        ),
+        pod("b-soft", json!({"topologySpreadConstraints": [constraint("ScheduleAnyway")]})),
+        pod("c-none", json!({"topologySpreadConstraints": []})),
+        pod("d-unset", json!({})),
+    ]);
+    let c = cluster(pods, json!([]));
+    let kept: Vec<Option<bool>> = c.pods.iter().map(|p| p.spread_hard).collect();
+    assert_eq!(kept, [Some(true), Some(false), None, None]);
+    let hard_defaults = PodTopologySpreadArgs {
+        default_constraints: vec![serde_json::from_value(constraint("DoNotSchedule")).unwrap()],
+        defaulting_type: DefaultingType::List,
+    };
+    for args in [PodTopologySpreadArgs::default(), hard_defaults] {
+        let defaults = args.has_defaults("DoNotSchedule");
+        for p in &c.pods {
+            assert_eq!(p.spread_hard.unwrap_or(defaults), may_filter(&p.pod, &args), "{}", p.key);
+        }
+    }
+}
