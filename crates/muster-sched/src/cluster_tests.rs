@@ -47,8 +47,8 @@ fn a_pods_preemption_policy_is_kept_and_read_as_the_spec_says() {
     }
 }
 
-/// `spread_hard` is the pod's own constraints' answer, `None` when it has none: with the
-/// plugin's defaults filled in it answers as `may_filter` over the spec.
+/// `spread_hard` is the pod's own constraints' answer, `None` when it has none; `may_filter`
+/// reads it, and the plugin's defaults where the pod has no constraints of its own.
 #[test]
 fn a_pods_own_spread_constraints_are_kept() {
     let constraint =
@@ -69,10 +69,11 @@ fn a_pods_own_spread_constraints_are_kept() {
         default_constraints: vec![serde_json::from_value(constraint("DoNotSchedule")).unwrap()],
         defaulting_type: DefaultingType::List,
     };
-    for args in [PodTopologySpreadArgs::default(), hard_defaults] {
-        let defaults = args.has_defaults("DoNotSchedule");
-        for p in &c.pods {
-            assert_eq!(p.spread_hard.unwrap_or(defaults), may_filter(&p.pod, &args), "{}", p.key);
-        }
+    // The system defaults are ScheduleAnyway: only the pod's own hard constraint may filter.
+    for (args, expected) in
+        [(PodTopologySpreadArgs::default(), [true, false, false, false]), (hard_defaults, [true, false, true, true])]
+    {
+        let got: Vec<bool> = c.pods.iter().map(|p| may_filter(p, &args)).collect();
+        assert_eq!(got, expected);
     }
 }

@@ -321,13 +321,12 @@ pub fn wake_for_pods<'p>(
         e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
     };
     let narrow = wake.without(Wake::ASSIGNED_POD_ADDED.union(Wake::ASSIGNED_POD_LABELS_CHANGED));
-    use crate::plugins::inter_pod_affinity;
-    let hard_defaults = spread.has_defaults("DoNotSchedule");
+    use crate::plugins::{inter_pod_affinity, pod_topology_spread};
     let mut pods = pods.into_iter().peekable();
     if pods.peek().is_none() {
         Wake::NONE
     } else if narrow == wake
-        || pods.any(|pod| pod.spread_hard.unwrap_or(hard_defaults) || inter_pod_affinity::has_required_terms(pod))
+        || pods.any(|pod| pod_topology_spread::may_filter(pod, spread) || inter_pod_affinity::has_required_terms(pod))
     {
         wake
     } else {

@@ -65,7 +65,7 @@ impl Reach {
         for a in assignments {
             let pod = c.pod(a.pod);
             let volumes = pod.pod.spec().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
-            if crate::plugins::pod_topology_spread::may_filter(&pod.pod, &s.config.pod_topology_spread)
+            if crate::plugins::pod_topology_spread::may_filter(pod, &s.config.pod_topology_spread)
                 || crate::plugins::inter_pod_affinity::has_required_terms(pod)
                 || (c.volumes.enabled
                     && volumes.iter().any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some()))

@@ -46,7 +46,7 @@ impl Eq for PodTopologySpreadArgs {}
 
 impl PodTopologySpreadArgs {
     /// Whether some default constraint has `whenUnsatisfiable == action`.
-    pub(crate) fn has_defaults(&self, action: &str) -> bool {
+    fn has_defaults(&self, action: &str) -> bool {
         match self.defaulting_type {
             DefaultingType::List => self.default_constraints.iter().any(|c| c.when_unsatisfiable == action),
             DefaultingType::System => action == "ScheduleAnyway",
@@ -74,8 +74,8 @@ impl PodTopologySpreadArgs {
 /// its own, or none of its own and a `DoNotSchedule` default (which applies only when something
 /// selects the pod: a broad answer). Only such a pod is helped by another pod's arrival or
 /// relabeling (upstream's `isSchedulableAfterPodChange` looks at the hard constraints only).
-pub fn may_filter(pod: &dyn PodObject, args: &PodTopologySpreadArgs) -> bool {
-    pod.spec().and_then(own_hard).unwrap_or_else(|| args.has_defaults("DoNotSchedule"))
+pub fn may_filter(pod: &crate::cluster::PodInfo, args: &PodTopologySpreadArgs) -> bool {
+    pod.spread_hard.unwrap_or_else(|| args.has_defaults("DoNotSchedule"))
 }
 
 /// Whether some of the spec's own constraints are `DoNotSchedule`; `None` when it has none (the
