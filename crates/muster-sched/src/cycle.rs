@@ -17,6 +17,7 @@ use muster_alloc::AllocatedState;
 
 mod assume;
 mod attempt;
+pub mod bound_wait;
 mod composite;
 mod device_domains;
 mod equivalence;
@@ -32,6 +33,7 @@ mod scoring;
 mod unschedulable_pods;
 
 pub use attempt::{Reserved, run_all_filters, run_filters};
+pub use bound_wait::{BoundEvent, RepeatedFailures};
 pub use composite::CompositeResult;
 pub use group::{DomainTrial, GANG_WAIT_TIMEOUT_REASON};
 use group::{GroupAttempt, Members, best_domain, more, priority_mismatch};
@@ -183,6 +185,9 @@ pub struct Plan {
     pub composites: Vec<CompositeResult>,
     /// Pods outside groups placed by preempting lower-priority pods (DefaultPreemption).
     pub pod_preemptions: Vec<PodPreemptionResult>,
+    /// Gang cycles that failed on the gang bound exactly as their last one did: counted, with
+    /// no result of their own ([`bound_wait`]).
+    pub repeated: RepeatedFailures,
     /// The pods of `unschedulable[..indexed.0]`, one bit per pod id: a retry forgets an earlier
     /// reason without searching the whole list when the pod has none in this plan (the usual
     /// case in a world that makes one plan per batch).
@@ -457,6 +462,9 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     /// change of the state (a fresh generation, an Unreserve, the store, a new batch), so that
     /// the gangs of one shape that wait together are counted once, not once each.
     bound_memo: Vec<gang_bound::BoundMemo>,
+    /// What the last cycles of gangs the bound failed read and reported ([`bound_wait`]), by
+    /// group.
+    bound_waits: std::collections::BTreeMap<GroupId, bound_wait::BoundWait>,
 }
 
 impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
@@ -493,6 +501,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             gang_bound: false,
             device_room: Vec::new(),
             bound_memo: Vec::new(),
+            bound_waits: std::collections::BTreeMap::new(),
         }
     }
 
@@ -690,6 +699,15 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         while let Some(entry) = queue.pop(now) {
             cycles += 1;
             observe(entry, &self.cluster);
+            if let QueueEntry::Group(g) = entry
+                && let Some((wake, checked, pods)) = self.repeats_bound_failure(g)
+            {
+                self.failed_classes.clear();
+                plan.repeated.groups.push(g);
+                plan.repeated.pods += pods as u64;
+                queue.failed_checked(entry, wake, checked, now);
+                continue;
+            }
             let retry = queue.attempts(entry) > 1;
             let groups = self.entry_groups(entry);
             // Only a group with a result in this plan already can end up with two.
@@ -708,6 +726,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 queue.done(entry);
             }
             if attempted.freed {
+                // Victims' groups run fewer members: no kept reading of a gang is sure to hold.
+                self.bound_waits.clear();
                 queue.on_event(Wake::ASSIGNED_POD_DELETED.union(Wake::CLAIM_CHANGED), now);
             }
         }
@@ -792,6 +812,10 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             },
             QueueEntry::Group(g) => {
                 self.failed_classes.clear();
+                if let Some(attempted) = self.report_bound_again(g, plan) {
+                    return attempted;
+                }
+                self.bound_waits.remove(&g);
                 self.schedule_group(g, plan)
             }
             QueueEntry::Composite(r) => {
@@ -820,6 +844,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             },
             _ => Checked::default(),
         };
+        if let QueueEntry::Group(g) = entry {
+            self.bound_wait_wakes(g, wake, checked);
+        }
         Attempted { pending: !pending.is_empty(), wake, checked, freed: plan.victims() > victims_before }
     }
 

@@ -8,7 +8,7 @@
 //! `spec.nodeName`), which confirms it. The engine reads no clock: `now` comes with each call.
 
 use crate::cluster::{Cluster, ModelError, PodId};
-use crate::cycle::{Plan, QueueEntry, Scheduler, SchedulerConfig};
+use crate::cycle::{Plan, QueueEntry, Scheduler, SchedulerConfig, bound_wait};
 use crate::plugins::dynamic_resources::DraContext;
 use crate::queue::{Millis, SchedulingQueue, Wake};
 use crate::store::Change;
@@ -76,6 +76,8 @@ impl<'d> Engine<'d> {
     /// no longer pending leave it, and entries waiting for what the change was are woken.
     pub fn apply(&mut self, change: Change, now: Millis) -> Result<(), ModelError> {
         let nodes_changed = matches!(change, Change::UpsertNode(_) | Change::DeleteNode(_));
+        let follows = bound_wait::follows(&change);
+        let member_of = self.group_of_pod_in(&change);
         // Pods assumed onto a node that goes away will never be bound there: forgotten first,
         // so that their devices come back too.
         if let Change::DeleteNode(name) = &change
@@ -89,6 +91,13 @@ impl<'d> Engine<'d> {
             }
         }
         let applied = self.scheduler.cluster_mut().apply(change)?;
+        match follows {
+            true => {
+                let event = bound_wait::BoundEvent::of(self.scheduler.cluster(), member_of, &applied);
+                self.scheduler.bound_event(event);
+            }
+            false => self.scheduler.forget_bound_waits(),
+        }
         if nodes_changed {
             self.scheduler.sync_nodes();
         }
@@ -99,12 +108,14 @@ impl<'d> Engine<'d> {
             if let QueueEntry::Pod(pod) = entry {
                 self.scheduler.pod_changed(pod);
             }
+            self.scheduler.forget_bound_wait(entry);
             self.queue.remove(entry);
         }
         for entry in applied.queue {
             if let QueueEntry::Pod(pod) = entry {
                 self.scheduler.pod_changed(pod);
             }
+            self.scheduler.forget_bound_wait(entry);
             if let Some(order) = self.scheduler.order_of(entry) {
                 self.queue.activate(entry, order, now);
             }
@@ -136,9 +147,25 @@ impl<'d> Engine<'d> {
             }
         }
         if !pods.is_empty() {
+            self.scheduler.forget_bound_waits();
             self.queue.on_event(Wake::ASSIGNED_POD_DELETED.union(Wake::CLAIM_CHANGED), now);
         }
         pods
+    }
+
+    /// The PodGroup of the pod a pod change names, as the store has it now.
+    fn group_of_pod_in(&self, change: &Change) -> Option<crate::cluster::GroupId> {
+        let c = self.scheduler.cluster();
+        let id = match change {
+            Change::DeletePod(key) => c.pod_id(key)?,
+            Change::UpsertPod(pod) => {
+                let meta = &pod.metadata;
+                let key = format!("{}/{}", meta.namespace.as_deref().unwrap_or("default"), meta.name.as_deref()?);
+                c.pod_id(&key)?
+            }
+            _ => return None,
+        };
+        c.pod(id).group.as_ref().and_then(|g| g.as_ref().ok().copied())
     }
 
     /// Runs every entry ready at `now` through its cycle; returns what they decided.

@@ -3,7 +3,8 @@
 //! the same nodes, preempt the same pods and give every group the same outcome. It fires when
 //! minCount is out of reach, and stays out of the way of devices that serve several claims,
 //! partitionable devices, requests for all devices, preemption, and clusters where Filter stops
-//! early (the next start index must move as before).
+//! early (the next start index must move as before). A gang cycle that would fail on the bound
+//! as the last one did is only counted, and a kept reading never outlives a change it depends on.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaimTemplate, ResourceSlice};
@@ -38,9 +39,14 @@ fn member(name: &str, group: &str, template: Option<&str>, cpu: u32, priority: i
 
 /// A pod of priority 0 running on `node`, asking `cpu` cores.
 fn running(name: &str, node: &str, cpu: u32) -> Box<Pod> {
+    running_at(name, node, cpu, 0)
+}
+
+/// A pod of `priority` running on `node`, asking `cpu` cores.
+fn running_at(name: &str, node: &str, cpu: u32, priority: i32) -> Box<Pod> {
     Box::new(
         serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
-            "spec": {"nodeName": node, "priority": 0,
+            "spec": {"nodeName": node, "priority": priority,
                      "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]},
             "status": {"phase": "Running"}}))
         .unwrap(),
@@ -274,9 +280,15 @@ fn engine_run(objects: &Objects, finish: &[u8], bound: bool) -> Vec<Decisions> {
     let engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
     let mut engine = if bound { engine.with_gang_bound() } else { engine };
     let mut out = Vec::new();
+    // A cycle the plan only counts as repeated stands for the group's last result.
+    let mut last: std::collections::BTreeMap<u32, GroupOutcome> = std::collections::BTreeMap::new();
     for (step, pick) in finish.iter().enumerate() {
         let now = step as u64 * 20_000;
         let plan = engine.schedule(now);
+        let (placements, victims, mut groups) = decisions(&plan).0;
+        last.extend(groups.iter().cloned());
+        groups.extend(plan.repeated.groups.iter().map(|g| (g.0, last[&g.0].clone())));
+        groups.sort_by_key(|(g, _)| *g);
         for (v, _) in &plan.preempted {
             let key = engine.cluster().pod(*v).key.clone();
             engine.apply(Change::DeletePod(key), now).unwrap();
@@ -302,7 +314,7 @@ fn engine_run(objects: &Objects, finish: &[u8], bound: bool) -> Vec<Decisions> {
         if !running.is_empty() {
             engine.apply(Change::DeletePod(running[*pick as usize % running.len()].clone()), now).unwrap();
         }
-        out.push(decisions(&plan).0);
+        out.push((placements, victims, groups));
     }
     out
 }
@@ -320,4 +332,63 @@ proptest! {
         let objects = random_objects(&gpus, &busy, &gangs);
         prop_assert_eq!(engine_run(&objects, &finish, true), engine_run(&objects, &finish, false));
     }
+}
+
+/// An engine with the bound over nodes of 8 cores and no devices, running `pods`, with `groups`.
+macro_rules! cpu_engine {
+    ($engine:ident, $nodes:expr, $pods:expr, $groups:expr, $bound:expr) => {
+        let (nodes, slices) = common::gpu_nodes(&[0; $nodes], "rack", "r");
+        let mut cluster = Cluster::build(nodes, $pods, &[], &SchedulerNames::default()).unwrap();
+        cluster.add_pod_groups($groups);
+        let classes = common::gpu_class();
+        let ctx = common::dra(&slices, &classes);
+        let engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+        let mut $engine = if $bound { engine.with_gang_bound() } else { engine };
+    };
+}
+
+#[test]
+fn a_cycle_that_would_repeat_its_verdict_is_only_counted() {
+    // n0 full; n1 has 3 free cores: no member of 4 cores fits anywhere.
+    let pods = vec![running("r-0", "n0", 8), running("r-1", "n1", 3), running("r-2", "n1", 2), running("z", "n0", 0)];
+    let members: Vec<Box<Pod>> = (0..3).map(|m| member(&format!("g-{m}"), "g", None, 4, 0)).collect();
+    cpu_engine!(engine, 2, [pods, members].concat(), vec![group("g", 3, 0)], true);
+    let first = engine.schedule(0);
+    assert!(first.groups[0].message().contains("at most 0 of its 3 pending pods"), "{}", first.groups[0].message());
+    // A pod that held no core leaves: the gang is tried again and would report the same.
+    engine.apply(Change::DeletePod("ml/z".into()), 20_000).unwrap();
+    let same = engine.schedule(20_000);
+    assert!(same.groups.is_empty(), "{:?}", same.groups);
+    assert_eq!((same.repeated.groups.len(), same.repeated.pods), (1, 3));
+    // Two cores free on n1: one member fits now, and the verdict says so.
+    engine.apply(Change::DeletePod("ml/r-2".into()), 40_000).unwrap();
+    let more = engine.schedule(40_000);
+    assert!(more.groups[0].message().contains("at most 1 of its 3 pending pods"), "{}", more.groups[0].message());
+    assert!(more.repeated.groups.is_empty());
+    // A fourth member: the kept reading is forgotten, the cycle reads the group afresh.
+    engine.apply(Change::UpsertPod(member("g-3", "g", None, 4, 0)), 60_000).unwrap();
+    let grown = engine.schedule(60_000);
+    assert!(grown.groups[0].message().contains("at most 1 of its 4 pending pods"), "{}", grown.groups[0].message());
+}
+
+#[test]
+fn a_lower_priority_pod_coming_to_a_node_ends_the_repeats() {
+    // Both nodes full of pods at the gang's priority: nothing to preempt.
+    let run = |p: i32| vec![running_at("r-0", "n0", 8, 10), running_at("r-1", "n1", 8, p)];
+    let members = || -> Vec<Box<Pod>> { (0..2).map(|m| member(&format!("g-{m}"), "g", None, 4, 10)).collect() };
+    let mut outcomes = Vec::new();
+    for bound in [true, false] {
+        cpu_engine!(engine, 2, [run(10), members()].concat(), vec![group("g", 2, 10)], bound);
+        assert!(engine.schedule(0).placements.is_empty());
+        // r-1 leaves and a priority-0 pod takes its node, in one step: the room is as before, but
+        // preemption now has a victim.
+        engine.apply(Change::DeletePod("ml/r-1".into()), 20_000).unwrap();
+        engine.apply(Change::UpsertPod(running_at("low", "n1", 8, 0)), 20_000).unwrap();
+        let plan = engine.schedule(20_000);
+        assert!(plan.repeated.groups.is_empty());
+        let victims: Vec<String> = plan.preempted.iter().map(|(v, _)| engine.cluster().pod(*v).key.clone()).collect();
+        outcomes.push((plan.placements.len(), victims));
+    }
+    assert_eq!(outcomes[0], (2, vec!["ml/low".to_string()]));
+    assert_eq!(outcomes[0], outcomes[1]);
 }

@@ -453,6 +453,13 @@ impl<'d, 's> Sim<'d, 's> {
                 count_failure(&mut self.w.unschedulable_by, e, pods.len() as u64);
             }
             self.w.timing.group_attempts += plan.groups.len() as u64;
+            // Gang cycles that repeated their last verdict on the bound: counted as if listed.
+            let repeated = &plan.repeated;
+            self.w.timing.unschedulable += repeated.pods;
+            self.w.timing.group_attempts += repeated.groups.len() as u64;
+            if repeated.pods > 0 {
+                *self.w.unschedulable_by.entry("PodGroup").or_default() += repeated.pods;
+            }
             self.w.deleted.clear();
             for act in acts {
                 if !self.stale(&act) {

@@ -37,9 +37,21 @@ pub(super) struct BoundMemo {
 
 /// What every pending member surely needs: per resource, the least any member requests (a
 /// resource some member does not request is left out), and the least count of devices.
-struct Need {
+#[derive(Clone)]
+pub(super) struct Need {
     requests: Vec<(ResourceId, i64)>,
     devices: u32,
+    /// No claim of a pending member has another user: nothing but the members' own changes
+    /// changes the need.
+    pub(super) exclusive: bool,
+}
+
+/// A gang cycle the bound failed: at most `room` members fit, fewer than the `wanted` ones,
+/// each needing at least `need`.
+pub(super) struct OutOfReach {
+    pub(super) room: usize,
+    pub(super) need: Need,
+    pub(super) wanted: usize,
 }
 
 /// `n` met with one more member's needs: per resource the least of both (a resource the member
@@ -60,16 +72,24 @@ fn meet(mut n: Need, requests: &[(ResourceId, i64)], devices: u32) -> Need {
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
-    /// `Some(room)` when the gang cycle over `pending` (on `node_filter`'s nodes) is known to fail
-    /// and to change nothing: at most `room` members fit, fewer than minCount needs with the
+    /// `Some` when the gang cycle over `pending` (on `node_filter`'s nodes) is known to fail and
+    /// to change nothing: at most `room` members fit, fewer than minCount needs with the
     /// `scheduled` ones (or none), and fewer nodes than Filter looks for have room for one.
     /// `None` when the members must be tried.
-    pub(super) fn gang_out_of_reach(&mut self, pending: &[PodId], scheduled: usize, min: usize) -> Option<usize> {
+    pub(super) fn gang_out_of_reach(&mut self, pending: &[PodId], scheduled: usize, min: usize) -> Option<OutOfReach> {
         if !self.gang_bound || self.profiles.several() {
             return None;
         }
         let need = self.need(pending)?;
         let wanted = min.saturating_sub(scheduled).max(1);
+        let room = self.room_short(&need, wanted)?;
+        Some(OutOfReach { room, need, wanted })
+    }
+
+    /// `Some(room)` when at most `room` members needing `need` fit the nodes (`node_filter`'s),
+    /// fewer than `wanted`, and fewer nodes than Filter looks for (or all of them) could take
+    /// one; counted once per need while the state does not change.
+    pub(super) fn room_short(&mut self, need: &Need, wanted: usize) -> Option<usize> {
         let num_nodes = self.cluster.node_order.len();
         let memo = self.node_filter.is_none().then(|| {
             self.bound_memo.iter().position(|m| {
@@ -81,18 +101,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 let m = &self.bound_memo[i];
                 let known = (m.room, m.nodes, m.complete);
                 debug_assert!(
-                    !known.2 || self.count_room(&need, usize::MAX) == known,
+                    !known.2 || self.count_room(need, usize::MAX) == known,
                     "the bound's count changed with no change of the state"
                 );
                 known
             }
             None => {
-                let counted = self.count_room(&need, wanted);
+                let counted = self.count_room(need, wanted);
                 if self.node_filter.is_none() {
                     self.bound_memo.retain(|m| m.devices != need.devices || m.requests != need.requests);
                     let (room, nodes, complete) = counted;
                     self.bound_memo.push(BoundMemo {
-                        requests: need.requests,
+                        requests: need.requests.clone(),
                         devices: need.devices,
                         room,
                         nodes,
@@ -147,7 +167,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             let devices = self.devices_needed(pod, None, &mut shared_any);
             need = Some(match need {
-                None => Need { requests: pod.requests.clone(), devices },
+                None => Need { requests: pod.requests.clone(), devices, exclusive: true },
                 Some(n) => meet(n, &pod.requests, devices),
             });
         }
@@ -156,7 +176,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         let shared = self.shared_claims(pending);
         let devices = pending.iter().map(|&p| self.devices_needed(c.pod(p), Some(&shared), &mut shared_any)).min();
-        need.map(|n| Need { devices: devices.unwrap_or(0), ..n })
+        need.map(|n| Need { devices: devices.unwrap_or(0), exclusive: false, ..n })
     }
 
     /// The claims more than one of the `pending` members refers to, sorted (one pass over their

@@ -62,9 +62,9 @@ pub(super) enum GroupFailure {
     Topology(DomainError),
     /// `placed` members fitted (then rolled back), `failed` did not.
     Members { placed: usize, failed: Vec<(PodId, FitError)> },
-    /// Not tried: at most this many members fit the nodes' free resources and devices
+    /// Not tried: too few members fit the nodes' free resources and devices
     /// ([`Scheduler::gang_out_of_reach`]).
-    Bound(usize),
+    Bound(super::gang_bound::OutOfReach),
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
@@ -142,6 +142,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             ) {
                 Ok(p) => (p.placement, (p.victims, p.against_budgets)),
                 Err(why_not) => {
+                    self.wait_on_bound(g, &failure, &why_not, &pending, scheduled);
                     self.report_group_failure(g, plan, &pending, failure, scheduled);
                     if let Some(last) = plan.groups.last_mut() {
                         last.preemption = Some(Preemption::WouldNotHelp(why_not));
@@ -236,9 +237,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
         } else {
             self.node_filter = within.map(<[bool]>::to_vec);
-            if gang && let Some(room) = self.gang_out_of_reach(pending, scheduled, min) {
+            if gang && let Some(out) = self.gang_out_of_reach(pending, scheduled, min) {
                 self.node_filter = None;
-                return Err(GroupFailure::Bound(room));
+                return Err(GroupFailure::Bound(out));
             }
         }
         let (placed, failed, undo) = self.run_members(pending, scheduled, min);
@@ -287,7 +288,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let all_failed = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
         let (placed, failed) = match failure {
             GroupFailure::Topology(error) => return shared(all_failed, GroupReason::NoDomain { group: key, error }),
-            GroupFailure::Bound(room) => {
+            GroupFailure::Bound(out) => {
+                let room = out.room;
                 let reason = GroupReason::Bound { group: key, room, pending: pending.len(), running: scheduled, min };
                 return shared(all_failed, reason);
             }

@@ -1,0 +1,253 @@
+//! Gang cycles that would fail on the gang bound exactly as the last one did [beyond upstream;
+//! an optimization that changes no decision, only with the bound, which the simulator turns on].
+//!
+//! Why: a gang that waits for room is woken at every release of resources or devices anywhere
+//! (upstream's hints, `isSchedulableAfterPodEvent`, `isSchedulableAfterClaimChange`), and in a
+//! world that runs for days nearly every such cycle fails on the bound with the room the last one
+//! found. Each still read every member's state, claims and requests, sorted the pending ones and
+//! reported a verdict for each. Here the last failed cycle's reading is kept ([`BoundWait`]): its
+//! need, how many members it wanted, its priority and preemption policy, its pending members'
+//! claims, the room it found, what its members wait for. When the gang is popped again and the
+//! reading still holds, one count of the room ([`Scheduler::room_short`], kept per need while
+//! nothing changes) decides: the same room means the same verdict, reason and all, so the cycle
+//! fails at once — popped and requeued as before, its backoff and attempts as before — and the
+//! plan only counts it ([`RepeatedFailures`]).
+//!
+//! The reading holds until the store reports a change it depends on: any change of a member
+//! pod (pending or running, added, updated or deleted), of its PodGroup (which moves its entry),
+//! of one of its pending members' claims, a pod with a lower priority coming to a node (preemption
+//! could then start), a node added or deleted (the verdict counts the nodes), or a change of a
+//! kind it does not follow (PriorityClass, Workload, CompositePodGroup...), which forgets every
+//! reading. A preemption or a forgotten assumption forgets them all too. A debug build checks
+//! each repeat against a full cycle's reading.
+
+use super::gang_bound::{Need, OutOfReach};
+use super::*;
+use crate::cluster::ClaimId;
+
+/// What a gang's last cycle, failed on the bound, read and reported.
+pub(super) struct BoundWait {
+    need: Need,
+    wanted: usize,
+    /// The room it found: a cycle that finds the same reports the same.
+    room: usize,
+    priority: i32,
+    /// Its `preemptionPolicy` is Never: no victim could help it.
+    never: bool,
+    /// The pending members' claims, sorted.
+    claims: Vec<ClaimId>,
+    /// Its pending members in the cycle's order, the running ones, and the nodes the verdict
+    /// counted.
+    pending: Vec<PodId>,
+    running: usize,
+    num_nodes: usize,
+    /// What its members wait for (set once the cycle's verdicts are in).
+    wake: Wake,
+    checked: Checked,
+}
+
+/// Gang cycles that failed on the bound as their last one did ([`bound_wait`]): the plan holds
+/// no new result for them; each group's last result stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepeatedFailures {
+    /// The groups, in queue order (once per cycle).
+    pub groups: Vec<GroupId>,
+    /// Their pending pods, each an unschedulable verdict.
+    pub pods: u64,
+}
+
+/// A change as the kept readings follow it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BoundEvent<'a> {
+    /// The groups of the pods it changed (before and after).
+    pub groups: [Option<GroupId>; 2],
+    /// A pod that came to a node or changed on one, with its priority.
+    pub on_node: Option<i32>,
+    /// Claims whose object changed (with the object they had, as the store reports them).
+    pub claims: &'a [(ClaimId, Option<Box<k8s_openapi::api::resource::v1::ResourceClaim>>)],
+}
+
+impl<'a> BoundEvent<'a> {
+    /// `change` applied: `before` is the group of the pod it names as the store had it.
+    pub fn of(cluster: &Cluster, before: Option<GroupId>, applied: &'a crate::store::Applied) -> BoundEvent<'a> {
+        let (mut after, mut on_node) = (None, None);
+        if let crate::store::Subject::Pod { id, before } = &applied.subject {
+            let pod = match before {
+                crate::store::PodBefore::Deleted(gone) => gone,
+                _ => cluster.pod(*id),
+            };
+            after = pod.group.as_ref().and_then(|g| g.as_ref().ok().copied());
+            on_node = (!matches!(before, crate::store::PodBefore::Deleted(_)) && pod.state.on_node().is_some())
+                .then_some(pod.priority);
+        }
+        BoundEvent { groups: [before, after], on_node, claims: &applied.claims }
+    }
+}
+
+/// Whether the kept readings can follow `change` (else it forgets them all): changes of nodes,
+/// pods, claims, PodGroups and disruption budgets.
+pub fn follows(change: &crate::store::Change) -> bool {
+    use crate::store::Change as C;
+    matches!(
+        change,
+        C::UpsertNode(_)
+            | C::DeleteNode(_)
+            | C::UpsertPod(_)
+            | C::DeletePod(_)
+            | C::UpsertClaim(_)
+            | C::DeleteClaim(_)
+            | C::UpsertPodGroup(_)
+            | C::DeletePodGroup(_)
+            | C::UpsertPodDisruptionBudget(_)
+            | C::DeletePodDisruptionBudget(_)
+    )
+}
+
+impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
+    /// After gang `g`'s cycle failed on the bound and preemption could not start: keeps what the
+    /// cycle read. Only for a PodGroup with an entry of its own whose members share no claim.
+    pub(super) fn wait_on_bound(
+        &mut self,
+        g: GroupId,
+        failure: &group::GroupFailure,
+        why_not: &WouldNotHelp,
+        pending: &[PodId],
+        running: usize,
+    ) {
+        let group::GroupFailure::Bound(OutOfReach { need, wanted, room }) = failure else { return };
+        let never = match why_not {
+            WouldNotHelp::Never => true,
+            WouldNotHelp::NoLowerPriority { .. } => false,
+            WouldNotHelp::NoPendingMember | WouldNotHelp::DoesNotFit { .. } => return,
+        };
+        let c = &*self.cluster;
+        let Some(first) = pending.first() else { return };
+        if !need.exclusive || c.entry_of_group(g) != QueueEntry::Group(g) {
+            return;
+        }
+        let mut claims: Vec<ClaimId> =
+            pending.iter().flat_map(|p| c.pod(*p).claims.iter().filter_map(|r| r.as_ref().ok().copied())).collect();
+        claims.sort_unstable();
+        claims.dedup();
+        let wait = BoundWait {
+            need: need.clone(),
+            wanted: *wanted,
+            room: *room,
+            priority: c.pod(*first).priority,
+            never,
+            claims,
+            pending: pending.to_vec(),
+            running,
+            num_nodes: c.node_order.len(),
+            wake: Wake::ANY,
+            checked: Checked::default(),
+        };
+        self.bound_waits.insert(g, wait);
+    }
+
+    /// What the members of `g` wait for, once its cycle's verdicts are in.
+    pub(super) fn bound_wait_wakes(&mut self, g: GroupId, wake: Wake, checked: Checked) {
+        if let Some(w) = self.bound_waits.get_mut(&g) {
+            (w.wake, w.checked) = (wake, checked);
+        }
+    }
+
+    /// The room gang `g`'s cycle would find short on the bound now, when its kept reading holds.
+    fn room_again(&mut self, g: GroupId) -> Option<usize> {
+        let w = self.bound_waits.get(&g)?;
+        if w.num_nodes != self.cluster.node_order.len() {
+            return None;
+        }
+        let (need, wanted) = (w.need.clone(), w.wanted);
+        let room = self.room_short(&need, wanted)?;
+        debug_assert!(self.would_repeat(g, room), "a gang's kept reading no longer holds");
+        Some(room)
+    }
+
+    /// When gang `g`'s cycle would fail on the bound exactly as its last one did, reason and
+    /// all: what its members wait for, as then, and how many are pending.
+    pub(super) fn repeats_bound_failure(&mut self, g: GroupId) -> Option<(Wake, Checked, usize)> {
+        let room = self.room_again(g)?;
+        let w = &self.bound_waits[&g];
+        (room == w.room).then_some((w.wake, w.checked, w.pending.len()))
+    }
+
+    /// Gang `g`'s cycle from its kept reading, when it holds and the bound is still short (with
+    /// another room than last time): the failure reported as the full cycle reports it.
+    pub(super) fn report_bound_again(&mut self, g: GroupId, plan: &mut Plan) -> Option<Attempted> {
+        let room = self.room_again(g)?;
+        let w = self.bound_waits.get_mut(&g).expect("read just above");
+        w.room = room;
+        let c = &*self.cluster;
+        let group = &c.groups[g];
+        let reason = GroupReason::Bound {
+            group: group.key.clone(),
+            room,
+            pending: w.pending.len(),
+            running: w.running,
+            min: group.min_count,
+        };
+        let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled: w.running, failed: w.pending.len() };
+        let mut result = GroupResult::new(g, outcome, reason);
+        result.preemption = Some(Preemption::WouldNotHelp(match w.never {
+            true => WouldNotHelp::Never,
+            false => WouldNotHelp::NoLowerPriority { priority: w.priority },
+        }));
+        plan.unschedulable.append(&mut result.member_errors(&w.pending, c.node_order.len()));
+        plan.groups.push(result);
+        Some(Attempted { pending: true, wake: w.wake, checked: w.checked, freed: false })
+    }
+
+    /// Forgets what `entry`'s last cycle read (the store moved it).
+    pub fn forget_bound_wait(&mut self, entry: QueueEntry) {
+        if let QueueEntry::Group(g) = entry {
+            self.bound_waits.remove(&g);
+        }
+    }
+
+    /// Forgets every kept reading.
+    pub fn forget_bound_waits(&mut self) {
+        self.bound_waits.clear();
+    }
+
+    /// Forgets the readings `event` may have changed.
+    pub fn bound_event(&mut self, event: BoundEvent<'_>) {
+        if self.bound_waits.is_empty() {
+            return;
+        }
+        for g in event.groups.into_iter().flatten() {
+            self.bound_waits.remove(&g);
+        }
+        self.bound_waits.retain(|_, w| {
+            // A lower-priority pod on a node: preemption may start now.
+            let victim = !w.never && event.on_node.is_some_and(|p| p < w.priority);
+            let claim = event.claims.iter().any(|(c, _)| w.claims.binary_search(c).is_ok());
+            !victim && !claim
+        });
+    }
+
+    /// Whether a full cycle of gang `g` would now read what its kept reading says and find
+    /// `room` (the paired check of a cycle from the reading): the same pending members in the
+    /// same order and running ones, the bound short by `room`, preemption unable to start.
+    fn would_repeat(&mut self, g: GroupId, room: usize) -> bool {
+        let group::Members { members, pending, exist, scheduled } = self.members(g);
+        let min = self.cluster.groups[g].min_count;
+        let w = &self.bound_waits[&g];
+        if exist < min || pending != w.pending || scheduled != w.running {
+            return false;
+        }
+        if self.gang_out_of_reach(&pending, scheduled, min).map(|o| o.room) != Some(room) {
+            return false;
+        }
+        let never = self.never_preempts(g, &pending);
+        let w = &self.bound_waits[&g];
+        if never != w.never || self.cluster.pod(pending[0]).priority != w.priority {
+            return false;
+        }
+        let c = &*self.cluster;
+        never
+            || c.pods.iter().enumerate().all(|(i, p)| {
+                !matches!(p.state, PodState::Bound(_)) || p.priority >= w.priority || members.contains(&PodId(i as u32))
+            })
+    }
+}
