@@ -713,7 +713,11 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             // Only a group with a result in this plan already can end up with two.
             let settle = retry && plan.has_group_result(&groups);
             if retry {
-                plan.forget(&self.entry_pods(entry), &groups, entry);
+                match entry {
+                    // A group's members, borrowed: most retries are of waiting gangs.
+                    QueueEntry::Group(g) => plan.forget(&self.cluster.groups[g].members, &groups, entry),
+                    _ => plan.forget(&self.entry_pods(entry), &groups, entry),
+                }
             }
             let attempted = self.schedule(entry, plan);
             if settle {

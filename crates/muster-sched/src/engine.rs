@@ -77,7 +77,10 @@ impl<'d> Engine<'d> {
     pub fn apply(&mut self, change: Change, now: Millis) -> Result<(), ModelError> {
         let nodes_changed = matches!(change, Change::UpsertNode(_) | Change::DeleteNode(_));
         let follows = bound_wait::follows(&change);
-        let member_of = self.group_of_pod_in(&change);
+        let member_of = match self.scheduler.keeps_bound_waits() {
+            true => self.group_of_pod_in(&change),
+            false => None,
+        };
         // Pods assumed onto a node that goes away will never be bound there: forgotten first,
         // so that their devices come back too.
         if let Change::DeleteNode(name) = &change

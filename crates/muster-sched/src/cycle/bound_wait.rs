@@ -27,7 +27,8 @@ use crate::cluster::ClaimId;
 
 /// What a gang's last cycle, failed on the bound, read and reported.
 pub(super) struct BoundWait {
-    need: Need,
+    /// Shared: each use counts the room while the reading is borrowed from the scheduler.
+    need: std::sync::Arc<Need>,
     wanted: usize,
     /// The room it found: a cycle that finds the same reports the same.
     room: usize,
@@ -130,7 +131,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         claims.sort_unstable();
         claims.dedup();
         let wait = BoundWait {
-            need: need.clone(),
+            need: std::sync::Arc::new(need.clone()),
             wanted: *wanted,
             room: *room,
             priority: c.pod(*first).priority,
@@ -203,6 +204,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         if let QueueEntry::Group(g) = entry {
             self.bound_waits.remove(&g);
         }
+    }
+
+    /// Whether some gang's reading is kept.
+    pub fn keeps_bound_waits(&self) -> bool {
+        !self.bound_waits.is_empty()
     }
 
     /// Forgets every kept reading.
