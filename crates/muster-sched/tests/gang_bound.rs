@@ -268,8 +268,9 @@ proptest! {
 }
 
 /// An engine over `objects` at steps 20 s apart: every placement is bound, then the bound pod
-/// `finish[step]` picks (gang members included) finishes, releasing its node and devices. Each
-/// step's decisions.
+/// `finish[step]` picks (gang members included) finishes, releasing its node and devices; at
+/// every third step a priority-0 pod of 1 core also comes, bound to the node the pick names
+/// (preemption may find a victim where it found none). Each step's decisions.
 fn engine_run(objects: &Objects, finish: &[u8], bound: bool) -> Vec<Decisions> {
     let (nodes, slices, pods, groups) = objects;
     let mut cluster = Cluster::build(nodes.clone(), pods.clone(), &[], &SchedulerNames::default()).unwrap();
@@ -304,15 +305,19 @@ fn engine_run(objects: &Objects, finish: &[u8], bound: bool) -> Vec<Decisions> {
             bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(*node).name().to_string());
             engine.apply(Change::UpsertPod(bound), now).unwrap();
         }
-        let running: Vec<String> = engine
+        let on_nodes: Vec<String> = engine
             .cluster()
             .pods
             .iter()
             .filter(|p| matches!(p.state, PodState::Bound(_)))
             .map(|p| p.key.clone())
             .collect();
-        if !running.is_empty() {
-            engine.apply(Change::DeletePod(running[*pick as usize % running.len()].clone()), now).unwrap();
+        if !on_nodes.is_empty() {
+            engine.apply(Change::DeletePod(on_nodes[*pick as usize % on_nodes.len()].clone()), now).unwrap();
+        }
+        if step % 3 == 2 {
+            let node = format!("n{}", *pick as usize % nodes.len());
+            engine.apply(Change::UpsertPod(running(&format!("low-{step}"), &node, 1)), now).unwrap();
         }
         out.push((placements, victims, groups));
     }
