@@ -443,11 +443,13 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     kept: kept_verdicts::KeptVerdicts,
     /// Nodes taken as rejected from `kept` without a Filter, so far (for benchmarks and tests).
     pub kept_rejections: u64,
-    /// The lowest priority of a bound pod (`i32::MAX`: none) as counted in this batch; `None`
-    /// until counted. Within a batch bound pods only leave (preemption's evictions; a trial's
-    /// restores bring back only what the trial evicted), so a priority at or below it has no
-    /// lower-priority pod to preempt. Forgotten at every batch and whenever the cluster is
-    /// changed from outside.
+    /// At most the lowest priority of a bound pod (`i32::MAX`: none); `None` until counted. A
+    /// priority at or below it has no lower-priority pod to preempt. Bound pods only leave
+    /// during cycles (preemption's evictions; a trial's restores bring back only what the trial
+    /// evicted), and a change of the store keeps it only when it cannot lower it or lowers it to
+    /// the pod that came to a node ([`Scheduler::apply_change`]): a floor kept lower than the
+    /// lowest is sound (preemption then searches and finds no victim, as it would have said).
+    /// Forgotten by any other change from outside.
     bound_floor: Option<i32>,
     reuse_verdicts: bool,
     /// PodTopologySpread's and InterPodAffinity's domains and per-node counts.
@@ -521,6 +523,34 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
 
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    /// The store's `apply` of one change between cycles, as through [`Scheduler::cluster_mut`],
+    /// but keeping the count of the lowest bound priority where the change cannot lower it
+    /// (`preemption::keeps_floor`), lowered to a pod that came to a node.
+    pub fn apply_change(
+        &mut self,
+        change: crate::store::Change,
+    ) -> Result<crate::store::Applied, crate::cluster::ModelError> {
+        let keeps = preemption::keeps_floor(&change);
+        // A pod sent with its node may be bound now without an event naming it (one whose
+        // priority changed in place).
+        let key = match &change {
+            crate::store::Change::UpsertPod(pod)
+                if self.bound_floor.is_some()
+                    && pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()) =>
+            {
+                Some(crate::cluster::object_key(&pod.metadata))
+            }
+            _ => None,
+        };
+        let floor = self.bound_floor;
+        let applied = self.cluster_mut().apply(change)?;
+        if keeps {
+            self.bound_floor = floor;
+            self.lower_floor(&applied, key.as_deref());
+        }
+        Ok(applied)
     }
 
     /// The scheduler's cluster, for changes between cycles (the store's `apply`).
@@ -694,7 +724,6 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     ) -> usize {
         let mut cycles = 0;
         self.failed_classes.clear();
-        self.bound_floor = None;
         self.bound_memo.clear();
         while let Some(entry) = queue.pop(now) {
             cycles += 1;

@@ -93,7 +93,7 @@ impl<'d> Engine<'d> {
                 }
             }
         }
-        let applied = self.scheduler.cluster_mut().apply(change)?;
+        let applied = self.scheduler.apply_change(change)?;
         match follows {
             true => {
                 let event = bound_wait::BoundEvent::of(self.scheduler.cluster(), member_of, &applied);
@@ -161,11 +161,7 @@ impl<'d> Engine<'d> {
         let c = self.scheduler.cluster();
         let id = match change {
             Change::DeletePod(key) => c.pod_id(key)?,
-            Change::UpsertPod(pod) => {
-                let meta = &pod.metadata;
-                let key = format!("{}/{}", meta.namespace.as_deref().unwrap_or("default"), meta.name.as_deref()?);
-                c.pod_id(&key)?
-            }
+            Change::UpsertPod(pod) => c.pod_id(&crate::cluster::object_key(&pod.metadata))?,
             _ => return None,
         };
         c.pod(id).group.as_ref().and_then(|g| g.as_ref().ok().copied())

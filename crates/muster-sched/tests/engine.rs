@@ -305,3 +305,50 @@ fn a_status_only_update_leaves_an_unschedulable_pod_waiting() {
     engine.apply(Change::UpsertPod(Box::new(big)), 20).unwrap();
     assert_eq!(engine.queue().counts(), (0, 1, 0), "a real change: tried again after its backoff");
 }
+
+/// A pod of `cpu` cores at `priority`, on `node` (running) or pending.
+fn cpu_pod(name: &str, cpu: u32, priority: i32, node: Option<&str>) -> Box<Pod> {
+    let mut p = json!({"metadata": {"name": name, "namespace": "ml"},
+        "spec": {"priority": priority, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu.to_string()}}}]}});
+    if let Some(n) = node {
+        p["spec"]["nodeName"] = json!(n);
+        p["status"] = json!({"phase": "Running"});
+    }
+    Box::new(serde_json::from_value(p).unwrap())
+}
+
+/// The engine keeps the lowest priority of a bound pod between batches (preemption's quick
+/// "nothing to preempt"): a lower-priority pod coming to a node, or a running pod's priority
+/// lowered in place, must let a waiting pod preempt it.
+#[test]
+fn a_waiting_pod_preempts_a_lower_priority_pod_that_came_after_it_failed() {
+    for lowered_in_place in [false, true] {
+        let (nodes, _) = common::gpu_nodes(&[0, 0], "rack", "r");
+        let cluster =
+            Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
+        let mut engine = Engine::new(cluster, SchedulerConfig::default(), None);
+        engine.apply(Change::UpsertPod(cpu_pod("a", 8, 5, Some("n0"))), 0).unwrap();
+        engine.apply(Change::UpsertPod(cpu_pod("b", 8, 5, Some("n1"))), 0).unwrap();
+        engine.apply(Change::UpsertPod(cpu_pod("z", 0, 5, Some("n0"))), 0).unwrap();
+        engine.apply(Change::UpsertPod(cpu_pod("p", 8, 5, None)), 0).unwrap();
+        // Nothing below priority 5 runs: p waits.
+        assert!(engine.schedule(0).placements.is_empty());
+        if lowered_in_place {
+            engine.apply(Change::UpsertPod(cpu_pod("b", 8, 0, Some("n1"))), 10_000).unwrap();
+        } else {
+            engine.apply(Change::DeletePod("ml/b".into()), 10_000).unwrap();
+            engine.apply(Change::UpsertPod(cpu_pod("low", 8, 0, Some("n1"))), 10_000).unwrap();
+        }
+        // A release elsewhere wakes p: it preempts the priority-0 pod on n1.
+        engine.apply(Change::DeletePod("ml/z".into()), 20_000).unwrap();
+        let plan = engine.schedule(20_000);
+        let victim = if lowered_in_place { "ml/b" } else { "ml/low" };
+        let victims: Vec<&str> = plan
+            .pod_preemptions
+            .iter()
+            .flat_map(|p| &p.victims)
+            .map(|v| engine.cluster().pod(*v).key.as_str())
+            .collect();
+        assert_eq!(victims, [victim], "lowered in place: {lowered_in_place}");
+    }
+}

@@ -317,13 +317,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         None
     }
 
-    /// The lowest priority of a bound pod (`i32::MAX`: none), counted once per batch (see
-    /// `Scheduler::bound_floor`): a preemptor at or below it has nothing to preempt.
+    /// At most the lowest priority of a bound pod (`i32::MAX`: none), counted again only when a
+    /// change may have lowered it (see `Scheduler::bound_floor`): a preemptor at or below it has
+    /// nothing to preempt.
     pub(super) fn bound_floor(&mut self) -> i32 {
         if let Some(floor) = self.bound_floor {
             debug_assert!(
                 self.cluster.pods.iter().all(|p| !matches!(p.state, PodState::Bound(_)) || p.priority >= floor),
-                "a pod below the batch's bound floor was bound during the batch"
+                "a pod below the kept bound floor is bound"
             );
             return floor;
         }
@@ -331,6 +332,22 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let floor = pods.map(|p| p.priority).min().unwrap_or(i32::MAX);
         self.bound_floor = Some(floor);
         floor
+    }
+
+    /// After the store applied a change that keeps the floor: lowered to the priority of the pod
+    /// the change brought to a node (its subject, or the pod of key `upserted`).
+    pub(super) fn lower_floor(&mut self, applied: &crate::store::Applied, upserted: Option<&str>) {
+        let Some(floor) = self.bound_floor else { return };
+        let c = &*self.cluster;
+        let pod = match &applied.subject {
+            crate::store::Subject::Pod { id, before } if !matches!(before, crate::store::PodBefore::Deleted(_)) => {
+                Some(*id)
+            }
+            _ => upserted.and_then(|k| c.pod_id(k)),
+        };
+        if let Some(p) = pod.map(|p| c.pod(p)).filter(|p| matches!(p.state, PodState::Bound(_))) {
+            self.bound_floor = Some(floor.min(p.priority));
+        }
     }
 
     /// The victims by key and the budgets they went against (`None` without victims).
@@ -519,4 +536,24 @@ fn allocation_is_local(
     ctx: &crate::plugins::dynamic_resources::DraContext<'_>,
 ) -> bool {
     allocation.is_none_or(|a| crate::plugins::dynamic_resources::node_local([a], node, ctx))
+}
+
+/// Whether a change of the store keeps the count of the lowest bound priority, once lowered to
+/// the pod it brings to a node ([`Scheduler::lower_floor`]): pods and claims changed or deleted,
+/// PodGroups, disruption budgets and nodes deleted (bound pods only leave). A node added or
+/// changed may bind pods the store held for it; any other change forgets the count.
+pub(super) fn keeps_floor(change: &crate::store::Change) -> bool {
+    use crate::store::Change as C;
+    matches!(
+        change,
+        C::UpsertPod(_)
+            | C::DeletePod(_)
+            | C::UpsertClaim(_)
+            | C::DeleteClaim(_)
+            | C::UpsertPodGroup(_)
+            | C::DeletePodGroup(_)
+            | C::UpsertPodDisruptionBudget(_)
+            | C::DeletePodDisruptionBudget(_)
+            | C::DeleteNode(_)
+    )
 }
