@@ -86,22 +86,10 @@ impl<'a> BoundEvent<'a> {
 }
 
 /// Whether the kept readings can follow `change` (else it forgets them all): changes of nodes,
-/// pods, claims, PodGroups and disruption budgets.
+/// pods, claims, PodGroups and disruption budgets — those that keep preemption's count of the
+/// lowest bound priority, and a node added or changed (the room is counted afresh at each use).
 pub fn follows(change: &crate::store::Change) -> bool {
-    use crate::store::Change as C;
-    matches!(
-        change,
-        C::UpsertNode(_)
-            | C::DeleteNode(_)
-            | C::UpsertPod(_)
-            | C::DeletePod(_)
-            | C::UpsertClaim(_)
-            | C::DeleteClaim(_)
-            | C::UpsertPodGroup(_)
-            | C::DeletePodGroup(_)
-            | C::UpsertPodDisruptionBudget(_)
-            | C::DeletePodDisruptionBudget(_)
-    )
+    super::preemption::keeps_floor(change) || matches!(change, crate::store::Change::UpsertNode(_))
 }
 
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
