@@ -77,10 +77,11 @@ impl<'d> Engine<'d> {
     pub fn apply(&mut self, change: Change, now: Millis) -> Result<(), ModelError> {
         let nodes_changed = matches!(change, Change::UpsertNode(_) | Change::DeleteNode(_));
         let follows = bound_wait::follows(&change);
-        let member_of = match self.scheduler.keeps_bound_waits() {
-            true => self.group_of_pod_in(&change),
+        let changed_pod = match self.scheduler.keeps_bound_waits() {
+            true => self.pod_in(&change),
             false => None,
         };
+        let member_of = changed_pod.and_then(|p| self.scheduler.cluster().pod(p).group.clone()?.ok());
         // Pods assumed onto a node that goes away will never be bound there: forgotten first,
         // so that their devices come back too.
         if let Change::DeleteNode(name) = &change
@@ -96,7 +97,7 @@ impl<'d> Engine<'d> {
         let applied = self.scheduler.apply_change(change)?;
         match follows {
             true => {
-                let event = bound_wait::BoundEvent::of(self.scheduler.cluster(), member_of, &applied);
+                let event = bound_wait::BoundEvent::of(self.scheduler.cluster(), member_of, changed_pod, &applied);
                 self.scheduler.bound_event(event);
             }
             false => self.scheduler.forget_bound_waits(),
@@ -156,15 +157,14 @@ impl<'d> Engine<'d> {
         pods
     }
 
-    /// The PodGroup of the pod a pod change names, as the store has it now.
-    fn group_of_pod_in(&self, change: &Change) -> Option<crate::cluster::GroupId> {
+    /// The pod a pod change names, as the store has it now (none for a new pod).
+    fn pod_in(&self, change: &Change) -> Option<PodId> {
         let c = self.scheduler.cluster();
-        let id = match change {
-            Change::DeletePod(key) => c.pod_id(key)?,
-            Change::UpsertPod(pod) => c.pod_id(&crate::cluster::object_key(&pod.metadata))?,
-            _ => return None,
-        };
-        c.pod(id).group.as_ref().and_then(|g| g.as_ref().ok().copied())
+        match change {
+            Change::DeletePod(key) => c.pod_id(key),
+            Change::UpsertPod(pod) => c.pod_id(&crate::cluster::object_key(&pod.metadata)),
+            _ => None,
+        }
     }
 
     /// Runs every entry ready at `now` through its cycle; returns what they decided.

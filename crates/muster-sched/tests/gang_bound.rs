@@ -379,21 +379,30 @@ fn a_cycle_that_would_repeat_its_verdict_is_only_counted() {
 #[test]
 fn a_lower_priority_pod_coming_to_a_node_ends_the_repeats() {
     // Both nodes full of pods at the gang's priority: nothing to preempt.
-    let run = |p: i32| vec![running_at("r-0", "n0", 8, 10), running_at("r-1", "n1", 8, p)];
+    let run = || vec![running_at("r-0", "n0", 8, 10), running_at("r-1", "n1", 8, 10), running_at("z", "n0", 0, 10)];
     let members = || -> Vec<Box<Pod>> { (0..2).map(|m| member(&format!("g-{m}"), "g", None, 4, 10)).collect() };
-    let mut outcomes = Vec::new();
-    for bound in [true, false] {
-        cpu_engine!(engine, 2, [run(10), members()].concat(), vec![group("g", 2, 10)], bound);
-        assert!(engine.schedule(0).placements.is_empty());
-        // r-1 leaves and a priority-0 pod takes its node, in one step: the room is as before, but
-        // preemption now has a victim.
-        engine.apply(Change::DeletePod("ml/r-1".into()), 20_000).unwrap();
-        engine.apply(Change::UpsertPod(running_at("low", "n1", 8, 0)), 20_000).unwrap();
-        let plan = engine.schedule(20_000);
-        assert!(plan.repeated.groups.is_empty());
-        let victims: Vec<String> = plan.preempted.iter().map(|(v, _)| engine.cluster().pod(*v).key.clone()).collect();
-        outcomes.push((plan.placements.len(), victims));
+    for in_place in [false, true] {
+        let mut outcomes = Vec::new();
+        for bound in [true, false] {
+            cpu_engine!(engine, 2, [run(), members()].concat(), vec![group("g", 2, 10)], bound);
+            assert!(engine.schedule(0).placements.is_empty());
+            if in_place {
+                // r-1's priority lowered where it runs (no event names it), then a release elsewhere.
+                engine.apply(Change::UpsertPod(running_at("r-1", "n1", 8, 0)), 20_000).unwrap();
+                engine.apply(Change::DeletePod("ml/z".into()), 20_000).unwrap();
+            } else {
+                // r-1 leaves and a priority-0 pod takes its node, in one step: the room is as
+                // before, but preemption now has a victim.
+                engine.apply(Change::DeletePod("ml/r-1".into()), 20_000).unwrap();
+                engine.apply(Change::UpsertPod(running_at("low", "n1", 8, 0)), 20_000).unwrap();
+            }
+            let plan = engine.schedule(20_000);
+            assert!(plan.repeated.groups.is_empty());
+            let key = |v: &muster_sched::PodId| engine.cluster().pod(*v).key.clone();
+            outcomes.push((plan.placements.len(), plan.preempted.iter().map(|(v, _)| key(v)).collect::<Vec<_>>()));
+        }
+        let victim = if in_place { "ml/r-1" } else { "ml/low" };
+        assert_eq!(outcomes[0], (2, vec![victim.to_string()]), "in place: {in_place}");
+        assert_eq!(outcomes[0], outcomes[1]);
     }
-    assert_eq!(outcomes[0], (2, vec!["ml/low".to_string()]));
-    assert_eq!(outcomes[0], outcomes[1]);
 }

@@ -23,7 +23,7 @@
 
 use super::gang_bound::{Need, OutOfReach};
 use super::*;
-use crate::cluster::ClaimId;
+use crate::cluster::{ClaimId, PodInfo};
 
 /// What a gang's last cycle, failed on the bound, read and reported.
 pub(super) struct BoundWait {
@@ -69,18 +69,23 @@ pub struct BoundEvent<'a> {
 }
 
 impl<'a> BoundEvent<'a> {
-    /// `change` applied: `before` is the group of the pod it names as the store had it.
-    pub fn of(cluster: &Cluster, before: Option<GroupId>, applied: &'a crate::store::Applied) -> BoundEvent<'a> {
-        let (mut after, mut on_node) = (None, None);
-        if let crate::store::Subject::Pod { id, before } = &applied.subject {
-            let pod = match before {
-                crate::store::PodBefore::Deleted(gone) => gone,
-                _ => cluster.pod(*id),
-            };
-            after = pod.group.as_ref().and_then(|g| g.as_ref().ok().copied());
-            on_node = (!matches!(before, crate::store::PodBefore::Deleted(_)) && pod.state.on_node().is_some())
-                .then_some(pod.priority);
-        }
+    /// A change applied: `before` is the group of the pod it names as the store had it, `pod`
+    /// that pod's slot then (a pod updated in place without an event keeps it).
+    pub fn of(
+        cluster: &Cluster,
+        before: Option<GroupId>,
+        pod: Option<PodId>,
+        applied: &'a crate::store::Applied,
+    ) -> BoundEvent<'a> {
+        let now: Option<&PodInfo> = match &applied.subject {
+            crate::store::Subject::Pod { before: crate::store::PodBefore::Deleted(gone), .. } => Some(&**gone),
+            crate::store::Subject::Pod { id, .. } => Some(cluster.pod(*id)),
+            _ => pod.map(|p| cluster.pod(p)).filter(|p| p.state != PodState::Deleted),
+        };
+        let deleted =
+            matches!(&applied.subject, crate::store::Subject::Pod { before: crate::store::PodBefore::Deleted(_), .. });
+        let after = now.and_then(|p| p.group.as_ref()?.as_ref().ok().copied());
+        let on_node = now.filter(|p| !deleted && p.state.on_node().is_some()).map(|p| p.priority);
         BoundEvent { groups: [before, after], on_node, claims: &applied.claims }
     }
 }
