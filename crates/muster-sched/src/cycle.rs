@@ -33,7 +33,8 @@ mod scoring;
 mod unschedulable_pods;
 
 pub use attempt::{Reserved, run_all_filters, run_filters};
-pub use bound_wait::{BoundEvent, RepeatedFailures};
+use bound_wait::BoundEvent;
+pub use bound_wait::RepeatedFailures;
 pub use composite::CompositeResult;
 pub use group::{DomainTrial, GANG_WAIT_TIMEOUT_REASON};
 use group::{GroupAttempt, Members, best_domain, more, priority_mismatch};
@@ -526,29 +527,38 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     }
 
     /// The store's `apply` of one change between cycles, as through [`Scheduler::cluster_mut`],
-    /// but keeping the count of the lowest bound priority where the change cannot lower it
-    /// (`preemption::keeps_floor`), lowered to a pod that came to a node.
+    /// but keeping what the change cannot have changed: the count of the lowest bound priority
+    /// (`preemption::keeps_floor`; lowered to a pod the change brings to a node) and the gangs'
+    /// kept readings (`bound_wait::follows`; those it may have changed forgotten).
     pub fn apply_change(
         &mut self,
         change: crate::store::Change,
     ) -> Result<crate::store::Applied, crate::cluster::ModelError> {
-        let keeps = preemption::keeps_floor(&change);
-        // A pod sent with its node may be bound now without an event naming it (one whose
-        // priority changed in place).
-        let key = match &change {
-            crate::store::Change::UpsertPod(pod)
-                if self.bound_floor.is_some()
-                    && pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()) =>
-            {
-                Some(crate::cluster::object_key(&pod.metadata))
+        use crate::store::Change as C;
+        let (keeps_floor, follows) = (preemption::keeps_floor(&change), bound_wait::follows(&change));
+        // The pod a pod change names, as the store had it: read again after the change, for a pod
+        // updated in place without an event naming it (a running pod's priority lowered).
+        let readings = self.keeps_bound_waits();
+        let on_node = |p: &k8s_openapi::api::core::v1::Pod| {
+            p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+        };
+        let changed = match &change {
+            C::DeletePod(key) if readings => self.cluster.pod_id(key),
+            C::UpsertPod(pod) if readings || (self.bound_floor.is_some() && on_node(pod)) => {
+                self.cluster.pod_id(&crate::cluster::object_key(&pod.metadata))
             }
             _ => None,
         };
+        let member_of = changed.and_then(|p| self.cluster.pod(p).group.as_ref()?.as_ref().ok().copied());
         let floor = self.bound_floor;
         let applied = self.cluster_mut().apply(change)?;
-        if keeps {
-            self.bound_floor = floor;
-            self.lower_floor(&applied, key.as_deref());
+        let event = BoundEvent::of(&self.cluster, member_of, changed, &applied);
+        if keeps_floor {
+            self.bound_floor = floor.map(|f| event.on_node.map_or(f, |p| f.min(p)));
+        }
+        match follows {
+            true => self.bound_event(event),
+            false => self.forget_bound_waits(),
         }
         Ok(applied)
     }

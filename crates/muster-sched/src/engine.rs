@@ -8,7 +8,7 @@
 //! `spec.nodeName`), which confirms it. The engine reads no clock: `now` comes with each call.
 
 use crate::cluster::{Cluster, ModelError, PodId};
-use crate::cycle::{Plan, QueueEntry, Scheduler, SchedulerConfig, bound_wait};
+use crate::cycle::{Plan, QueueEntry, Scheduler, SchedulerConfig};
 use crate::plugins::dynamic_resources::DraContext;
 use crate::queue::{Millis, SchedulingQueue, Wake};
 use crate::store::Change;
@@ -76,12 +76,6 @@ impl<'d> Engine<'d> {
     /// no longer pending leave it, and entries waiting for what the change was are woken.
     pub fn apply(&mut self, change: Change, now: Millis) -> Result<(), ModelError> {
         let nodes_changed = matches!(change, Change::UpsertNode(_) | Change::DeleteNode(_));
-        let follows = bound_wait::follows(&change);
-        let changed_pod = match self.scheduler.keeps_bound_waits() {
-            true => self.pod_in(&change),
-            false => None,
-        };
-        let member_of = changed_pod.and_then(|p| self.scheduler.cluster().pod(p).group.clone()?.ok());
         // Pods assumed onto a node that goes away will never be bound there: forgotten first,
         // so that their devices come back too.
         if let Change::DeleteNode(name) = &change
@@ -95,13 +89,6 @@ impl<'d> Engine<'d> {
             }
         }
         let applied = self.scheduler.apply_change(change)?;
-        match follows {
-            true => {
-                let event = bound_wait::BoundEvent::of(self.scheduler.cluster(), member_of, changed_pod, &applied);
-                self.scheduler.bound_event(event);
-            }
-            false => self.scheduler.forget_bound_waits(),
-        }
         if nodes_changed {
             self.scheduler.sync_nodes();
         }
@@ -155,16 +142,6 @@ impl<'d> Engine<'d> {
             self.queue.on_event(Wake::ASSIGNED_POD_DELETED.union(Wake::CLAIM_CHANGED), now);
         }
         pods
-    }
-
-    /// The pod a pod change names, as the store has it now (none for a new pod).
-    fn pod_in(&self, change: &Change) -> Option<PodId> {
-        let c = self.scheduler.cluster();
-        match change {
-            Change::DeletePod(key) => c.pod_id(key),
-            Change::UpsertPod(pod) => c.pod_id(&crate::cluster::object_key(&pod.metadata)),
-            _ => None,
-        }
     }
 
     /// Runs every entry ready at `now` through its cycle; returns what they decided.

@@ -172,22 +172,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let room = self.room_again(g)?;
         let w = self.bound_waits.get_mut(&g).expect("read just above");
         w.room = room;
-        let c = &*self.cluster;
-        let group = &c.groups[g];
-        let reason = GroupReason::Bound {
-            group: group.key.clone(),
-            room,
-            pending: w.pending.len(),
-            running: w.running,
-            min: group.min_count,
-        };
-        let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled: w.running, failed: w.pending.len() };
-        let mut result = GroupResult::new(g, outcome, reason);
+        let w = &self.bound_waits[&g];
+        let (mut result, mut failed) = self.bound_failure(g, &w.pending, room, w.running);
         result.preemption = Some(Preemption::WouldNotHelp(match w.never {
             true => WouldNotHelp::Never,
             false => WouldNotHelp::NoLowerPriority { priority: w.priority },
         }));
-        plan.unschedulable.append(&mut result.member_errors(&w.pending, c.node_order.len()));
+        plan.unschedulable.append(&mut failed);
         plan.groups.push(result);
         Some(Attempted { pending: true, wake: w.wake, checked: w.checked, freed: false })
     }
@@ -200,7 +191,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// Whether some gang's reading is kept.
-    pub fn keeps_bound_waits(&self) -> bool {
+    pub(super) fn keeps_bound_waits(&self) -> bool {
         !self.bound_waits.is_empty()
     }
 
@@ -210,7 +201,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// Forgets the readings `event` may have changed.
-    pub fn bound_event(&mut self, event: BoundEvent<'_>) {
+    pub(super) fn bound_event(&mut self, event: BoundEvent<'_>) {
         if self.bound_waits.is_empty() {
             return;
         }

@@ -268,6 +268,26 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         plan.unschedulable.append(&mut failed);
     }
 
+    /// A gang cycle the bound failed (at most `room` of `pending` fit, `scheduled` running): its
+    /// result and its pending members' reasons.
+    pub(super) fn bound_failure(
+        &self,
+        g: GroupId,
+        pending: &[PodId],
+        room: usize,
+        scheduled: usize,
+    ) -> (GroupResult, UnschedulablePods) {
+        let c = &*self.cluster;
+        let group = &c.groups[g];
+        let (pending_count, min) = (pending.len(), group.min_count);
+        let reason =
+            GroupReason::Bound { group: group.key.clone(), room, pending: pending_count, running: scheduled, min };
+        let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending_count };
+        let result = GroupResult::new(g, outcome, reason);
+        let failed = result.member_errors(pending, c.node_order.len());
+        (result, failed)
+    }
+
     /// A failed group cycle's result and its pending members' reasons.
     pub(super) fn group_failure(
         &self,
@@ -288,11 +308,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let all_failed = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending.len() };
         let (placed, failed) = match failure {
             GroupFailure::Topology(error) => return shared(all_failed, GroupReason::NoDomain { group: key, error }),
-            GroupFailure::Bound(out) => {
-                let room = out.room;
-                let reason = GroupReason::Bound { group: key, room, pending: pending.len(), running: scheduled, min };
-                return shared(all_failed, reason);
-            }
+            GroupFailure::Bound(out) => return self.bound_failure(g, pending, out.room, scheduled),
             GroupFailure::Members { placed, failed } => (placed, failed),
         };
         if !gang {

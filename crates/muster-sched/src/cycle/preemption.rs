@@ -334,22 +334,6 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         floor
     }
 
-    /// After the store applied a change that keeps the floor: lowered to the priority of the pod
-    /// the change brought to a node (its subject, or the pod of key `upserted`).
-    pub(super) fn lower_floor(&mut self, applied: &crate::store::Applied, upserted: Option<&str>) {
-        let Some(floor) = self.bound_floor else { return };
-        let c = &*self.cluster;
-        let pod = match &applied.subject {
-            crate::store::Subject::Pod { id, before } if !matches!(before, crate::store::PodBefore::Deleted(_)) => {
-                Some(*id)
-            }
-            _ => upserted.and_then(|k| c.pod_id(k)),
-        };
-        if let Some(p) = pod.map(|p| c.pod(p)).filter(|p| matches!(p.state, PodState::Bound(_))) {
-            self.bound_floor = Some(floor.min(p.priority));
-        }
-    }
-
     /// The victims by key and the budgets they went against (`None` without victims).
     pub(super) fn victims(&self, victims: &[PodId], against: &[String]) -> Option<std::sync::Arc<super::Victims>> {
         (!victims.is_empty()).then(|| {
@@ -539,7 +523,7 @@ fn allocation_is_local(
 }
 
 /// Whether a change of the store keeps the count of the lowest bound priority, once lowered to
-/// the pod it brings to a node ([`Scheduler::lower_floor`]): pods and claims changed or deleted,
+/// the pod it brings to a node ([`Scheduler::apply_change`]): pods and claims changed or deleted,
 /// PodGroups, disruption budgets and nodes deleted (bound pods only leave). A node added or
 /// changed may bind pods the store held for it; any other change forgets the count.
 pub(super) fn keeps_floor(change: &crate::store::Change) -> bool {
