@@ -16,9 +16,10 @@ use muster_api::Quantity;
 use muster_api::quantity::{Format, format_of};
 use muster_cel::{DeviceView, Env, SelectorOwner};
 
+use crate::SliceIndex;
 use crate::constraints::{Kind as ConstraintKind, Tracker};
 use crate::domain::DeviceDomain;
-use crate::pools::{Cand, Gathered, SliceIndex, device_matches};
+use crate::pools::{Cand, Gathered, device_matches};
 use crate::state::{AllocatedState, DeviceId, Features, PoolHeld};
 
 /// The most devices one claim can be allocated (`AllocationResultsMaxSize`).
@@ -53,11 +54,11 @@ pub enum Outcome {
 }
 
 /// The allocator for one scheduling cycle.
-pub struct Allocator<'a, 's> {
+pub struct Allocator<'a> {
     features: Features,
     allocated: &'a AllocatedState,
     classes: &'a [DeviceClass],
-    slices: &'a SliceIndex<'s>,
+    slices: &'a SliceIndex,
     env: &'a Env,
     /// The CEL cost this allocation may still spend (muster's bound on a scheduling attempt;
     /// Kubernetes has none): spent, the allocation stops with a fatal error.
@@ -145,12 +146,12 @@ enum Search {
 }
 
 /// Mutable state of one `allocate` call.
-struct Call<'a, 'b, 's> {
-    alloc: &'b Allocator<'a, 's>,
+struct Call<'a, 'b> {
+    alloc: &'b Allocator<'a>,
     node: Option<&'b Node>,
     /// The pools this node sees and their devices in search order (shared by every call for the
-    /// node in this snapshot).
-    gathered: Arc<Gathered<'a>>,
+    /// node until one of its pools changes).
+    gathered: &'a Gathered<'a>,
     /// What allocated claims hold of each of `gathered`'s pools, looked up once per call.
     held: Vec<PoolHeld<'a>>,
     claims: Vec<Claim<'a>>,
@@ -214,14 +215,14 @@ pub(crate) fn tolerates(t: &DeviceToleration, key: &str, value: &str, effect: &s
     }
 }
 
-impl<'a, 's: 'a> Allocator<'a, 's> {
-    /// An allocator for one scheduling cycle: `slices` is the cluster's slices, indexed once
-    /// per snapshot ([`SliceIndex::new`]); `env` caches compiled selectors across cycles.
+impl<'a> Allocator<'a> {
+    /// An allocator for one scheduling cycle: `slices` is the cluster's slices, indexed
+    /// ([`SliceIndex`]); `env` caches compiled selectors across cycles.
     pub fn new(
         features: Features,
         allocated: &'a AllocatedState,
         classes: &'a [DeviceClass],
-        slices: &'a SliceIndex<'s>,
+        slices: &'a SliceIndex,
         env: &'a Env,
     ) -> Self {
         Allocator { features, allocated, classes, slices, env, budget: None }
@@ -251,7 +252,8 @@ impl<'a, 's: 'a> Allocator<'a, 's> {
         if claims.is_empty() {
             return Ok(Outcome::Allocated(Vec::new()));
         }
-        let gathered = self.slices.gather(node, self.features);
+        let cell = self.slices.gather(node, self.features);
+        let gathered = cell.get();
         let held = gathered.pools.iter().map(|p| self.allocated.pool(p.driver, p.name)).collect();
         let mut call = Call {
             alloc: self,
@@ -290,7 +292,7 @@ impl<'a, 's: 'a> Allocator<'a, 's> {
     }
 }
 
-impl<'a, 's: 'a> Call<'a, '_, 's> {
+impl<'a> Call<'a, '_> {
     fn fatal(msg: String) -> AllocError {
         AllocError::Fatal(msg)
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use muster_cel::{DeviceView, Value};
 
-use crate::pools::SliceIndex;
+use crate::SliceIndex;
 use crate::state::Features;
 
 /// One value of a device attribute, typed: `int 3` and `string "3"` are different domains.
@@ -93,12 +93,12 @@ pub struct NodeDomains {
     pub uniform: Option<DomainValue>,
 }
 
-impl SliceIndex<'_> {
+impl SliceIndex {
     /// The drivers that publish `attribute` on at least one device of the snapshot (a device
     /// whose view cannot be built counts for none).
     pub fn constrained_drivers(&self, attribute: &str, features: Features) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
-        for (si, s) in self.slices().iter().enumerate() {
+        for (si, s) in self.slices() {
             if out.contains(&s.spec.driver) {
                 continue;
             }
@@ -121,7 +121,8 @@ impl SliceIndex<'_> {
         drivers: &BTreeSet<String>,
         features: Features,
     ) -> NodeDomains {
-        let gathered = self.gather(node, features);
+        let cell = self.gather(node, features);
+        let gathered = cell.get();
         let mut out = NodeDomains::default();
         let mut uniform: Option<Option<DomainValue>> = None;
         for c in gathered.cands.iter().filter(|c| drivers.contains(&c.slice_ref.spec.driver)) {
@@ -159,7 +160,7 @@ impl SliceIndex<'_> {
 
     /// Is device `index` of slice `slice` allocated (dedicated or shared)?
     pub fn in_use(&self, (slice, index): (usize, usize), state: &crate::state::AllocatedState) -> bool {
-        let s = &self.slices()[slice];
+        let s = self.slice(slice);
         let d = &s.spec.devices.as_deref().unwrap_or(&[])[index];
         state.in_use(&s.spec.driver, &s.spec.pool.name, &d.name)
     }

@@ -23,8 +23,9 @@ use muster_api::Quantity;
 use muster_api::quantity::format_of;
 use muster_cel::{Env, SelectorOwner, Value};
 
+use crate::SliceIndex;
 use crate::allocator::{MAX_DEVICES_PER_CLAIM, claim_name, consumed_amount, parse, tolerates, violates};
-use crate::pools::{Cand, Gathered, SliceIndex, device_matches};
+use crate::pools::{Cand, Gathered, device_matches};
 use crate::state::{AllocatedState, DeviceId, Features};
 
 /// How many devices a request wants.
@@ -224,11 +225,11 @@ impl ClaimExplanation {
 }
 
 /// The allocator's inputs, to explain claims with.
-pub struct Explainer<'a, 's> {
+pub struct Explainer<'a> {
     features: Features,
     allocated: &'a AllocatedState,
     classes: &'a [DeviceClass],
-    slices: &'a SliceIndex<'s>,
+    slices: &'a SliceIndex,
     env: &'a Env,
     /// A total CEL cost shared with other explanations (a command's), if any.
     budget: Option<&'a muster_cel::Budget>,
@@ -249,12 +250,12 @@ struct ReqSpec<'a> {
 
 type Program = Arc<muster_cel::Program>;
 
-impl<'a, 's: 'a> Explainer<'a, 's> {
+impl<'a> Explainer<'a> {
     pub fn new(
         features: Features,
         allocated: &'a AllocatedState,
         classes: &'a [DeviceClass],
-        slices: &'a SliceIndex<'s>,
+        slices: &'a SliceIndex,
         env: &'a Env,
     ) -> Self {
         Explainer { features, allocated, classes, slices, env, budget: None }
@@ -270,7 +271,8 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
     /// Explains `claim` on `node` (its allocation, if any, is ignored: the claim is judged as if it
     /// were pending).
     pub fn claim(&self, node: Option<&Node>, claim: &ResourceClaim) -> ClaimExplanation {
-        let gathered = self.slices.gather(node, self.features);
+        let cell = self.slices.gather(node, self.features);
+        let gathered = cell.get();
         let name = claim_name(claim);
         let mut out = ClaimExplanation {
             claim: name.clone(),
@@ -308,7 +310,7 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
                         tolerations: s.tolerations.as_deref().unwrap_or(&[]),
                         capacity: s.capacity.as_ref().and_then(|c| c.requests.as_ref()),
                     };
-                    let e = self.request(node, &name, &spec, &gathered, &mut left);
+                    let e = self.request(node, &name, &spec, gathered, &mut left);
                     least = least.min(e.needed());
                     out.requests.push(e);
                 }
@@ -325,7 +327,7 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
                     tolerations: e.tolerations.as_deref().unwrap_or(&[]),
                     capacity: e.capacity.as_ref().and_then(|c| c.requests.as_ref()),
                 };
-                let e = self.request(node, &name, &spec, &gathered, &mut left);
+                let e = self.request(node, &name, &spec, gathered, &mut left);
                 min_devices += e.needed();
                 out.requests.push(e);
             } else {
@@ -359,7 +361,7 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
         node: Option<&Node>,
         claim: &str,
         spec: &ReqSpec<'a>,
-        gathered: &Gathered<'s>,
+        gathered: &Gathered<'_>,
         left: &mut HashMap<usize, BTreeMap<(String, String), i128>>,
     ) -> RequestExplanation {
         let mut out = RequestExplanation {
@@ -427,10 +429,10 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
     fn device(
         &self,
         node: Option<&Node>,
-        c: &Cand<'s>,
+        c: &Cand<'_>,
         programs: &[(SelectorOwner<'_>, usize, Program)],
         spec: &ReqSpec<'a>,
-        gathered: &Gathered<'s>,
+        gathered: &Gathered<'_>,
         left: &mut HashMap<usize, BTreeMap<(String, String), i128>>,
     ) -> DeviceStatus {
         let f = self.features;
@@ -521,7 +523,7 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
     }
 
     /// What a pool's counters have left after the devices in use (the allocator's accounting).
-    fn counters_left(&self, gathered: &Gathered<'s>, pool: usize) -> BTreeMap<(String, String), i128> {
+    fn counters_left(&self, gathered: &Gathered<'_>, pool: usize) -> BTreeMap<(String, String), i128> {
         let p = &gathered.pools[pool];
         let mut left: BTreeMap<(String, String), i128> = BTreeMap::new();
         for (set, counters) in &p.counter_sets {
@@ -546,7 +548,7 @@ impl<'a, 's: 'a> Explainer<'a, 's> {
 
     /// Why the device cannot give the request its share of a capacity, if it cannot (the
     /// allocator's capacity check against what is allocated).
-    fn capacity_problem(&self, c: &Cand<'s>, spec: &ReqSpec<'a>) -> Option<(String, String)> {
+    fn capacity_problem(&self, c: &Cand<'_>, spec: &ReqSpec<'a>) -> Option<(String, String)> {
         let caps = c.device.capacity.as_ref();
         for (name, _) in spec.capacity.into_iter().flatten() {
             if !caps.is_some_and(|c| c.contains_key(name)) {
@@ -710,7 +712,7 @@ mod tests {
         state: &AllocatedState,
         c: &ResourceClaim,
     ) -> ClaimExplanation {
-        let index = SliceIndex::new(slices);
+        let index = SliceIndex::new(slices.to_vec());
         let env = Env::default();
         let e = Explainer::new(Features::kubernetes_1_37(), state, classes, &index, &env);
         e.claim(Some(&node()), c)

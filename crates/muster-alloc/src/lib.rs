@@ -38,9 +38,11 @@ mod constraints;
 mod domain;
 pub mod explain;
 mod pools;
+mod slice_index;
 mod state;
 
 pub use allocator::{AllocError, Allocator, MAX_DEVICES_PER_CLAIM, Outcome};
 pub use domain::{DeviceDomain, DomainValue, NodeDomains, values_of};
-pub use pools::SliceIndex;
+pub use pools::{Gathered, GatheredCell};
+pub use slice_index::{SliceIndex, Touched};
 pub use state::{AllocatedState, DeviceId, Features, PoolHeld};

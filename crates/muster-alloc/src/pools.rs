@@ -1,9 +1,7 @@
 //! Gathering the pools a node can allocate from (upstream's `GatherPools`, spec §2).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, OnceLock, RwLock};
-
-use muster_cel::{DeviceError, DeviceView};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
@@ -12,13 +10,53 @@ use muster_api::selectors::{NodeView, node_selector_matches};
 
 use crate::state::Features;
 
+/// A slice as a gathering holds it: its slot in the [`crate::SliceIndex`], and the slice.
+pub(crate) type Held = (usize, Arc<ResourceSlice>);
+
+self_cell::self_cell!(
+    /// What one node sees ([`Gathered`]), holding the slices it refers to: a change of the index
+    /// after it was gathered leaves it whole (the index drops it from its cache).
+    pub struct GatheredCell {
+        owner: Vec<Held>,
+        #[covariant]
+        dependent: Gathered,
+    }
+);
+
+impl GatheredCell {
+    /// The pools and candidates.
+    pub fn get(&self) -> &Gathered<'_> {
+        self.borrow_dependent()
+    }
+
+    /// Gathers what `node` sees from `slices`: every slice that may target it, and every other
+    /// slice of their pools.
+    pub(crate) fn gather(node: Option<&Node>, slices: Vec<Held>, features: Features) -> GatheredCell {
+        GatheredCell::new(slices, |held| {
+            let pools = gather(node, held, features);
+            let mut cands = Vec::new();
+            for (pi, p) in pools.iter().enumerate() {
+                if p.incomplete || p.invalid.is_some() {
+                    continue;
+                }
+                for (si, (global, s)) in p.slices.iter().enumerate() {
+                    for (di, d) in s.spec.devices.iter().flatten().enumerate() {
+                        cands.push(Cand { pool: pi, slice: si, index: di, global: *global, slice_ref: s, device: d });
+                    }
+                }
+            }
+            Gathered { pools, cands }
+        })
+    }
+}
+
 /// A candidate device and where it sits in the search order.
 #[derive(Clone, Copy)]
 pub struct Cand<'a> {
     pub pool: usize,
     pub slice: usize,
     pub index: usize,
-    /// The slice's position in the cluster's slice list.
+    /// The slice's slot in the [`crate::SliceIndex`].
     pub global: usize,
     pub slice_ref: &'a ResourceSlice,
     pub device: &'a Device,
@@ -39,8 +77,7 @@ pub struct Pool<'a> {
     pub incomplete: bool,
     /// Why the pool is unusable (duplicate device names), if it is.
     pub invalid: Option<String>,
-    /// The device slices that target the node, by name, with their position in the cluster's
-    /// slice list.
+    /// The device slices that target the node, by name, with their slot in the index.
     pub slices: Vec<(usize, &'a ResourceSlice)>,
     /// Counter sets of the pool (partitionable devices): set → counter → value.
     pub counter_sets: BTreeMap<&'a str, BTreeMap<&'a str, Quantity>>,
@@ -80,13 +117,13 @@ pub fn device_matches(node: Option<&Node>, slice: &ResourceSlice, d: &Device) ->
         || node_matches(node, d.node_name.as_deref(), d.all_nodes, d.node_selector.as_ref())
 }
 
-fn ignored(slice: &ResourceSlice, features: Features) -> bool {
+pub(crate) fn ignored(slice: &ResourceSlice, features: Features) -> bool {
     !features.partitionable_devices
         && (slice.spec.per_device_node_selection.is_some()
             || slice.spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty()))
 }
 
-fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
+pub(crate) fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
     let s = &slice.spec;
     if s.node_name.as_deref().is_some_and(|n| !n.is_empty()) || s.all_nodes == Some(true) || s.node_selector.is_some() {
         return node_matches(node, s.node_name.as_deref(), s.all_nodes, s.node_selector.as_ref());
@@ -97,220 +134,26 @@ fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
     false
 }
 
-/// A selector's verdict on a device and the runtime cost its evaluation spent.
-pub(crate) type Known = (Result<bool, Arc<muster_cel::RuntimeError>>, u64);
-
-/// How many DeviceClass selector verdicts a [`SliceIndex`] keeps (about 40 MiB).
-const MAX_VERDICTS: usize = 1 << 20;
-
-type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
-
-/// What one node saw: (fingerprint of its labels, partitionable devices on?, the result).
-type GatheredFor<'a> = (u64, bool, Arc<Gathered<'a>>);
-
-/// One device's CEL view, converted on first use (or the conversion error upstream reports).
-type ViewCell = OnceLock<Result<Arc<DeviceView>, DeviceError>>;
-
 /// Slices of one pool seen from a node: the highest generation and its relevant slices (with
-/// their position in the cluster's list).
+/// their slot).
 type Group<'a> = (i64, Vec<(usize, &'a ResourceSlice)>);
-
-/// The cluster's ResourceSlices, indexed once per snapshot: by the node they are local to, the
-/// ones that are not node-local, and by pool. An allocation call then looks only at the slices
-/// that can matter to its node.
-pub struct SliceIndex<'a> {
-    slices: &'a [ResourceSlice],
-    /// Each device's CEL view, converted once on first use (slice, device).
-    views: Vec<Vec<ViewCell>>,
-    /// Where each slice's devices start in one numbering of all devices (for `verdicts`).
-    first_device: Vec<u32>,
-    /// DeviceClass selectors' verdicts on devices, with the cost each evaluation spent: a
-    /// class's selector gives the same answer on the same device every time, so later calls
-    /// read it (and charge its cost to their budget as if they had evaluated it). At most
-    /// [`MAX_VERDICTS`] are kept; claims' own selectors are not kept (there can be one per claim).
-    verdicts: std::sync::Mutex<Fast<u64, Known>>,
-    /// What each node sees, gathered once: keyed by node name, a fingerprint of its labels, and
-    /// whether partitionable devices are on (the only feature gathering depends on).
-    gathered: RwLock<Fast<String, Vec<GatheredFor<'a>>>>,
-    node_local: Fast<&'a str, Vec<usize>>,
-    shared: Vec<usize>,
-    by_pool: Fast<&'a str, Fast<&'a str, Vec<usize>>>,
-}
-
-impl<'a> SliceIndex<'a> {
-    pub fn new(slices: &'a [ResourceSlice]) -> Self {
-        let views: Vec<Vec<ViewCell>> =
-            slices.iter().map(|s| s.spec.devices.iter().flatten().map(|_| OnceLock::new()).collect()).collect();
-        let first_device = views
-            .iter()
-            .scan(0u32, |next, v| {
-                let first = *next;
-                *next = next.saturating_add(v.len() as u32);
-                Some(first)
-            })
-            .collect();
-        let mut index = SliceIndex {
-            slices,
-            views,
-            first_device,
-            verdicts: std::sync::Mutex::default(),
-            gathered: RwLock::default(),
-            node_local: Fast::default(),
-            shared: Vec::new(),
-            by_pool: Fast::default(),
-        };
-        for (i, s) in slices.iter().enumerate() {
-            match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-                Some(n) => index.node_local.entry(n).or_default().push(i),
-                None => index.shared.push(i),
-            }
-            index
-                .by_pool
-                .entry(s.spec.driver.as_str())
-                .or_default()
-                .entry(s.spec.pool.name.as_str())
-                .or_default()
-                .push(i);
-        }
-        index
-    }
-
-    /// Node-local slices of `node`, then the shared ones, in input order within each.
-    fn for_node(&self, node: Option<&Node>) -> impl Iterator<Item = (usize, &'a ResourceSlice)> + '_ {
-        let local = node.and_then(|n| n.metadata.name.as_deref()).and_then(|n| self.node_local.get(n));
-        let mut ids: Vec<usize> = local.into_iter().flatten().chain(&self.shared).copied().collect();
-        ids.sort_unstable();
-        ids.into_iter().map(|i| (i, &self.slices[i]))
-    }
-
-    /// Are all slices of the pool local to `node` (published with its `nodeName`)?
-    pub fn pool_is_local_to(&self, driver: &str, pool: &str, node: &str) -> bool {
-        self.pool(driver, pool).all(|s| s.spec.node_name.as_deref() == Some(node))
-    }
-
-    /// What `node` sees, gathered on first use.
-    pub fn gather(&self, node: Option<&Node>, features: Features) -> Arc<Gathered<'a>> {
-        use std::hash::{Hash, Hasher};
-        let name = node.and_then(|n| n.metadata.name.as_deref()).unwrap_or_default();
-        let labels = node.and_then(|n| n.metadata.labels.as_ref()).filter(|l| !l.is_empty()).map_or(0, |l| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            l.hash(&mut h);
-            h.finish()
-        });
-        let partitionable = features.partitionable_devices;
-        let cached =
-            self.gathered.read().unwrap_or_else(|e| e.into_inner()).get(name).and_then(|v| {
-                v.iter().find(|(l, p, _)| *l == labels && *p == partitionable).map(|(_, _, g)| g.clone())
-            });
-        if let Some(g) = cached {
-            return g;
-        }
-        let pools = gather(node, self, features);
-        let mut cands = Vec::new();
-        for (pi, p) in pools.iter().enumerate() {
-            if p.incomplete || p.invalid.is_some() {
-                continue;
-            }
-            for (si, (global, s)) in p.slices.iter().enumerate() {
-                for (di, d) in s.spec.devices.iter().flatten().enumerate() {
-                    cands.push(Cand { pool: pi, slice: si, index: di, global: *global, slice_ref: s, device: d });
-                }
-            }
-        }
-        let g = Arc::new(Gathered { pools, cands });
-        self.gathered.write().unwrap_or_else(|e| e.into_inner()).entry(name.to_string()).or_default().push((
-            labels,
-            partitionable,
-            g.clone(),
-        ));
-        g
-    }
-
-    /// A DeviceClass selector's remembered verdict on a device, with its evaluation's cost.
-    pub(crate) fn class_verdict(&self, program: u32, slice: usize, device: usize) -> Option<Known> {
-        let key = self.verdict_key(program, slice, device);
-        self.verdicts.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned()
-    }
-
-    /// Remembers a DeviceClass selector's verdict (see `verdicts`).
-    pub(crate) fn remember_class_verdict(&self, program: u32, slice: usize, device: usize, verdict: Known) {
-        let key = self.verdict_key(program, slice, device);
-        let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        if verdicts.len() < MAX_VERDICTS {
-            verdicts.insert(key, verdict);
-        }
-    }
-
-    fn verdict_key(&self, program: u32, slice: usize, device: usize) -> u64 {
-        (u64::from(program) << 32) | u64::from(self.first_device[slice].saturating_add(device as u32))
-    }
-
-    /// The CEL view of device `device` of slice `slice`, converted on first use.
-    pub fn view(&self, slice: usize, device: usize) -> Result<Arc<DeviceView>, DeviceError> {
-        self.views[slice][device]
-            .get_or_init(|| {
-                let s = &self.slices[slice];
-                let d = &s.spec.devices.as_deref().unwrap_or(&[])[device];
-                DeviceView::new(&s.spec.driver, d).map(Arc::new)
-            })
-            .clone()
-    }
-
-    /// The first device of an allocated claim that carries a NoExecute taint its allocation
-    /// result does not tolerate (taints from the pool's newest slices, DeviceTaintRules applied):
-    /// upstream gives such a claim no new reservations (KEP 5055). `driver/pool/device: key=value`.
-    pub fn untolerated_no_execute(&self, claim: &k8s_openapi::api::resource::v1::ResourceClaim) -> Option<String> {
-        for r in crate::state::allocation_results(claim) {
-            let newest = self.pool(&r.driver, &r.pool).map(|s| s.spec.pool.generation).max();
-            let device = self
-                .pool(&r.driver, &r.pool)
-                .filter(|s| Some(s.spec.pool.generation) == newest)
-                .flat_map(|s| s.spec.devices.iter().flatten())
-                .find(|d| d.name == r.device);
-            for t in device.and_then(|d| d.taints.as_ref()).into_iter().flatten() {
-                if t.effect != "NoExecute" {
-                    continue;
-                }
-                let value = t.value.as_deref().unwrap_or("");
-                let tolerated = r
-                    .tolerations
-                    .iter()
-                    .flatten()
-                    .any(|tol| crate::allocator::tolerates(tol, &t.key, value, &t.effect));
-                if !tolerated {
-                    return Some(format!("{}/{}/{}: {}={value}:NoExecute", r.driver, r.pool, r.device, t.key));
-                }
-            }
-        }
-        None
-    }
-
-    /// The cluster's slices, in input order.
-    pub(crate) fn slices(&self) -> &'a [ResourceSlice] {
-        self.slices
-    }
-
-    /// A device of the pool's newest generation: (slice in the cluster's list, device in it).
-    pub(crate) fn find_device(&self, driver: &str, pool: &str, device: &str) -> Option<(usize, usize)> {
-        let ids = self.by_pool.get(driver).and_then(|p| p.get(pool))?;
-        let newest = ids.iter().map(|i| self.slices[*i].spec.pool.generation).max()?;
-        ids.iter().filter(|i| self.slices[**i].spec.pool.generation == newest).find_map(|i| {
-            let devices = self.slices[*i].spec.devices.as_deref().unwrap_or(&[]);
-            devices.iter().position(|d| d.name == device).map(|d| (*i, d))
-        })
-    }
-
-    fn pool(&self, driver: &str, pool: &str) -> impl Iterator<Item = &'a ResourceSlice> + '_ {
-        self.by_pool.get(driver).and_then(|p| p.get(pool)).into_iter().flatten().map(|i| &self.slices[*i])
-    }
-}
 
 /// The pools `node` sees, in search order: by (driver, pool name), then pools with devices that
 /// have binding conditions last.
-fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Features) -> Vec<Pool<'a>> {
+/// `held` is every slice that may target the node and every other slice of their pools.
+fn gather<'a>(node: Option<&Node>, held: &'a [Held], features: Features) -> Vec<Pool<'a>> {
+    // Every held slice of each pool, by name.
+    let mut members: BTreeMap<(&'a str, &'a str), Vec<&'a ResourceSlice>> = BTreeMap::new();
+    for (_, s) in held {
+        members.entry((s.spec.driver.as_str(), s.spec.pool.name.as_str())).or_default().push(s);
+    }
+    for m in members.values_mut() {
+        m.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    }
+    let pool = |driver: &'a str, name: &'a str| members.get(&(driver, name)).map_or(&[][..], Vec::as_slice);
     // (driver, pool) → (generation, relevant slices).
     let mut groups: BTreeMap<(&'a str, &'a str), Group<'a>> = BTreeMap::new();
-    for (at, slice) in index.for_node(node) {
+    for (at, slice) in held.iter().map(|(at, s)| (*at, &**s)) {
         if ignored(slice, features) || !relevant(node, slice) {
             continue;
         }
@@ -325,20 +168,22 @@ fn gather<'a>(node: Option<&Node>, index: &SliceIndex<'a>, features: Features) -
     }
     let mut pools = Vec::new();
     for ((driver, name), (generation, mut relevant)) in groups {
+        // By name: the slice count is read from the first (slices of one generation that disagree
+        // on it are a driver's bug; upstream reads the first its lister gives, in no set order).
+        relevant.sort_by(|a, b| a.1.metadata.name.cmp(&b.1.metadata.name));
         let count = relevant[0].1.spec.pool.resource_slice_count;
         let mut incomplete = false;
         let mut others: Vec<&'a ResourceSlice> = Vec::new();
         if relevant.len() as i64 != count {
-            if index.pool(driver, name).any(|s| s.spec.pool.generation > generation) {
+            if pool(driver, name).iter().any(|s| s.spec.pool.generation > generation) {
                 // A newer generation exists elsewhere: this node's view is obsolete.
                 continue;
             }
             let current: Vec<&'a ResourceSlice> =
-                index.pool(driver, name).filter(|s| s.spec.pool.generation == generation).collect();
+                pool(driver, name).iter().copied().filter(|s| s.spec.pool.generation == generation).collect();
             incomplete = current.len() as i64 != count;
             others = current.into_iter().filter(|s| !relevant.iter().any(|(_, r)| std::ptr::eq(*r, *s))).collect();
         }
-        relevant.sort_by(|a, b| a.1.metadata.name.cmp(&b.1.metadata.name));
         let has_counters = |s: &ResourceSlice| {
             features.partitionable_devices && s.spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty())
         };

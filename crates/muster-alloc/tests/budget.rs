@@ -21,7 +21,7 @@ fn objects() -> (Vec<ResourceSlice>, Vec<DeviceClass>, ResourceClaim, Node) {
 #[test]
 fn a_spent_budget_stops_the_allocation_and_an_ample_one_changes_nothing() {
     let (slices, classes, claim, node) = objects();
-    let (env, state, index) = (Env::default(), AllocatedState::default(), SliceIndex::new(&slices));
+    let (env, state, index) = (Env::default(), AllocatedState::default(), SliceIndex::new(slices.clone()));
     let allocator = || Allocator::new(Features::kubernetes_1_37(), &state, &classes, &index, &env);
     let unbounded = allocator().allocate(Some(&node), &[&claim]);
     assert!(matches!(unbounded, Ok(Outcome::Allocated(_))), "{unbounded:?}");
@@ -42,7 +42,7 @@ fn a_spent_budget_stops_the_allocation_and_an_ample_one_changes_nothing() {
 #[test]
 fn a_remembered_class_verdict_is_charged_as_if_evaluated() {
     let (slices, classes, claim, node) = objects();
-    let (env, state, index) = (Env::default(), AllocatedState::default(), SliceIndex::new(&slices));
+    let (env, state, index) = (Env::default(), AllocatedState::default(), SliceIndex::new(slices.clone()));
     let allocator = || Allocator::new(Features::kubernetes_1_37(), &state, &classes, &index, &env);
     // The first call evaluates the class's selector on the eight devices, the second reads the
     // verdicts the index kept: the same answer, the same charge.

@@ -31,7 +31,7 @@ fn allocate(without_model: Option<usize>, held: &[&str], count: u32) -> Result<O
 
 fn allocate_of(n: usize, without_model: Option<usize>, held: &[&str], count: u32) -> Result<Outcome, AllocError> {
     let (slices, classes, node) = objects(n, without_model);
-    let (env, index) = (Env::default(), SliceIndex::new(&slices));
+    let (env, index) = (Env::default(), SliceIndex::new(slices.clone()));
     let mut state = AllocatedState::default();
     for d in held {
         state.add_claim(&holding(d), Features::kubernetes_1_37());

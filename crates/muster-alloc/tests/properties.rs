@@ -139,7 +139,7 @@ proptest! {
         let classes = classes();
         let node: Node = serde_json::from_value(json!({"metadata": {"name": "node-1"}})).unwrap();
         let env = Env::default();
-        let index = SliceIndex::new(&slices);
+        let index = SliceIndex::new(slices.clone());
         let state = AllocatedState::default();
         let refs: Vec<&ResourceClaim> = claims.iter().collect();
         let run = || Allocator::new(Features::kubernetes_1_37(), &state, &classes, &index, &env).allocate(Some(&node), &refs);
@@ -200,7 +200,7 @@ proptest! {
         let classes = classes();
         let node: Node = serde_json::from_value(json!({"metadata": {"name": "node-1"}})).unwrap();
         let env = Env::default();
-        let index = SliceIndex::new(&slices);
+        let index = SliceIndex::new(slices.clone());
         let state = AllocatedState::default();
         let refs: Vec<&ResourceClaim> = claims.iter().collect();
         let allocator = Allocator::new(Features::kubernetes_1_37(), &state, &classes, &index, &env);

@@ -38,8 +38,8 @@ fn claims_are_created_used_and_released_as_pods_come_and_go() {
     let (node, slice, class, template) = objects();
     let (slices, classes, templates) = (vec![slice], vec![class], vec![template]);
     let ctx = DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &classes,
+        index: muster_alloc::SliceIndex::new(slices.clone()),
+        classes: classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };

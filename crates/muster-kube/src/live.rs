@@ -2,24 +2,23 @@
 //! applies that first snapshot in a fixed order of kinds, then takes each message as it comes
 //! (a watch event, a finished job), asks the engine for decisions whenever something changed or a
 //! backoff ended, and hands the effects to the writers. DeviceClasses, ResourceSlices and
-//! DeviceTaintRules are the allocator's inputs, which the engine takes as a whole: a change to
-//! them ends the engine's epoch, and a new one starts over the same cluster and queue with the
-//! new slice index.
+//! DeviceTaintRules are the allocator's inputs: the loop keeps them ([`crate::devices`]) and gives
+//! the engine the slices and classes that changed before its next decisions.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::bail;
-use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceSlice};
-use muster_sched::queue::{Millis, SchedulingQueue};
+use muster_sched::queue::Millis;
 use muster_sched::{Change, Cluster, DraContext, Engine, GroupOutcome, Plan, QueueEntry};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
 use crate::assume::{Apply, ClaimAssume};
+use crate::devices::DraInputs;
 use crate::jobs::{self, Job};
 use crate::observed::{self, Kind, Object, key_of};
 use crate::series::{EventWrite, Series};
@@ -37,42 +36,6 @@ pub struct Summary {
     pub binding_failures: usize,
     pub unschedulable_attempts: usize,
     pub victims: usize,
-}
-
-/// The allocator's inputs, by name.
-#[derive(Default)]
-struct DraInputs {
-    classes: BTreeMap<String, DeviceClass>,
-    slices: BTreeMap<String, ResourceSlice>,
-    rules: BTreeMap<String, DeviceTaintRule>,
-    changed: bool,
-}
-
-impl DraInputs {
-    fn upsert(&mut self, object: Object) {
-        match object {
-            Object::DeviceClass(o) => drop(self.classes.insert(key_of(&o.metadata), *o)),
-            Object::ResourceSlice(o) => drop(self.slices.insert(key_of(&o.metadata), *o)),
-            Object::DeviceTaintRule(o) => drop(self.rules.insert(key_of(&o.metadata), *o)),
-            _ => return,
-        }
-        self.changed = true;
-    }
-
-    fn delete(&mut self, kind: Kind, key: &str) {
-        let gone = match kind {
-            Kind::DeviceClass => self.classes.remove(key).is_some(),
-            Kind::ResourceSlice => self.slices.remove(key).is_some(),
-            Kind::DeviceTaintRule => self.rules.remove(key).is_some(),
-            _ => false,
-        };
-        self.changed |= gone;
-    }
-}
-
-enum End {
-    Rebuild,
-    Stop,
 }
 
 /// The loop's channels.
@@ -148,32 +111,20 @@ impl Loop {
         // The storage kinds are watched: the volume plugins run even while none exists (a pod
         // naming a missing PersistentVolumeClaim waits for it, as upstream).
         cluster.volumes.enabled = true;
-        let mut parts = (cluster, SchedulingQueue::with_backoff(self.options.config.backoff));
-        let mut first = Some(first);
-        loop {
-            let rules: Vec<DeviceTaintRule> = self.dra.rules.values().cloned().collect();
-            let published: Vec<ResourceSlice> = self.dra.slices.values().cloned().collect();
-            let (slices, _) =
-                muster_controllers::slice_view::scheduling_view(&published, &rules, self.options.health_propagation);
-            let classes: Vec<DeviceClass> = self.dra.classes.values().cloned().collect();
-            self.dra.changed = false;
-            parts.0.map_extended_resources(&classes);
-            let ctx = DraContext {
-                index: muster_alloc::SliceIndex::new(&slices),
-                classes: &classes,
-                env: muster_cel::Env::default(),
-                features: muster_alloc::Features::kubernetes_1_37(),
-            };
-            let mut engine = Engine::from_parts(parts.0, parts.1, self.options.config.clone(), Some(&ctx), self.now());
-            for msg in first.take().into_iter().flatten() {
-                self.handle(msg, &mut engine);
-            }
-            let end = self.epoch(&mut engine, &mut io, shutdown.as_mut()).await?;
-            parts = engine.into_parts();
-            if let End::Stop = end {
-                break;
-            }
+        let slices = self.dra.view(self.options.health_propagation);
+        let classes: Vec<_> = self.dra.classes.values().cloned().collect();
+        cluster.map_extended_resources(&classes);
+        let ctx = DraContext {
+            index: muster_alloc::SliceIndex::new(slices),
+            classes,
+            env: muster_cel::Env::default(),
+            features: muster_alloc::Features::kubernetes_1_37(),
+        };
+        let mut engine = Engine::with_own_dra(cluster, self.options.config.clone(), ctx);
+        for msg in first {
+            self.handle(msg, &mut engine);
         }
+        self.serve(&mut engine, &mut io, shutdown.as_mut()).await?;
         self.finish_in_flight(&mut io).await;
         Ok(self.summary)
     }
@@ -206,17 +157,18 @@ impl Loop {
         Ok(Some(buffered))
     }
 
-    async fn epoch(
+    /// Serves until shutdown (or, with `exit_when_idle`, until nothing is left to do).
+    async fn serve(
         &mut self,
         engine: &mut Engine<'_>,
         io: &mut Io,
         mut shutdown: Pin<&mut impl Future<Output = ()>>,
-    ) -> anyhow::Result<End> {
+    ) -> anyhow::Result<()> {
         let mut flush = tokio::time::interval(Duration::from_secs(30));
         flush.tick().await;
         loop {
-            if self.dra.changed {
-                return Ok(End::Rebuild);
+            if self.dra.changed() {
+                self.devices_changed(engine);
             }
             let leading = *io.leading.borrow();
             if leading {
@@ -226,7 +178,7 @@ impl Loop {
             self.writer.metrics.queue(active, backoff, unschedulable);
             let idle = self.in_flight == 0 && self.assume.busy() == 0 && active + backoff == 0 && io.rx.is_empty();
             if self.options.exit_when_idle && leading && idle {
-                return Ok(End::Stop);
+                return Ok(());
             }
             let wake = engine.next_wakeup().map(|t| self.start + Duration::from_millis(t));
             tokio::select! {
@@ -255,7 +207,7 @@ impl Loop {
                     }
                     tracing::info!(identity = %self.options.identity, "leading");
                 }
-                _ = shutdown.as_mut() => return Ok(End::Stop),
+                _ = shutdown.as_mut() => return Ok(()),
             }
         }
     }
@@ -288,6 +240,17 @@ impl Loop {
             Msg::Done(done) => {
                 self.in_flight -= 1;
                 self.done(done, engine);
+            }
+        }
+    }
+
+    /// Gives the engine the slices and classes that changed.
+    fn devices_changed(&mut self, engine: &mut Engine<'_>) {
+        let now = self.now();
+        let index = &engine.dra().expect("an engine over DRA inputs").index;
+        for change in self.dra.take_changes(self.options.health_propagation, index) {
+            if let Err(e) = engine.apply_devices(change, now) {
+                tracing::error!(error = %e, "device change not taken");
             }
         }
     }

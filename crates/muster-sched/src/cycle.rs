@@ -19,6 +19,7 @@ mod assume;
 mod attempt;
 pub mod bound_wait;
 mod composite;
+pub mod device_changes;
 mod device_domains;
 mod equivalence;
 mod gang_bound;
@@ -412,7 +413,7 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     cluster: C,
     config: SchedulerConfig,
     /// DRA inputs and the devices in use, when the plan has DRA objects.
-    dra: Option<(&'c DraContext<'c>, AllocatedState)>,
+    dra: Option<(device_changes::DraHold<'c>, AllocatedState)>,
     /// The allocator's verdicts per (claim-spec fingerprint, node), valid while the node's
     /// generation and the shared-pool generation are the ones recorded.
     dra_memo: DraMemo,
@@ -509,7 +510,18 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     }
 
     /// A scheduler that also serves pods' ResourceClaims (the DynamicResources plugin).
-    pub fn with_dra(cluster: C, config: SchedulerConfig, ctx: &'c DraContext<'c>) -> Self {
+    pub fn with_dra(cluster: C, config: SchedulerConfig, ctx: &'c DraContext) -> Self {
+        Scheduler::holding_dra(cluster, config, device_changes::DraHold::Borrowed(ctx))
+    }
+
+    /// A scheduler that serves pods' ResourceClaims over DRA inputs of its own, which change
+    /// between cycles ([`Scheduler::apply_device_change`]).
+    pub fn with_own_dra(cluster: C, config: SchedulerConfig, mut ctx: DraContext) -> Self {
+        ctx.classes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        Scheduler::holding_dra(cluster, config, device_changes::DraHold::Owned(Box::new(ctx)))
+    }
+
+    fn holding_dra(cluster: C, config: SchedulerConfig, ctx: device_changes::DraHold<'c>) -> Self {
         let state = AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features);
         let mut s = Scheduler::new(cluster, config);
         s.dra_node_generation = vec![0; s.cluster.nodes.len()];
@@ -524,6 +536,11 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
 
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    /// The DRA inputs, if any.
+    pub fn dra(&self) -> Option<&DraContext> {
+        self.dra.as_ref().map(|(ctx, _)| &**ctx)
     }
 
     /// The store's `apply` of one change between cycles, as through [`Scheduler::cluster_mut`],

@@ -8,6 +8,7 @@
 //! `spec.nodeName`), which confirms it. The engine reads no clock: `now` comes with each call.
 
 use crate::cluster::{Cluster, ModelError, PodId};
+use crate::cycle::device_changes::{BorrowedDevices, DeviceChange};
 use crate::cycle::{Plan, QueueEntry, Scheduler, SchedulerConfig};
 use crate::plugins::dynamic_resources::DraContext;
 use crate::queue::{Millis, SchedulingQueue, Wake};
@@ -22,14 +23,42 @@ pub struct Engine<'d> {
 impl<'d> Engine<'d> {
     /// An engine over `cluster`, with every pending entry queued. With `dra`, pods' claims are
     /// served by the DynamicResources plugin over those slices and classes.
-    pub fn new(cluster: Cluster, config: SchedulerConfig, dra: Option<&'d DraContext<'d>>) -> Self {
+    pub fn new(cluster: Cluster, config: SchedulerConfig, dra: Option<&'d DraContext>) -> Self {
         let scheduler = match dra {
             Some(ctx) => Scheduler::with_dra(Box::new(cluster), config, ctx),
             None => Scheduler::new(Box::new(cluster), config),
         };
+        Engine::over(scheduler)
+    }
+
+    /// An engine over `cluster` whose DRA inputs are its own: they change one slice or class at
+    /// a time ([`Engine::apply_devices`]), as a living cluster's do.
+    pub fn with_own_dra(cluster: Cluster, config: SchedulerConfig, dra: DraContext) -> Self {
+        Engine::over(Scheduler::with_own_dra(Box::new(cluster), config, dra))
+    }
+
+    fn over(scheduler: Scheduler<'d, Box<Cluster>>) -> Self {
         let mut queue = SchedulingQueue::with_backoff(scheduler.config().backoff);
         queue.add_all(scheduler.queued());
         Engine { scheduler, queue }
+    }
+
+    /// Applies one change of the DRA inputs at `now` (an engine [`Engine::with_own_dra`]): the
+    /// slice index takes it, verdicts that read the changed devices are forgotten, and entries
+    /// waiting for devices are woken when the change can help them. Its cost is that of the
+    /// slice's pool, never of the cluster.
+    pub fn apply_devices(&mut self, change: DeviceChange, now: Millis) -> Result<(), BorrowedDevices> {
+        let wakes = change.wakes();
+        self.scheduler.apply_device_change(change)?;
+        if wakes {
+            self.queue.on_event(Wake::DEVICES_CHANGED, now);
+        }
+        Ok(())
+    }
+
+    /// The DRA inputs the engine reads, if any.
+    pub fn dra(&self) -> Option<&DraContext> {
+        self.scheduler.dra()
     }
 
     /// Turns the reuse of allocator verdicts off (every Filter call allocates): for tests that
@@ -192,31 +221,5 @@ impl<'d> Engine<'d> {
     /// Gives the cluster back.
     pub fn into_cluster(self) -> Cluster {
         *self.scheduler.into_cluster()
-    }
-
-    /// Takes the engine apart, keeping the cluster and the queue (with every entry's attempts,
-    /// backoff and wait) for [`Engine::from_parts`].
-    pub fn into_parts(self) -> (Cluster, SchedulingQueue) {
-        (*self.scheduler.into_cluster(), self.queue)
-    }
-
-    /// An engine over a cluster and queue taken from another: the way to give it new DRA inputs
-    /// (ResourceSlices, DeviceClasses, DeviceTaintRules changed; the store does not take them one
-    /// at a time yet). The devices in use are counted again from the claims, remembered verdicts
-    /// start empty, and the entries waiting for devices are woken at `now`.
-    pub fn from_parts(
-        cluster: Cluster,
-        queue: SchedulingQueue,
-        config: SchedulerConfig,
-        dra: Option<&'d DraContext<'d>>,
-        now: Millis,
-    ) -> Self {
-        let scheduler = match dra {
-            Some(ctx) => Scheduler::with_dra(Box::new(cluster), config, ctx),
-            None => Scheduler::new(Box::new(cluster), config),
-        };
-        let mut engine = Engine { scheduler, queue };
-        engine.queue.on_event(Wake::DEVICES_CHANGED, now);
-        engine
     }
 }

@@ -74,7 +74,7 @@ impl PodExplanation {
 
 /// Explains `pod` against the snapshot `cluster` as it stands (devices in use are read from the
 /// claims' allocations). A pod of a PodGroup is explained as its group's cycle would try it.
-pub fn explain_pod(cluster: &Cluster, pod_id: PodId, dra: Option<&DraContext<'_>>) -> PodExplanation {
+pub fn explain_pod(cluster: &Cluster, pod_id: PodId, dra: Option<&DraContext>) -> PodExplanation {
     explain_pod_within(cluster, pod_id, dra, None)
 }
 
@@ -83,7 +83,7 @@ pub fn explain_pod(cluster: &Cluster, pod_id: PodId, dra: Option<&DraContext<'_>
 pub fn explain_pod_within(
     cluster: &Cluster,
     pod_id: PodId,
-    dra: Option<&DraContext<'_>>,
+    dra: Option<&DraContext>,
     budget: Option<&muster_cel::Budget>,
 ) -> PodExplanation {
     explain_pod_configured(cluster, pod_id, dra, budget, &crate::SchedulerConfig::default())
@@ -94,7 +94,7 @@ pub fn explain_pod_within(
 pub fn explain_pod_configured(
     cluster: &Cluster,
     pod_id: PodId,
-    dra: Option<&DraContext<'_>>,
+    dra: Option<&DraContext>,
     budget: Option<&muster_cel::Budget>,
     config: &crate::SchedulerConfig,
 ) -> PodExplanation {
@@ -114,7 +114,7 @@ pub fn explain_pod_configured(
             out.pre_filter = Some(PreFilterReason::NoDraInputs);
             return out;
         }
-        let classes = dra.and_then(|ctx| dynamic_resources::pre_filter_classes(pod, cluster, ctx.classes));
+        let classes = dra.and_then(|ctx| dynamic_resources::pre_filter_classes(pod, cluster, &ctx.classes));
         if let Some(why) = dynamic_resources::pre_filter(pod, cluster).or(classes) {
             out.pre_filter = Some(why);
             return out;
@@ -169,7 +169,7 @@ pub fn explain_pod_configured(
                         let mut claims = pending.clone();
                         claims.extend(extended.as_ref().map(|e| &e.claim));
                         let explain = || {
-                            let mut e = Explainer::new(ctx.features, allocated, ctx.classes, &ctx.index, &ctx.env);
+                            let mut e = Explainer::new(ctx.features, allocated, &ctx.classes, &ctx.index, &ctx.env);
                             if let Some(b) = budget {
                                 e = e.with_budget(b);
                             }
@@ -269,8 +269,8 @@ mod tests {
         let classes: Vec<DeviceClass> =
             vec![serde_json::from_value(json!({"metadata": {"name": "gpu"}, "spec": {}})).unwrap()];
         let ctx = DraContext {
-            index: SliceIndex::new(&slices),
-            classes: &classes,
+            index: SliceIndex::new(slices.clone()),
+            classes: classes.clone(),
             env: muster_cel::Env::default(),
             features: Features::kubernetes_1_37(),
         };

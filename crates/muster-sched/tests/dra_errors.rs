@@ -50,8 +50,8 @@ fn messages(memo: bool) -> Vec<(String, String, &'static str)> {
     let mut cluster = Cluster::build(nodes, pods(), &[], &SchedulerNames::default()).unwrap();
     cluster.add_claims(Vec::new(), &templates);
     let ctx = DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &classes,
+        index: muster_alloc::SliceIndex::new(slices.clone()),
+        classes: classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };

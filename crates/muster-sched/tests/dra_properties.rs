@@ -123,8 +123,8 @@ proptest! {
             cluster.add_claims(Vec::new(), &templates);
             cluster.map_extended_resources(&classes);
             let ctx = DraContext {
-                index: muster_alloc::SliceIndex::new(&slices),
-                classes: &classes,
+                index: muster_alloc::SliceIndex::new(slices.clone()),
+                classes: classes.clone(),
                 env: muster_cel::Env::default(),
                 features: muster_alloc::Features::kubernetes_1_37(),
             };

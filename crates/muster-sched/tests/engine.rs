@@ -195,34 +195,6 @@ fn budgets_come_and_go() {
     assert!(engine.cluster().budgets.is_empty());
 }
 
-/// A driver publishes more devices: the world gives the engine the new slices (taking it apart
-/// and putting it together again), and the pod waiting for a device gets one.
-#[test]
-fn new_devices_reach_a_waiting_pod_when_the_engine_gets_new_slices() {
-    let (nodes, one) = common::gpu_nodes(&[1], "rack", "r");
-    let classes = common::gpu_class();
-    let pods = vec![pod("first", "first-gpu", Some("n0")), pod("second", "second-gpu", None)];
-    let mut cluster = Cluster::build(nodes.clone(), pods, &[], &SchedulerNames::default()).unwrap();
-    cluster.add_claims(vec![*claim("first-gpu", Some(("first", "gpu-0"))), *claim("second-gpu", None)], &[]);
-    let ctx = common::dra(&one, &classes);
-    let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
-    assert!(engine.schedule(0).placements.is_empty(), "one GPU, held");
-    let (cluster, queue) = engine.into_parts();
-
-    let (_, two) = common::gpu_nodes(&[2], "rack", "r");
-    let ctx = common::dra(&two, &classes);
-    let mut engine = Engine::from_parts(cluster, queue, SchedulerConfig::default(), Some(&ctx), 5_000);
-    let plan = engine.schedule(5_000);
-    let c = engine.cluster();
-    let placed: Vec<&str> = plan.placements.iter().map(|(p, _)| c.pod(*p).key.as_str()).collect();
-    assert_eq!(placed, ["ml/second"]);
-    let status = c.claims.iter().find(|x| x.key() == "ml/second-gpu").unwrap().claim.status.as_ref().unwrap();
-    assert_eq!(
-        status.allocation.as_ref().unwrap().devices.as_ref().unwrap().results.as_ref().unwrap()[0].device,
-        "gpu-1"
-    );
-}
-
 /// A node goes away while a pod is assumed onto it: the pod is forgotten (its device given back)
 /// and placed on another node after its backoff (an error's: waited out, to the end of its window).
 #[test]

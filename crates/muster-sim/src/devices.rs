@@ -1,8 +1,8 @@
 //! The DRA inputs of a simulation, as the trace's device events change them: ResourceSlices as
 //! drivers publish them (a GPU failure adds a taint to its device, a recovery removes it),
-//! DeviceTaintRules (created, replaced and deleted by name) and DeviceClasses (fixed). The engine
-//! takes these inputs whole ([`muster_sched::Engine::from_parts`]), so [`crate::run`] builds its
-//! scheduling view ([`DeviceInputs::view`]) again after each instant that changes them.
+//! DeviceTaintRules (created, replaced and deleted by name) and DeviceClasses (fixed). After each
+//! instant that changes them, [`crate::run`] builds the scheduling view ([`DeviceInputs::view`])
+//! again and gives the engine the slices it changed.
 //!
 //! GPU failures follow NVIDIA's DRA driver with its health checks on: the device gets the taint
 //! `gpu.nvidia.com/xid=<xid>` with effect `NoSchedule` for a fatal XID and `None` for the XIDs

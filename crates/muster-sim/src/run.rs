@@ -1,17 +1,16 @@
-//! A whole simulation over DRA inputs that change: the engine borrows its ResourceSlices and
-//! DeviceClasses, so at each instant the trace's device events are due, the simulation is paused,
-//! the events are carried out on [`DeviceInputs`], and an engine over the new scheduling view
-//! takes over the paused cluster and queue (as `muster run` does when its watches report new
-//! DRA objects). Between device events, one engine runs every step.
+//! A whole simulation over DRA inputs that change: at each instant the trace's device events are
+//! due, they are carried out on [`DeviceInputs`], and the engine takes the slices whose scheduling
+//! view changed, one at a time ([`muster_sched::Engine::apply_devices`]), as `muster run` does
+//! when its watches report changed DRA objects. One engine runs every step.
 
-use muster_controllers::eviction::DeviceKey;
-use muster_sched::queue::SchedulingQueue;
-use muster_sched::{Cluster, DraContext, Engine, SchedulerConfig};
+use k8s_openapi::api::resource::v1::ResourceSlice;
+use muster_alloc::SliceIndex;
+use muster_sched::{Cluster, DeviceChange, DraContext, Engine, SchedulerConfig};
 
 use crate::devices::DeviceInputs;
 use crate::report::Report;
-use crate::trace::{EventKind, Millis, Trace};
-use crate::world::{DeviceUpdate, Options, Sim, SimError, Stopwatch, World};
+use crate::trace::Trace;
+use crate::world::{DeviceUpdate, Options, Sim, SimError, Stopwatch};
 
 /// Runs `trace` over `cluster` and `inputs` under `config` to the end (or `options.until`).
 pub fn run(
@@ -38,82 +37,52 @@ pub fn run_observing(
     stopwatch: Option<&dyn Stopwatch>,
     observe: &mut Observer<'_>,
 ) -> Result<Report, SimError> {
-    let mut next = Next::Start(Box::new((cluster, trace, options)));
-    loop {
-        match epoch(&inputs, next, config, stopwatch, observe)? {
-            Ended::Report(report) => return Ok(*report),
-            Ended::Due(paused, at, kinds) => {
-                let mut failed = Vec::new();
-                for kind in &kinds {
-                    failed.extend(inputs.apply(kind, at)?);
-                }
-                next = Next::Resume(paused, at, failed);
-            }
-        }
-    }
-}
-
-/// One engine's share of the run: until the end, or until device events are due.
-fn epoch<'s>(
-    inputs: &DeviceInputs,
-    next: Next<'s>,
-    config: &SchedulerConfig,
-    stopwatch: Option<&'s dyn Stopwatch>,
-    observe: &mut Observer<'_>,
-) -> Result<Ended<'s>, SimError> {
     let (slices, taints) = inputs.view();
     let ctx = DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &inputs.classes,
+        index: SliceIndex::new(slices),
+        classes: inputs.classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };
-    let mut sim = match next {
-        Next::Start(start) => {
-            let (cluster, trace, options) = *start;
-            let sim = Sim::new(Engine::new(cluster, config.clone(), Some(&ctx)).with_gang_bound(), trace, options)
-                .with_device_taints(&taints);
-            match stopwatch {
-                Some(s) => sim.with_stopwatch(s),
-                None => sim,
-            }
-        }
-        Next::Resume(paused, at, failed) => {
-            let Paused { world, cluster, queue } = *paused;
-            let engine = Engine::from_parts(cluster, queue, config.clone(), Some(&ctx), at).with_gang_bound();
-            Sim::resume(world, engine, DeviceUpdate { at, taints, failed })
-        }
-    };
+    let engine = Engine::with_own_dra(cluster, config.clone(), ctx).with_gang_bound();
+    let mut sim = Sim::new(engine, trace, options).with_device_taints(&taints);
+    if let Some(s) = stopwatch {
+        sim = sim.with_stopwatch(s);
+    }
     loop {
         if let Some((at, kinds)) = sim.devices_due() {
-            let (world, cluster, queue) = sim.pause();
-            return Ok(Ended::Due(Box::new(Paused { world, cluster, queue }), at, kinds));
+            let mut failed = Vec::new();
+            for kind in &kinds {
+                failed.extend(inputs.apply(kind, at)?);
+            }
+            let (slices, taints) = inputs.view();
+            let index = &sim.engine().dra().expect("an engine over DRA inputs").index;
+            sim.devices_changed(slice_changes(index, slices), DeviceUpdate { at, taints, failed })?;
+            continue;
         }
         if !sim.step()? {
-            return Ok(Ended::Report(Box::new(sim.report())));
+            return Ok(sim.report());
         }
         observe(&sim)?;
     }
 }
 
-/// How an engine's share of the run ended.
-enum Ended<'s> {
-    Report(Box<Report>),
-    /// Device events are due at `at`: the paused world, cluster and queue.
-    Due(Box<Paused<'s>>, Millis, Vec<EventKind>),
-}
-
-/// A simulation taken apart ([`Sim::pause`]).
-struct Paused<'s> {
-    world: World<'s>,
-    cluster: Cluster,
-    queue: SchedulingQueue,
-}
-
-/// How the next engine takes over.
-enum Next<'s> {
-    Start(Box<(Cluster, Trace, Options)>),
-    /// The paused world, cluster and queue; when the device events are due, and the devices whose
-    /// holders fail.
-    Resume(Box<Paused<'s>>, Millis, Vec<DeviceKey>),
+/// The changes that turn the slices the engine has into the scheduling view `after`: each slice
+/// that differs, by name.
+pub(crate) fn slice_changes(index: &SliceIndex, after: Vec<ResourceSlice>) -> Vec<DeviceChange> {
+    let names: std::collections::HashSet<&str> = after.iter().filter_map(|s| s.metadata.name.as_deref()).collect();
+    let mut out: Vec<DeviceChange> = index
+        .slices()
+        .filter_map(|(_, s)| s.metadata.name.as_deref())
+        .filter(|n| !names.contains(n))
+        .map(|n| DeviceChange::DeleteSlice(n.to_string()))
+        .collect();
+    drop(names);
+    out.extend(
+        after
+            .into_iter()
+            .filter(|s| index.get(s.metadata.name.as_deref().unwrap_or("")) != Some(s))
+            .map(|s| DeviceChange::UpsertSlice(Box::new(s))),
+    );
+    out
 }

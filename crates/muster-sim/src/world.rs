@@ -187,8 +187,7 @@ pub struct Sim<'d, 's> {
     w: World<'s>,
 }
 
-/// Everything of a simulation but the engine: what [`Sim::pause`] keeps while the caller gives the
-/// engine new DRA inputs.
+/// Everything of a simulation but the engine.
 pub struct World<'s> {
     trace: Trace,
     options: Options,
@@ -237,7 +236,7 @@ pub struct World<'s> {
     /// The trace's device events (indices into its events, by time) and the first not yet due.
     device_events: Vec<u32>,
     device_cursor: usize,
-    /// What the caller did about the device events due next ([`Sim::resume`]).
+    /// What the caller did about the device events due next ([`Sim::devices_changed`]).
     update: Option<DeviceUpdate>,
     /// Every device's taints, as of the last device event.
     taints: Option<DeviceTaints>,
@@ -401,7 +400,7 @@ impl<'d, 's> Sim<'d, 's> {
     }
 
     /// Runs one step (the next time anything happens); false when nothing is left. Device events
-    /// due at that time must have been carried out first ([`Sim::devices_due`], [`Sim::resume`]):
+    /// due at that time must have been carried out first ([`Sim::devices_due`], [`Sim::devices_changed`]):
     /// [`crate::run`] does.
     pub fn step(&mut self) -> Result<bool, SimError> {
         let next = match &self.w.update {

@@ -16,8 +16,8 @@ fn simulate(nodes: &str, pods: &str) -> (Report, usize) {
     let nodes = nodes.into_iter().map(|(_, n)| n).collect();
     let c = Cluster::build(nodes, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     let ctx = muster_sched::DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &classes,
+        index: muster_alloc::SliceIndex::new(slices.clone()),
+        classes: classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };

@@ -35,8 +35,8 @@ fn simulate(shapes: &[JobShape], drains: &[(u64, usize)], nodes: usize, memo: bo
     let (node_objs, slices, classes) = cluster(nodes);
     let c = Cluster::build(node_objs, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default()).unwrap();
     let ctx = muster_sched::DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &classes,
+        index: muster_alloc::SliceIndex::new(slices.clone()),
+        classes: classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };

@@ -283,7 +283,7 @@ pub fn alloc_conformance(dir: &std::path::Path, reps: usize) -> anyhow::Result<S
     for f in &files {
         let case = crate::conformance::load(f)?;
         let env = muster_cel::Env::default();
-        let index = muster_alloc::SliceIndex::new(&case.slices);
+        let index = muster_alloc::SliceIndex::new(case.slices.clone());
         let _ = case.execute(&env, &index); // warm the selector cache, as a running scheduler has it
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps.max(1) {
@@ -338,7 +338,7 @@ pub fn alloc_scale(nodes: usize, per_node: usize, claims: usize) -> anyhow::Resu
         })
         .collect();
     let env = muster_cel::Env::default();
-    let index = SliceIndex::new(&slices);
+    let index = SliceIndex::new(slices);
     let features = Features::kubernetes_1_37();
     let mut state = AllocatedState::default();
     let mut cursor = 0;
@@ -414,8 +414,8 @@ pub fn plan_dra(nodes: usize, per_node: usize, pods: usize) -> anyhow::Result<St
         .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
     cluster.add_claims(Vec::new(), &templates);
     let ctx = muster_sched::DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &classes,
+        index: muster_alloc::SliceIndex::new(slices),
+        classes: classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };
@@ -821,17 +821,21 @@ pub fn gpu(
     };
     let mut runs = Vec::with_capacity(iterations);
     let mut report = String::new();
+    // Each run indexes the slices afresh (no remembered verdict or gathering carries over) and
+    // takes them back after, so that they are never held twice.
+    let mut slices = slices;
     for _ in 0..iterations {
         let mut cluster = fresh_cluster()?;
         let ctx = muster_sched::DraContext {
-            index: muster_alloc::SliceIndex::new(&slices),
-            classes: &classes,
+            index: muster_alloc::SliceIndex::new(std::mem::take(&mut slices)),
+            classes: classes.clone(),
             env: muster_cel::Env::default(),
             features: muster_alloc::Features::kubernetes_1_37(),
         };
         let t = Instant::now();
         let plan = Scheduler::with_dra(&mut cluster, config.clone(), &ctx).plan();
         runs.push(t.elapsed());
+        slices = ctx.index.into_slices();
         // The bench checks the plan it times.
         let devices = distinct_devices(&cluster)?;
         let asked: usize = plan.placements.iter().map(|(p, _)| generated.gpus[cluster.pod(*p).name()]).sum();
@@ -874,8 +878,8 @@ pub fn gpu(
     {
         let mut cluster = fresh_cluster()?;
         let ctx = muster_sched::DraContext {
-            index: muster_alloc::SliceIndex::new(&slices),
-            classes: &classes,
+            index: muster_alloc::SliceIndex::new(slices),
+            classes: classes.clone(),
             env: muster_cel::Env::default(),
             features: muster_alloc::Features::kubernetes_1_37(),
         };

@@ -37,7 +37,7 @@ pub struct Case {
 impl Case {
     /// One allocation call, as the scheduler makes it: an allocator for the cycle, then
     /// `allocate` for the node.
-    pub fn execute(&self, env: &Env, index: &SliceIndex<'_>) -> Result<Outcome, AllocError> {
+    pub fn execute(&self, env: &Env, index: &SliceIndex) -> Result<Outcome, AllocError> {
         let node =
             self.node_name.as_deref().and_then(|n| self.nodes.iter().find(|x| x.metadata.name.as_deref() == Some(n)));
         let claims: Vec<&ResourceClaim> = self.to_allocate.iter().map(|i| &self.claims[*i]).collect();
@@ -108,7 +108,7 @@ pub fn load(path: &Path) -> anyhow::Result<Case> {
 fn run(path: &Path) -> anyhow::Result<(String, Option<String>)> {
     let case = load(path)?;
     let env = Env::default();
-    let index = SliceIndex::new(&case.slices);
+    let index = SliceIndex::new(case.slices.clone());
     let got = case.execute(&env, &index);
     let name = case.name.clone();
     let expect = &case.expect;

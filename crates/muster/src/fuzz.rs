@@ -188,8 +188,8 @@ fn plan_every_way(manifests: muster_manifest::Manifests) {
         return;
     };
     let dra = muster_sched::DraContext {
-        index: muster_alloc::SliceIndex::new(&world.slices),
-        classes: &world.device_classes,
+        index: muster_alloc::SliceIndex::new(world.slices.clone()),
+        classes: world.device_classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };

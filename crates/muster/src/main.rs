@@ -528,8 +528,8 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         Err(diags) => return Ok(refuse(&diags, "; nothing was scheduled")),
     };
     let dra = muster_sched::DraContext {
-        index: muster_alloc::SliceIndex::new(&world.slices),
-        classes: &world.device_classes,
+        index: muster_alloc::SliceIndex::new(std::mem::take(&mut world.slices)),
+        classes: world.device_classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };
@@ -538,6 +538,7 @@ fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let mut engine = muster_sched::Engine::new(cluster, config, Some(&dra));
     let plan = engine.run_until_idle(0);
     world.cluster = engine.into_cluster();
+    world.slices = dra.index.into_slices();
     match args.output {
         Format::Table => print!("{}", output::table(&world, &plan)),
         Format::Effects => print!("{}", effects::render(&world.cluster, &plan)),

@@ -217,11 +217,11 @@ fn reason_text(world: &World, message: String, invalid: &std::cell::OnceCell<Str
         return message;
     }
     let pools = invalid.get_or_init(|| {
-        let index = muster_alloc::SliceIndex::new(&world.slices);
+        let index = muster_alloc::SliceIndex::new(world.slices.clone());
         let features = muster_alloc::Features::kubernetes_1_37();
         let mut found = std::collections::BTreeSet::new();
         for n in &world.cluster.nodes {
-            for p in &index.gather(Some(&n.detail.node), features).pools {
+            for p in &index.gather(Some(&n.detail.node), features).get().pools {
                 if let Some(why) = &p.invalid {
                     found.insert(format!("pool {}/{}: {why}", p.driver, p.name));
                 }

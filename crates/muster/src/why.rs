@@ -262,10 +262,10 @@ fn group_outcome_text(o: &GroupOutcome, gang: bool) -> &'static str {
 impl Why<'_> {
     /// The DRA inputs, as `muster plan` builds them (a scheduler borrows them as long as the
     /// cluster it schedules, so each run gets its own).
-    fn dra(&self) -> DraContext<'_> {
+    fn dra(&self) -> DraContext {
         DraContext {
-            index: muster_alloc::SliceIndex::new(&self.world.slices),
-            classes: &self.world.device_classes,
+            index: muster_alloc::SliceIndex::new(self.world.slices.clone()),
+            classes: self.world.device_classes.clone(),
             env: muster_cel::Env::default(),
             features: muster_alloc::Features::kubernetes_1_37(),
         }

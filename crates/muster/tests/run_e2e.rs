@@ -646,6 +646,37 @@ fn a_watch_that_expired_lists_again_and_misses_nothing() {
     rt.block_on(api.shutdown());
 }
 
+/// A driver publishes more devices while muster runs: the engine takes the changed slice as it comes
+/// (no restart of the engine) and the pods that waited for a GPU are bound to the new devices.
+#[test]
+fn devices_published_while_running_reach_the_waiting_pods() {
+    let rt = runtime();
+    let mut objects: Vec<Value> = contended_cluster(1, 6)
+        .into_iter()
+        .filter(|o| !(o["kind"] == "PodGroup" || o["spec"]["schedulingGroup"].is_object()))
+        .collect();
+    objects.retain(|o| o["kind"] != "Pod" || o["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("single")));
+    let api = start_fake(&rt, objects);
+    let dir = tempdir();
+    let kubeconfig = dir.join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig).unwrap();
+    let mut muster = spawn_run(&kubeconfig, &["--leader-elect=false"], "muster");
+    let bound = |n: usize| move |api: &muster_fakeapi::Running| bound_in(api, "single") == n;
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), bound(4))), "the node's 4 GPUs taken");
+    // The driver publishes its pool again, with two more devices.
+    let more = api.modify("resource.k8s.io/v1", "resourceslices", None, "node-0", |slice| {
+        slice["spec"]["pool"]["generation"] = json!(2);
+        slice["spec"]["devices"] = (0..6).map(|d| json!({"name": format!("gpu-{d}")})).collect();
+    });
+    assert!(more);
+    assert!(rt.block_on(api.wait_for(std::time::Duration::from_secs(60), bound(6))), "the new GPUs given");
+    assert_consistent(&api, "after the new slice");
+    muster.kill().unwrap();
+    muster.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(api.shutdown());
+}
+
 /// A storm of conflicts on claim writes (12, spread over the binding cycles running at once; a
 /// cycle that exhausts its retries is forgotten and tried again after backoff): every pod ends
 /// bound, each device allocated once.

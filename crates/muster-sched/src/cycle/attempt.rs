@@ -114,7 +114,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 })
                 .or_else(|| {
                     let (ctx, _) = dra.filter(|_| has_dra_claims(pod))?;
-                    dynamic_resources::pre_filter_classes(pod, cluster, ctx.classes)
+                    dynamic_resources::pre_filter_classes(pod, cluster, &ctx.classes)
                         .or_else(|| dynamic_resources::pre_filter_devices(pod, cluster, ctx))
                 })
         };

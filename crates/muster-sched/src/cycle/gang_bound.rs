@@ -268,7 +268,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// may serve several claims.
     fn count_free_devices(&self, node: &NodeInfo) -> Option<u32> {
         let (ctx, state) = self.dra.as_ref()?;
-        let gathered = ctx.index.gather(Some(&node.detail.node), ctx.features);
+        let cell = ctx.index.gather(Some(&node.detail.node), ctx.features);
+        let gathered = cell.get();
         let held: Vec<_> = gathered.pools.iter().map(|p| state.pool(p.driver, p.name)).collect();
         let mut free = 0u32;
         for cand in &gathered.cands {

@@ -517,7 +517,7 @@ fn disrupted_together(c: &Cluster, g: GroupId) -> Option<crate::cluster::GroupNo
 fn allocation_is_local(
     allocation: Option<&k8s_openapi::api::resource::v1::AllocationResult>,
     node: &str,
-    ctx: &crate::plugins::dynamic_resources::DraContext<'_>,
+    ctx: &crate::plugins::dynamic_resources::DraContext,
 ) -> bool {
     allocation.is_none_or(|a| crate::plugins::dynamic_resources::node_local([a], node, ctx))
 }

@@ -26,9 +26,9 @@ pub const RESERVED_FOR_MAX: usize = 256;
 
 /// The DRA inputs that do not change during a plan: slices (indexed), classes, the CEL
 /// environment and the allocator features.
-pub struct DraContext<'a> {
-    pub index: SliceIndex<'a>,
-    pub classes: &'a [DeviceClass],
+pub struct DraContext {
+    pub index: SliceIndex,
+    pub classes: Vec<DeviceClass>,
     pub env: muster_cel::Env,
     pub features: Features,
 }
@@ -47,7 +47,7 @@ fn allocated(claim: &ResourceClaim) -> bool {
 
 /// PreFilter, what needs the devices: an allocated claim whose device has a NoExecute taint
 /// the allocation does not tolerate gets no new reservations (the pod would be evicted at once).
-pub fn pre_filter_devices(pod: &PodInfo, cluster: &Cluster, ctx: &DraContext<'_>) -> Option<PreFilterReason> {
+pub fn pre_filter_devices(pod: &PodInfo, cluster: &Cluster, ctx: &DraContext) -> Option<PreFilterReason> {
     for c in pod.claims.iter().flatten() {
         let info = &cluster.claims[*c];
         if allocated(&info.claim)
@@ -137,7 +137,7 @@ pub fn allocated_claims_fit(pod: &PodInfo, node: &NodeInfo, cluster: &Cluster) -
 pub fn allocate(
     pending: &[&ResourceClaim],
     node: &NodeInfo,
-    ctx: &DraContext<'_>,
+    ctx: &DraContext,
     state: &AllocatedState,
     domain: Option<&muster_alloc::DeviceDomain>,
     budget: Option<&muster_cel::Budget>,
@@ -145,7 +145,7 @@ pub fn allocate(
     if pending.is_empty() {
         return Ok(Ok(Default::default()));
     }
-    let allocator = Allocator::new(ctx.features, state, ctx.classes, &ctx.index, &ctx.env).with_budget(budget);
+    let allocator = Allocator::new(ctx.features, state, &ctx.classes, &ctx.index, &ctx.env).with_budget(budget);
     let n: &Node = &node.detail.node;
     match allocator.allocate_within(Some(n), pending, domain) {
         Ok(Outcome::Allocated(results)) => Ok(Ok(std::sync::Arc::new(results))),
@@ -160,7 +160,7 @@ pub fn allocate(
 pub fn allocated_claims_in_domain(
     pod: &PodInfo,
     cluster: &Cluster,
-    ctx: &DraContext<'_>,
+    ctx: &DraContext,
     domain: &muster_alloc::DeviceDomain,
 ) -> Result<(), Rejection> {
     for c in pod.claims.iter().flatten() {
@@ -192,7 +192,7 @@ pub fn allocated_claims_in_domain(
 pub fn node_local<'a>(
     allocations: impl IntoIterator<Item = &'a AllocationResult>,
     node: &str,
-    ctx: &DraContext<'_>,
+    ctx: &DraContext,
 ) -> bool {
     allocations
         .into_iter()

@@ -49,10 +49,10 @@ pub fn gpu_templates() -> Vec<ResourceClaimTemplate> {
 }
 
 /// The DRA inputs over `slices` and `classes`, with Kubernetes 1.37's features.
-pub fn dra<'a>(slices: &'a [ResourceSlice], classes: &'a [DeviceClass]) -> DraContext<'a> {
+pub fn dra(slices: &[ResourceSlice], classes: &[DeviceClass]) -> DraContext {
     DraContext {
-        index: muster_alloc::SliceIndex::new(slices),
-        classes,
+        index: muster_alloc::SliceIndex::new(slices.to_vec()),
+        classes: classes.to_vec(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     }

@@ -1,5 +1,5 @@
-//! What the world does at a device event: the caller gives the engine the new DRA inputs
-//! ([`Sim::pause`], [`Sim::resume`]), then the step fails the pods that held a GPU that failed
+//! What the world does at a device event: the caller gives the engine the changed slices
+//! ([`Sim::devices_changed`]), then the step fails the pods that held a GPU that failed
 //! (their jobs restart) and evicts the pods NoExecute device taints evict (the device-taint
 //! eviction controller's work, [`muster_controllers::eviction::evictions`]), now or when their
 //! tolerations run out. It also keeps the fragmentation figures' devices out of service (tainted
@@ -8,10 +8,9 @@
 use std::collections::BTreeSet;
 
 use muster_controllers::eviction::{DeviceKey, DeviceTaints, evictions};
-use muster_sched::Engine;
-use muster_sched::queue::SchedulingQueue;
+use muster_sched::DeviceChange;
 
-use super::{DeviceUpdate, EPOCH_MS, Event, Sim, SimError, World, allocated};
+use super::{DeviceUpdate, EPOCH_MS, Event, Sim, SimError, allocated};
 use crate::devices::{XID_TAINT_KEY, failed_with_partitions};
 use crate::trace::{EventKind, Millis};
 
@@ -38,18 +37,14 @@ impl<'d, 's> Sim<'d, 's> {
         Some((t, due))
     }
 
-    /// Takes the simulation apart, for an engine over new DRA inputs.
-    pub fn pause(self) -> (World<'s>, muster_sched::Cluster, SchedulingQueue) {
-        let (cluster, queue) = self.engine.into_parts();
-        (self.w, cluster, queue)
-    }
-
-    /// The simulation again, over `engine` (built from the paused cluster and queue), with what the
-    /// caller did about the device events due.
-    pub fn resume(w: World<'s>, engine: Engine<'d>, update: DeviceUpdate) -> Sim<'d, 's> {
-        let mut sim = Sim { engine, w };
-        sim.w.update = Some(update);
-        sim
+    /// The device events due were carried out: the engine takes `changes` (the slices whose
+    /// scheduling view changed) now, and the next step, at `update.at`, does the rest.
+    pub fn devices_changed(&mut self, changes: Vec<DeviceChange>, update: DeviceUpdate) -> Result<(), SimError> {
+        for change in changes {
+            self.engine.apply_devices(change, update.at).map_err(|e| SimError(format!("at {} ms: {e}", update.at)))?;
+        }
+        self.w.update = Some(update);
+        Ok(())
     }
 
     /// The step's share of a device event: holders of failed GPUs fail, tainted pods are evicted.

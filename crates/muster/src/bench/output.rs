@@ -51,8 +51,8 @@ pub fn output(claims: usize) -> anyhow::Result<String> {
     let mut world = memory::World::from_manifests(manifests(claims)?, &SchedulerNames::default())
         .map_err(|d| anyhow::anyhow!("{} model errors, first: {}", d.len(), d[0]))?;
     let dra = muster_sched::DraContext {
-        index: muster_alloc::SliceIndex::new(&world.slices),
-        classes: &world.device_classes,
+        index: muster_alloc::SliceIndex::new(std::mem::take(&mut world.slices)),
+        classes: world.device_classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };
@@ -62,6 +62,7 @@ pub fn output(claims: usize) -> anyhow::Result<String> {
     let plan = engine.run_until_idle(0);
     world.cluster = engine.into_cluster();
     let planned = t.elapsed();
+    world.slices = dra.index.into_slices();
     let t = Instant::now();
     let table = output::table(&world, &plan);
     let table_s = t.elapsed().as_secs_f64();

@@ -82,9 +82,10 @@ pub fn sim(
     let pods: u64 = trace.jobs.iter().map(|j| u64::from(j.pods)).sum();
     let cluster = Cluster::build(node_objs, Vec::<muster_sched::StoredPod>::new(), &[], &SchedulerNames::default())
         .map_err(|e| anyhow::anyhow!("{} model errors", e.len()))?;
+    let inventory = muster_sim::fragmentation::Inventory::from_slices(&slices);
     let ctx = muster_sched::DraContext {
-        index: muster_alloc::SliceIndex::new(&slices),
-        classes: &classes,
+        index: muster_alloc::SliceIndex::new(slices),
+        classes: classes.clone(),
         env: muster_cel::Env::default(),
         features: muster_alloc::Features::kubernetes_1_37(),
     };
@@ -92,7 +93,6 @@ pub fn sim(
     let wall = Wall(Instant::now());
     let engine = Engine::new(cluster, config.clone(), Some(&ctx)).with_gang_bound();
     let engine = if verdict_reuse { engine } else { engine.without_verdict_reuse() };
-    let inventory = muster_sim::fragmentation::Inventory::from_slices(&slices);
     let options =
         Options { until: None, seed, devices, samples: false, default_class: None, inventory, ..Default::default() };
     let mut sim = Sim::new(engine, trace, options).with_stopwatch(&wall);
