@@ -39,6 +39,27 @@ pub fn apply_propagated_taints(slices: &mut [ResourceSlice], taints: &DeviceTain
     }
 }
 
+/// Every device's taints with their sources (the driver's, the rules', and with health
+/// propagation the ones copied from a full device): [`scheduling_view`]'s second half, without
+/// the view. Health propagation reads the pools' structure and these taints, not the view's.
+pub fn device_taints(slices: &[ResourceSlice], rules: &[DeviceTaintRule], health_propagation: bool) -> DeviceTaints {
+    let mut taints = DeviceTaints::new(slices, rules);
+    if health_propagation {
+        taints.propagate_health(slices);
+    }
+    taints
+}
+
+/// The scheduling view of one slice, given every device's taints ([`device_taints`] of the same
+/// slices and rules): what [`scheduling_view`] makes of it.
+pub fn view_of(slice: &ResourceSlice, rules: &[DeviceTaintRule], taints: &DeviceTaints) -> ResourceSlice {
+    let mut view = [slice.clone()];
+    apply_taint_rules(&mut view, rules);
+    apply_propagated_taints(&mut view, taints);
+    let [view] = view;
+    view
+}
+
 /// The scheduling view of `slices` under `rules`, with health propagation when asked; also
 /// returns every device's taints with their sources.
 pub fn scheduling_view(

@@ -1,8 +1,9 @@
 //! The DRA inputs of a simulation, as the trace's device events change them: ResourceSlices as
 //! drivers publish them (a GPU failure adds a taint to its device, a recovery removes it),
 //! DeviceTaintRules (created, replaced and deleted by name) and DeviceClasses (fixed). After each
-//! instant that changes them, [`crate::run`] builds the scheduling view ([`DeviceInputs::view`])
-//! again and gives the engine the slices it changed.
+//! instant that changes them, [`crate::run`] gives the engine the slices whose scheduling view
+//! changed: those of the pools a GPU event touched, or every slice after a rule's change
+//! ([`DeviceInputs::changed_view`]).
 //!
 //! GPU failures follow NVIDIA's DRA driver with its health checks on: the device gets the taint
 //! `gpu.nvidia.com/xid=<xid>` with effect `NoSchedule` for a fatal XID and `None` for the XIDs
@@ -11,10 +12,12 @@
 //! GPU: [`DeviceInputs::apply`] returns the devices whose holders fail (the GPU, and with health
 //! propagation the partitions that share its counters).
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaint, DeviceTaintRule, ResourceSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use muster_controllers::eviction::{DeviceKey, DeviceTaints};
-use muster_controllers::slice_view::scheduling_view;
+use muster_controllers::slice_view::{device_taints, scheduling_view, view_of};
 
 use crate::trace::{EventKind, Millis};
 use crate::world::{EPOCH_MS, SimError};
@@ -41,12 +44,51 @@ pub struct DeviceInputs {
     pub classes: Vec<DeviceClass>,
     /// Copy a full device's NoSchedule/NoExecute taints to its partitions (as `plan` does).
     pub health_propagation: bool,
+    /// The pools (driver, pool) whose slices' views the events applied since the last
+    /// [`DeviceInputs::changed_view`] may have changed; `None`: any slice's (a rule changed).
+    touched: Option<BTreeSet<(String, String)>>,
+}
+
+/// The slices whose scheduling view may have changed, and every device's taints.
+pub struct ChangedView {
+    /// Every slice (`whole`), or those of the pools touched.
+    pub slices: Vec<ResourceSlice>,
+    pub whole: bool,
+    pub taints: DeviceTaints,
 }
 
 impl DeviceInputs {
+    pub fn new(
+        published: Vec<ResourceSlice>,
+        rules: Vec<DeviceTaintRule>,
+        classes: Vec<DeviceClass>,
+        health_propagation: bool,
+    ) -> Self {
+        DeviceInputs { published, rules, classes, health_propagation, touched: None }
+    }
+
     /// The slices as the scheduler sees them now, and every device's taints with their sources.
     pub fn view(&self) -> (Vec<ResourceSlice>, DeviceTaints) {
         scheduling_view(&self.published, &self.rules, self.health_propagation)
+    }
+
+    /// The views of the slices the events applied since the last call may have changed (a
+    /// slice's view depends on its own devices, the rules, and health propagation within its
+    /// pool), and every device's taints; the same as [`DeviceInputs::view`] for those slices.
+    pub fn changed_view(&mut self) -> ChangedView {
+        let touched = self.touched.replace(BTreeSet::new());
+        let taints = device_taints(&self.published, &self.rules, self.health_propagation);
+        let pool = |s: &ResourceSlice| (s.spec.driver.clone(), s.spec.pool.name.clone());
+        let slices = match &touched {
+            None => self.published.iter().map(|s| view_of(s, &self.rules, &taints)).collect(),
+            Some(pools) => self
+                .published
+                .iter()
+                .filter(|s| pools.contains(&pool(s)))
+                .map(|s| view_of(s, &self.rules, &taints))
+                .collect(),
+        };
+        ChangedView { slices, whole: touched.is_none(), taints }
     }
 
     /// Applies one device event at virtual time `now`; returns the devices whose holders fail
@@ -62,14 +104,17 @@ impl DeviceInputs {
                     time_added: Some(time(now)?),
                 };
                 let (key, taints) = self.device_taints(node, device)?;
+                let pool = (key.driver.clone(), key.pool.clone());
                 if !taints.iter().any(|t| t.key == taint.key && t.value == taint.value) {
                     taints.push(taint);
                 }
+                self.touch(pool);
                 Ok(if fatal(*xid) { vec![key] } else { Vec::new() })
             }
             EventKind::GpuRecovery { node, device } => {
-                let (_, taints) = self.device_taints(node, device)?;
+                let (key, taints) = self.device_taints(node, device)?;
                 taints.retain(|t| t.key != XID_TAINT_KEY);
+                self.touch((key.driver, key.pool));
                 Ok(Vec::new())
             }
             EventKind::DeviceTaintRule(rule) => {
@@ -81,6 +126,7 @@ impl DeviceInputs {
                     Some(old) => *old = rule,
                     None => self.rules.push(rule),
                 }
+                self.touched = None;
                 Ok(Vec::new())
             }
             EventKind::DeleteDeviceTaintRule(name) => {
@@ -89,9 +135,16 @@ impl DeviceInputs {
                 if self.rules.len() == before {
                     return Err(SimError(format!("the trace deletes DeviceTaintRule {name:?}, which does not exist")));
                 }
+                self.touched = None;
                 Ok(Vec::new())
             }
             EventKind::DrainNode(_) | EventKind::ReturnNode(_) => Ok(Vec::new()),
+        }
+    }
+
+    fn touch(&mut self, pool: (String, String)) {
+        if let Some(pools) = self.touched.as_mut() {
+            pools.insert(pool);
         }
     }
 
@@ -171,6 +224,28 @@ mod tests {
         assert_eq!(taints_of(&i, "gpu-1").len(), 1);
         i.apply(&EventKind::GpuRecovery { node: "n1".into(), device: "gpu-1".into() }, 7).unwrap();
         assert!(taints_of(&i, "gpu-1").is_empty());
+    }
+
+    /// After GPU events, the slices of the touched pools, as the whole view has them; after a
+    /// rule's change, every slice.
+    #[test]
+    fn the_changed_view_is_the_touched_pools_slices_of_the_whole_view() {
+        let mut i =
+            DeviceInputs::new(vec![slice("n1", &["gpu-0"]), slice("n2", &["gpu-0"])], Vec::new(), Vec::new(), true);
+        let names = |v: &ChangedView| v.slices.iter().map(|s| s.metadata.name.clone().unwrap()).collect::<Vec<_>>();
+        assert!(i.changed_view().whole, "at first, every slice");
+        assert!(i.changed_view().slices.is_empty(), "nothing since");
+        i.apply(&EventKind::GpuFailure { node: "n2".into(), device: "gpu-0".into(), xid: 79 }, 0).unwrap();
+        let changed = i.changed_view();
+        assert_eq!((names(&changed), changed.whole), (vec!["n2-gpus".to_string()], false));
+        assert_eq!(changed.slices[0], i.view().0[1]);
+        let rule = serde_json::from_value(json!({"metadata": {"name": "r"},
+            "spec": {"taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}))
+        .unwrap();
+        i.apply(&EventKind::DeviceTaintRule(Box::new(rule)), 1).unwrap();
+        let changed = i.changed_view();
+        assert!(changed.whole);
+        assert_eq!(changed.slices, i.view().0);
     }
 
     #[test]

@@ -55,9 +55,10 @@ pub fn run_observing(
             for kind in &kinds {
                 failed.extend(inputs.apply(kind, at)?);
             }
-            let (slices, taints) = inputs.view();
+            let view = inputs.changed_view();
             let index = &sim.engine().dra().expect("an engine over DRA inputs").index;
-            sim.devices_changed(slice_changes(index, slices), DeviceUpdate { at, taints, failed })?;
+            let changes = slice_changes(index, view.slices, view.whole);
+            sim.devices_changed(changes, DeviceUpdate { at, taints: view.taints, failed })?;
             continue;
         }
         if !sim.step()? {
@@ -67,14 +68,14 @@ pub fn run_observing(
     }
 }
 
-/// The changes that turn the slices the engine has into the scheduling view `after`: each slice
-/// that differs, by name.
-pub(crate) fn slice_changes(index: &SliceIndex, after: Vec<ResourceSlice>) -> Vec<DeviceChange> {
+/// The changes that turn the slices the engine has into `after`, the scheduling view of every
+/// slice (`whole`: those missing from it are deleted) or of some: each slice that differs, by name.
+pub(crate) fn slice_changes(index: &SliceIndex, after: Vec<ResourceSlice>, whole: bool) -> Vec<DeviceChange> {
     let names: std::collections::HashSet<&str> = after.iter().filter_map(|s| s.metadata.name.as_deref()).collect();
     let mut out: Vec<DeviceChange> = index
         .slices()
         .filter_map(|(_, s)| s.metadata.name.as_deref())
-        .filter(|n| !names.contains(n))
+        .filter(|n| whole && !names.contains(n))
         .map(|n| DeviceChange::DeleteSlice(n.to_string()))
         .collect();
     drop(names);

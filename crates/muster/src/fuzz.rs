@@ -232,12 +232,8 @@ fn simulate_every_way(text: &str) {
         inventory: muster_sim::fragmentation::Inventory::from_slices(&world.slices),
         ..muster_sim::Options::default()
     };
-    let inputs = muster_sim::devices::DeviceInputs {
-        published,
-        rules: Vec::new(),
-        classes: std::mem::take(&mut world.device_classes),
-        health_propagation: true,
-    };
+    let inputs =
+        muster_sim::devices::DeviceInputs::new(published, Vec::new(), std::mem::take(&mut world.device_classes), true);
     let cluster = std::mem::take(&mut world.cluster);
     if let Ok(report) =
         muster_sim::run(cluster, &muster_sched::SchedulerConfig::default(), inputs, trace, options, None)

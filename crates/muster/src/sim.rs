@@ -266,12 +266,12 @@ fn simulate(
         }),
         shared_capacity: muster_sim::usage::shared_capacity(&world.slices),
     };
-    let inputs = muster_sim::devices::DeviceInputs {
+    let inputs = muster_sim::devices::DeviceInputs::new(
         published,
-        rules: std::mem::take(&mut world.rules),
-        classes: std::mem::take(&mut world.device_classes),
-        health_propagation: options.health_propagation,
-    };
+        std::mem::take(&mut world.rules),
+        std::mem::take(&mut world.device_classes),
+        options.health_propagation,
+    );
     let cluster = std::mem::take(&mut world.cluster);
     drop(world);
     let mut progress = crate::progress::Progress::new(trace, args.until, label);

@@ -72,7 +72,7 @@ pub fn run_checked(trace: Trace, nodes: usize) -> Result<Report, TestCaseError> 
         inventory: muster_sim::fragmentation::Inventory::from_slices(&slices),
         ..Options::default()
     };
-    let inputs = DeviceInputs { published: slices, rules: Vec::new(), classes, health_propagation: true };
+    let inputs = DeviceInputs::new(slices, Vec::new(), classes, true);
     let mut steps = 0;
     let mut observe = |sim: &muster_sim::Sim<'_, '_>| {
         steps += 1;
