@@ -117,13 +117,13 @@ pub fn device_matches(node: Option<&Node>, slice: &ResourceSlice, d: &Device) ->
         || node_matches(node, d.node_name.as_deref(), d.all_nodes, d.node_selector.as_ref())
 }
 
-pub(crate) fn ignored(slice: &ResourceSlice, features: Features) -> bool {
+fn ignored(slice: &ResourceSlice, features: Features) -> bool {
     !features.partitionable_devices
         && (slice.spec.per_device_node_selection.is_some()
             || slice.spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty()))
 }
 
-pub(crate) fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
+fn relevant(node: Option<&Node>, slice: &ResourceSlice) -> bool {
     let s = &slice.spec;
     if s.node_name.as_deref().is_some_and(|n| !n.is_empty()) || s.all_nodes == Some(true) || s.node_selector.is_some() {
         return node_matches(node, s.node_name.as_deref(), s.all_nodes, s.node_selector.as_ref());

@@ -315,13 +315,14 @@ impl SliceIndex {
     fn held_for(&self, name: &str) -> Vec<Held> {
         let mut slots: BTreeSet<usize> = self.node_local.get(name).into_iter().flatten().copied().collect();
         slots.extend(&self.shared);
-        let mates: Vec<usize> = slots
+        let pools: BTreeSet<(&str, &str)> = slots
             .iter()
-            .flat_map(|i| {
+            .map(|i| {
                 let s = self.slice(*i);
-                self.pool_slots(&s.spec.driver, &s.spec.pool.name)
+                (s.spec.driver.as_str(), s.spec.pool.name.as_str())
             })
             .collect();
+        let mates: Vec<usize> = pools.into_iter().flat_map(|(driver, pool)| self.pool_slots(driver, pool)).collect();
         slots.extend(mates);
         slots.into_iter().map(|i| (i, self.slots[i].as_ref().expect("an occupied slot").slice.clone())).collect()
     }

@@ -6,7 +6,7 @@
 //! otherwise any slice's view may change, and the view is built whole and compared with the
 //! engine's slices.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceSlice};
 use muster_alloc::SliceIndex;
@@ -90,15 +90,7 @@ impl DraInputs {
             return out;
         }
         let after = self.view(health_propagation);
-        let names: HashSet<&str> = after.iter().filter_map(|s| s.metadata.name.as_deref()).collect();
-        let gone = index.slices().filter_map(|(_, s)| s.metadata.name.as_deref()).filter(|n| !names.contains(n));
-        out.extend(gone.map(|n| DeviceChange::DeleteSlice(n.to_string())));
-        out.extend(
-            after
-                .iter()
-                .filter(|s| index.get(s.metadata.name.as_deref().unwrap_or("")) != Some(*s))
-                .map(|s| DeviceChange::UpsertSlice(Box::new(s.clone()))),
-        );
+        out.extend(muster_sched::slice_changes(index, after, true));
         out
     }
 }

@@ -32,7 +32,7 @@ pub use cluster::{
     ClaimId, ClaimInfo, Cluster, CompositeId, CompositeInfo, GroupId, GroupInfo, GroupNode, ModelError, NodeId,
     NodeInfo, PodId, PodInfo, PodState, SchedulerNames, TreeError,
 };
-pub use cycle::device_changes::{BorrowedDevices, DeviceChange};
+pub use cycle::device_changes::{BorrowedDevices, DeviceChange, slice_changes};
 pub use cycle::{
     AddedAffinity, Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, PlacementWeights, Plan,
     PodPreemptionResult, Profile, QueueEntry, Scheduler, SchedulerConfig, ScoreWeights,

@@ -3,9 +3,8 @@
 //! view changed, one at a time ([`muster_sched::Engine::apply_devices`]), as `muster run` does
 //! when its watches report changed DRA objects. One engine runs every step.
 
-use k8s_openapi::api::resource::v1::ResourceSlice;
 use muster_alloc::SliceIndex;
-use muster_sched::{Cluster, DeviceChange, DraContext, Engine, SchedulerConfig};
+use muster_sched::{Cluster, DraContext, Engine, SchedulerConfig, slice_changes};
 
 use crate::devices::DeviceInputs;
 use crate::report::Report;
@@ -66,24 +65,4 @@ pub fn run_observing(
         }
         observe(&sim)?;
     }
-}
-
-/// The changes that turn the slices the engine has into `after`, the scheduling view of every
-/// slice (`whole`: those missing from it are deleted) or of some: each slice that differs, by name.
-pub(crate) fn slice_changes(index: &SliceIndex, after: Vec<ResourceSlice>, whole: bool) -> Vec<DeviceChange> {
-    let names: std::collections::HashSet<&str> = after.iter().filter_map(|s| s.metadata.name.as_deref()).collect();
-    let mut out: Vec<DeviceChange> = index
-        .slices()
-        .filter_map(|(_, s)| s.metadata.name.as_deref())
-        .filter(|n| whole && !names.contains(n))
-        .map(|n| DeviceChange::DeleteSlice(n.to_string()))
-        .collect();
-    drop(names);
-    out.extend(
-        after
-            .into_iter()
-            .filter(|s| index.get(s.metadata.name.as_deref().unwrap_or("")) != Some(s))
-            .map(|s| DeviceChange::UpsertSlice(Box::new(s))),
-    );
-    out
 }

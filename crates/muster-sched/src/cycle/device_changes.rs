@@ -7,7 +7,7 @@
 //! in use, the verdicts of other nodes — stays.
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
-use muster_alloc::Touched;
+use muster_alloc::{SliceIndex, Touched};
 
 use super::Scheduler;
 use crate::cluster::Cluster;
@@ -33,6 +33,23 @@ impl DeviceChange {
     pub fn wakes(&self) -> bool {
         matches!(self, DeviceChange::UpsertSlice(_) | DeviceChange::UpsertClass(_))
     }
+}
+
+/// The changes that turn the slices of `index` (an engine's) into `after`, the scheduling view of
+/// every slice (`whole`: those missing from it are deleted) or of some: each slice that differs,
+/// by name.
+pub fn slice_changes(index: &SliceIndex, after: Vec<ResourceSlice>, whole: bool) -> Vec<DeviceChange> {
+    let names: std::collections::HashSet<&str> = after.iter().filter_map(|s| s.metadata.name.as_deref()).collect();
+    let mut out: Vec<DeviceChange> = index
+        .slices()
+        .filter_map(|(_, s)| s.metadata.name.as_deref())
+        .filter(|n| whole && !names.contains(n))
+        .map(|n| DeviceChange::DeleteSlice(n.to_string()))
+        .collect();
+    drop(names);
+    let differs = |s: &ResourceSlice| index.get(s.metadata.name.as_deref().unwrap_or("")) != Some(s);
+    out.extend(after.into_iter().filter(differs).map(|s| DeviceChange::UpsertSlice(Box::new(s))));
+    out
 }
 
 /// The scheduler's DRA inputs are borrowed (a plan's, `why`'s): it cannot change them.
