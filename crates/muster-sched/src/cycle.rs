@@ -436,7 +436,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     device_filter: Option<std::sync::Arc<device_domains::DeviceRestriction>>,
     /// Pods found unschedulable (preemption included) since the cluster last changed, one per
     /// class of equivalent pods ([`equivalence::equivalent`]): a pod equivalent to one of them
-    /// gets its verdict without a cycle. Emptied at every batch and whenever anything is placed.
+    /// gets its verdict without a cycle. Emptied at every batch and whenever anything is placed
+    /// or preempted.
     failed_classes: Vec<(equivalence::ClassKey, PodId, FitError)>,
     /// Attempts answered from `failed_classes` (for benchmarks).
     pub reused_verdicts: u64,
@@ -843,6 +844,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// waits for, and whether it freed anything (preemption victims).
     pub fn schedule(&mut self, entry: QueueEntry, plan: &mut Plan) -> Attempted {
         let (failed_before, victims_before) = (plan.unschedulable.len(), plan.victims());
+        let changed_before = (plan.placements.len(), victims_before);
         match entry {
             QueueEntry::Pod(pod) if self.reuse_verdict(pod, plan) => {}
             QueueEntry::Pod(pod) => match self.schedule_one(pod) {
@@ -871,17 +873,18 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 },
             },
             QueueEntry::Group(g) => {
-                self.failed_classes.clear();
                 if let Some(attempted) = self.report_bound_again(g, plan) {
                     return attempted;
                 }
                 self.bound_waits.remove(&g);
                 self.schedule_group(g, plan)
             }
-            QueueEntry::Composite(r) => {
-                self.failed_classes.clear();
-                self.schedule_composite(r, plan)
-            }
+            QueueEntry::Composite(r) => self.schedule_composite(r, plan),
+        }
+        // A group's cycle that placed and preempted nothing rolled back all it reserved: the
+        // snapshot is the one the verdicts in `failed_classes` were made on, and they stand.
+        if !matches!(entry, QueueEntry::Pod(_)) && (plan.placements.len(), plan.victims()) != changed_before {
+            self.failed_classes.clear();
         }
         let mut pending: Vec<PodId> = match entry {
             QueueEntry::Pod(p) if self.cluster.pod(p).state != PodState::Pending => Vec::new(),

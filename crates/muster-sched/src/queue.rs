@@ -298,12 +298,23 @@ struct Info {
     checked: Checked,
     /// The move-request cycle when the entry was popped.
     popped_at_cycle: u64,
+    /// The entry's index in `SchedulingQueue::unschedulable` while it is there.
+    slot: u32,
 }
 
 impl Info {
     /// An entry that waits for nothing yet.
     fn new(order: OrderKey, place: Place, attempts: u32, failed_at: Millis) -> Info {
-        Info { order, place, attempts, failed_at, wake: Wake::NONE, checked: Checked::default(), popped_at_cycle: 0 }
+        Info {
+            order,
+            place,
+            attempts,
+            failed_at,
+            wake: Wake::NONE,
+            checked: Checked::default(),
+            popped_at_cycle: 0,
+            slot: 0,
+        }
     }
 }
 
@@ -321,9 +332,12 @@ pub struct SchedulingQueue {
     backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
     /// Entries whose attempt ended in an error, as `backoff`.
     error_backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
-    /// In the unschedulable pool since, by entry, with what it waits for (a copy of its info's,
-    /// so that an event's scan reads no other map).
-    unschedulable: BTreeMap<QueueEntry, Waiting>,
+    /// The unschedulable pool outside groups: each entry with the time it joined and what it
+    /// waits for (a copy of its info's, so that an event's scan reads no other map), in no
+    /// particular order (an entry's index is its info's `slot`: joining and leaving take no
+    /// search). What an event wakes is requeued into the queues' own orders, so the pool's order
+    /// decides nothing.
+    unschedulable: Vec<(QueueEntry, Waiting)>,
     /// The rest of the unschedulable pool: entries in groups ([`Checked::group`]), with the time
     /// each joined.
     grouped: BTreeMap<GroupKey, BTreeMap<QueueEntry, Millis>>,
@@ -401,7 +415,7 @@ impl SchedulingQueue {
                 self.error_backoff.remove(&(self.key(&info), info.order, entry));
             }
             Place::Unschedulable => {
-                self.leave_pool(entry, info.wake, info.checked);
+                self.leave_pool(entry, info.slot, info.wake, info.checked);
                 self.count_waiting(info.wake, false);
             }
             // Popped lazily: `pop` skips entries it no longer knows.
@@ -487,7 +501,10 @@ impl SchedulingQueue {
             info.place = Place::Unschedulable;
             match GroupKey::of(wake, checked) {
                 Some(key) => drop(self.grouped.entry(key).or_default().insert(entry, now)),
-                None => drop(self.unschedulable.insert(entry, Waiting { since: now, wake, checked })),
+                None => {
+                    info.slot = self.unschedulable.len() as u32;
+                    self.unschedulable.push((entry, Waiting { since: now, wake, checked }));
+                }
             }
             self.count_waiting(wake, true);
         }
@@ -501,9 +518,15 @@ impl SchedulingQueue {
     }
 
     /// Takes an unschedulable entry out of the pool's maps.
-    fn leave_pool(&mut self, entry: QueueEntry, wake: Wake, checked: Checked) {
+    fn leave_pool(&mut self, entry: QueueEntry, slot: u32, wake: Wake, checked: Checked) {
         let Some(key) = GroupKey::of(wake, checked) else {
-            self.unschedulable.remove(&entry);
+            let (left, _) = self.unschedulable.swap_remove(slot as usize);
+            debug_assert_eq!(left, entry, "an unschedulable entry's slot is its place in the pool");
+            if let Some((moved, _)) = self.unschedulable.get(slot as usize)
+                && let Some(info) = self.info.get_mut(moved)
+            {
+                info.slot = slot;
+            }
             return;
         };
         if let Some(members) = self.grouped.get_mut(&key) {
@@ -532,7 +555,7 @@ impl SchedulingQueue {
             .iter()
             .filter(|(e, w)| {
                 let hit = w.wake.intersection(event);
-                hit != Wake::NONE && (hit.without(w.checked.events) != Wake::NONE || hint(**e, w.checked))
+                hit != Wake::NONE && (hit.without(w.checked.events) != Wake::NONE || hint(*e, w.checked))
             })
             .map(|(e, _)| *e)
             .collect();
@@ -605,8 +628,8 @@ impl SchedulingQueue {
         if info.place != Place::Unschedulable {
             return;
         }
-        let (wake, checked) = (info.wake, info.checked);
-        self.leave_pool(entry, wake, checked);
+        let (slot, wake, checked) = (info.slot, info.wake, info.checked);
+        self.leave_pool(entry, slot, wake, checked);
         let limits = self.limits;
         let Some(info) = self.info.get_mut(&entry) else { return };
         let key = limits.key(info.attempts, info.failed_at);
