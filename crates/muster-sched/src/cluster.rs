@@ -623,6 +623,10 @@ pub struct ClaimInfo {
     /// A hash of the claim's spec: claims from one template share it, so the allocator's answer
     /// for one can serve the others.
     pub spec_fingerprint: u64,
+    /// Unique to this slot's spec: a new one is drawn when a claim is stored in the slot and
+    /// whenever a replacement changes the spec, so that what was derived from an earlier spec
+    /// is known to be stale (only compared for equality: the values decide nothing).
+    pub spec_stamp: u64,
     /// A PodGroup claim (KEP 5729): the group (index into `Cluster::groups`) whose members use it
     /// through an identical `spec.resourceClaims` entry; it is reserved for the PodGroup.
     pub group: Option<GroupId>,
@@ -669,6 +673,12 @@ pub fn fingerprint(c: &ResourceClaim) -> u64 {
     stable_hash(&[&serde_json::to_string(&c.spec).unwrap_or_default()])
 }
 
+/// A [`ClaimInfo::spec_stamp`] no claim value had before, in this process.
+fn fresh_stamp() -> u64 {
+    static STAMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    STAMPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// [`ClaimInfo::exact_devices`] counted from the spec.
 fn exact_devices(c: &ResourceClaim) -> u32 {
     let requests = c.spec.as_ref().and_then(|s| s.devices.as_ref()).and_then(|d| d.requests.as_deref()).unwrap_or(&[]);
@@ -688,7 +698,16 @@ impl ClaimInfo {
     pub fn new(claim: ResourceClaim, generated: bool, group: Option<GroupId>) -> ClaimInfo {
         let spec_fingerprint = fingerprint(&claim);
         let exact_devices = exact_devices(&claim);
-        ClaimInfo { claim, generated, spec_fingerprint, group, exact_devices, users: 0, deleted: false }
+        ClaimInfo {
+            claim,
+            generated,
+            spec_fingerprint,
+            spec_stamp: fresh_stamp(),
+            group,
+            exact_devices,
+            users: 0,
+            deleted: false,
+        }
     }
 
     /// A slot no claim holds (see [`ClaimInfo::deleted`]).
@@ -697,6 +716,7 @@ impl ClaimInfo {
             claim: ResourceClaim::default(),
             generated: false,
             spec_fingerprint: 0,
+            spec_stamp: fresh_stamp(),
             group: None,
             exact_devices: 0,
             users: 0,
@@ -706,7 +726,11 @@ impl ClaimInfo {
 
     /// The spec was replaced: what is derived from it follows.
     pub fn respec(&mut self, claim: ResourceClaim) -> ResourceClaim {
-        self.spec_fingerprint = fingerprint(&claim);
+        let spec_fingerprint = fingerprint(&claim);
+        if spec_fingerprint != self.spec_fingerprint || claim.spec != self.claim.spec {
+            self.spec_stamp = fresh_stamp();
+        }
+        self.spec_fingerprint = spec_fingerprint;
         self.exact_devices = exact_devices(&claim);
         std::mem::replace(&mut self.claim, claim)
     }

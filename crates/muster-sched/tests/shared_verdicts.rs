@@ -47,8 +47,11 @@ fn engine(ctx: &muster_sched::DraContext, gang_gpus: bool, reuse: bool) -> Engin
     if reuse { engine } else { engine.without_verdict_reuse() }
 }
 
+/// Pairs of names: a pod and its node, or a pod and its message.
+type Pairs = Vec<(String, String)>;
+
 /// Placements by pod and node name, and each unschedulable pod with its message.
-fn outcome(engine: &Engine, plan: &Plan) -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn outcome(engine: &Engine, plan: &Plan) -> (Pairs, Pairs) {
     let c = engine.cluster();
     let placed = plan.placements.iter().map(|(p, n)| (c.pod(*p).key.clone(), c.node(*n).name().to_string()));
     let failed = plan.unschedulable.iter().map(|(p, e)| (c.pod(p).key.clone(), e.message()));

@@ -12,6 +12,7 @@
 //! own objects.
 
 use k8s_openapi::api::core::v1::ContainerPort;
+use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use muster_api::PodObject;
 
 use crate::stored_pod::StoredPod;
@@ -40,8 +41,9 @@ pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
     e.pre_filter.is_none() && e.group.is_none() && e.error.is_none() && own_claims_free(c, c.pod(pod))
 }
 
-/// Whether pending pods `a` and `b` are judged alike by every plugin on any state.
-pub(super) fn equivalent(c: &Cluster, a: PodId, b: PodId) -> bool {
+/// Whether pending pods `a` and `b` are judged alike by every plugin on any state (`specs`: the
+/// claims' spec classes known so far).
+pub(super) fn equivalent(c: &Cluster, specs: &SpecClasses, a: PodId, b: PodId) -> bool {
     let (pa, pb) = (c.pod(a), c.pod(b));
     a != b
         && pa.shape == pb.shape
@@ -51,7 +53,7 @@ pub(super) fn equivalent(c: &Cluster, a: PodId, b: PodId) -> bool {
         && pa.dra_extended == pb.dra_extended
         && pb.stale_extended_claim.is_none()
         && own_claims_free(c, pb)
-        && same_claim_specs(c, pa, pb)
+        && same_claim_specs(c, specs, pa, pb)
         && same_pod(&pa.pod, &pb.pod, labels_matter(c, &pa.pod))
 }
 
@@ -77,12 +79,70 @@ pub(super) fn own_claims_free(c: &Cluster, p: &PodInfo) -> bool {
         })
 }
 
-fn same_claim_specs(c: &Cluster, a: &PodInfo, b: &PodInfo) -> bool {
+fn same_claim_specs(c: &Cluster, specs: &SpecClasses, a: &PodInfo, b: &PodInfo) -> bool {
     a.claims.len() == b.claims.len()
         && a.claims.iter().zip(&b.claims).all(|(x, y)| match (x, y) {
-            (Ok(x), Ok(y)) => c.claims[x.index()].claim.spec == c.claims[y.index()].claim.spec,
+            (Ok(x), Ok(y)) => {
+                let same = specs.class_of(c, *x) == specs.class_of(c, *y);
+                debug_assert_eq!(same, c.claims[x.index()].claim.spec == c.claims[y.index()].claim.spec);
+                same
+            }
             _ => false,
         })
+}
+
+/// At most this many spec classes are kept; past it they are forgotten and numbered again.
+const MAX_SPEC_CLASSES: u32 = 1 << 16;
+
+/// Claims by spec: two claims in one class have equal specs, so the pods that wait with claims
+/// from one template compare their claims by a number each, not field by field (a claim's spec
+/// is compared with the classes' specs once per spec of the claim).
+///
+/// Why it is exact: a claim joins a class when its spec equals the class's (a copy of the spec
+/// that opened it), and its class is read again only while the claim keeps the spec it was
+/// classed with ([`crate::cluster::ClaimInfo::spec_stamp`], new whenever a slot's spec may have
+/// changed). Two claims of one class are then equal to one spec, unchanged since.
+#[derive(Default)]
+pub(super) struct SpecClasses(std::cell::RefCell<Classes>);
+
+#[derive(Default)]
+struct Classes {
+    /// Per claim slot: the stamp of the value it was classed with, and its class.
+    by_claim: Vec<(u64, u32)>,
+    /// By spec fingerprint: each class's number and spec.
+    specs: std::collections::HashMap<u64, Vec<(u32, Option<ResourceClaimSpec>)>>,
+    next: u32,
+}
+
+impl SpecClasses {
+    /// The class of `claim`'s spec as it is now.
+    fn class_of(&self, c: &Cluster, claim: crate::cluster::ClaimId) -> u32 {
+        let info = &c.claims[claim];
+        let mut classes = self.0.borrow_mut();
+        if let Some(&(stamp, class)) = classes.by_claim.get(claim.index())
+            && stamp == info.spec_stamp
+        {
+            return class;
+        }
+        if classes.next >= MAX_SPEC_CLASSES {
+            *classes = Classes::default();
+        }
+        let Classes { by_claim, specs, next } = &mut *classes;
+        let bucket = specs.entry(info.spec_fingerprint).or_default();
+        let class = match bucket.iter().find(|(_, spec)| *spec == info.claim.spec) {
+            Some(&(class, _)) => class,
+            None => {
+                *next += 1;
+                bucket.push((*next, info.claim.spec.clone()));
+                *next
+            }
+        };
+        if by_claim.len() <= claim.index() {
+            by_claim.resize(claim.index() + 1, (0, 0));
+        }
+        by_claim[claim.index()] = (info.spec_stamp, class);
+        class
+    }
 }
 
 fn same_pod(a: &StoredPod, b: &StoredPod, labels_matter: bool) -> bool {
@@ -109,4 +169,41 @@ fn same_pod(a: &StoredPod, b: &StoredPod, labels_matter: bool) -> bool {
 /// Each container's ports and restart policy (init containers first, then regular ones).
 fn ports(pod: &StoredPod) -> Vec<(bool, Option<&str>, &[ContainerPort])> {
     pod.containers().iter().map(|c| (c.init, c.restart_policy.as_deref(), &c.ports[..])).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClaimId;
+    use k8s_openapi::api::resource::v1::ResourceClaim;
+
+    /// Claim `ml/<name>` asking `count` devices of class `gpu`.
+    fn claim(name: &str, count: i64) -> ResourceClaim {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name, "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": count}}]}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn claims_share_a_spec_class_exactly_while_their_specs_are_equal() {
+        let mut c =
+            Cluster::build(Vec::new(), Vec::<StoredPod>::new(), &[], &crate::SchedulerNames::default()).unwrap();
+        c.add_claims(vec![claim("a", 1), claim("b", 1), claim("c", 2)], &[]);
+        let specs = SpecClasses::default();
+        let class = |c: &Cluster, i: u32| specs.class_of(c, ClaimId(i));
+        assert_eq!(class(&c, 0), class(&c, 1), "equal specs, one class");
+        assert_ne!(class(&c, 0), class(&c, 2));
+        // A status written back keeps the spec and its class.
+        let mut written = claim("a", 1);
+        written.status = Some(Default::default());
+        c.claims[ClaimId(0)].respec(written);
+        assert_eq!(class(&c, 0), class(&c, 1));
+        // A spec replaced: the class is found again, and the other claims keep theirs.
+        c.claims[ClaimId(1)].respec(claim("b", 2));
+        assert_eq!(class(&c, 1), class(&c, 2), "b now asks what c asks");
+        assert_ne!(class(&c, 0), class(&c, 1));
+        // A slot taken by a new claim is classed by its own spec.
+        c.claims[ClaimId(2)] = crate::cluster::ClaimInfo::new(claim("d", 1), false, None);
+        assert_eq!(class(&c, 2), class(&c, 0));
+    }
 }
