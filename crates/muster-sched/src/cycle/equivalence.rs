@@ -80,6 +80,7 @@ pub(super) fn own_claims_free(c: &Cluster, p: &PodInfo) -> bool {
 }
 
 fn same_claim_specs(c: &Cluster, specs: &SpecClasses, a: &PodInfo, b: &PodInfo) -> bool {
+    specs.make_room();
     a.claims.len() == b.claims.len()
         && a.claims.iter().zip(&b.claims).all(|(x, y)| match (x, y) {
             (Ok(x), Ok(y)) => {
@@ -91,8 +92,9 @@ fn same_claim_specs(c: &Cluster, specs: &SpecClasses, a: &PodInfo, b: &PodInfo) 
         })
 }
 
-/// At most this many spec classes are kept; past it they are forgotten and numbered again.
-const MAX_SPEC_CLASSES: u32 = 1 << 16;
+/// At most this many spec classes are kept (each holds a copy of its spec); past it they are
+/// forgotten, and claims are classed again under new numbers.
+const MAX_SPEC_CLASSES: usize = 1 << 12;
 
 /// Claims by spec: two claims in one class have equal specs, so the pods that wait with claims
 /// from one template compare their claims by a number each, not field by field (a claim's spec
@@ -107,16 +109,29 @@ pub(super) struct SpecClasses(std::cell::RefCell<Classes>);
 
 #[derive(Default)]
 struct Classes {
-    /// Per claim slot: the stamp of the value it was classed with, and its class.
-    by_claim: Vec<(u64, u32)>,
+    /// Per claim slot: the stamp of the spec it was classed with, and its class.
+    by_claim: Vec<(u64, u64)>,
     /// By spec fingerprint: each class's number and spec.
-    specs: std::collections::HashMap<u64, Vec<(u32, Option<ResourceClaimSpec>)>>,
-    next: u32,
+    specs: std::collections::HashMap<u64, Vec<(u64, Option<ResourceClaimSpec>)>>,
+    /// Classes in `specs`.
+    open: usize,
+    /// The last class number given. Numbers are never given twice, not even after the classes
+    /// are forgotten: a number read before that can never equal one given after.
+    last: u64,
 }
 
 impl SpecClasses {
+    /// Forgets every class when there are too many, before a comparison (not inside one: the
+    /// claims it reads are then all classed again).
+    fn make_room(&self) {
+        let mut classes = self.0.borrow_mut();
+        if classes.open >= MAX_SPEC_CLASSES {
+            *classes = Classes { last: classes.last, ..Classes::default() };
+        }
+    }
+
     /// The class of `claim`'s spec as it is now.
-    fn class_of(&self, c: &Cluster, claim: crate::cluster::ClaimId) -> u32 {
+    fn class_of(&self, c: &Cluster, claim: crate::cluster::ClaimId) -> u64 {
         let info = &c.claims[claim];
         let mut classes = self.0.borrow_mut();
         if let Some(&(stamp, class)) = classes.by_claim.get(claim.index())
@@ -124,17 +139,15 @@ impl SpecClasses {
         {
             return class;
         }
-        if classes.next >= MAX_SPEC_CLASSES {
-            *classes = Classes::default();
-        }
-        let Classes { by_claim, specs, next } = &mut *classes;
+        let Classes { by_claim, specs, open, last } = &mut *classes;
         let bucket = specs.entry(info.spec_fingerprint).or_default();
         let class = match bucket.iter().find(|(_, spec)| *spec == info.claim.spec) {
             Some(&(class, _)) => class,
             None => {
-                *next += 1;
-                bucket.push((*next, info.claim.spec.clone()));
-                *next
+                *last += 1;
+                *open += 1;
+                bucket.push((*last, info.claim.spec.clone()));
+                *last
             }
         };
         if by_claim.len() <= claim.index() {
@@ -205,5 +218,27 @@ mod tests {
         // A slot taken by a new claim is classed by its own spec.
         c.claims[ClaimId(2)] = crate::cluster::ClaimInfo::new(claim("d", 1), false, None);
         assert_eq!(class(&c, 2), class(&c, 0));
+    }
+
+    #[test]
+    fn classes_numbered_again_past_the_cap_still_follow_the_specs() {
+        let n = MAX_SPEC_CLASSES as i64 + 100;
+        let mut c =
+            Cluster::build(Vec::new(), Vec::<StoredPod>::new(), &[], &crate::SchedulerNames::default()).unwrap();
+        // Claim 2i and 2i + 1 ask i devices: n distinct specs, two claims each.
+        c.add_claims((0..2 * n).map(|i| claim(&format!("c{i}"), 1 + i / 2)).collect(), &[]);
+        let specs = SpecClasses::default();
+        let mut numbers_seen = std::collections::HashSet::new();
+        for i in 0..n as u32 {
+            specs.make_room();
+            let (a, b) = (specs.class_of(&c, ClaimId(2 * i)), specs.class_of(&c, ClaimId(2 * i + 1)));
+            assert_eq!(a, b, "claims {} and {} ask alike", 2 * i, 2 * i + 1);
+            assert!(numbers_seen.insert(a), "spec {i}'s number is its own");
+            // A claim classed before the classes were forgotten is classed again: never alike
+            // a different spec.
+            if i > 0 {
+                assert_ne!(specs.class_of(&c, ClaimId(2 * i - 1)), a);
+            }
+        }
     }
 }
