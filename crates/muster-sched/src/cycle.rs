@@ -846,8 +846,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// One queue entry's cycle, its decisions added to `plan`; what it left pending, what that
     /// waits for, and whether it freed anything (preemption victims).
     pub fn schedule(&mut self, entry: QueueEntry, plan: &mut Plan) -> Attempted {
-        let (failed_before, victims_before) = (plan.unschedulable.len(), plan.victims());
-        let changed_before = (plan.placements.len(), victims_before);
+        let (failed_before, placed_before, victims_before) =
+            (plan.unschedulable.len(), plan.placements.len(), plan.victims());
         match entry {
             QueueEntry::Pod(pod) if self.reuse_verdict(pod, plan) => {}
             QueueEntry::Pod(pod) => match self.schedule_one(pod) {
@@ -886,7 +886,10 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         }
         // A group's cycle that placed and preempted nothing rolled back all it reserved: the
         // snapshot is the one the verdicts in `failed_classes` were made on, and they stand.
-        if !matches!(entry, QueueEntry::Pod(_)) && (plan.placements.len(), plan.victims()) != changed_before {
+        let victims_after = plan.victims();
+        if !matches!(entry, QueueEntry::Pod(_))
+            && (plan.placements.len() != placed_before || victims_after != victims_before)
+        {
             self.failed_classes.clear();
         }
         let mut pending: Vec<PodId> = match entry {
@@ -913,7 +916,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         if let QueueEntry::Group(g) = entry {
             self.bound_wait_wakes(g, wake, checked);
         }
-        Attempted { pending: !pending.is_empty(), wake, checked, freed: plan.victims() > victims_before }
+        Attempted { pending: !pending.is_empty(), wake, checked, freed: victims_after > victims_before }
     }
 
     /// `checked` with the group of pods the hints judge alike that a pod entry joins (none when

@@ -58,34 +58,37 @@ fn outcome(engine: &Engine, plan: &Plan) -> (Pairs, Pairs) {
     (placed.collect(), failed.collect())
 }
 
-#[test]
-fn a_failed_gang_cycle_leaves_the_shared_verdict_standing() {
+/// Plans the cluster with the gang as `gang_gpus` says, with and without reuse; `check` gets
+/// both engines and plans.
+fn both(gang_gpus: bool, check: impl FnOnce((&Engine, &Plan), (&Engine, &Plan))) {
     let (_, slices) = common::gpu_nodes(&[1, 1], "rack", "r");
     let classes = common::gpu_class();
     let ctx = common::dra(&slices, &classes);
-    let mut shared = engine(&ctx, true, true);
-    let mut full = engine(&ctx, true, false);
+    let (mut shared, mut full) = (engine(&ctx, gang_gpus, true), engine(&ctx, gang_gpus, false));
     let (a, b) = (shared.schedule(0), full.schedule(0));
-    assert_eq!(shared.reused_verdicts(), 1, "ml/c takes ml/a's verdict across the failed gang");
-    assert_eq!(full.reused_verdicts(), 0);
-    let (placed, failed) = outcome(&shared, &a);
-    assert!(placed.is_empty());
-    assert_eq!(failed.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(), ["ml/a", "ml/b-0", "ml/b-1", "ml/c"]);
-    assert_eq!(failed[3].1, failed[0].1);
-    assert_eq!((placed, failed), outcome(&full, &b), "the outcome of a plan without reuse");
+    check((&shared, &a), (&full, &b));
+}
+
+#[test]
+fn a_failed_gang_cycle_leaves_the_shared_verdict_standing() {
+    both(true, |(shared, a), (full, b)| {
+        assert_eq!(shared.reused_verdicts(), 1, "ml/c takes ml/a's verdict across the failed gang");
+        assert_eq!(full.reused_verdicts(), 0);
+        let (placed, failed) = outcome(shared, a);
+        assert!(placed.is_empty());
+        assert_eq!(failed.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(), ["ml/a", "ml/b-0", "ml/b-1", "ml/c"]);
+        assert_eq!(failed[3].1, failed[0].1);
+        assert_eq!((placed, failed), outcome(full, b), "the outcome of a plan without reuse");
+    });
 }
 
 #[test]
 fn a_gang_placed_between_them_ends_the_shared_verdict() {
-    let (_, slices) = common::gpu_nodes(&[1, 1], "rack", "r");
-    let classes = common::gpu_class();
-    let ctx = common::dra(&slices, &classes);
-    let mut shared = engine(&ctx, false, true);
-    let mut full = engine(&ctx, false, false);
-    let (a, b) = (shared.schedule(0), full.schedule(0));
-    assert_eq!(shared.reused_verdicts(), 0, "the gang's placements changed the nodes ml/c is filtered on");
-    let (placed, failed) = outcome(&shared, &a);
-    assert_eq!(placed.len(), 2, "the gang is placed");
-    assert_eq!(failed.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(), ["ml/a", "ml/c"]);
-    assert_eq!((placed, failed), outcome(&full, &b), "the outcome of a plan without reuse");
+    both(false, |(shared, a), (full, b)| {
+        assert_eq!(shared.reused_verdicts(), 0, "the gang's placements changed the nodes ml/c is filtered on");
+        let (placed, failed) = outcome(shared, a);
+        assert_eq!(placed.len(), 2, "the gang is placed");
+        assert_eq!(failed.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(), ["ml/a", "ml/c"]);
+        assert_eq!((placed, failed), outcome(full, b), "the outcome of a plan without reuse");
+    });
 }
