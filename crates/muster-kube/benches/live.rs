@@ -2,7 +2,8 @@
 //! loopback: how fast pods go from pending to bound with their claims written, and how long a
 //! large cluster takes from start to the first binding. Run with
 //! `cargo bench -p muster-kube --bench live` (arguments: `throughput NODES DEVICES PODS`,
-//! `startup NODES PODS DEVICES_PER_NODE`; no argument runs both at the sizes).
+//! `startup NODES PODS DEVICES_PER_NODE`, `slices NODES CHANGES`; no argument runs all three at
+//! the sizes).
 //!
 //! The fake and the scheduler share this process (and its two cores here), so the figures are
 //! a lower bound on what muster does against a real API server with cores of its own.
@@ -24,9 +25,11 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("throughput") => throughput(&rt, n(1, 500), n(2, 10), n(3, 5_000)),
         Some("startup") => startup(&rt, n(1, 5_000), n(2, 50_000), n(3, 8)),
+        Some("slices") => slices(n(1, 5_000), n(2, 2_000)),
         _ => {
             throughput(&rt, 500, 10, 5_000);
             startup(&rt, 5_000, 50_000, 8);
+            slices(5_000, 2_000);
         }
     }
 }
@@ -121,6 +124,91 @@ fn run(rt: &tokio::runtime::Runtime, api: &muster_fakeapi::Running) -> Timed {
     let total_ms = started.elapsed().as_millis() as u64;
     let _ = std::fs::remove_dir_all(&dir);
     Timed { synced_ms: s.synced_ms, first_bound_ms: s.first_bound_ms, bound: s.bound, total_ms }
+}
+
+/// One node's ResourceSlice as its driver publishes it: 8 GPUs, each with a counter set and two
+/// partitions that share it, `gpu-0` tainted by an XID when `sick`.
+fn gpu_slice(node: usize, sick: bool) -> k8s_openapi::api::resource::v1::ResourceSlice {
+    let name = format!("node-{node:05}");
+    let full = json!({"memory": {"value": "80Gi"}});
+    let half = json!({"memory": {"value": "40Gi"}});
+    let mut devices = Vec::new();
+    let mut sets = Vec::new();
+    for g in 0..8 {
+        let uses = |d: String, amount: &Value| json!({"name": d, "consumesCounters": [{"counterSet": format!("gpu-{g}"), "counters": amount}]});
+        let mut gpu = uses(format!("gpu-{g}"), &full);
+        if sick && g == 0 {
+            gpu["taints"] = json!([{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}]);
+        }
+        devices.extend([gpu, uses(format!("gpu-{g}-mig-a"), &half), uses(format!("gpu-{g}-mig-b"), &half)]);
+        sets.push(json!({"name": format!("gpu-{g}"), "counters": full}));
+    }
+    serde_json::from_value(json!({"metadata": {"name": format!("{name}-gpu")},
+        "spec": {"driver": "gpu.example.com", "nodeName": name, "sharedCounters": sets, "devices": devices,
+                 "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}}}))
+    .unwrap()
+}
+
+/// What one ResourceSlice change costs the live loop with a DeviceTaintRule in the cluster and
+/// health propagation on (`DraInputs::take_changes`, the views it hands the engine applied to a
+/// slice index): the pools of the changed slices, side by side with the whole view built and
+/// compared (what the loop did before). `nodes` slices, `changes` of them flipping an XID taint.
+fn slices(nodes: usize, changes: usize) {
+    use muster_kube::devices::DraInputs;
+    use muster_kube::observed::Object;
+    use muster_sched::DeviceChange;
+    let rule: k8s_openapi::api::resource::v1::DeviceTaintRule = serde_json::from_value(json!({
+        "metadata": {"name": "maintenance"},
+        "spec": {"deviceSelector": {"pool": "node-00000"}, "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}
+    }))
+    .unwrap();
+    let setup = || {
+        let mut inputs = DraInputs::default();
+        inputs.upsert(Object::DeviceTaintRule(Box::new(rule.clone())));
+        for i in 0..nodes {
+            inputs.upsert(Object::ResourceSlice(Box::new(gpu_slice(i, false))));
+        }
+        let index = muster_alloc::SliceIndex::new(inputs.view(true));
+        (inputs, index)
+    };
+    let apply = |index: &mut muster_alloc::SliceIndex, out: Vec<DeviceChange>| {
+        for change in out {
+            match change {
+                DeviceChange::UpsertSlice(s) => drop(index.upsert(*s)),
+                DeviceChange::DeleteSlice(n) => drop(index.delete(&n)),
+                _ => {}
+            }
+        }
+    };
+    let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let (mut pools, mut whole) = (setup(), setup());
+    let mut sick = vec![false; nodes];
+    for k in 0..changes {
+        let node = k * 7_919 % nodes;
+        sick[node] = !sick[node];
+        for (i, (inputs, index)) in [&mut pools, &mut whole].into_iter().enumerate() {
+            inputs.upsert(Object::ResourceSlice(Box::new(gpu_slice(node, sick[node]))));
+            let started = Instant::now();
+            let out = match i {
+                0 => inputs.take_changes(true, index),
+                _ => muster_sched::slice_changes(index, inputs.view(true), true),
+            };
+            apply(index, out);
+            times[i].push(started.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let [mut by_pool, mut rebuilt] = times;
+    let same = pools.1.slices().map(|(_, s)| s).eq(whole.1.slices().map(|(_, s)| s));
+    println!("slices: {nodes} ResourceSlices (8 GPUs x 3 devices each), a DeviceTaintRule, health propagation on");
+    println!(
+        "  one slice change, median of {changes}: {:.1} µs by pool, {:.1} µs with the whole view rebuilt; same slices: {same}",
+        median(&mut by_pool),
+        median(&mut rebuilt)
+    );
 }
 
 fn cluster(nodes: usize, devices: usize) -> Vec<Value> {

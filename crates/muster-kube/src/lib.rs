@@ -25,7 +25,7 @@
 
 pub mod assume;
 pub mod binding_conditions;
-mod devices;
+pub mod devices;
 pub mod http;
 pub mod informers;
 pub mod jobs;

@@ -39,14 +39,17 @@ impl DeviceChange {
 /// every slice (`whole`: those missing from it are deleted) or of some: each slice that differs,
 /// by name.
 pub fn slice_changes(index: &SliceIndex, after: Vec<ResourceSlice>, whole: bool) -> Vec<DeviceChange> {
-    let names: std::collections::HashSet<&str> = after.iter().filter_map(|s| s.metadata.name.as_deref()).collect();
-    let mut out: Vec<DeviceChange> = index
-        .slices()
-        .filter_map(|(_, s)| s.metadata.name.as_deref())
-        .filter(|n| whole && !names.contains(n))
-        .map(|n| DeviceChange::DeleteSlice(n.to_string()))
-        .collect();
-    drop(names);
+    let mut out: Vec<DeviceChange> = Vec::new();
+    if whole {
+        let names: std::collections::HashSet<&str> = after.iter().filter_map(|s| s.metadata.name.as_deref()).collect();
+        out.extend(
+            index
+                .slices()
+                .filter_map(|(_, s)| s.metadata.name.as_deref())
+                .filter(|n| !names.contains(n))
+                .map(|n| DeviceChange::DeleteSlice(n.to_string())),
+        );
+    }
     let differs = |s: &ResourceSlice| index.get(s.metadata.name.as_deref().unwrap_or("")) != Some(s);
     out.extend(after.into_iter().filter(differs).map(|s| DeviceChange::UpsertSlice(Box::new(s))));
     out
