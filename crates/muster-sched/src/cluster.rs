@@ -443,6 +443,8 @@ pub struct Cluster {
     shape_count: u32,
     /// Source of generation values (see [`Cluster::fresh_generation`]).
     generation_counter: u64,
+    /// The nodes whose generations moved, in order ([`crate::node_journal`]).
+    pub node_journal: crate::node_journal::NodeJournal,
     /// Indexes by name, built on the first [`Cluster::apply`] (a plan never needs them).
     pub(crate) index: Option<Box<crate::store::Index>>,
     /// Extended resources DeviceClasses back (KEP 5004), to the class's name: set by
@@ -803,6 +805,7 @@ impl Cluster {
             if let PodState::Bound(n) = info.state {
                 let d = c.nodes[n.0 as usize].account(&info, id, 1);
                 c.inter_pod.add(d);
+                c.node_journal.note(n);
             }
             c.pods.push(info);
         }
@@ -1606,6 +1609,15 @@ impl Cluster {
     /// are valid while the generation they were recorded at is current; values are never
     /// reused, so a rolled-back Reserve can put the earlier generation back and with it the
     /// verdicts for that state, without ever matching a verdict of another state.
+    /// Pod `pod` (in its slot) comes to node `node` (`sign` 1) or leaves it (-1): the node's
+    /// requests, pods and generation ([`NodeInfo::account`]), the cluster's counts of pods with
+    /// affinity terms, and the node journal.
+    pub fn account(&mut self, node: NodeId, pod: PodId, sign: i64) {
+        let Cluster { nodes, pods, inter_pod, node_journal, .. } = self;
+        inter_pod.add(nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, sign));
+        node_journal.note(node);
+    }
+
     pub fn fresh_generation(&mut self) -> u64 {
         // Above the generations `NodeInfo::account` counts up from 0 while a snapshot is built.
         // A stride, so that the `+ 1`s of `NodeInfo::account` from one fresh value never reach

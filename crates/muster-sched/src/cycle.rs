@@ -448,6 +448,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     kept: kept_verdicts::KeptVerdicts,
     /// Nodes taken as rejected from `kept` without a Filter, so far (for benchmarks and tests).
     pub kept_rejections: u64,
+    /// Kept verdicts that stood after a look at only the nodes the node journal listed.
+    pub journal_verdicts: u64,
     /// At most the lowest priority of a bound pod (`i32::MAX`: none); `None` until counted. A
     /// priority at or below it has no lower-priority pod to preempt. Bound pods only leave
     /// during cycles (preemption's evictions; a trial's restores bring back only what the trial
@@ -503,6 +505,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             reused_verdicts: 0,
             kept: kept_verdicts::KeptVerdicts::default(),
             kept_rejections: 0,
+            journal_verdicts: 0,
             bound_floor: None,
             reuse_verdicts: true,
             topology: TopologyCache::default(),

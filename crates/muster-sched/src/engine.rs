@@ -93,6 +93,12 @@ impl<'d> Engine<'d> {
         self.scheduler.kept_rejections
     }
 
+    /// Kept verdicts that stood after a look at only the nodes whose generations the node
+    /// journal listed as moved, so far ([`Scheduler::journal_verdicts`]).
+    pub fn journal_verdicts(&self) -> u64 {
+        self.scheduler.journal_verdicts
+    }
+
     pub fn cluster(&self) -> &Cluster {
         self.scheduler.cluster()
     }

@@ -17,6 +17,7 @@ pub mod engine;
 pub mod explain;
 pub mod fastdiv;
 pub mod framework;
+pub mod node_journal;
 pub mod plugins;
 pub mod pre_filter_reason;
 pub mod queue;

@@ -330,6 +330,9 @@ impl Cluster {
         let name = info.name().to_string();
         info.generation = self.fresh_generation();
         self.topology_generation = info.generation;
+        if let Some(&id) = self.index().nodes.get(&name) {
+            self.node_journal.note(id);
+        }
         let mut applied = Applied::default();
         let prefers = usize::from(info.has_prefer_no_schedule_taint);
         let images =
@@ -364,13 +367,13 @@ impl Cluster {
             None => {
                 let id = NodeId(self.nodes.len() as u32);
                 self.nodes.push(info);
+                self.node_journal.note(id);
                 self.index().nodes.insert(name.clone(), id);
                 self.index().prefer_no_schedule += prefers;
                 // Pods bound to this node before it was seen now count on it.
                 for pod in self.index().elsewhere.remove(&name).unwrap_or_default() {
-                    let Cluster { nodes, pods, inter_pod, .. } = self;
-                    pods[pod.0 as usize].state = PodState::Bound(id);
-                    inter_pod.add(nodes[id.0 as usize].account(&pods[pod.0 as usize], pod, 1));
+                    self.pods[pod.0 as usize].state = PodState::Bound(id);
+                    self.account(id, pod, 1);
                 }
                 self.node_order = crate::cluster::zone_interleaved_order(&self.nodes);
                 applied.wake = Wake::NODE_ADDED;
@@ -387,9 +390,9 @@ impl Cluster {
         let mut applied = Applied { wake: Wake::NODE_DELETED, subject, ..Applied::default() };
         let on_node = self.nodes[id.0 as usize].detail.pods.clone();
         for pod in on_node {
-            let Cluster { nodes, pods, index, inter_pod, .. } = self;
+            self.account(id, pod, -1);
+            let Cluster { pods, index, .. } = self;
             let info = &mut pods[pod.0 as usize];
-            inter_pod.add(nodes[id.0 as usize].account(info, pod, -1));
             // A pod assumed there goes back to the queue; a bound one stays bound to a node the
             // store no longer has (the pod garbage collector deletes it).
             if let PodState::Assumed(_) = info.state {
@@ -412,6 +415,7 @@ impl Cluster {
         node.detail.removed = true;
         node.unschedulable = true;
         node.generation = generation;
+        self.node_journal.note(id);
         self.node_order = crate::cluster::zone_interleaved_order(&self.nodes);
         applied
     }
@@ -701,11 +705,11 @@ impl Cluster {
     /// the state it had. Its slot stays.
     fn take_pod(&mut self, id: PodId, applied: &mut Applied) -> PodState {
         let entry = self.entry_of(id);
-        let Cluster { nodes, pods, groups, index, inter_pod, .. } = self;
-        let info = &mut pods[id.0 as usize];
-        if let Some(n) = info.state.on_node() {
-            inter_pod.add(nodes[n.0 as usize].account(info, id, -1));
+        if let Some(n) = self.pods[id.0 as usize].state.on_node() {
+            self.account(n, id, -1);
         }
+        let Cluster { pods, groups, index, .. } = self;
+        let info = &mut pods[id.0 as usize];
         if let PodState::BoundElsewhere(node) = &info.state
             && let Some(list) = index.as_mut().expect("built by apply").elsewhere.get_mut(node)
         {
@@ -742,6 +746,7 @@ impl Cluster {
         if let Some(n) = info.state.on_node() {
             let d = self.nodes[n.0 as usize].account(&info, id, 1);
             self.inter_pod.add(d);
+            self.node_journal.note(n);
         }
         if let PodState::BoundElsewhere(node) = &info.state {
             self.index().elsewhere.entry(node.clone()).or_default().push(id);

@@ -74,6 +74,7 @@ fn a_waiting_pod_is_filtered_again_only_on_the_nodes_that_changed() {
         verdicts.push(second.unschedulable.get(0).unwrap().1.clone());
     }
     assert_eq!(kept.kept_rejections(), 5, "n4 alone is filtered again");
+    assert_eq!(kept.journal_verdicts(), 1, "the node journal listed n4 alone");
     assert_eq!(full.kept_rejections(), 0);
     assert_eq!(verdicts[0], verdicts[1], "the verdict a full attempt gives");
     assert_eq!(verdicts[0].message(), message);
@@ -86,6 +87,7 @@ fn a_waiting_pod_is_filtered_again_only_on_the_nodes_that_changed() {
         placements.push(placed(engine, &third));
     }
     assert_eq!(kept.kept_rejections(), 10);
+    assert_eq!(kept.journal_verdicts(), 1, "n4 fits: every node is visited as without the journal");
     assert_eq!(placements[0], [("ml/waiting".to_string(), "n4".to_string())]);
     assert_eq!(placements[0], placements[1]);
 }

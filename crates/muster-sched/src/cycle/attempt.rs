@@ -39,9 +39,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
     pub(super) fn unreserve(&mut self, r: Reserved) {
         self.bound_memo.clear();
-        let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
+        self.cluster.account(r.node, r.pod, -1);
+        let Cluster { nodes, pods, .. } = &mut *self.cluster;
         let node = &mut nodes[r.node.0 as usize];
-        inter_pod.add(node.account(&pods[r.pod.0 as usize], r.pod, -1));
         debug_assert_eq!(
             pods[r.pod.0 as usize].state,
             PodState::Assumed(r.node),
@@ -249,6 +249,63 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             DraFilter::Memo(table)
         };
+        // Filter on one node: feasible, rejected (with the rejection when `why` asks for it), or
+        // the allocator's error.
+        let mut judge = |memo: &mut DraMemo, node_id: NodeId, why: bool| -> Judged {
+            let node = cluster.node(node_id);
+            let fits = if simple_pod && !node.unschedulable && !node.has_taints {
+                fits_inline(&state, node)
+            } else {
+                run_all_filters(&state, node_id, node, cluster).is_ok()
+            };
+            if !fits {
+                return Judged::Rejected(why.then(|| run_all_filters(&state, node_id, node, cluster).err()).flatten());
+            }
+            if !has_claims {
+                return Judged::Feasible;
+            }
+            match dra_filter(memo, node_id) {
+                DraFilter::Fits => Judged::Feasible,
+                DraFilter::Rejected(r) => Judged::Rejected(Some(r)),
+                DraFilter::Memo(t) => match memo.last(t, node_id) {
+                    Some(Err(message)) => Judged::Error(message.clone()),
+                    Some(Ok(Err(r))) => Judged::Rejected(why.then(|| r.clone())),
+                    Some(Ok(Ok(_))) | None => Judged::Feasible,
+                },
+            }
+        };
+        // A kept verdict whose nodes' changes the node journal still lists: only the nodes whose
+        // generations moved are filtered again, and when each is rejected as it was, the
+        // verdict stands (every node was visited, so the start index stays where it was).
+        if let Some(k) = kept.as_ref()
+            && let Some(changed) = cluster.node_journal.since(k.at()).filter(|c| c.len() <= num_nodes)
+        {
+            let mut moved: Vec<NodeId> =
+                changed.iter().copied().filter(|&n| k.rejection(n, node_generations(n)).is_none()).collect();
+            moved.sort_unstable();
+            moved.dedup();
+            let holds = moved
+                .iter()
+                .all(|&n| matches!(judge(memo, n, true), Judged::Rejected(Some(r)) if k.previous(n) == Some(&r)));
+            if holds {
+                self.kept_rejections += (num_nodes - moved.len()) as u64;
+                self.journal_verdicts += 1;
+                let mut k = kept.take().expect("read just above");
+                k.refresh(&moved, node_generations, cluster.node_journal.now());
+                #[cfg(debug_assertions)]
+                for &n in after.iter().chain(before) {
+                    let r = k.rejection(n, node_generations(n));
+                    debug_assert!(r.is_some(), "a node the journal does not list kept its generations");
+                    debug_assert!(
+                        run_all_filters(&state, n, cluster.node(n), cluster).err().is_none_or(|now| Some(&now) == r),
+                        "a node whose generations did not move is rejected as it was"
+                    );
+                }
+                let error = k.error().clone();
+                self.kept.put_back(k);
+                return Outcome::Unschedulable(error);
+            }
+        }
         let node_filter = if on.is_some() { None } else { self.node_filter.as_deref() };
         for &node_id in after.iter().chain(before) {
             processed += 1;
@@ -260,59 +317,33 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 self.kept_rejections += 1;
                 continue;
             }
-            let node = cluster.node(node_id);
-            let mut dra_rejection: Option<Rejection> = None;
-            let mut feasible = if simple_pod && !node.unschedulable && !node.has_taints {
-                fits_inline(&state, node)
-            } else {
-                run_all_filters(&state, node_id, node, cluster).is_ok()
-            };
-            if feasible && has_claims {
-                let verdict = match dra_filter(memo, node_id) {
-                    DraFilter::Fits => None,
-                    DraFilter::Rejected(r) => {
-                        feasible = false;
-                        dra_rejection = Some(r);
-                        None
+            match judge(memo, node_id, kept_holds && kept.is_some()) {
+                Judged::Error(message) => {
+                    // Upstream aborts the attempt; the nodes filtered before count as processed.
+                    if on.is_none() {
+                        self.next_start_node_index = (self.next_start_node_index + processed - 1) % num_nodes;
                     }
-                    DraFilter::Memo(t) => memo.last(t, node_id),
-                };
-                match verdict {
-                    Some(Err(message)) => {
-                        // Upstream aborts the attempt; the nodes filtered before count as processed.
-                        if on.is_none() {
-                            self.next_start_node_index = (self.next_start_node_index + processed - 1) % num_nodes;
-                        }
-                        let message = message.clone();
-                        return Outcome::Unschedulable(FitError::filter_error(
-                            num_nodes,
-                            dynamic_resources::NAME,
-                            node_id,
-                            message,
-                        ));
+                    return Outcome::Unschedulable(FitError::filter_error(
+                        num_nodes,
+                        dynamic_resources::NAME,
+                        node_id,
+                        message,
+                    ));
+                }
+                Judged::Feasible => {
+                    self.feasible.push(node_id);
+                    if self.feasible.len() >= to_find {
+                        break;
                     }
-                    Some(Ok(Err(r))) => {
-                        feasible = false;
-                        if kept_holds {
-                            dra_rejection = Some(r.clone());
-                        }
+                }
+                Judged::Rejected(r) => match &kept {
+                    Some(k) if kept_holds => {
+                        kept_holds = r.is_some_and(|r| k.previous(node_id) == Some(&r));
+                        filtered_again.push(node_id);
                     }
-                    Some(Ok(Ok(_))) | None => {}
-                }
-            }
-            if feasible {
-                self.feasible.push(node_id);
-                if self.feasible.len() >= to_find {
-                    break;
-                }
-            } else if let Some(k) = &kept {
-                if kept_holds {
-                    let r = dra_rejection.or_else(|| run_all_filters(&state, node_id, node, cluster).err());
-                    kept_holds = r.is_some_and(|r| k.previous(node_id) == Some(&r));
-                    filtered_again.push(node_id);
-                }
-            } else {
-                self.rejected.push(node_id);
+                    Some(_) => {}
+                    None => self.rejected.push(node_id),
+                },
             }
         }
         if on.is_none() {
@@ -322,7 +353,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             && kept_holds
             && let Some(mut k) = kept.take()
         {
-            k.refresh(&filtered_again, node_generations);
+            k.refresh(&filtered_again, node_generations, cluster.node_journal.now());
             #[cfg(debug_assertions)]
             for &n in after.iter().chain(before) {
                 let r = k.rejection(n, node_generations(n));
@@ -425,7 +456,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             let num_slots = cluster.nodes.len();
             let shareable = super::equivalence::own_claims_free(cluster, pod);
-            self.kept.keep((pod_id, shareable), key, error.clone(), num_slots, node_generations, kept);
+            let at = cluster.node_journal.now();
+            self.kept.keep((pod_id, shareable), key, error.clone(), (num_slots, at), node_generations, kept);
             return Outcome::Unschedulable(error);
         }
 
@@ -475,7 +507,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             self.dra_shared_generation,
         );
         let fresh = self.fresh_generation();
-        let Cluster { nodes, pods, inter_pod, volumes, .. } = &mut *self.cluster;
+        let Cluster { nodes, pods, inter_pod, volumes, node_journal, .. } = &mut *self.cluster;
         let volume_undo = binding.map(|b| {
             let node = &nodes[chosen.0 as usize];
             let view = muster_api::selectors::NodeView { name: node.name(), labels: &node.detail.labels };
@@ -484,6 +516,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         debug_assert_eq!(pods[pod_id.0 as usize].state, PodState::Pending, "Reserve of a pod that is not pending");
         inter_pod.add(nodes[chosen.0 as usize].account(&pods[pod_id.0 as usize], pod_id, 1));
         nodes[chosen.0 as usize].generation = fresh;
+        node_journal.note(chosen);
         pods[pod_id.0 as usize].state = PodState::Assumed(chosen);
         let mut claim_undo = undo.is_some().then(dynamic_resources::ClaimUndo::default);
         if has_claims && let Some((ctx, alloc_state)) = self.dra.as_mut() {
@@ -638,6 +671,15 @@ fn fits_inline(state: &CycleState<'_>, node: &crate::cluster::NodeInfo) -> bool 
         & (r[0] <= node.allocatable[0] - node.requested[0])
         & (r[1] <= node.allocatable[1] - node.requested[1])
         & (r[2] <= node.allocatable[2] - node.requested[2])
+}
+
+/// One node's Filter verdict in an attempt.
+enum Judged {
+    Feasible,
+    /// Rejected, with the rejection when it was asked for.
+    Rejected(Option<Rejection>),
+    /// The allocator failed (its message): upstream aborts the attempt.
+    Error(String),
 }
 
 /// Where DynamicResources' Filter left its verdict for a node.

@@ -123,6 +123,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                         && let Some(generation) = self.dra_node_generation.get_mut(node.0 as usize)
                     {
                         *generation = self.cluster.fresh_generation();
+                        self.cluster.node_journal.note(node);
                     }
                 }
                 self.bound_memo.clear();

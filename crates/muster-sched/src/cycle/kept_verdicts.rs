@@ -25,6 +25,12 @@
 //! nodes), no volumes, no node or device restriction of a group cycle. A pod changed, deleted or
 //! added by the store, or whose claim the store replaced, loses its kept verdict.
 //!
+//! Which nodes' generations moved since a verdict was last brought up to date is read from the
+//! node journal ([`crate::node_journal`]) when it reaches back that far: only those nodes are
+//! filtered again, and when each is rejected as it was, the verdict stands without a look at the
+//! others (debug builds check every other node's generations). Otherwise, or when one of them
+//! fits or is rejected otherwise, the attempt visits every node from the start index as above.
+//!
 //! A verdict also serves the pods equivalent to its pod ([`super::equivalence`]: judged alike by
 //! every Filter plugin on any state), as the pods of one kind that wait together take turns.
 
@@ -51,6 +57,8 @@ pub(super) struct KeptVerdict {
     /// Per node slot: its generations when filtered and its rejection (an index into
     /// `error.rejections`); `u16::MAX` for a node that was not filtered.
     seen: Vec<(u64, u64, u16)>,
+    /// The node journal's position when `seen` last held every node's generations.
+    at: u64,
     error: FitError,
 }
 
@@ -68,13 +76,19 @@ impl KeptVerdict {
     }
 
     /// The nodes in `again` were filtered again and rejected as they were: their generations
-    /// now are the ones the verdict holds for.
-    pub(super) fn refresh(&mut self, again: &[NodeId], generations: impl Fn(NodeId) -> NodeGenerations) {
+    /// now are the ones the verdict holds for, as of the node journal's position `at`.
+    pub(super) fn refresh(&mut self, again: &[NodeId], generations: impl Fn(NodeId) -> NodeGenerations, at: u64) {
         for &node in again {
             let (generation, dra) = generations(node);
             let seen = &mut self.seen[node.0 as usize];
             (seen.0, seen.1) = (generation, dra);
         }
+        self.at = at;
+    }
+
+    /// The node journal's position as of which the verdict holds every node's generations.
+    pub(super) fn at(&self) -> u64 {
+        self.at
     }
 
     pub(super) fn error(&self) -> &FitError {
@@ -112,13 +126,14 @@ impl KeptVerdicts {
     }
 
     /// Keeps `error`, the verdict of `pod` over every node, with each node's generations
-    /// (`generations`); `reuse` is an earlier entry whose memory is taken over.
+    /// (`generations`) as of the node journal's position `at`; `reuse` is an earlier entry whose
+    /// memory is taken over.
     pub(super) fn keep(
         &mut self,
         (pod, shareable): (PodId, bool),
         (claims, shared): (u64, u64),
         error: FitError,
-        num_slots: usize,
+        (num_slots, at): (usize, u64),
         generations: impl Fn(NodeId) -> NodeGenerations,
         reuse: Option<KeptVerdict>,
     ) {
@@ -129,7 +144,7 @@ impl KeptVerdicts {
             let (generation, dra) = generations(node);
             seen[node.0 as usize] = (generation, dra, i);
         }
-        self.put_back(KeptVerdict { pod, shareable, claims, shared, seen, error });
+        self.put_back(KeptVerdict { pod, shareable, claims, shared, seen, at, error });
     }
 
     /// Puts back a verdict [`KeptVerdicts::take`] took out, still standing.

@@ -392,9 +392,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         };
         debug_assert!(self.cluster.node(node).detail.pods.contains(&pod), "evict of a pod its node does not count");
         let before = self.generations_of(node);
-        let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
-        inter_pod.add(nodes[node.0 as usize].account(&pods[pod.0 as usize], pod, -1));
-        pods[pod.0 as usize].state = PodState::Preempted(node);
+        self.cluster.account(node, pod, -1);
+        self.cluster.pods[pod.0 as usize].state = PodState::Preempted(node);
         let fresh = self.fresh_generation();
         self.cluster.nodes[node.0 as usize].generation = fresh;
         let mut claims = Vec::new();
@@ -461,15 +460,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // The shared pools' generation moved only when the eviction freed devices there.
         let shared_generation = if e.shared { back(before.2, set.2, now.2) } else { now.2 };
         self.bound_memo.clear();
-        let Cluster { nodes, pods, inter_pod, .. } = &mut *self.cluster;
         debug_assert_eq!(
-            pods[e.pod.0 as usize].state,
+            self.cluster.pod(e.pod).state,
             PodState::Preempted(e.node),
             "restore of a pod not evicted there"
         );
-        inter_pod.add(nodes[e.node.0 as usize].account(&pods[e.pod.0 as usize], e.pod, 1));
-        pods[e.pod.0 as usize].state = PodState::Bound(e.node);
-        nodes[e.node.0 as usize].generation = node_generation;
+        self.cluster.account(e.node, e.pod, 1);
+        self.cluster.pods[e.pod.0 as usize].state = PodState::Bound(e.node);
+        self.cluster.nodes[e.node.0 as usize].generation = node_generation;
         if let Some((ctx, state)) = self.dra.as_mut() {
             let Cluster { nodes, claims, .. } = &mut *self.cluster;
             let node_name = nodes[e.node.0 as usize].name();
