@@ -21,6 +21,7 @@ pub mod node_journal;
 pub mod plugins;
 pub mod pre_filter_reason;
 pub mod queue;
+pub mod short_name;
 pub mod spread_selectors;
 pub mod store;
 pub mod stored_pod;

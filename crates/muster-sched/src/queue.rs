@@ -95,7 +95,8 @@ pub const MAX_IN_UNSCHEDULABLE: Millis = 300_000;
 pub struct OrderKey {
     pub priority: Reverse<i32>,
     pub created: Option<Time>,
-    pub key: std::sync::Arc<str>,
+    /// Inline when short: cloned into the queues at every move, compared there.
+    pub key: crate::short_name::ShortName,
 }
 
 /// The kinds of cluster events that can make an unschedulable entry schedulable: each attempt's
