@@ -471,9 +471,11 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     /// change of the state (a fresh generation, an Unreserve, the store, a new batch), so that
     /// the gangs of one shape that wait together are counted once, not once each.
     bound_memo: Vec<gang_bound::BoundMemo>,
+    /// The bound's counts over every node, per need, kept up to date from the node journal.
+    room_counts: Vec<gang_bound::RoomCount>,
     /// What the last cycles of gangs the bound failed read and reported ([`bound_wait`]), by
     /// group.
-    bound_waits: std::collections::BTreeMap<GroupId, bound_wait::BoundWait>,
+    bound_waits: bound_wait::BoundWaits,
 }
 
 impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
@@ -512,7 +514,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             gang_bound: false,
             device_room: Vec::new(),
             bound_memo: Vec::new(),
-            bound_waits: std::collections::BTreeMap::new(),
+            room_counts: Vec::new(),
+            bound_waits: bound_wait::BoundWaits::default(),
         }
     }
 

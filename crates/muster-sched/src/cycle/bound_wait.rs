@@ -47,6 +47,76 @@ pub(super) struct BoundWait {
     checked: Checked,
 }
 
+/// The kept readings, by gang, with the gangs each pending member's claim is read by: a change
+/// of claims finds the readings it forgets without a look at the others.
+#[derive(Default)]
+pub(super) struct BoundWaits {
+    waits: std::collections::BTreeMap<GroupId, BoundWait>,
+    by_claim: std::collections::HashMap<ClaimId, Vec<GroupId>>,
+}
+
+impl BoundWaits {
+    fn get(&self, g: &GroupId) -> Option<&BoundWait> {
+        self.waits.get(g)
+    }
+
+    fn get_mut(&mut self, g: &GroupId) -> Option<&mut BoundWait> {
+        self.waits.get_mut(g)
+    }
+
+    fn insert(&mut self, g: GroupId, wait: BoundWait) {
+        self.remove(&g);
+        for c in &wait.claims {
+            self.by_claim.entry(*c).or_default().push(g);
+        }
+        self.waits.insert(g, wait);
+    }
+
+    pub(super) fn remove(&mut self, g: &GroupId) {
+        let Some(wait) = self.waits.remove(g) else { return };
+        for c in &wait.claims {
+            if let Some(groups) = self.by_claim.get_mut(c) {
+                groups.retain(|x| x != g);
+                if groups.is_empty() {
+                    self.by_claim.remove(c);
+                }
+            }
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.waits.clear();
+        self.by_claim.clear();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.waits.is_empty()
+    }
+
+    /// Forgets the readings of the gangs whose pending members have `claim`.
+    fn forget_claim(&mut self, claim: ClaimId) {
+        for g in self.by_claim.get(&claim).cloned().unwrap_or_default() {
+            self.remove(&g);
+        }
+    }
+
+    /// Forgets the readings for which `forget` says so.
+    fn forget_where(&mut self, forget: impl Fn(&BoundWait) -> bool) {
+        let gone: Vec<GroupId> = self.waits.iter().filter(|(_, w)| forget(w)).map(|(g, _)| *g).collect();
+        for g in gone {
+            self.remove(&g);
+        }
+    }
+}
+
+impl std::ops::Index<&GroupId> for BoundWaits {
+    type Output = BoundWait;
+
+    fn index(&self, g: &GroupId) -> &BoundWait {
+        &self.waits[g]
+    }
+}
+
 /// Gang cycles that failed on the bound as their last one did ([`bound_wait`]): the plan holds
 /// no new result for them; each group's last result stands.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -208,12 +278,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         for g in event.groups.into_iter().flatten() {
             self.bound_waits.remove(&g);
         }
-        self.bound_waits.retain(|_, w| {
-            // A lower-priority pod on a node: preemption may start now.
-            let victim = !w.never && event.on_node.is_some_and(|p| p < w.priority);
-            let claim = event.claims.iter().any(|(c, _)| w.claims.binary_search(c).is_ok());
-            !victim && !claim
-        });
+        for (c, _) in event.claims {
+            self.bound_waits.forget_claim(*c);
+        }
+        // A lower-priority pod on a node: preemption may start now.
+        if let Some(p) = event.on_node {
+            self.bound_waits.forget_where(|w| !w.never && p < w.priority);
+        }
     }
 
     /// Whether a full cycle of gang `g` would now read what its kept reading says and find

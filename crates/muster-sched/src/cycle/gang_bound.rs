@@ -35,6 +35,24 @@ pub(super) struct BoundMemo {
     complete: bool,
 }
 
+/// The bound counted over every node for one need and kept up to date from the node journal
+/// ([`crate::node_journal`]): a count after a few nodes changed costs those nodes, not every node.
+pub(super) struct RoomCount {
+    requests: Vec<(ResourceId, i64)>,
+    devices: u32,
+    /// Per node slot: how many members the node could take ([`Scheduler::copies`]; 0 for a
+    /// node the store removed).
+    copies: Vec<usize>,
+    room: usize,
+    nodes: usize,
+    /// The node journal's position and the shared-pool DRA generation the counts are as of.
+    at: u64,
+    shared: u64,
+}
+
+/// At most this many needs' counts are kept (the oldest goes first).
+const MAX_ROOM_COUNTS: usize = 16;
+
 /// What every pending member surely needs: per resource, the least any member requests (a
 /// resource some member does not request is left out), and the least count of devices.
 #[derive(Clone)]
@@ -107,7 +125,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 known
             }
             None => {
-                let counted = self.count_room(need, wanted);
+                let counted = match self.node_filter {
+                    None => {
+                        let (room, nodes) = self.counted_room(need);
+                        (room, nodes, true)
+                    }
+                    Some(_) => self.count_room(need, wanted),
+                };
                 if self.node_filter.is_none() {
                     self.bound_memo.retain(|m| m.devices != need.devices || m.requests != need.requests);
                     let (room, nodes, complete) = counted;
@@ -151,6 +175,73 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
         }
         (room, nodes, true)
+    }
+
+    /// How many members needing `need` every node could take, and on how many nodes: the count
+    /// kept for the need, brought up to date on the nodes the node journal lists since, or
+    /// counted afresh.
+    fn counted_room(&mut self, need: &Need) -> (usize, usize) {
+        let (now, shared) = (self.cluster.node_journal.now(), self.dra_shared_generation);
+        let kept = self.room_counts.iter().position(|r| r.devices == need.devices && r.requests == need.requests);
+        let mut count = match kept.map(|i| self.room_counts.remove(i)) {
+            Some(mut count) if count.shared == shared => {
+                let changed = self.cluster.node_journal.since(count.at).map(<[NodeId]>::to_vec);
+                match changed {
+                    Some(mut changed) => {
+                        changed.sort_unstable();
+                        changed.dedup();
+                        for n in changed {
+                            self.recount(&mut count, n, need);
+                        }
+                        count
+                    }
+                    None => self.count_every_node(need),
+                }
+            }
+            _ => self.count_every_node(need),
+        };
+        count.at = now;
+        debug_assert_eq!(
+            self.count_room(need, usize::MAX),
+            (count.room, count.nodes, true),
+            "the count kept up to date from the node journal is the count over every node"
+        );
+        let counted = (count.room, count.nodes);
+        if self.room_counts.len() >= MAX_ROOM_COUNTS {
+            self.room_counts.remove(0);
+        }
+        self.room_counts.push(count);
+        counted
+    }
+
+    /// [`RoomCount`] for `need` over every node now.
+    fn count_every_node(&mut self, need: &Need) -> RoomCount {
+        let mut count = RoomCount {
+            requests: need.requests.clone(),
+            devices: need.devices,
+            copies: vec![0; self.cluster.nodes.len()],
+            room: 0,
+            nodes: 0,
+            at: 0,
+            shared: self.dra_shared_generation,
+        };
+        for i in 0..self.cluster.node_order.len() {
+            let n = self.cluster.node_order[i];
+            self.recount(&mut count, n, need);
+        }
+        count
+    }
+
+    /// Node `n`'s share of `count` counted again.
+    fn recount(&mut self, count: &mut RoomCount, n: NodeId, need: &Need) {
+        let i = n.0 as usize;
+        if count.copies.len() <= i {
+            count.copies.resize(self.cluster.nodes.len().max(i + 1), 0);
+        }
+        let now = if self.cluster.node(n).detail.removed { 0 } else { self.copies(n, need) };
+        let was = std::mem::replace(&mut count.copies[i], now);
+        count.room = count.room - was + now;
+        count.nodes = count.nodes - usize::from(was > 0) + usize::from(now > 0);
     }
 
     /// What every pending member surely needs; `None` when the bound does not apply.
