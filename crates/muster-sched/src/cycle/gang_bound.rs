@@ -95,13 +95,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// `scheduled` ones (or none), and fewer nodes than Filter looks for have room for one.
     /// `None` when the members must be tried.
     pub(super) fn gang_out_of_reach(&mut self, pending: &[PodId], scheduled: usize, min: usize) -> Option<OutOfReach> {
-        if !self.gang_bound || self.profiles.several() {
+        if !self.bound_applies() {
             return None;
         }
         let need = self.need(pending)?;
         let wanted = min.saturating_sub(scheduled).max(1);
         let room = self.room_short(&need, wanted)?;
         Some(OutOfReach { room, need, wanted })
+    }
+
+    /// Whether the bound is on and reads as Filter does: one profile.
+    pub(super) fn bound_applies(&self) -> bool {
+        self.gang_bound && !self.profiles.several()
     }
 
     /// `Some(room)` when at most `room` members needing `need` fit the nodes (`node_filter`'s),
@@ -245,7 +250,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// What every pending member surely needs; `None` when the bound does not apply.
-    fn need(&self, pending: &[PodId]) -> Option<Need> {
+    pub(super) fn need(&self, pending: &[PodId]) -> Option<Need> {
         let c = &*self.cluster;
         // Most gangs share no claim between members: one pass counts their devices, and only a
         // gang where some claim has several users is counted again without its shared claims.
@@ -316,7 +321,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// How many members needing `need` node `n` could take at most.
-    fn copies(&mut self, n: NodeId, need: &Need) -> usize {
+    pub(super) fn copies(&mut self, n: NodeId, need: &Need) -> usize {
         let node = self.cluster.node(n);
         let mut k = (node.allowed_pods - node.num_pods).max(0);
         for &(id, want) in &need.requests {

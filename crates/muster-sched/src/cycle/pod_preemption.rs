@@ -112,7 +112,17 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         potential.sort_by(|a, b| a.0.cmp(&b.0));
         let violates = self.budget_violations(&potential);
         let mut removed: Vec<Option<Evicted>> = potential.iter().map(|(_, p)| Some(self.evict(p[0]))).collect();
-        let fits = |s: &mut Self| s.fits_only_on(pod, node);
+        // With the gang bound on, its count of what the node could take decides first: when no
+        // copy of the pod fits the node's free resources and devices, Filter rejects it too
+        // (debug builds check), and no trial runs.
+        let need = if self.bound_applies() { self.need(&[pod]) } else { None };
+        let fits = |s: &mut Self| match &need {
+            Some(need) if s.copies(node, need) == 0 => {
+                debug_assert!(!s.fits_only_on(pod, node), "the bound says the pod cannot fit the node");
+                false
+            }
+            _ => s.fits_only_on(pod, node),
+        };
         if !fits(self) {
             for e in removed.into_iter().rev().flatten() {
                 self.restore(e);
