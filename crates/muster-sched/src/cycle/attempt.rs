@@ -290,20 +290,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if holds {
                 self.kept_rejections += (num_nodes - moved.len()) as u64;
                 self.journal_verdicts += 1;
-                let mut k = kept.take().expect("read just above");
-                k.refresh(&moved, node_generations, cluster.node_journal.now());
-                #[cfg(debug_assertions)]
-                for &n in after.iter().chain(before) {
-                    let r = k.rejection(n, node_generations(n));
-                    debug_assert!(r.is_some(), "a node the journal does not list kept its generations");
-                    debug_assert!(
-                        run_all_filters(&state, n, cluster.node(n), cluster).err().is_none_or(|now| Some(&now) == r),
-                        "a node whose generations did not move is rejected as it was"
-                    );
-                }
-                let error = k.error().clone();
-                self.kept.put_back(k);
-                return Outcome::Unschedulable(error);
+                let k = kept.take().expect("read just above");
+                let at = cluster.node_journal.now();
+                return standing(&mut self.kept, k, (&moved, at), node_generations, |k| {
+                    check_standing(k, after.iter().chain(before), &state, cluster, node_generations)
+                });
             }
         }
         let node_filter = if on.is_some() { None } else { self.node_filter.as_deref() };
@@ -351,21 +342,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         if self.feasible.is_empty()
             && kept_holds
-            && let Some(mut k) = kept.take()
+            && let Some(k) = kept.take()
         {
-            k.refresh(&filtered_again, node_generations, cluster.node_journal.now());
-            #[cfg(debug_assertions)]
-            for &n in after.iter().chain(before) {
-                let r = k.rejection(n, node_generations(n));
-                debug_assert!(r.is_some(), "a kept verdict stands for every node");
-                debug_assert!(
-                    run_all_filters(&state, n, cluster.node(n), cluster).err().is_none_or(|now| Some(&now) == r),
-                    "a node whose generations did not move is rejected as it was"
-                );
-            }
-            let error = k.error().clone();
-            self.kept.put_back(k);
-            return Outcome::Unschedulable(error);
+            let at = cluster.node_journal.now();
+            return standing(&mut self.kept, k, (&filtered_again, at), node_generations, |k| {
+                check_standing(k, after.iter().chain(before), &state, cluster, node_generations)
+            });
         }
         if self.feasible.is_empty() && kept.is_some() {
             // Every node was rejected (a kept verdict is only used without a node restriction).
@@ -671,6 +653,44 @@ fn fits_inline(state: &CycleState<'_>, node: &crate::cluster::NodeInfo) -> bool 
         & (r[0] <= node.allocatable[0] - node.requested[0])
         & (r[1] <= node.allocatable[1] - node.requested[1])
         & (r[2] <= node.allocatable[2] - node.requested[2])
+}
+
+/// A kept verdict stands: the nodes filtered again (`again`, rejected as they were) get their
+/// generations now, as of the node journal's position `at`; the verdict is kept again and is the
+/// attempt's outcome. `check` runs first in debug builds.
+fn standing(
+    kept: &mut super::kept_verdicts::KeptVerdicts,
+    mut k: super::kept_verdicts::KeptVerdict,
+    (again, at): (&[NodeId], u64),
+    generations: impl Fn(NodeId) -> super::kept_verdicts::NodeGenerations,
+    check: impl FnOnce(&super::kept_verdicts::KeptVerdict),
+) -> Outcome {
+    k.refresh(again, generations, at);
+    if cfg!(debug_assertions) {
+        check(&k);
+    }
+    let error = k.error().clone();
+    kept.put_back(k);
+    Outcome::Unschedulable(error)
+}
+
+/// Debug builds: a standing verdict holds every node's generations now, and every node is
+/// rejected as it says.
+fn check_standing<'a>(
+    k: &super::kept_verdicts::KeptVerdict,
+    nodes: impl Iterator<Item = &'a NodeId>,
+    state: &CycleState,
+    cluster: &Cluster,
+    generations: impl Fn(NodeId) -> super::kept_verdicts::NodeGenerations,
+) {
+    for &n in nodes {
+        let r = k.rejection(n, generations(n));
+        assert!(r.is_some(), "a standing verdict holds every node's generations");
+        assert!(
+            run_all_filters(state, n, cluster.node(n), cluster).err().is_none_or(|now| Some(&now) == r),
+            "a node whose generations did not move is rejected as it was"
+        );
+    }
 }
 
 /// One node's Filter verdict in an attempt.
