@@ -464,7 +464,10 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run::run(args),
         Command::Bench { bench } => run_bench(bench),
-        Command::Sim(args) => sim::run(args),
+        Command::Sim(args) => {
+            keep_freed_memory();
+            sim::run(args)
+        }
     };
     match result {
         Ok(code) => code,
@@ -484,6 +487,23 @@ fn quiet_on_closed_pipe() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+}
+
+/// A simulation frees and allocates the same memory over and over for hours of simulated time;
+/// mimalloc gives memory unused for 10 ms back to the OS (its `purge_delay`), and with
+/// transparent huge pages the kernel then faults it in again as freshly zeroed 2 MiB pages
+/// (`perf`: up to 15 % of `bench sim`). Here freed memory stays with the process: the peak RSS
+/// is what it keeps (BENCHMARKS.md: "mimalloc's purging off in `sim`").
+fn keep_freed_memory() {
+    // `mi_option_purge_delay` in the mimalloc `libmimalloc-sys` builds (v3's and v2's
+    // `mimalloc.h`: the 16th option, after the deprecated `eager_commit_delay`).
+    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+    unsafe extern "C" {
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    // SAFETY: mimalloc's documented option setter, called from the main thread; -1 is its
+    // documented "never purge".
+    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
 }
 
 /// The command line. As `kubectl muster ...` (the binary installed as `kubectl-muster`), `plan`
@@ -640,6 +660,7 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             reprieve_search,
             feature_gates,
         } => {
+            keep_freed_memory();
             let mut config =
                 SchedulerConfig { scoring_strategy: scoring.into(), reprieve_search, ..Default::default() };
             feature_gates.apply(&mut config);
