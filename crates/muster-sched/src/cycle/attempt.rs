@@ -190,7 +190,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // In a gang's device domain: the restriction, unless it removes nothing on the node.
         let device_filter = self.device_filter.as_deref();
         // DynamicResources' Filter for one node; the allocator's verdict is left in the memo.
-        let mut dra_filter = |memo: &mut DraMemo, node_id: NodeId| -> DraFilter {
+        let mut dra_filter = |memo: &mut DraMemo, node_id: NodeId, cel_budget: &muster_cel::Budget| -> DraFilter {
             let Some((ctx, alloc_state)) = dra.filter(|_| has_claims) else { return DraFilter::Fits };
             let node = cluster.node(node_id);
             if let Err(r) = dynamic_resources::allocated_claims_fit(pod, node, cluster) {
@@ -237,12 +237,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if !matches!(memo.get(table, node_id, at), Some(Ok(_))) {
                 let v = match extended {
                     None => {
-                        dynamic_resources::allocate(&pending, node, ctx, alloc_state, restriction, Some(&cel_budget))
+                        dynamic_resources::allocate(&pending, node, ctx, alloc_state, restriction, Some(cel_budget))
                     }
                     Some(claim) => {
                         let mut claims = pending.clone();
                         claims.push(claim);
-                        dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction, Some(&cel_budget))
+                        dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction, Some(cel_budget))
                     }
                 };
                 memo.put(table, node_id, at, v);
@@ -251,7 +251,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         };
         // Filter on one node: feasible, rejected (with the rejection when `why` asks for it), or
         // the allocator's error.
-        let mut judge = |memo: &mut DraMemo, node_id: NodeId, why: bool| -> Judged {
+        let mut judge = |memo: &mut DraMemo, node_id: NodeId, why: bool, cel_budget: &muster_cel::Budget| -> Judged {
             let node = cluster.node(node_id);
             let fits = if simple_pod && !node.unschedulable && !node.has_taints {
                 fits_inline(&state, node)
@@ -264,7 +264,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if !has_claims {
                 return Judged::Feasible;
             }
-            match dra_filter(memo, node_id) {
+            match dra_filter(memo, node_id, cel_budget) {
                 DraFilter::Fits => Judged::Feasible,
                 DraFilter::Rejected(r) => Judged::Rejected(Some(r)),
                 DraFilter::Memo(t) => match memo.last(t, node_id) {
@@ -284,9 +284,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 changed.iter().copied().filter(|&n| k.rejection(n, node_generations(n)).is_none()).collect();
             moved.sort_unstable();
             moved.dedup();
-            let holds = moved
-                .iter()
-                .all(|&n| matches!(judge(memo, n, true), Judged::Rejected(Some(r)) if k.previous(n) == Some(&r)));
+            // A budget of its own: the walk below, if the verdict does not stand, spends no more
+            // than it would without this look (what was allocated here is remembered).
+            let budget = muster_cel::Budget::new(muster_cel::Budget::ATTEMPT);
+            let holds = moved.iter().all(
+                |&n| matches!(judge(memo, n, true, &budget), Judged::Rejected(Some(r)) if k.previous(n) == Some(&r)),
+            );
             if holds {
                 self.kept_rejections += (num_nodes - moved.len()) as u64;
                 self.journal_verdicts += 1;
@@ -308,7 +311,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 self.kept_rejections += 1;
                 continue;
             }
-            match judge(memo, node_id, kept_holds && kept.is_some()) {
+            match judge(memo, node_id, kept_holds && kept.is_some(), &cel_budget) {
                 Judged::Error(message) => {
                     // Upstream aborts the attempt; the nodes filtered before count as processed.
                     if on.is_none() {
@@ -389,7 +392,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 } else {
                     match run_all_filters(&state, node_id, node, cluster) {
                         Err(r) => std::borrow::Cow::Owned(r),
-                        Ok(()) => match dra_filter(memo, node_id) {
+                        Ok(()) => match dra_filter(memo, node_id, &cel_budget) {
                             DraFilter::Rejected(r) => std::borrow::Cow::Owned(r),
                             DraFilter::Memo(t) => match memo.last(t, node_id) {
                                 Some(Ok(Err(r))) => std::borrow::Cow::Borrowed(r),
@@ -464,7 +467,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // Filter's verdict for the chosen node is remembered (or, without the memo, computed
         // again: the allocator is deterministic).
         let allocation: Option<NodeAllocation> = if has_claims {
-            match dra_filter(memo, chosen) {
+            match dra_filter(memo, chosen, &cel_budget) {
                 DraFilter::Fits => None,
                 DraFilter::Memo(t) => {
                     // A verdict that takes devices goes stale at this Reserve (the generations

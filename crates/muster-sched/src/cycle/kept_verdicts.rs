@@ -30,6 +30,8 @@
 //! filtered again, and when each is rejected as it was, the verdict stands without a look at the
 //! others (debug builds check every other node's generations). Otherwise, or when one of them
 //! fits or is rejected otherwise, the attempt visits every node from the start index as above.
+//! That first look spends a CEL budget of its own and leaves its allocator verdicts remembered,
+//! so the walk that may follow spends no more of the attempt's budget than without it.
 //!
 //! A verdict also serves the pods equivalent to its pod ([`super::equivalence`]: judged alike by
 //! every Filter plugin on any state), as the pods of one kind that wait together take turns.
