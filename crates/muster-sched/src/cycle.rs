@@ -467,11 +467,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     gang_bound: bool,
     /// Each node's free devices as last counted, for that bound.
     device_room: Vec<gang_bound::DeviceRoom>,
-    /// The bound's counts over every node, per need, while nothing changes: cleared by every
-    /// change of the state (a fresh generation, an Unreserve, the store, a new batch), so that
-    /// the gangs of one shape that wait together are counted once, not once each.
-    bound_memo: Vec<gang_bound::BoundMemo>,
-    /// The bound's counts over every node, per need, kept up to date from the node journal.
+    /// The bound's counts over every node, per need, kept up to date from the node journal (the
+    /// gangs of one shape that wait together are counted once, not once each).
     room_counts: Vec<gang_bound::RoomCount>,
     /// What the last cycles of gangs the bound failed read and reported ([`bound_wait`]), by
     /// group.
@@ -513,7 +510,6 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             topology: TopologyCache::default(),
             gang_bound: false,
             device_room: Vec::new(),
-            bound_memo: Vec::new(),
             room_counts: Vec::new(),
             bound_waits: bound_wait::BoundWaits::default(),
         }
@@ -594,7 +590,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     pub fn cluster_mut(&mut self) -> &mut Cluster {
         self.failed_classes.clear();
         self.bound_floor = None;
-        self.bound_memo.clear();
+        // Changes made here need not go through the node journal.
+        self.room_counts.clear();
         &mut self.cluster
     }
 
@@ -761,7 +758,6 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     ) -> usize {
         let mut cycles = 0;
         self.failed_classes.clear();
-        self.bound_memo.clear();
         while let Some(entry) = queue.pop(now) {
             cycles += 1;
             observe(entry, &self.cluster);
@@ -957,11 +953,5 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         plan.unschedulable.push(pod, e.clone());
         self.reused_verdicts += 1;
         true
-    }
-
-    /// A generation value no state had before ([`Cluster::fresh_generation`]).
-    fn fresh_generation(&mut self) -> u64 {
-        self.bound_memo.clear();
-        self.cluster.fresh_generation()
     }
 }

@@ -77,7 +77,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             _ => None,
         }
         .and_then(|node| self.cluster.node_id(node));
-        let fresh = self.fresh_generation();
+        let fresh = self.cluster.fresh_generation();
         let Some((ctx, state)) = self.dra.as_mut() else { return };
         if let Some(old) = old.filter(|c| allocation_of(Some(c)).is_some()) {
             state.remove_claim(old, ctx.features);

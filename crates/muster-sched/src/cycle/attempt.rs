@@ -38,7 +38,6 @@ pub struct Reserved {
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
     pub(super) fn unreserve(&mut self, r: Reserved) {
-        self.bound_memo.clear();
         self.cluster.account(r.node, r.pod, -1);
         let Cluster { nodes, pods, .. } = &mut *self.cluster;
         let node = &mut nodes[r.node.0 as usize];
@@ -491,7 +490,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             self.dra_node_generation.get(chosen.0 as usize).copied().unwrap_or(0),
             self.dra_shared_generation,
         );
-        let fresh = self.fresh_generation();
+        let fresh = self.cluster.fresh_generation();
         let Cluster { nodes, pods, inter_pod, volumes, node_journal, .. } = &mut *self.cluster;
         let volume_undo = binding.map(|b| {
             let node = &nodes[chosen.0 as usize];

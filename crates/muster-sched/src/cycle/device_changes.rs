@@ -116,7 +116,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     fn devices_changed(&mut self, touched: &Touched) {
         match touched {
             Touched::None => return,
-            Touched::All => self.dra_shared_generation = self.fresh_generation(),
+            Touched::All => self.dra_shared_generation = self.cluster.fresh_generation(),
             Touched::Nodes(nodes) => {
                 for name in nodes {
                     if let Some(node) = self.cluster.node_id(name)
@@ -126,7 +126,6 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                         self.cluster.node_journal.note(node);
                     }
                 }
-                self.bound_memo.clear();
             }
         }
         self.failed_classes.clear();

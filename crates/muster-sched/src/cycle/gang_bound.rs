@@ -25,16 +25,6 @@ use crate::cluster::{ClaimId, NodeInfo, ResourceId};
 /// shared-pool generation then, and the count (`None`: not limited by a count).
 pub(super) type DeviceRoom = Option<(u64, u64, u64, Option<u32>)>;
 
-/// The bound counted over every node for one need (see `Scheduler::bound_memo`): how many members
-/// fit and on how many nodes; `complete` false when the count stopped once it had enough.
-pub(super) struct BoundMemo {
-    requests: Vec<(ResourceId, i64)>,
-    devices: u32,
-    room: usize,
-    nodes: usize,
-    complete: bool,
-}
-
 /// The bound counted over every node for one need and kept up to date from the node journal
 /// ([`crate::node_journal`]): a count after a few nodes changed costs those nodes, not every node.
 pub(super) struct RoomCount {
@@ -111,45 +101,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// `Some(room)` when at most `room` members needing `need` fit the nodes (`node_filter`'s),
     /// fewer than `wanted`, and fewer nodes than Filter looks for (or all of them) could take
-    /// one; counted once per need while the state does not change.
+    /// one. Over every node, the count kept per need ([`RoomCount`]); in a domain, counted.
     pub(super) fn room_short(&mut self, need: &Need, wanted: usize) -> Option<usize> {
         let num_nodes = self.cluster.node_order.len();
-        let memo = self.node_filter.is_none().then(|| {
-            self.bound_memo.iter().position(|m| {
-                m.devices == need.devices && m.requests == need.requests && (m.complete || m.room >= wanted)
-            })
-        });
-        let (room, nodes, complete) = match memo.flatten() {
-            Some(i) => {
-                let m = &self.bound_memo[i];
-                let known = (m.room, m.nodes, m.complete);
-                debug_assert!(
-                    !known.2 || self.count_room(need, usize::MAX) == known,
-                    "the bound's count changed with no change of the state"
-                );
-                known
-            }
+        let (room, nodes, complete) = match self.node_filter {
             None => {
-                let counted = match self.node_filter {
-                    None => {
-                        let (room, nodes) = self.counted_room(need);
-                        (room, nodes, true)
-                    }
-                    Some(_) => self.count_room(need, wanted),
-                };
-                if self.node_filter.is_none() {
-                    self.bound_memo.retain(|m| m.devices != need.devices || m.requests != need.requests);
-                    let (room, nodes, complete) = counted;
-                    self.bound_memo.push(BoundMemo {
-                        requests: need.requests.clone(),
-                        devices: need.devices,
-                        room,
-                        nodes,
-                        complete,
-                    });
-                }
-                counted
+                let (room, nodes) = self.counted_room(need);
+                (room, nodes, true)
             }
+            Some(_) => self.count_room(need, wanted),
         };
         if room >= wanted {
             return None;

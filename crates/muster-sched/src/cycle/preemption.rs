@@ -394,7 +394,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let before = self.generations_of(node);
         self.cluster.account(node, pod, -1);
         self.cluster.pods[pod.0 as usize].state = PodState::Preempted(node);
-        let fresh = self.fresh_generation();
+        let fresh = self.cluster.fresh_generation();
         self.cluster.nodes[node.0 as usize].generation = fresh;
         let mut claims = Vec::new();
         // Devices freed on the node's own pools change only that node's verdicts.
@@ -433,9 +433,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 claims.push(saved);
             }
             if shared {
-                self.dra_shared_generation = self.fresh_generation();
+                self.dra_shared_generation = self.cluster.fresh_generation();
             }
-            self.dra_node_generation[node.0 as usize] = self.fresh_generation();
+            self.dra_node_generation[node.0 as usize] = self.cluster.fresh_generation();
         }
         Evicted { pod, node, claims, shared, generations: (before, self.generations_of(node)) }
     }
@@ -454,12 +454,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // other gets a fresh one.
         let (before, set) = e.generations;
         let now = self.generations_of(e.node);
-        let mut back = |was: u64, set: u64, now: u64| if now == set { was } else { self.fresh_generation() };
+        let mut back = |was: u64, set: u64, now: u64| if now == set { was } else { self.cluster.fresh_generation() };
         let node_generation = back(before.0, set.0, now.0);
         let dra_generation = back(before.1, set.1, now.1);
         // The shared pools' generation moved only when the eviction freed devices there.
         let shared_generation = if e.shared { back(before.2, set.2, now.2) } else { now.2 };
-        self.bound_memo.clear();
         debug_assert_eq!(
             self.cluster.pod(e.pod).state,
             PodState::Preempted(e.node),
