@@ -16,12 +16,15 @@
 //! ([`Checked`]), the caller answers for each waiting entry ([`SchedulingQueue::on_event_checked`]).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::cluster::PodState;
 use crate::cycle::QueueEntry;
+
+mod backoff;
+use backoff::BackoffQueue;
 
 /// A point on the world's clock, in milliseconds.
 pub type Millis = u64;
@@ -305,6 +308,12 @@ struct Info {
 
 impl Info {
     /// An entry that waits for nothing yet.
+    /// Whether a backoff queue's item (`key`, `order`) in `place` is this entry's, not a stale
+    /// one left by a removal.
+    fn is_held(&self, place: Place, key: Millis, order: &OrderKey, limits: Backoff) -> bool {
+        self.place == place && limits.key(self.attempts, self.failed_at) == key && self.order == *order
+    }
+
     fn new(order: OrderKey, place: Place, attempts: u32, failed_at: Millis) -> Info {
         Info {
             order,
@@ -330,9 +339,9 @@ pub struct SchedulingQueue {
     /// alongside the heap without a heap operation each.
     sorted: Vec<(OrderKey, QueueEntry)>,
     /// By backoff key ([`Backoff::key`]), then queue order.
-    backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
+    backoff: BackoffQueue,
     /// Entries whose attempt ended in an error, as `backoff`.
-    error_backoff: BTreeSet<(Millis, OrderKey, QueueEntry)>,
+    error_backoff: BackoffQueue,
     /// The unschedulable pool outside groups: each entry with the time it joined and what it
     /// waits for (a copy of its info's, so that an event's scan reads no other map), in no
     /// particular order (an entry's index is its info's `slot`: joining and leaving take no
@@ -401,7 +410,7 @@ impl SchedulingQueue {
             return;
         }
         let info = Info::new(order, Place::ErrorBackoff, 1, now);
-        self.error_backoff.insert((self.key(&info), info.order.clone(), entry));
+        self.error_backoff.insert(self.key(&info), info.order.clone(), entry);
         self.info.insert(entry, info);
     }
 
@@ -409,12 +418,8 @@ impl SchedulingQueue {
     pub fn remove(&mut self, entry: QueueEntry) {
         let Some(info) = self.info.remove(&entry) else { return };
         match info.place {
-            Place::Backoff => {
-                self.backoff.remove(&(self.key(&info), info.order, entry));
-            }
-            Place::ErrorBackoff => {
-                self.error_backoff.remove(&(self.key(&info), info.order, entry));
-            }
+            Place::Backoff => self.backoff.forget(self.key(&info)),
+            Place::ErrorBackoff => self.error_backoff.forget(self.key(&info)),
             Place::Unschedulable => {
                 self.leave_pool(entry, info.slot, info.wake, info.checked);
                 self.count_waiting(info.wake, false);
@@ -457,9 +462,12 @@ impl SchedulingQueue {
         if !self.limits.pop_from_backoff_q {
             return None;
         }
-        let (_, _, entry) = self.backoff.pop_first()?;
+        let (info_map, limits) = (&self.info, self.limits);
+        let live = |key, order: &OrderKey, entry| {
+            info_map.get(&entry).is_some_and(|i| i.is_held(Place::Backoff, key, order, limits))
+        };
+        let (_, _, entry) = self.backoff.pop_first(live)?;
         let info = self.info.get_mut(&entry)?;
-        debug_assert_eq!(info.place, Place::Backoff);
         Self::take_off(&mut self.cycle, info);
         Some(entry)
     }
@@ -496,8 +504,7 @@ impl SchedulingQueue {
         info.checked = checked;
         if move_request_cycle >= info.popped_at_cycle {
             info.place = Place::Backoff;
-            let key = (self.limits.key(info.attempts, info.failed_at), info.order.clone(), entry);
-            self.backoff.insert(key);
+            self.backoff.insert(self.limits.key(info.attempts, info.failed_at), info.order.clone(), entry);
         } else {
             info.place = Place::Unschedulable;
             match GroupKey::of(wake, checked) {
@@ -600,8 +607,8 @@ impl SchedulingQueue {
     pub fn next_backoff_expiry(&self) -> Option<Millis> {
         [&self.backoff, &self.error_backoff]
             .into_iter()
-            .filter_map(|q| q.first())
-            .map(|(t, _, _)| self.limits.ready_at(*t))
+            .filter_map(BackoffQueue::first_key)
+            .map(|t| self.limits.ready_at(t))
             .min()
     }
 
@@ -636,7 +643,7 @@ impl SchedulingQueue {
         let key = limits.key(info.attempts, info.failed_at);
         if limits.backing_off(info.attempts, key, now) {
             info.place = Place::Backoff;
-            self.backoff.insert((key, info.order.clone(), entry));
+            self.backoff.insert(key, info.order.clone(), entry);
         } else {
             info.place = Place::Active;
             self.active.push(Reverse((info.order.clone(), entry)));
@@ -656,15 +663,14 @@ impl SchedulingQueue {
     /// (`popAllBackoffCompleted`).
     fn flush_backoff(&mut self, now: Millis) {
         let limits = self.limits;
-        for queue in [&mut self.backoff, &mut self.error_backoff] {
-            while let Some(first) = queue.first() {
-                if limits.ready_at(first.0) > now {
-                    break;
-                }
-                let (_, order, entry) = queue.pop_first().expect("checked above");
-                if let Some(info) = self.info.get_mut(&entry) {
-                    info.place = Place::Active;
-                    self.active.push(Reverse((order, entry)));
+        for (queue, place) in [(&mut self.backoff, Place::Backoff), (&mut self.error_backoff, Place::ErrorBackoff)] {
+            while let Some((key, items)) = queue.take_first_if(|key| limits.ready_at(key) <= now) {
+                for Reverse((order, entry)) in items {
+                    let Some(info) = self.info.get_mut(&entry) else { continue };
+                    if info.is_held(place, key, &order, limits) {
+                        info.place = Place::Active;
+                        self.active.push(Reverse((order, entry)));
+                    }
                 }
             }
         }
