@@ -182,6 +182,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 });
             }
             Effect::PodsUnschedulable { pods, reason, message } => {
+                let message = message.text();
                 for &pod in pods.iter() {
                     let patch = !has_condition(&cluster.pod(pod).pod, "PodScheduled", "False", reason, &message);
                     let event = crate::series::EventWrite::Nothing;
@@ -193,6 +194,7 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 // As `meta.SetStatusCondition`: the same condition again is no write (its echo
                 // would only bring the group back), a new reason or message keeps the time.
                 let current = group_condition(cluster, group, type_);
+                let message = message.text();
                 if current.is_some_and(|c| c.status == status && c.reason == reason && *c.message == *message) {
                     continue;
                 }

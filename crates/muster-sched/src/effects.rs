@@ -17,8 +17,9 @@
 //! (`muster-kube`).
 
 use crate::cluster::{ClaimId, Cluster, EXTENDED_RESOURCE_CLAIM_ANNOTATION, GroupNode, NodeId, PodId};
-use crate::cycle::{GroupOutcome, GroupReason, Plan};
-use std::collections::HashMap;
+use crate::cycle::{GroupOutcome, GroupReason, Plan, TreeReason};
+use crate::framework::FitError;
+use std::sync::Arc;
 
 /// An event's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +42,59 @@ impl Preemptor {
             Preemptor::Pod(p) => format!("pod {}", cluster.pod(p).key),
             Preemptor::Group(g) => format!("{} {}", g.kind(), cluster.node_key(g)),
         }
+    }
+}
+
+/// A verdict's message in kube-scheduler's words, worded where it is shown or sent
+/// ([`Message::text`]), not by the cycle: a world that never shows a message (a simulation's
+/// gang tried again at every event) never renders it. Two messages are equal when their texts are.
+#[derive(Clone, Debug)]
+pub enum Message {
+    /// A pod's verdict over the nodes (rendered once per verdict, its clones sharing the text),
+    /// or one decided before them.
+    Pod(FitError),
+    /// A PodGroup's reason: its condition's message and its members'.
+    Group(Arc<GroupReason>),
+    /// A CompositePodGroup tree's reason.
+    Tree(Arc<TreeReason>),
+    /// A text as it is.
+    Text(Arc<str>),
+}
+
+impl Message {
+    pub fn text(&self) -> Arc<str> {
+        match self {
+            Message::Pod(verdict) => verdict.shared_message(),
+            Message::Group(reason) => reason.to_string().into(),
+            Message::Tree(reason) => reason.to_string().into(),
+            Message::Text(text) => text.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Message) -> bool {
+        self.text() == other.text()
+    }
+}
+
+impl Eq for Message {}
+
+impl From<&str> for Message {
+    fn from(text: &str) -> Message {
+        Message::Text(text.into())
+    }
+}
+
+impl From<String> for Message {
+    fn from(text: String) -> Message {
+        Message::Text(text.into())
     }
 }
 
@@ -68,7 +122,7 @@ pub enum Effect {
     /// a strategic-merge patch on `pods/status`, then a `Warning FailedScheduling` event
     /// ([`PodEvent::FailedScheduling`]) with the message as its note. One effect for a failed
     /// group's members: a waiting gang tried again at every event is not 2 × its size of them.
-    PodsUnschedulable { pods: Pods, reason: &'static str, message: std::sync::Arc<str> },
+    PodsUnschedulable { pods: Pods, reason: &'static str, message: Message },
     /// A group's condition (`PodGroupInitiallyScheduled` or `CompositePodGroupInitiallyScheduled`),
     /// by a patch on its `status` subresource.
     GroupCondition {
@@ -76,8 +130,7 @@ pub enum Effect {
         type_: &'static str,
         status: &'static str,
         reason: &'static str,
-        /// Shared with the members' `PodScheduled` message when it is the same text.
-        message: std::sync::Arc<str>,
+        message: Message,
     },
     /// An `events.k8s.io/v1` event about a pod.
     Event { pod: PodId, event: PodEvent },
@@ -87,7 +140,7 @@ pub enum Effect {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pods {
     One(PodId),
-    Many(std::sync::Arc<[PodId]>),
+    Many(Arc<[PodId]>),
 }
 
 impl Pods {
@@ -119,7 +172,7 @@ pub enum PodEvent {
     /// `Normal Preempted` (action `Preempting`): `Preempted by <pod or group>`.
     Preempted { by: Preemptor },
     /// `Warning FailedScheduling` (action `Scheduling`): the pod's `PodScheduled` message.
-    FailedScheduling { message: std::sync::Arc<str> },
+    FailedScheduling { message: Message },
 }
 
 impl PodEvent {
@@ -147,13 +200,13 @@ impl PodEvent {
     }
 
     /// The event's note about `pod`, in kube-scheduler's words.
-    pub fn note(&self, cluster: &Cluster, pod: PodId) -> std::sync::Arc<str> {
+    pub fn note(&self, cluster: &Cluster, pod: PodId) -> Arc<str> {
         match self {
             PodEvent::Scheduled { node } => {
                 format!("Successfully assigned {} to {}", cluster.pod(pod).key, cluster.node(*node).name()).into()
             }
             PodEvent::Preempted { by } => format!("Preempted by {}", by.describe(cluster)).into(),
-            PodEvent::FailedScheduling { message } => message.clone(),
+            PodEvent::FailedScheduling { message } => message.text(),
         }
     }
 }
@@ -189,27 +242,18 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         out.push(Effect::Bind { pod, node });
         out.push(Effect::Event { pod, event: PodEvent::Scheduled { node } });
     }
-    let group_messages = group_conditions(plan, &mut out);
+    group_conditions(plan, &mut out);
     let errors: std::collections::HashSet<usize> = plan
         .groups
         .iter()
         .filter(|r| r.outcome == GroupOutcome::SchedulerError)
         .flat_map(|r| cluster.groups[r.group].members.iter().map(|m| m.0 as usize))
         .collect();
-    // A group's members share its reason: rendered once for all of them and its condition. A
-    // verdict over the nodes is rendered once for all its clones (equivalent pods', a kept
-    // verdict's), whatever came between them and in whichever batch.
-    let mut rendered: Option<(*const GroupReason, std::sync::Arc<str>)> = None;
+    // A group's members share its reason, and its condition says it too.
     for (pods, err) in plan.unschedulable.runs() {
         let message = match &err.group {
-            Some(g) => match &rendered {
-                Some((at, text)) if std::ptr::eq(*at, &**g) => text.clone(),
-                _ => {
-                    let text = group_messages.get(&std::sync::Arc::as_ptr(g)).cloned();
-                    rendered.insert((&**g, text.unwrap_or_else(|| g.to_string().into()))).1.clone()
-                }
-            },
-            None => err.shared_message(),
+            Some(g) => Message::Group(g.clone()),
+            None => Message::Pod(err.clone()),
         };
         // Pods in a group the scheduler cannot handle say `SchedulerError`: a run split where
         // that changes (a shared verdict is one group's, so it never is in practice).
@@ -245,25 +289,26 @@ pub fn initially_scheduled(outcome: &GroupOutcome, invalid: bool) -> Option<(&'s
     }
 }
 
-/// The group conditions of a plan's group and tree results; returns each PodGroup's message by
-/// its reason, which its members share.
-fn group_conditions(plan: &Plan, out: &mut Vec<Effect>) -> HashMap<*const GroupReason, std::sync::Arc<str>> {
-    let mut messages = HashMap::new();
+/// The group conditions of a plan's group and tree results.
+fn group_conditions(plan: &Plan, out: &mut Vec<Effect>) {
     for r in &plan.groups {
         if let Some((status, reason)) = initially_scheduled(&r.outcome, false) {
             let (group, type_) = (GroupNode::Group(r.group), POD_GROUP_INITIALLY_SCHEDULED);
-            let message: std::sync::Arc<str> = r.message().into();
-            messages.insert(std::sync::Arc::as_ptr(&r.reason), message.clone());
-            out.push(Effect::GroupCondition { group, type_, status, reason, message });
+            out.push(Effect::GroupCondition {
+                group,
+                type_,
+                status,
+                reason,
+                message: Message::Group(r.reason.clone()),
+            });
         }
     }
     for r in &plan.composites {
         if let Some((status, reason)) = initially_scheduled(&r.outcome, r.invalid) {
             let (group, type_) = (GroupNode::Composite(r.composite), COMPOSITE_INITIALLY_SCHEDULED);
-            out.push(Effect::GroupCondition { group, type_, status, reason, message: r.message().into() });
+            out.push(Effect::GroupCondition { group, type_, status, reason, message: Message::Tree(r.reason.clone()) });
         }
     }
-    messages
 }
 
 /// Preemption victims, each deleted once, with a `Preempted` event.
@@ -352,7 +397,7 @@ mod tests {
             _ => None,
         });
         let condition = condition.expect("the gang's condition");
-        let members: Vec<(usize, &std::sync::Arc<str>)> = effects
+        let members: Vec<(usize, &Message)> = effects
             .iter()
             .filter_map(|e| match e {
                 Effect::PodsUnschedulable { pods, message, .. } => Some((pods.len(), message)),
@@ -361,8 +406,10 @@ mod tests {
             .collect();
         // One effect for both members.
         assert_eq!(members.iter().map(|(n, _)| n).collect::<Vec<_>>(), [&2]);
-        let members: Vec<_> = members.into_iter().map(|(_, m)| m).collect();
-        assert!(members.iter().all(|m| std::sync::Arc::ptr_eq(m, &condition)), "{condition} / {members:?}");
+        // The members' message is the group's reason, not a copy of its text.
+        let Message::Group(reason) = &condition else { panic!("a group's condition says its reason: {condition:?}") };
+        let shared = |m: &Message| matches!(m, Message::Group(r) if Arc::ptr_eq(r, reason));
+        assert!(members.iter().all(|(_, m)| shared(m)), "{condition} / {members:?}");
     }
 
     #[test]
@@ -388,7 +435,7 @@ mod tests {
         let messages: Vec<(PodId, std::sync::Arc<str>)> = effects(&cluster, &plan)
             .into_iter()
             .flat_map(|e| match e {
-                Effect::PodsUnschedulable { pods, message, .. } => pods.iter().map(|p| (*p, message.clone())).collect(),
+                Effect::PodsUnschedulable { pods, message, .. } => pods.iter().map(|p| (*p, message.text())).collect(),
                 _ => Vec::new(),
             })
             .collect();

@@ -15,6 +15,7 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use muster_controllers::resourceclaim::{Release, release};
+use muster_sched::effects::Message;
 use muster_sched::{Change, Cluster, Effect, Engine};
 use serde_json::json;
 
@@ -157,7 +158,7 @@ struct JobState {
     end: Option<Millis>,
     restarts: u32,
     /// The last reason a pod of the job was found unschedulable (shared with its gang).
-    reason: Option<std::sync::Arc<str>>,
+    reason: Option<Message>,
     nodes: Vec<String>,
 }
 
@@ -177,7 +178,7 @@ enum Act {
     Unschedulable {
         job: u32,
         index: u32,
-        message: std::sync::Arc<str>,
+        message: Message,
     },
 }
 
@@ -1002,7 +1003,7 @@ impl<'d, 's> Sim<'d, 's> {
                 };
                 let reason = match state {
                     "pending" if !s.arrived => Some("arrives after the end of the simulation".to_string()),
-                    "pending" => Some(s.reason.as_deref().unwrap_or("not attempted yet").to_string()),
+                    "pending" => Some(s.reason.as_ref().map_or("not attempted yet".to_string(), Message::to_string)),
                     _ => None,
                 };
                 let mut nodes = s.nodes.clone();

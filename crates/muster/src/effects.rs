@@ -73,7 +73,7 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
                 writeln!(out, "bind    pod {} to node {}", pod(p), cluster.node(node).name())
             }
             Effect::PodsUnschedulable { pods, reason, message } => {
-                let text = one_line(&message).to_string();
+                let text = one_line(&message.text()).to_string();
                 let event = PodEvent::FailedScheduling { message };
                 for &p in pods.iter() {
                     let _ = writeln!(out, "status  pod {} PodScheduled=False {reason}: {text}", pod(p));
@@ -86,7 +86,7 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
                 "status  {} {} {type_}={status} {reason}: {}",
                 group.kind(),
                 cluster.node_key(group),
-                one_line(&message)
+                one_line(&message.text())
             ),
             Effect::Event { pod: p, event } => {
                 write_event(&mut out, cluster, p, &event);

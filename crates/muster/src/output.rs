@@ -26,7 +26,8 @@ impl Rows {
             match e {
                 Effect::Bind { pod, node } => rows.bound.push((*pod, *node)),
                 Effect::PodsUnschedulable { pods, message, .. } => {
-                    rows.unschedulable.extend(pods.iter().map(|p| (*p, message.clone())))
+                    let text = message.text();
+                    rows.unschedulable.extend(pods.iter().map(|p| (*p, text.clone())))
                 }
                 _ => {}
             }
