@@ -450,6 +450,7 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Command::Run(_)) {
         quiet_on_closed_pipe();
     }
+    choose_memory_policy(&cli.command);
     let result = match cli.command {
         Command::Plan(args) => plan(args),
         Command::Devices(args) => run_devices(args),
@@ -464,10 +465,7 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run::run(args),
         Command::Bench { bench } => run_bench(bench),
-        Command::Sim(args) => {
-            keep_freed_memory();
-            sim::run(args)
-        }
+        Command::Sim(args) => sim::run(args),
     };
     match result {
         Ok(code) => code,
@@ -486,6 +484,32 @@ fn quiet_on_closed_pipe() {
     // SAFETY: setting a signal's disposition to its default at start-up, before any thread runs.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// How the allocator keeps memory, by what the command does (BENCHMARKS.md: "Transparent huge
+/// pages" and "mimalloc's purging off in `sim`"): a simulation keeps the memory it frees; a
+/// command that runs once and ends (`plan`, `why`, `check`, most benches) takes no transparent
+/// huge pages, whose first faults cost it seconds on some machines (`bench plan`: 0.9-4.7 s a
+/// process with them, 0.6 s without) for a steady state it never reaches; `run` keeps the
+/// default, as a daemon whose steady state is faster with huge pages. Each bench as its command.
+fn choose_memory_policy(command: &Command) {
+    match command {
+        Command::Sim(_) | Command::Bench { bench: BenchCommand::Sim { .. } } => keep_freed_memory(),
+        Command::Run(_) | Command::Bench { bench: BenchCommand::Churn { .. } } => {}
+        _ => no_huge_pages(),
+    }
+}
+
+/// Transparent huge pages off for this process (`PR_SET_THP_DISABLE`, what mimalloc's own
+/// `allow_thp=0` does at start): later faults get 4 KiB pages even where mimalloc asked for
+/// huge ones. A kernel without the call leaves things as they were.
+fn no_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a prctl that only sets a flag of this process's memory map; the result is ignored
+    // (an older kernel refuses it, and nothing else changes).
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
 }
 
@@ -660,7 +684,6 @@ fn run_bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             reprieve_search,
             feature_gates,
         } => {
-            keep_freed_memory();
             let mut config =
                 SchedulerConfig { scoring_strategy: scoring.into(), reprieve_search, ..Default::default() };
             feature_gates.apply(&mut config);
