@@ -113,6 +113,9 @@ pub struct Timing {
     pub unschedulable: u64,
     /// PodGroup cycles run (a gang's attempt, placed or not).
     pub group_attempts: u64,
+    /// Of `group_attempts`, those that repeated the gang's last failure on the bound from its
+    /// kept reading.
+    pub group_repeats: u64,
 }
 
 /// A failure of the simulation itself (the engine refused a change the sim made).
@@ -457,6 +460,7 @@ impl<'d, 's> Sim<'d, 's> {
             let repeated = &plan.repeated;
             self.w.timing.unschedulable += repeated.pods;
             self.w.timing.group_attempts += repeated.groups.len() as u64;
+            self.w.timing.group_repeats += repeated.groups.len() as u64;
             if repeated.pods > 0 {
                 *self.w.unschedulable_by.entry("PodGroup").or_default() += repeated.pods;
             }
