@@ -5,8 +5,8 @@
 //! partitionable devices, requests for all devices, preemption, and clusters where Filter stops
 //! early (the next start index must move as before). A gang cycle that would fail on the bound
 //! as the last one did is only counted, and a kept reading never outlives a change it depends on.
-//! Classic preemption of pods outside groups, which skips nodes the bound shows hopeless even
-//! without their lower-priority pods, decides as without it.
+//! Classic preemption of pods outside groups, whose trials the bound may cut short, decides as
+//! without it.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaimTemplate, ResourceSlice};
@@ -484,8 +484,8 @@ fn singles_run(gpus: &[u8], arrivals: &[(u8, u8, bool)], bound: bool) -> Vec<Ste
 fn classic_preemption_still_makes_room() {
     // n0's cores go to a priority-0 pod with one of its two GPUs; a priority-10 pod that wants
     // the other GPU and half the cores is rejected for its cores (a rejection preemption can
-    // resolve): the bound, counting the victim's cores free, lets the trial run, and it evicts.
-    // A pod that wants more cores than the node has is skipped on the bound alone.
+    // resolve): with the victim's cores and GPU free the trial fits, and it evicts. A pod that
+    // wants more cores than the node has finds no candidate.
     let steps = [(1, 8, false), (1, 4, true), (0, 9, true)];
     let with = singles_run(&[2], &steps, true);
     assert_eq!(with, singles_run(&[2], &steps, false));
@@ -497,7 +497,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(100))]
 
     /// Classic preemption of pods outside groups decides alike with and without the bound (which
-    /// skips a node where no copy of the pod fits even with every lower-priority pod gone).
+    /// ends a trial where no copy of the pod fits the node with its lower-priority pods gone).
     #[test]
     fn the_bound_changes_no_classic_preemption(
         gpus in prop::collection::vec(0u8..3, 1..4),

@@ -17,10 +17,6 @@
 //! no device; a pod with extended resources served through DRA, or a cluster with several
 //! profiles, gets no bound. Other Filter plugins only remove nodes, so ignoring them keeps the
 //! bound an upper one.
-//!
-//! DefaultPreemption reads it too, for a pod outside groups: a node where no copy fits even with
-//! every lower-priority pod gone ([`Scheduler::copies_without`]) is no candidate, and no trial
-//! evicts them all to find that out.
 
 use super::*;
 use crate::cluster::{ClaimId, NodeInfo, ResourceId};
@@ -302,36 +298,6 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         usize::try_from(k).unwrap_or(0)
     }
 
-    /// At most how many members needing `need` node `n` could take if every pod of `gone` (pods
-    /// on it) left: their requests and pod slots counted free, and every device their claims hold
-    /// (more than their leaving can free: a claim that another pod keeps stays allocated).
-    pub(super) fn copies_without(&mut self, n: NodeId, need: &Need, gone: &[PodId]) -> usize {
-        let c = &*self.cluster;
-        let node = c.node(n);
-        let freed = |id: ResourceId| -> i64 {
-            let of = |p: &PodId| c.pod(*p).requests.iter().find(|(r, _)| *r == id).map_or(0, |(_, v)| *v);
-            gone.iter().map(of).sum()
-        };
-        let mut k = (node.allowed_pods - node.num_pods + gone.len() as i64).max(0);
-        for &(id, want) in &need.requests {
-            if want > 0 {
-                k = k.min((node.allocatable(id) - node.requested(id) + freed(id)).max(0) / want);
-            }
-        }
-        if k > 0 && need.devices > 0 {
-            let held: usize = gone
-                .iter()
-                .flat_map(|p| c.pod(*p).claims.iter().filter_map(|r| r.as_ref().ok()))
-                .map(|id| allocated_devices(&c.claims[*id].claim))
-                .sum();
-            if let Some(free) = self.free_devices(n) {
-                let free = i64::from(free).saturating_add(i64::try_from(held).unwrap_or(i64::MAX));
-                k = k.min(free / i64::from(need.devices));
-            }
-        }
-        usize::try_from(k).unwrap_or(0)
-    }
-
     /// The unallocated devices the allocator can give a claim on node `n` (`None`: not limited
     /// by a count), counted again only when the node's devices may have changed.
     fn free_devices(&mut self, n: NodeId) -> Option<u32> {
@@ -373,10 +339,4 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         Some(free)
     }
-}
-
-/// How many devices a claim's allocation holds.
-fn allocated_devices(claim: &k8s_openapi::api::resource::v1::ResourceClaim) -> usize {
-    let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref());
-    allocation.and_then(|a| a.devices.as_ref()).and_then(|d| d.results.as_ref()).map_or(0, Vec::len)
 }

@@ -89,46 +89,33 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let c = &*self.cluster;
         let priority = c.pod(pod).priority;
         // The node's own pods: every bound pod is counted on its node (`NodeInfo::account`).
-        let lower: Vec<PodId> = c
+        let mut potential: Vec<(UnitKey, Vec<PodId>)> = c
             .node(node)
             .detail
             .pods
             .iter()
-            .copied()
-            .filter(|id| c.pod(*id).state == PodState::Bound(node) && c.pod(*id).priority < priority)
-            .collect();
-        debug_assert_eq!(
-            lower.len(),
-            c.pods.iter().filter(|p| p.state == PodState::Bound(node) && p.priority < priority).count(),
-            "a pod bound to the node is not counted on it"
-        );
-        if lower.is_empty() {
-            return None;
-        }
-        // With the gang bound on, its count of what the node could take decides first: when no
-        // copy of the pod fits the node's free resources and devices, Filter rejects it too
-        // (debug builds check), and no trial runs. The need is read before any eviction: an
-        // eviction can only raise it (a claim shared with a victim left unallocated), so a bound
-        // over it stays an upper one.
-        let need = if self.bound_applies() { self.need(&[pod]) } else { None };
-        // Not even with every lower-priority pod gone: no candidate, nothing evicted. Debug
-        // builds run the trial and check.
-        let hopeless = need.as_ref().is_some_and(|need| self.copies_without(node, need, &lower) == 0);
-        if hopeless && !cfg!(debug_assertions) {
-            return None;
-        }
-        let c = &*self.cluster;
-        let mut potential: Vec<(UnitKey, Vec<PodId>)> = lower
-            .iter()
-            .map(|&id| {
-                let p = c.pod(id);
+            .map(|id| (*id, c.pod(*id)))
+            .filter(|(_, p)| p.state == PodState::Bound(node) && p.priority < priority)
+            .map(|(id, p)| {
                 let start = p.pod.status().and_then(|s| s.start_time.clone());
                 ((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![id])
             })
             .collect();
+        debug_assert_eq!(
+            potential.len(),
+            c.pods.iter().filter(|p| p.state == PodState::Bound(node) && p.priority < priority).count(),
+            "a pod bound to the node is not counted on it"
+        );
+        if potential.is_empty() {
+            return None;
+        }
         potential.sort_by(|a, b| a.0.cmp(&b.0));
         let violates = self.budget_violations(&potential);
         let mut removed: Vec<Option<Evicted>> = potential.iter().map(|(_, p)| Some(self.evict(p[0]))).collect();
+        // With the gang bound on, its count of what the node could take decides first: when no
+        // copy of the pod fits the node's free resources and devices, Filter rejects it too
+        // (debug builds check), and no trial runs.
+        let need = if self.bound_applies() { self.need(&[pod]) } else { None };
         let fits = |s: &mut Self| match &need {
             Some(need) if s.copies(node, need) == 0 => {
                 debug_assert!(!s.fits_only_on(pod, node), "the bound says the pod cannot fit the node");
@@ -142,7 +129,6 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             return None;
         }
-        debug_assert!(!hopeless, "the bound without the lower-priority pods says the pod cannot fit the node");
         let order: Vec<usize> = (0..potential.len())
             .filter(|u| violates[*u].is_some())
             .chain((0..potential.len()).filter(|u| violates[*u].is_none()))
