@@ -470,6 +470,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     /// The bound's counts over every node, per need, kept up to date from the node journal (the
     /// gangs of one shape that wait together are counted once, not once each).
     room_counts: Vec<gang_bound::RoomCount>,
+    /// Reads of `room_counts` so far (which one was read least recently).
+    room_reads: u64,
     /// What the last cycles of gangs the bound failed read and reported ([`bound_wait`]), by
     /// group.
     bound_waits: bound_wait::BoundWaits,
@@ -511,6 +513,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             gang_bound: false,
             device_room: Vec::new(),
             room_counts: Vec::new(),
+            room_reads: 0,
             bound_waits: bound_wait::BoundWaits::default(),
         }
     }

@@ -51,7 +51,8 @@ pub(super) struct BoundWait {
 /// of claims finds the readings it forgets without a look at the others.
 #[derive(Default)]
 pub(super) struct BoundWaits {
-    waits: std::collections::BTreeMap<GroupId, BoundWait>,
+    /// By group; read at every repeat, so hashed (no decision depends on their order).
+    waits: std::collections::HashMap<GroupId, BoundWait, std::hash::BuildHasherDefault<muster_cel::IdHasher>>,
     by_claim: std::collections::HashMap<ClaimId, Vec<GroupId>>,
 }
 

@@ -38,9 +38,17 @@ pub(super) struct RoomCount {
     /// The node journal's position and the shared-pool DRA generation the counts are as of.
     at: u64,
     shared: u64,
+    /// When it was last read ([`Scheduler::counted_room`]'s tick): the least recent goes first.
+    used: u64,
 }
 
-/// At most this many needs' counts are kept (the oldest goes first).
+impl RoomCount {
+    fn empty() -> RoomCount {
+        RoomCount { requests: Vec::new(), devices: 0, copies: Vec::new(), room: 0, nodes: 0, at: 0, shared: 0, used: 0 }
+    }
+}
+
+/// At most this many needs' counts are kept (the least recently read goes first).
 const MAX_ROOM_COUNTS: usize = 16;
 
 /// What every pending member surely needs: per resource, the least any member requests (a
@@ -147,35 +155,50 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// counted afresh.
     fn counted_room(&mut self, need: &Need) -> (usize, usize) {
         let (now, shared) = (self.cluster.node_journal.now(), self.dra_shared_generation);
+        self.room_reads += 1;
         let kept = self.room_counts.iter().position(|r| r.devices == need.devices && r.requests == need.requests);
-        let mut count = match kept.map(|i| self.room_counts.remove(i)) {
-            Some(mut count) if count.shared == shared => {
-                let changed = self.cluster.node_journal.since(count.at).map(<[NodeId]>::to_vec);
-                match changed {
+        let i = match kept {
+            // Nothing changed since: the count stands as it is.
+            Some(i) if self.room_counts[i].shared == shared && self.room_counts[i].at == now => i,
+            Some(i) if self.room_counts[i].shared == shared => {
+                let mut count = std::mem::replace(&mut self.room_counts[i], RoomCount::empty());
+                match self.cluster.node_journal.since(count.at).map(<[NodeId]>::to_vec) {
                     Some(mut changed) => {
                         changed.sort_unstable();
                         changed.dedup();
                         for n in changed {
                             self.recount(&mut count, n, need);
                         }
-                        count
                     }
-                    None => self.count_every_node(need),
+                    None => count = self.count_every_node(need),
+                }
+                self.room_counts[i] = count;
+                i
+            }
+            Some(i) => {
+                self.room_counts[i] = self.count_every_node(need);
+                i
+            }
+            None => {
+                let count = self.count_every_node(need);
+                if self.room_counts.len() < MAX_ROOM_COUNTS {
+                    self.room_counts.push(count);
+                    self.room_counts.len() - 1
+                } else {
+                    let oldest = (0..self.room_counts.len()).min_by_key(|&i| self.room_counts[i].used).unwrap_or(0);
+                    self.room_counts[oldest] = count;
+                    oldest
                 }
             }
-            _ => self.count_every_node(need),
         };
-        count.at = now;
+        let count = &mut self.room_counts[i];
+        (count.at, count.used) = (now, self.room_reads);
+        let counted = (count.room, count.nodes);
         debug_assert_eq!(
             self.count_room(need, usize::MAX),
-            (count.room, count.nodes, true),
+            (counted.0, counted.1, true),
             "the count kept up to date from the node journal is the count over every node"
         );
-        let counted = (count.room, count.nodes);
-        if self.room_counts.len() >= MAX_ROOM_COUNTS {
-            self.room_counts.remove(0);
-        }
-        self.room_counts.push(count);
         counted
     }
 
@@ -185,10 +208,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             requests: need.requests.clone(),
             devices: need.devices,
             copies: vec![0; self.cluster.nodes.len()],
-            room: 0,
-            nodes: 0,
-            at: 0,
             shared: self.dra_shared_generation,
+            ..RoomCount::empty()
         };
         for i in 0..self.cluster.node_order.len() {
             let n = self.cluster.node_order[i];
