@@ -91,7 +91,7 @@ pub struct SliceIndex {
     verdicts: Mutex<Fast<u64, Known>>,
     /// What each node sees, gathered once: keyed by node name, a fingerprint of its labels, and
     /// whether partitionable devices are on (the only feature gathering depends on).
-    gathered: RwLock<HashMap<String, Vec<GatheredFor>>>,
+    gathered: RwLock<HashMap<String, Vec<GatheredFor>, foldhash::fast::RandomState>>,
 }
 
 impl SliceIndex {
@@ -286,13 +286,12 @@ impl SliceIndex {
 
     /// What `node` sees, gathered on first use.
     pub fn gather(&self, node: Option<&Node>, features: Features) -> Arc<GatheredCell> {
-        use std::hash::{Hash, Hasher};
+        use std::hash::BuildHasher;
         let name = node.and_then(|n| n.metadata.name.as_deref()).unwrap_or_default();
-        let labels = node.and_then(|n| n.metadata.labels.as_ref()).filter(|l| !l.is_empty()).map_or(0, |l| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            l.hash(&mut h);
-            h.finish()
-        });
+        let labels = node
+            .and_then(|n| n.metadata.labels.as_ref())
+            .filter(|l| !l.is_empty())
+            .map_or(0, |l| foldhash::fast::FixedState::default().hash_one(l));
         let partitionable = features.partitionable_devices;
         let cached =
             self.gathered.read().unwrap_or_else(|e| e.into_inner()).get(name).and_then(|v| {

@@ -359,7 +359,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
         if self.feasible.is_empty() {
             let mut rejections: Vec<Rejection> = Vec::new();
-            let mut rejection_ids: HashMap<Rejection, u16> = HashMap::new();
+            let mut rejection_ids: HashMap<Rejection, u16, foldhash::fast::RandomState> = HashMap::default();
             let mut node_statuses: Vec<(NodeId, u16)> = Vec::with_capacity(self.rejected.len());
             // NodeResourcesFit's failing checks on the last node, when only they rejected it.
             let mut last_bits: Option<u32> = None;
