@@ -307,13 +307,13 @@ struct Info {
 }
 
 impl Info {
-    /// An entry that waits for nothing yet.
     /// Whether a backoff queue's item (`key`, `order`) in `place` is this entry's, not a stale
     /// one left by a removal.
     fn is_held(&self, place: Place, key: Millis, order: &OrderKey, limits: Backoff) -> bool {
         self.place == place && limits.key(self.attempts, self.failed_at) == key && self.order == *order
     }
 
+    /// An entry that waits for nothing yet.
     fn new(order: OrderKey, place: Place, attempts: u32, failed_at: Millis) -> Info {
         Info {
             order,

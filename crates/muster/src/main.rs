@@ -490,8 +490,8 @@ fn quiet_on_closed_pipe() {
 /// How the allocator keeps memory, by what the command does (BENCHMARKS.md: "Transparent huge
 /// pages" and "mimalloc's purging off in `sim`"): a simulation keeps the memory it frees; a
 /// command that runs once and ends (`plan`, `why`, `check`, most benches) takes no transparent
-/// huge pages, whose first faults cost it seconds on some machines (`bench plan`: 0.9-4.7 s a
-/// process with them, 0.6 s without) for a steady state it never reaches; `run` keeps the
+/// huge pages, whose first faults cost it seconds on some machines (`bench plan`: 0.6-4.1 s a
+/// process with them, 0.6-0.8 s without) for a steady state it never reaches; `run` keeps the
 /// default, as a daemon whose steady state is faster with huge pages. Each bench as its command.
 fn choose_memory_policy(command: &Command) {
     match command {
