@@ -764,10 +764,11 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         while let Some(entry) = queue.pop(now) {
             cycles += 1;
             observe(entry, &self.cluster);
+            // A gang's failure repeated from its kept reading changes nothing: the single pods'
+            // shared verdicts stand, as after any failed group cycle.
             if let QueueEntry::Group(g) = entry
                 && let Some((wake, checked, pods)) = self.repeats_bound_failure(g)
             {
-                self.failed_classes.clear();
                 plan.repeated.groups.push(g);
                 plan.repeated.pods += pods as u64;
                 queue.failed_checked(entry, wake, checked, now);
