@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use muster_sched::effects::{EventType, PodEvent};
+use muster_sched::effects::{EventType, Message, PodEvent};
 use muster_sched::volumes::Binding;
 use muster_sched::{Cluster, Effect, Plan};
 
@@ -73,8 +73,10 @@ pub fn render(cluster: &Cluster, plan: &Plan) -> String {
                 writeln!(out, "bind    pod {} to node {}", pod(p), cluster.node(node).name())
             }
             Effect::PodsUnschedulable { pods, reason, message } => {
-                let text = one_line(&message.text()).to_string();
-                let event = PodEvent::FailedScheduling { message };
+                // Worded once for all the pods and their events.
+                let rendered = message.text();
+                let text = one_line(&rendered).to_string();
+                let event = PodEvent::FailedScheduling { message: Message::Text(rendered) };
                 for &p in pods.iter() {
                     let _ = writeln!(out, "status  pod {} PodScheduled=False {reason}: {text}", pod(p));
                     write_event(&mut out, cluster, p, &event);

@@ -6,7 +6,7 @@
 //! one); entries that come while it is being popped wait in a heap beside the sorted ones.
 //!
 //! Removal is lazy: the queue says which key lost an entry, the window counts it, and the item
-//! stays in its heap until popped, when the caller's `live` check (the entry's place, key and
+//! stays in its window until popped, when the caller's `live` check (the entry's place, key and
 //! order in the queue's info) skips it. A window whose count reaches zero is dropped at once, so
 //! every window held has an entry to give and the first key is always a real one. An entry
 //! removed and added back under the same key and order leaves two like items: the first popped
