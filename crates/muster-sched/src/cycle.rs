@@ -554,8 +554,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
 
     /// The store's `apply` of one change between cycles, as through [`Scheduler::cluster_mut`],
     /// but keeping what the change cannot have changed: the count of the lowest bound priority
-    /// (`preemption::keeps_floor`; lowered to a pod the change brings to a node) and the gangs'
-    /// kept readings (`bound_wait::follows`; those it may have changed forgotten).
+    /// (`preemption::keeps_floor`; lowered to a pod the change brings to a node), the gangs'
+    /// kept readings (`bound_wait::follows`; those it may have changed forgotten) and their room
+    /// counts (brought up to date from the node journal when next read).
     pub fn apply_change(
         &mut self,
         change: crate::store::Change,
@@ -577,7 +578,12 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         };
         let member_of = changed.and_then(|p| self.cluster.pod(p).group.as_ref()?.as_ref().ok().copied());
         let floor = self.bound_floor;
-        let applied = self.cluster_mut().apply(change)?;
+        // The store notes in the node journal every node whose requests, pods or generation it
+        // changes, and the changes of devices that follow note theirs ([`Scheduler::claim_replaced`],
+        // `devices_changed`): the gangs' room counts, kept up to date from the journal, stand.
+        self.failed_classes.clear();
+        self.bound_floor = None;
+        let applied = self.cluster.apply(change)?;
         let event = BoundEvent::of(&self.cluster, member_of, changed, &applied);
         if keeps_floor {
             self.bound_floor = floor.map(|f| event.on_node.map_or(f, |p| f.min(p)));
