@@ -297,8 +297,9 @@ pub struct PodInfo {
     pub requests: Vec<(ResourceId, i64)>,
     /// CPU (milli) and memory with the non-zero defaults, for scoring.
     pub non_zero: [i64; 2],
-    /// Pods with equal `requests` and `non_zero` share a shape: the resource Score plugins give
-    /// them equal scores on a node in a given state.
+    /// Pods with equal `requests` and `non_zero` share a shape, and pods that share one have
+    /// equal ones (a number is never given to two pairs): the resource Score plugins give them
+    /// equal scores on a node in a given state.
     pub shape: u32,
     pub state: PodState,
     /// The pod's resource claims (`spec.resourceClaims`), resolved: an index into

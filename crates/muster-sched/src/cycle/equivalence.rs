@@ -45,10 +45,11 @@ pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
 /// claims' spec classes known so far).
 pub(super) fn equivalent(c: &Cluster, specs: &SpecClasses, a: PodId, b: PodId) -> bool {
     let (pa, pb) = (c.pod(a), c.pod(b));
+    // One shape is one `requests` and `non_zero` (the store numbers each pair once): compared by
+    // its number, without reading the requests.
+    debug_assert!(pa.shape != pb.shape || (pa.requests == pb.requests && pa.non_zero == pb.non_zero));
     a != b
         && pa.shape == pb.shape
-        && pa.requests == pb.requests
-        && pa.non_zero == pb.non_zero
         && pa.priority == pb.priority
         && pa.dra_extended == pb.dra_extended
         && pb.stale_extended_claim.is_none()
