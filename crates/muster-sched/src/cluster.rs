@@ -16,6 +16,8 @@ use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use muster_api::resources;
+
+pub use crate::slots::Slots;
 use muster_api::taints::PREFER_NO_SCHEDULE;
 
 pub use crate::unresolved::Unresolved;
@@ -208,7 +210,8 @@ impl InterPodPods {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PodId(pub u32);
 
-/// A stable id: a slot of one of the store's vectors, which it indexes directly (`v[id]`).
+/// A stable id: a slot of one of the store's slot arrays ([`Slots`]), which it indexes directly
+/// (`v[id]`).
 macro_rules! slot_id {
     ($(#[$doc:meta])* $id:ident => $info:ty) => {
         $(#[$doc])*
@@ -221,14 +224,14 @@ macro_rules! slot_id {
             }
         }
 
-        impl std::ops::Index<$id> for Vec<$info> {
+        impl std::ops::Index<$id> for Slots<$info> {
             type Output = $info;
             fn index(&self, id: $id) -> &$info {
                 &self[id.0 as usize]
             }
         }
 
-        impl std::ops::IndexMut<$id> for Vec<$info> {
+        impl std::ops::IndexMut<$id> for Slots<$info> {
             fn index_mut(&mut self, id: $id) -> &mut $info {
                 &mut self[id.0 as usize]
             }
@@ -409,18 +412,19 @@ pub struct Cluster {
     /// The order Filter walks nodes in: round-robin over zones, as kube-scheduler's node tree lists
     /// them (zones in order of first appearance among nodes sorted by name).
     pub node_order: Vec<NodeId>,
-    /// All pods sorted by `namespace/name`.
-    pub pods: Vec<PodInfo>,
+    /// Every pod by its slot ([`PodId`]): sorted by `namespace/name` in a snapshot built at once;
+    /// a new pod takes a deleted one's slot or a new one at the end. Never moved as it grows.
+    pub pods: Slots<PodInfo>,
     /// True when some node has a PreferNoSchedule taint (TaintToleration scoring matters).
     pub any_prefer_no_schedule: bool,
     /// Things worth telling the user that are not errors.
     pub warnings: Vec<String>,
     /// ResourceClaims: those in the input, then those generated from templates for pending pods.
-    pub claims: Vec<ClaimInfo>,
+    pub claims: Slots<ClaimInfo>,
     /// PodGroups sorted by `namespace/name`, with their members.
-    pub groups: Vec<GroupInfo>,
+    pub groups: Slots<GroupInfo>,
     /// CompositePodGroups sorted by `namespace/name`, with their children.
-    pub composites: Vec<CompositeInfo>,
+    pub composites: Slots<CompositeInfo>,
     /// PodDisruptionBudgets sorted by `namespace/name`, with the disruptions they allow.
     pub budgets: Vec<BudgetInfo>,
     /// PriorityClass values by name (with the system classes), and the global default's value.
@@ -793,7 +797,6 @@ impl Cluster {
         let key = |i: usize| (pods[i].meta().namespace.as_ref(), pods[i].meta().name.as_ref());
         order.sort_by(|a, b| key(*a).cmp(&key(*b)));
         let mut pods: Vec<Option<StoredPod>> = pods.into_iter().map(Some).collect();
-        c.pods.reserve_exact(pods.len());
         for pod in order.into_iter().filter_map(|i| pods[i].take()) {
             let info = match c.pod_info(pod, |name| node_ids.get(name).copied()) {
                 Ok(info) => info,

@@ -22,6 +22,7 @@ pub mod plugins;
 pub mod pre_filter_reason;
 pub mod queue;
 pub mod short_name;
+pub mod slots;
 pub mod spread_selectors;
 pub mod store;
 pub mod stored_pod;

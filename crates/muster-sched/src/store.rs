@@ -302,7 +302,7 @@ impl Cluster {
     }
 
     /// The pods' index by name, and the slots it reads the names from.
-    fn pod_index(&mut self) -> (&mut pod_index::PodIndex, &[PodInfo]) {
+    fn pod_index(&mut self) -> (&mut pod_index::PodIndex, &crate::slots::Slots<PodInfo>) {
         (&mut self.index.get_or_insert_with(Default::default).pods, &self.pods)
     }
 

@@ -7,6 +7,7 @@
 use std::hash::BuildHasher;
 
 use crate::cluster::{NameMap, PodId, PodInfo};
+use crate::slots::Slots;
 
 type ByHash = std::collections::HashMap<u64, PodId, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
@@ -32,7 +33,7 @@ impl<S: BuildHasher> PodIndex<S> {
     }
 
     /// The pod named `key`, reading names from `pods` (the slots the ids index).
-    pub(super) fn get(&self, key: &str, pods: &[PodInfo]) -> Option<PodId> {
+    pub(super) fn get(&self, key: &str, pods: &Slots<PodInfo>) -> Option<PodId> {
         let h = self.hasher.hash_one(key);
         match self.by_hash.get(&h) {
             Some(&id) if pods[id.0 as usize].key == key => Some(id),
@@ -42,7 +43,7 @@ impl<S: BuildHasher> PodIndex<S> {
     }
 
     /// Adds pod `id` named `key` (not in the index yet).
-    pub(super) fn insert(&mut self, key: &str, id: PodId, pods: &[PodInfo]) {
+    pub(super) fn insert(&mut self, key: &str, id: PodId, pods: &Slots<PodInfo>) {
         let h = self.hasher.hash_one(key);
         match self.by_hash.get(&h) {
             Some(&other) if other != id && pods[other.0 as usize].key != key => {
@@ -53,7 +54,7 @@ impl<S: BuildHasher> PodIndex<S> {
     }
 
     /// Takes out the pod named `key`, if indexed.
-    pub(super) fn remove(&mut self, key: &str, pods: &[PodInfo]) -> Option<PodId> {
+    pub(super) fn remove(&mut self, key: &str, pods: &Slots<PodInfo>) -> Option<PodId> {
         let h = self.hasher.hash_one(key);
         match self.by_hash.get(&h) {
             Some(&id) if pods[id.0 as usize].key == key => self.by_hash.remove(&h),
@@ -80,7 +81,7 @@ mod tests {
         fn write(&mut self, _: &[u8]) {}
     }
 
-    fn pods(names: &[&str]) -> Vec<PodInfo> {
+    fn pods(names: &[&str]) -> Slots<PodInfo> {
         names
             .iter()
             .map(|n| {
@@ -128,7 +129,7 @@ mod tests {
     /// Random adds and deletes over a few names, slots reused as the store reuses them: the
     /// index answers as a map by name does, with real hashes and with all hashes equal.
     fn agrees_with_a_map<S: BuildHasher + Default>(ops: &[(bool, u8)]) {
-        let mut slots: Vec<PodInfo> = Vec::new();
+        let mut slots: Slots<PodInfo> = Slots::new();
         let mut free: Vec<PodId> = Vec::new();
         let mut reference: std::collections::BTreeMap<String, PodId> = Default::default();
         let mut index: PodIndex<S> = PodIndex::with_capacity(0);

@@ -134,15 +134,17 @@ pub fn churn(nodes: usize, running: usize, count: usize, seed: u64, waiting: usi
     let pending = c.pods.iter().filter(|p| p.state == PodState::Pending).count();
     let (active, backoff, unschedulable) = engine.queue().counts();
     Ok(format!(
-        "churn: {nodes} nodes, {running} running pods, {waiting} never fitting, {count} events (seed {seed})\n  total: {:.3} s ({:.0} events/s), of which confirming {confirms} bindings {:.3} s (making the events, not counted: {:.3} s)\n  apply: pod add median {:.2} µs (p99 {:.2} µs), pod delete median {:.2} µs (p99 {:.2} µs)\n  placed: {placed}, failed attempts: {failed}; at the end {bound} bound, {pending} pending (queue: {active} active, {backoff} backoff, {unschedulable} unschedulable)\n  peak RSS: {:.0} MiB\n",
+        "churn: {nodes} nodes, {running} running pods, {waiting} never fitting, {count} events (seed {seed})\n  total: {:.3} s ({:.0} events/s), of which confirming {confirms} bindings {:.3} s (making the events, not counted: {:.3} s)\n  apply: pod add median {:.2} µs (p99 {:.2} µs, max {:.0} µs), pod delete median {:.2} µs (p99 {:.2} µs, max {:.0} µs)\n  placed: {placed}, failed attempts: {failed}; at the end {bound} bound, {pending} pending (queue: {active} active, {backoff} backoff, {unschedulable} unschedulable)\n  peak RSS: {:.0} MiB\n",
         secs(total),
         count as f64 / secs(total),
         secs(confirm_time),
         secs(making),
         micros(percentile(&adds, 50)),
         micros(percentile(&adds, 99)),
+        micros(adds.last().copied().unwrap_or_default()),
         micros(percentile(&deletes, 50)),
         micros(percentile(&deletes, 99)),
+        micros(deletes.last().copied().unwrap_or_default()),
         peak_rss_mib().unwrap_or(f64::NAN)
     ))
 }
