@@ -163,7 +163,7 @@ impl NodeInfo {
     /// what the cluster-wide counts of pods with affinity terms change by ([`Cluster::inter_pod`]).
     #[must_use]
     pub fn account(&mut self, pod: &PodInfo, id: PodId, sign: i64) -> InterPodPods {
-        for &(rid, v) in &pod.requests {
+        for &(rid, v) in pod.requests.iter() {
             let i = rid.0 as usize;
             if i < INLINE {
                 self.requested[i] += sign * v;
@@ -296,8 +296,9 @@ pub struct PodInfo {
     /// `namespace/name`.
     pub key: String,
     pub priority: i32,
-    /// Non-zero requests per resource id, sorted by id.
-    pub requests: Vec<(ResourceId, i64)>,
+    /// Non-zero requests per resource id, sorted by id; shared by the pods of one shape (a pod
+    /// of a known shape allocates none, and frees none when it goes).
+    pub requests: std::sync::Arc<[(ResourceId, i64)]>,
     /// CPU (milli) and memory with the non-zero defaults, for scoring.
     pub non_zero: [i64; 2],
     /// Pods with equal `requests` and `non_zero` share a shape, and pods that share one have
@@ -334,7 +335,7 @@ impl PodInfo {
             pod: StoredPod::default(),
             key: String::new(),
             priority: 0,
-            requests: Vec::new(),
+            requests: std::sync::Arc::default(),
             non_zero: [0, 0],
             shape: 0,
             state: PodState::Deleted,
@@ -397,7 +398,7 @@ impl SchedulerNames {
 
 /// What makes two pods score alike: their requests, then their non-zero cpu/memory (looked up by
 /// the requests' slice: a pod's shape is found without copying its requests).
-type Shapes = NameMap<Vec<(ResourceId, i64)>, Vec<([i64; 2], u32)>>;
+type Shapes = NameMap<std::sync::Arc<[(ResourceId, i64)]>, Vec<([i64; 2], u32)>>;
 
 /// The built-in PriorityClasses every cluster has.
 const SYSTEM_PRIORITY_CLASSES: [(&str, i32); 2] =
@@ -976,11 +977,15 @@ impl Cluster {
             .filter(|(_, v)| *v != 0)
             .collect();
         reqs.sort_unstable();
-        // Kept per pod: without spare capacity (collected through a filter, it has some).
-        reqs.shrink_to_fit();
-        let known = self.shapes.get(reqs.as_slice()).and_then(|s| s.iter().find(|(nz, _)| *nz == non_zero));
-        let shape = match known {
-            Some((_, shape)) => *shape,
+        let (reqs, shape) = match self.shapes.get_key_value(reqs.as_slice()) {
+            Some((shared, shapes)) => {
+                let known = shapes.iter().find(|(nz, _)| *nz == non_zero).map(|(_, shape)| *shape);
+                (shared.clone(), known)
+            }
+            None => (std::sync::Arc::from(reqs), None),
+        };
+        let shape = match shape {
+            Some(shape) => shape,
             None => {
                 let next = self.shape_count;
                 self.shape_count += 1;

@@ -61,7 +61,7 @@ impl<'a> CycleState<'a> {
         let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
         let node_affinity = spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref());
         let mut inline_requests = [0; 3];
-        for &(id, v) in &pod.requests {
+        for &(id, v) in pod.requests.iter() {
             if let Some(slot) = inline_requests.get_mut(id.0 as usize) {
                 *slot = v;
             }

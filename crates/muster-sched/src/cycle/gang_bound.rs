@@ -244,7 +244,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             let devices = self.devices_needed(pod, None, &mut shared_any);
             need = Some(match need {
-                None => Need { requests: pod.requests.clone(), devices, exclusive: true },
+                None => Need { requests: pod.requests.to_vec(), devices, exclusive: true },
                 Some(n) => meet(n, &pod.requests, devices),
             });
         }

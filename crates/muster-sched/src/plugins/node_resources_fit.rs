@@ -83,7 +83,7 @@ pub fn filter(state: &CycleState<'_>, node: &NodeInfo, names: &ResourceNames) ->
     if node.num_pods + 1 > node.allowed_pods {
         reasons.push(Cow::Borrowed("Too many pods"));
     }
-    for &(id, want) in &state.pod.requests {
+    for &(id, want) in state.pod.requests.iter() {
         if want > node.allocatable(id) - node.requested(id) {
             // An extended resource the node does not advertise but a DeviceClass backs is served
             // through DRA there (KEP 5004): DynamicResources decides.
