@@ -16,10 +16,9 @@ use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use muster_api::resources;
-
-pub use crate::slots::Slots;
 use muster_api::taints::PREFER_NO_SCHEDULE;
 
+pub use crate::slots::Slots;
 pub use crate::unresolved::Unresolved;
 
 use crate::fastdiv::Divisor;
