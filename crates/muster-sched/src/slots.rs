@@ -1,8 +1,9 @@
-//! A growable array whose elements never move: the store's pod slots.
+//! A growable array whose elements never move: the store's slots of pods, claims, PodGroups and
+//! CompositePodGroups.
 //!
 //! Why: a `Vec` that outgrows its capacity copies every element into a new allocation, so the one
 //! change that crosses the capacity costs the whole store (50,000 pods: about 17 MB copied into
-//! memory the process has never touched, 0.3–0.5 s on this machine where a first touch of a huge
+//! memory the process has never touched, 0.3–0.6 s on this machine where a first touch of a huge
 //! page is slow) — against the store's rule that a change costs what it touches. Here the
 //! elements live in chunks of [`CHUNK`] that are allocated as the array grows and never moved: a
 //! push that opens a chunk allocates it and touches one element. An index is a chunk and a place
