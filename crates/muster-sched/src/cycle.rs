@@ -552,8 +552,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         self.dra.as_ref().map(|(ctx, _)| &**ctx)
     }
 
-    /// The store's `apply` of one change between cycles, as through [`Scheduler::cluster_mut`],
-    /// but keeping what the change cannot have changed: the count of the lowest bound priority
+    /// The store's `apply` of one change between cycles: the single pods' shared verdicts are
+    /// forgotten, and what the change cannot have changed is kept: the count of the lowest bound priority
     /// (`preemption::keeps_floor`; lowered to a pod the change brings to a node), the gangs'
     /// kept readings (`bound_wait::follows`; those it may have changed forgotten) and their room
     /// counts (brought up to date from the node journal when next read).
@@ -593,15 +593,6 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             false => self.forget_bound_waits(),
         }
         Ok(applied)
-    }
-
-    /// The scheduler's cluster, for changes between cycles (the store's `apply`).
-    pub fn cluster_mut(&mut self) -> &mut Cluster {
-        self.failed_classes.clear();
-        self.bound_floor = None;
-        // Changes made here need not go through the node journal.
-        self.room_counts.clear();
-        &mut self.cluster
     }
 
     /// Gives the cluster back.

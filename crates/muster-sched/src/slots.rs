@@ -62,10 +62,6 @@ impl<T> Slots<T> {
         self.chunks.get(i >> SHIFT)?.get(i & (CHUNK - 1))
     }
 
-    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.chunks.get_mut(i >> SHIFT)?.get_mut(i & (CHUNK - 1))
-    }
-
     /// The elements in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + Clone {
         self.chunks.iter().flatten()
@@ -74,11 +70,6 @@ impl<T> Slots<T> {
     /// The elements in order, mutably.
     pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut T> {
         self.chunks.iter_mut().flatten()
-    }
-
-    /// The last element.
-    pub fn last(&self) -> Option<&T> {
-        self.get(self.len.checked_sub(1)?)
     }
 }
 
@@ -112,12 +103,6 @@ impl<T> Extend<T> for Slots<T> {
     }
 }
 
-impl<T> From<Vec<T>> for Slots<T> {
-    fn from(values: Vec<T>) -> Self {
-        values.into_iter().collect()
-    }
-}
-
 impl<'a, T> IntoIterator for &'a Slots<T> {
     type Item = &'a T;
     type IntoIter = std::iter::Flatten<std::slice::Iter<'a, Vec<T>>>;
@@ -148,13 +133,15 @@ mod tests {
             assert_eq!(slots.get(i), Some(&i));
         }
         assert_eq!(slots.get(n), None);
-        assert_eq!(slots.last(), Some(&(n - 1)));
         slots[CHUNK] = 7;
-        assert_eq!(slots.get_mut(CHUNK).copied(), Some(7));
+        assert_eq!(slots.get(CHUNK), Some(&7));
         for i in (2 * CHUNK..n).rev() {
             assert_eq!(slots.pop(), Some(i));
         }
-        assert_eq!((slots.len(), slots.last()), (2 * CHUNK, Some(&(2 * CHUNK - 1))));
+        assert_eq!(
+            (slots.len(), slots.get(2 * CHUNK - 1), slots.get(2 * CHUNK)),
+            (2 * CHUNK, Some(&(2 * CHUNK - 1)), None)
+        );
         slots.push(1);
         assert_eq!((slots.len(), slots[2 * CHUNK]), (2 * CHUNK + 1, 1));
     }
