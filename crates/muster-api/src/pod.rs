@@ -8,8 +8,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 /// Read access to a pod's metadata, spec and status.
 pub trait PodObject {
     fn meta(&self) -> &ObjectMeta;
+    /// The spec. Its `nodeName` is read through [`PodObject::node_name`]: the store's form
+    /// shares one spec among the pods of a template, and keeps each pod's node beside it.
     fn spec(&self) -> Option<&PodSpec>;
     fn status(&self) -> Option<&PodStatus>;
+    /// `spec.nodeName` as given (an empty name included).
+    fn node_name(&self) -> Option<&str>;
 }
 
 impl PodObject for Pod {
@@ -24,6 +28,10 @@ impl PodObject for Pod {
     fn status(&self) -> Option<&PodStatus> {
         self.status.as_ref()
     }
+
+    fn node_name(&self) -> Option<&str> {
+        self.spec.as_ref().and_then(|s| s.node_name.as_deref())
+    }
 }
 
 impl<T: PodObject + ?Sized> PodObject for &T {
@@ -37,5 +45,9 @@ impl<T: PodObject + ?Sized> PodObject for &T {
 
     fn status(&self) -> Option<&PodStatus> {
         (**self).status()
+    }
+
+    fn node_name(&self) -> Option<&str> {
+        (**self).node_name()
     }
 }

@@ -352,7 +352,7 @@ pub fn evictions<'a, P: PodObject + ?Sized + 'a>(
     let mut by_name: HashMap<(&str, &str), &P> = HashMap::new();
     let mut by_group: HashMap<(&str, &str), Vec<&P>> = HashMap::new();
     for p in pods {
-        let Some(spec) = p.spec().filter(|s| s.node_name.as_deref().is_some_and(|n| !n.is_empty())) else {
+        let Some(spec) = p.spec().filter(|_| p.node_name().is_some_and(|n| !n.is_empty())) else {
             continue;
         };
         let ns = namespace(p.meta().namespace.as_deref());

@@ -82,7 +82,7 @@ pub fn sync(set: &StatefulSet, pods: &mut Pods<'_>) -> (Vec<Pod>, Vec<String>) {
                     phase(existing)
                 ));
             }
-            let bound = existing.spec().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+            let bound = existing.node_name().is_some_and(|n| !n.is_empty());
             let blocked = existing.meta().deletion_timestamp.is_some()
                 || (bound && !(phase(existing) == "Running" && ready(existing)));
             if ordered && ours && blocked {

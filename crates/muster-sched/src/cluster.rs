@@ -446,6 +446,8 @@ pub struct Cluster {
     /// Pod shapes seen so far, with their ids (`shape_count` of them).
     shapes: Shapes,
     shape_count: u32,
+    /// The pods' specs, one per distinct spec ([`crate::stored_pod::SpecTable`]).
+    pub(crate) specs: crate::stored_pod::SpecTable,
     /// Source of generation values (see [`Cluster::fresh_generation`]).
     generation_counter: u64,
     /// The nodes whose generations moved, in order ([`crate::node_journal`]).
@@ -914,6 +916,12 @@ impl Cluster {
         })
     }
 
+    /// The pods' specs the store keeps, and how many of them no pod holds (see
+    /// [`crate::stored_pod::SpecTable`]).
+    pub fn shared_specs(&self) -> (usize, usize) {
+        (self.specs.len(), self.specs.unheld())
+    }
+
     /// A pod and what the scheduler derives from it (state, priority, requests, shape); claims
     /// and its PodGroup are resolved later. `node_id` finds the node a bound pod names.
     pub(crate) fn pod_info(
@@ -934,7 +942,7 @@ impl Cluster {
         let phase = pod.status().and_then(|s| s.phase.as_deref());
         let state = if matches!(phase, Some("Succeeded" | "Failed")) {
             PodState::Terminated
-        } else if let Some(node) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        } else if let Some(node) = pod.node_name().filter(|n| !n.is_empty()) {
             match node_id(node) {
                 Some(id) => PodState::Bound(id),
                 None => {
@@ -995,6 +1003,7 @@ impl Cluster {
         let affinity = crate::plugins::inter_pod_affinity::AffinityTerms::of(&pod);
         let preemption_never = spec.preemption_policy.as_deref().map(|p| p == "Never");
         let spread_hard = crate::plugins::pod_topology_spread::own_hard(spec);
+        pod.share_spec(&mut self.specs);
         Ok(PodInfo {
             affinity,
             preemption_never,

@@ -690,6 +690,7 @@ impl Cluster {
         let was_on_node = self.take_pod(id, &mut applied).on_node().is_some();
         self.volumes.settled(id);
         let gone = std::mem::replace(&mut self.pods[id.0 as usize], PodInfo::vacant());
+        gone.pod.release_spec(&mut self.specs);
         for c in gone.claims.iter().flatten() {
             self.drop_claim_user(*c);
         }
@@ -754,7 +755,9 @@ impl Cluster {
         let (index, pods) = self.pod_index();
         index.insert(&info.key, id, pods);
         let pending = info.state == PodState::Pending;
-        self.pods[id.0 as usize] = info;
+        let Cluster { pods, specs, .. } = self;
+        pods[id.0 as usize].pod.release_spec(specs);
+        pods[id.0 as usize] = info;
         if pending {
             applied.queue.push(self.entry_of(id));
         }

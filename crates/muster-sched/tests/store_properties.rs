@@ -222,6 +222,10 @@ proptest! {
         for change in history {
             one_by_one.apply(change).unwrap();
         }
+        // Pods of one spec share it; a spec goes when its last pod does.
+        let (specs, unheld) = one_by_one.shared_specs();
+        prop_assert_eq!(unheld, 0);
+        prop_assert!(specs <= pods.len(), "{} specs for {} pods", specs, pods.len());
         prop_assert_eq!(observe(&one_by_one), observe(&at_once));
         prop_assert_eq!(plan_names(&mut one_by_one), plan_names(&mut at_once));
     }

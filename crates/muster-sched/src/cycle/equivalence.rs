@@ -173,7 +173,7 @@ fn same_pod(a: &StoredPod, b: &StoredPod, labels_matter: bool) -> bool {
         && sa.preemption_policy == sb.preemption_policy
         && sa.priority_class_name == sb.priority_class_name
         && sa.scheduler_name == sb.scheduler_name
-        && sa.node_name == sb.node_name
+        && a.node_name() == b.node_name()
         && ports(a) == ports(b)
         && nominated(a) == nominated(b)
         && sa.volumes == sb.volumes
