@@ -85,12 +85,7 @@ impl ContainerView {
 /// ([`SpecTable`]); a pod that arrives with a spec it has already holds that one.
 #[derive(Debug, PartialEq)]
 pub struct SharedSpec {
-    /// What [`SpecTable`] files it under: a hash of the packed lists and of the fields that tell
-    /// one pod of a template from another (`hostname`, `subdomain`) or one template from another
-    /// with the same containers (its priority, PodGroup, claims). First, so that comparing two
-    /// specs compares it first.
-    hash: u64,
-    /// [`SpecContainers`] as JSON.
+    /// [`SpecContainers`] as JSON. First, so that comparing two specs compares it first.
     packed: Box<[u8]>,
     /// The spec, its container lists empty and its `nodeName` unset.
     spec: PodSpec,
@@ -99,15 +94,15 @@ pub struct SharedSpec {
 
 impl SharedSpec {
     /// The spec's container lists taken out and packed; its `nodeName` taken out and returned.
+    /// (Its size keeps its `Arc` in mimalloc's 1,536-byte class, as a boxed `PodSpec` is: a
+    /// pod whose spec no other pod shares costs what it did.)
     fn new(mut spec: PodSpec) -> (SharedSpec, Option<String>) {
         let node_name = spec.node_name.take();
         let lists: SpecContainers =
             (spec.init_containers.take(), std::mem::take(&mut spec.containers), spec.ephemeral_containers.take());
         let inits = lists.0.iter().flatten().map(|c| ContainerView::of(c, true));
         let views = inits.chain(lists.1.iter().map(|c| ContainerView::of(c, false))).collect();
-        let packed = pack(&lists);
-        let hash = SpecTable::hash(&packed, &spec);
-        (SharedSpec { hash, packed, spec, views }, node_name)
+        (SharedSpec { packed: pack(&lists), spec, views }, node_name)
     }
 }
 
@@ -294,17 +289,24 @@ impl PodObject for StoredPod {
 /// The store's specs, one per distinct spec its pods have: the replicas of a Deployment, the
 /// pods of a Job, the members of a gang hold one spec between them, so a pod add keeps no spec
 /// of its own and a pod delete frees none (about 1.5 KiB of struct and its container lists per
-/// pod). Filed by [`SharedSpec::hash`]; a few specs per hash at most (more only cost the sharing,
-/// never a pod's spec). A spec leaves the table when its last pod leaves the store, and a sweep
-/// when the table has doubled drops any left only by the table.
+/// pod). Filed by a hash of the packed lists and of the fields that tell one pod of a template
+/// from another (`hostname`, `subdomain`) or one template from another with the same containers
+/// (its priority, PodGroup, claims); at most [`SpecTable::PER_HASH`] specs under one hash, compared
+/// whole (more only cost the sharing, never a pod's spec). A spec leaves the table when its last
+/// pod leaves the store, and a sweep when the table has doubled drops any left only to the table.
 #[derive(Clone, Debug, Default)]
 pub struct SpecTable {
-    by_hash: std::collections::HashMap<u64, Vec<Arc<SharedSpec>>, std::hash::BuildHasherDefault<muster_cel::IdHasher>>,
+    /// The first spec filed under each hash.
+    first: SpecMap<Arc<SharedSpec>>,
+    /// The others (rare: specs whose hashed fields are all equal).
+    more: SpecMap<Vec<Arc<SharedSpec>>>,
     /// Specs filed.
     len: usize,
     /// The length at which the next sweep runs.
     sweep_at: usize,
 }
+
+type SpecMap<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 impl SpecTable {
     /// Specs filed under one hash, at most.
@@ -312,15 +314,16 @@ impl SpecTable {
     /// The table's length below which it is never swept.
     const MIN_SWEEP: usize = 1024;
 
-    fn hash(packed: &[u8], spec: &PodSpec) -> u64 {
+    fn hash(spec: &SharedSpec) -> u64 {
         use std::hash::{BuildHasher, Hash, Hasher};
         let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
-        packed.hash(&mut h);
-        spec.hostname.hash(&mut h);
-        spec.subdomain.hash(&mut h);
-        spec.priority.hash(&mut h);
-        spec.scheduling_group.as_ref().map(|g| &g.pod_group_name).hash(&mut h);
-        for c in spec.resource_claims.iter().flatten() {
+        let s = &spec.spec;
+        spec.packed.hash(&mut h);
+        s.hostname.hash(&mut h);
+        s.subdomain.hash(&mut h);
+        s.priority.hash(&mut h);
+        s.scheduling_group.as_ref().map(|g| &g.pod_group_name).hash(&mut h);
+        for c in s.resource_claims.iter().flatten() {
             (&c.name, &c.resource_claim_name, &c.resource_claim_template_name).hash(&mut h);
         }
         h.finish()
@@ -338,47 +341,81 @@ impl SpecTable {
     /// Specs filed that no pod holds: none, unless a copy of a pod outlived its slot (a sweep
     /// drops them).
     pub fn unheld(&self) -> usize {
-        self.by_hash.values().flatten().filter(|s| Arc::strong_count(s) == 1).count()
+        self.filed().filter(|s| Arc::strong_count(s) == 1).count()
+    }
+
+    fn filed(&self) -> impl Iterator<Item = &Arc<SharedSpec>> {
+        self.first.values().chain(self.more.values().flatten())
     }
 
     /// Replaces `spec` with the table's equal one, or files it.
     fn share(&mut self, spec: &mut Arc<SharedSpec>) {
-        let filed = self.by_hash.entry(spec.hash).or_default();
-        if let Some(same) = filed.iter().find(|s| ***s == **spec) {
-            *spec = Arc::clone(same);
-        } else if filed.len() < Self::PER_HASH {
-            filed.push(Arc::clone(spec));
-            self.len += 1;
-            if self.len >= self.sweep_at.max(Self::MIN_SWEEP) {
-                self.sweep();
-            }
+        let h = Self::hash(spec);
+        let Some(first) = self.first.get(&h) else {
+            self.file(h, Arc::clone(spec));
+            return;
+        };
+        let others = self.more.get(&h).map_or(&[][..], Vec::as_slice);
+        match std::iter::once(first).chain(others).find(|s| ***s == **spec) {
+            Some(same) => *spec = Arc::clone(same),
+            None if others.len() + 1 < Self::PER_HASH => self.file(h, Arc::clone(spec)),
+            None => {}
+        }
+    }
+
+    fn file(&mut self, h: u64, spec: Arc<SharedSpec>) {
+        self.place(h, spec);
+        self.len += 1;
+        if self.len >= self.sweep_at.max(Self::MIN_SWEEP) {
+            self.sweep();
         }
     }
 
     /// A pod holding `spec` leaves the store: when it was the last, the spec leaves the table.
     fn release(&mut self, spec: &Arc<SharedSpec>) {
-        if Arc::strong_count(spec) != 2 {
+        if Arc::strong_count(spec) == 2 {
+            self.unfile(Self::hash(spec), spec);
+        }
+    }
+
+    fn unfile(&mut self, h: u64, spec: &Arc<SharedSpec>) {
+        let others = self.more.get_mut(&h);
+        if self.first.get(&h).is_some_and(|f| Arc::ptr_eq(f, spec)) {
+            match others.and_then(Vec::pop) {
+                Some(next) => drop(self.first.insert(h, next)),
+                None => drop(self.first.remove(&h)),
+            }
+        } else if let Some(others) = others
+            && let Some(at) = others.iter().position(|s| Arc::ptr_eq(s, spec))
+        {
+            others.swap_remove(at);
+        } else {
             return;
         }
-        if let Some(filed) = self.by_hash.get_mut(&spec.hash)
-            && let Some(at) = filed.iter().position(|s| Arc::ptr_eq(s, spec))
-        {
-            filed.swap_remove(at);
-            self.len -= 1;
-            if filed.is_empty() {
-                self.by_hash.remove(&spec.hash);
-            }
+        if self.more.get(&h).is_some_and(Vec::is_empty) {
+            self.more.remove(&h);
         }
+        self.len -= 1;
     }
 
     /// Drops the specs only the table holds (a pod copied elsewhere when its last one left).
     fn sweep(&mut self) {
-        self.by_hash.retain(|_, filed| {
-            filed.retain(|s| Arc::strong_count(s) > 1);
-            !filed.is_empty()
-        });
-        self.len = self.by_hash.values().map(Vec::len).sum();
+        let kept: Vec<Arc<SharedSpec>> = self.filed().filter(|s| Arc::strong_count(s) > 1).cloned().collect();
+        self.first.clear();
+        self.more.clear();
+        self.len = kept.len();
+        for spec in kept {
+            self.place(Self::hash(&spec), spec);
+        }
         self.sweep_at = 2 * self.len;
+    }
+
+    /// Puts `spec` under hash `h`: first, or among the others.
+    fn place(&mut self, h: u64, spec: Arc<SharedSpec>) {
+        match self.first.entry(h) {
+            std::collections::hash_map::Entry::Vacant(v) => drop(v.insert(spec)),
+            std::collections::hash_map::Entry::Occupied(_) => self.more.entry(h).or_default().push(spec),
+        }
     }
 }
 
@@ -544,6 +581,20 @@ mod tests {
         let mut again = replica("q", None, class(1));
         again.share_spec(&mut table);
         assert!(Arc::ptr_eq(held(&again), held(&pods[1])));
+        // The first filed leaves with its pod: the others are still found, and the hash has room.
+        let first = pods.remove(0);
+        first.release_spec(&mut table);
+        drop(first);
+        assert_eq!(table.len(), SpecTable::PER_HASH - 1);
+        for i in 1..SpecTable::PER_HASH {
+            let mut p = replica("r", None, class(i as i32));
+            p.share_spec(&mut table);
+            assert!(Arc::ptr_eq(held(&p), held(&pods[i - 1])), "class {i}");
+        }
+        let mut back = replica("s", None, class(0));
+        back.share_spec(&mut table);
+        assert_eq!(table.len(), SpecTable::PER_HASH);
+        assert_eq!(table.unheld(), 0);
     }
 
     #[test]
@@ -557,7 +608,7 @@ mod tests {
         assert_eq!(table.len(), 1, "b still holds it");
         b.release_spec(&mut table);
         drop(b);
-        assert!(table.is_empty() && table.by_hash.is_empty());
+        assert!(table.is_empty() && table.first.is_empty() && table.more.is_empty());
     }
 
     #[test]
@@ -583,6 +634,14 @@ mod tests {
         // still held it) stayed.
         assert_eq!(table.len(), 2);
         assert!(weak.upgrade().is_none(), "swept");
-        assert!(Arc::ptr_eq(&table.by_hash[&held(&kept).hash][0], held(&kept)));
+        assert!(table.filed().any(|s| Arc::ptr_eq(s, held(&kept))));
+    }
+
+    /// A spec no other pod shares costs what a boxed `PodSpec` did: its `Arc` (two counts and
+    /// the spec) stays within the 1,536-byte class that holds the 1,488-byte `PodSpec`.
+    #[test]
+    fn a_shared_spec_fits_the_allocation_class_of_a_boxed_spec() {
+        assert!(size_of::<PodSpec>() <= 1536);
+        assert!(2 * size_of::<usize>() + size_of::<SharedSpec>() <= 1536, "{}", size_of::<SharedSpec>());
     }
 }
