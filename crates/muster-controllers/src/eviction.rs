@@ -352,9 +352,8 @@ pub fn evictions<'a, P: PodObject + ?Sized + 'a>(
     let mut by_name: HashMap<(&str, &str), &P> = HashMap::new();
     let mut by_group: HashMap<(&str, &str), Vec<&P>> = HashMap::new();
     for p in pods {
-        let Some(spec) = p.spec().filter(|_| p.node_name().is_some_and(|n| !n.is_empty())) else {
-            continue;
-        };
+        let bound = p.node_name().is_some_and(|n| !n.is_empty());
+        let Some(spec) = p.spec().filter(|_| bound) else { continue };
         let ns = namespace(p.meta().namespace.as_deref());
         by_name.insert((ns, p.meta().name.as_deref().unwrap_or_default()), p);
         if let Some(g) = spec.scheduling_group.as_ref().and_then(|g| g.pod_group_name.as_deref()) {
