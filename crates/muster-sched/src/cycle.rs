@@ -39,7 +39,7 @@ pub use bound_wait::RepeatedFailures;
 pub use composite::CompositeResult;
 pub use group::{DomainTrial, GANG_WAIT_TIMEOUT_REASON};
 use group::{GroupAttempt, Members, best_domain, more, priority_mismatch};
-use preemption::{Evicted, Preemptor, UnitKey};
+use preemption::{Evicted, Preemptor, UnitKey, UnitPods};
 pub use profiles::Profile;
 pub use reasons::{
     DomainError, GroupReason, InvalidTree, Preemption, PriorityMismatch, TreeReason, Victims, WouldNotHelp,
@@ -322,10 +322,10 @@ pub fn wake_for_pods<'p>(
     e: &FitError,
     spread: &PodTopologySpreadArgs,
 ) -> Wake {
-    let wake = if e.pre_filter.is_some() || e.group.is_some() || e.rejections.is_empty() {
+    let wake = if e.pre_filter.is_some() || e.group.is_some() || e.rejections().is_empty() {
         Wake::ANY
     } else {
-        e.rejections.iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
+        e.rejections().iter().fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)))
     };
     let narrow = wake.without(Wake::ASSIGNED_POD_ADDED.union(Wake::ASSIGNED_POD_LABELS_CHANGED));
     use crate::plugins::{inter_pod_affinity, pod_topology_spread};
@@ -882,8 +882,13 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 if let Some(attempted) = self.report_bound_again(g, plan) {
                     return attempted;
                 }
-                self.bound_waits.remove(&g);
-                self.schedule_group(g, plan)
+                // The last reading stays while the cycle runs (nothing in it reads one): a cycle
+                // that keeps a new one with the same claims replaces it in place.
+                let kept = self.bound_waits.insertions();
+                self.schedule_group(g, plan);
+                if self.bound_waits.insertions() == kept {
+                    self.bound_waits.remove(&g);
+                }
             }
             QueueEntry::Composite(r) => self.schedule_composite(r, plan),
         }

@@ -125,11 +125,9 @@ impl<'a> CycleState<'a> {
 #[derive(Clone, Debug)]
 pub struct FitError {
     pub num_all_nodes: usize,
-    /// Distinct rejections seen for this pod, sorted. (Shared: an equivalent pod's verdict is this one,
-    /// and two verdicts that share them compare equal without a walk.)
-    pub rejections: std::sync::Arc<[Rejection]>,
-    /// For every node, which rejection it got (index into `rejections`), in node-name order.
-    pub node_statuses: std::sync::Arc<[(NodeId, u16)]>,
+    /// Each node's rejection, for a verdict over the nodes; shared by the verdict's clones (an
+    /// equivalent pod's verdict is this one), so a copy moves one reference count.
+    nodes: Option<std::sync::Arc<NodeRejections>>,
     /// Why the pod failed before any node was tried (PreFilter, PreEnqueue); boxed, as it is
     /// rare and a verdict is copied for every member of a failed group.
     pub pre_filter: Option<Box<crate::pre_filter_reason::PreFilterReason>>,
@@ -139,17 +137,27 @@ pub struct FitError {
     /// A Filter plugin's error that aborted the attempt; it replaces the per-node summary. Boxed,
     /// as it is rare.
     pub error: Option<Box<FilterError>>,
-    /// [`FitError::message`], once rendered, for a verdict over the nodes (see
-    /// [`FitError::rejected`]): shared by its clones, so that a verdict an equivalent pod, or a
-    /// pod tried again, gets is worded once.
-    rendered: Option<std::sync::Arc<std::sync::OnceLock<std::sync::Arc<str>>>>,
+}
+
+/// A verdict over the nodes: the distinct rejections, sorted; for every node, which one it got
+/// (an index into `rejections`), in node-name order; and [`FitError::message`] once rendered.
+#[derive(Debug, Default)]
+struct NodeRejections {
+    rejections: Box<[Rejection]>,
+    node_statuses: Box<[(NodeId, u16)]>,
+    rendered: std::sync::OnceLock<std::sync::Arc<str>>,
 }
 
 impl PartialEq for FitError {
     fn eq(&self, other: &Self) -> bool {
+        let same_nodes = match (&self.nodes, &other.nodes) {
+            (Some(a), Some(b)) => {
+                std::sync::Arc::ptr_eq(a, b) || (a.rejections == b.rejections && a.node_statuses == b.node_statuses)
+            }
+            (a, b) => a.is_none() && b.is_none(),
+        };
         self.num_all_nodes == other.num_all_nodes
-            && self.rejections == other.rejections
-            && self.node_statuses == other.node_statuses
+            && same_nodes
             && self.pre_filter == other.pre_filter
             && self.group == other.group
             && self.error == other.error
@@ -179,59 +187,39 @@ impl FilterError {
 
 impl FitError {
     /// Every node of `num_all_nodes` rejected: `node_statuses` says with which of `rejections`.
-    pub fn rejected(
-        num_all_nodes: usize,
-        rejections: std::sync::Arc<[Rejection]>,
-        node_statuses: std::sync::Arc<[(NodeId, u16)]>,
-    ) -> Self {
-        FitError {
-            num_all_nodes,
-            rejections,
-            node_statuses,
-            pre_filter: None,
-            group: None,
-            error: None,
-            rendered: Some(Default::default()),
-        }
+    pub fn rejected(num_all_nodes: usize, rejections: Vec<Rejection>, node_statuses: Vec<(NodeId, u16)>) -> Self {
+        let nodes = NodeRejections {
+            rejections: rejections.into(),
+            node_statuses: node_statuses.into(),
+            rendered: Default::default(),
+        };
+        FitError { num_all_nodes, nodes: Some(nodes.into()), pre_filter: None, group: None, error: None }
     }
 
     /// A failure decided before any node was tried (PreFilter, PreEnqueue).
     pub fn pre_filter(num_all_nodes: usize, why: crate::pre_filter_reason::PreFilterReason) -> Self {
-        FitError {
-            num_all_nodes,
-            rejections: Default::default(),
-            node_statuses: Default::default(),
-            pre_filter: Some(Box::new(why)),
-            group: None,
-            error: None,
-            rendered: None,
-        }
+        FitError { num_all_nodes, nodes: None, pre_filter: Some(Box::new(why)), group: None, error: None }
     }
 
     /// A member of a PodGroup whose cycle failed: the group's reason.
     pub fn group(num_all_nodes: usize, reason: std::sync::Arc<crate::cycle::GroupReason>) -> Self {
-        FitError {
-            num_all_nodes,
-            rejections: Default::default(),
-            node_statuses: Default::default(),
-            pre_filter: None,
-            group: Some(reason),
-            error: None,
-            rendered: None,
-        }
+        FitError { num_all_nodes, nodes: None, pre_filter: None, group: Some(reason), error: None }
     }
 
     /// The attempt ended with a Filter plugin's error on `node`.
     pub fn filter_error(num_all_nodes: usize, plugin: &'static str, node: NodeId, error: String) -> Self {
-        FitError {
-            num_all_nodes,
-            rejections: Default::default(),
-            node_statuses: Default::default(),
-            pre_filter: None,
-            group: None,
-            error: Some(Box::new(FilterError { plugin, node, error })),
-            rendered: None,
-        }
+        let error = Some(Box::new(FilterError { plugin, node, error }));
+        FitError { num_all_nodes, nodes: None, pre_filter: None, group: None, error }
+    }
+
+    /// The distinct rejections the nodes gave, sorted (none for a verdict not over the nodes).
+    pub fn rejections(&self) -> &[Rejection] {
+        self.nodes.as_ref().map_or(&[], |n| &n.rejections)
+    }
+
+    /// For every node, which of [`FitError::rejections`] it got, in node-name order.
+    pub fn node_statuses(&self) -> &[(NodeId, u16)] {
+        self.nodes.as_ref().map_or(&[], |n| &n.node_statuses)
     }
 
     /// The `PodScheduled=False` condition's reason: `SchedulerError` when an error aborted the
@@ -242,12 +230,12 @@ impl FitError {
 
     /// Reason → number of nodes that gave it.
     pub fn histogram(&self) -> BTreeMap<&str, usize> {
-        let mut per_rejection = vec![0usize; self.rejections.len()];
-        for (_, r) in self.node_statuses.iter() {
+        let mut per_rejection = vec![0usize; self.rejections().len()];
+        for (_, r) in self.node_statuses() {
             per_rejection[*r as usize] += 1;
         }
         let mut h = BTreeMap::new();
-        for (rej, n) in self.rejections.iter().zip(per_rejection) {
+        for (rej, n) in self.rejections().iter().zip(per_rejection) {
             for reason in &rej.reasons {
                 *h.entry(reason.as_ref()).or_default() += n;
             }
@@ -258,9 +246,11 @@ impl FitError {
     /// [`FitError::message`], rendered once per verdict over the nodes (and shared by its
     /// clones), every time for others.
     pub fn shared_message(&self) -> std::sync::Arc<str> {
-        match &self.rendered {
-            Some(cell) => cell.get_or_init(|| self.message().into()).clone(),
-            None => self.message().into(),
+        match &self.nodes {
+            Some(n) if self.group.is_none() && self.error.is_none() && self.pre_filter.is_none() => {
+                n.rendered.get_or_init(|| self.message().into()).clone()
+            }
+            _ => self.message().into(),
         }
     }
 
@@ -292,6 +282,6 @@ mod tests {
     /// simulated week): what is rare in it stays behind a pointer.
     #[test]
     fn a_verdict_stays_small() {
-        assert!(std::mem::size_of::<super::FitError>() <= 72, "{}", std::mem::size_of::<super::FitError>());
+        assert!(std::mem::size_of::<super::FitError>() <= 48, "{}", std::mem::size_of::<super::FitError>());
     }
 }

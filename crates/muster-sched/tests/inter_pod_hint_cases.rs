@@ -103,8 +103,7 @@ fn wakes(case: Case) -> bool {
     }
     let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
     let p = cluster.pod_id("default/p").unwrap();
-    let rejected =
-        FitError::rejected(1, vec![Rejection::new(case.plugin, false, "rejected")].into(), Default::default());
+    let rejected = FitError::rejected(1, vec![Rejection::new(case.plugin, false, "rejected")], Vec::new());
     let args = PodTopologySpreadArgs::default();
     let waits = wake_for(cluster.pod(p), &rejected, &args);
     let checked = hints::checked_for(&rejected, waits);

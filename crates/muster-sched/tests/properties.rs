@@ -138,7 +138,7 @@ proptest! {
             for n in &cluster.nodes {
                 prop_assert!(run_filters(&state, n, &cluster).is_err());
             }
-            prop_assert_eq!(err.node_statuses.len(), cluster.nodes.len(), "every node has a reason");
+            prop_assert_eq!(err.node_statuses().len(), cluster.nodes.len(), "every node has a reason");
         }
 
         // Same input, same plan.

@@ -47,8 +47,8 @@ fn count_failure(by: &mut std::collections::BTreeMap<&'static str, u64>, e: &mus
         count(err.plugin);
     } else {
         // Each plugin once (no allocation: this runs for every failed attempt).
-        for (i, r) in e.rejections.iter().enumerate() {
-            if !e.rejections[..i].iter().any(|earlier| earlier.plugin == r.plugin) {
+        for (i, r) in e.rejections().iter().enumerate() {
+            if !e.rejections()[..i].iter().any(|earlier| earlier.plugin == r.plugin) {
                 count(r.plugin);
             }
         }

@@ -434,7 +434,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 Some(f) => f.iter().filter(|in_domain| **in_domain).count(),
                 None => num_nodes,
             };
-            let error = FitError::rejected(num_all_nodes, rejections.into(), node_statuses.into());
+            let error = FitError::rejected(num_all_nodes, rejections, node_statuses);
             if !keeps {
                 return Outcome::Unschedulable(error);
             }

@@ -52,9 +52,14 @@ pub(super) struct BoundWait {
 #[derive(Default)]
 pub(super) struct BoundWaits {
     /// By group; read at every repeat, so hashed (no decision depends on their order).
-    waits: std::collections::HashMap<GroupId, BoundWait, std::hash::BuildHasherDefault<muster_cel::IdHasher>>,
-    by_claim: std::collections::HashMap<ClaimId, Vec<GroupId>>,
+    waits: Fast<GroupId, BoundWait>,
+    /// Read and written at every full cycle that keeps a reading, so hashed as `waits`.
+    by_claim: Fast<ClaimId, Vec<GroupId>>,
+    /// Readings kept so far: a cycle that kept none leaves its gang's last one to be forgotten.
+    insertions: u64,
 }
+
+type Fast<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 impl BoundWaits {
     fn get(&self, g: &GroupId) -> Option<&BoundWait> {
@@ -66,11 +71,24 @@ impl BoundWaits {
     }
 
     fn insert(&mut self, g: GroupId, wait: BoundWait) {
+        self.insertions += 1;
+        // A gang read again with the same pending claims (most are): its claims' lists stay.
+        if let Some(kept) = self.waits.get_mut(&g)
+            && kept.claims == wait.claims
+        {
+            *kept = wait;
+            return;
+        }
         self.remove(&g);
         for c in &wait.claims {
             self.by_claim.entry(*c).or_default().push(g);
         }
         self.waits.insert(g, wait);
+    }
+
+    /// How many readings were kept so far.
+    pub(super) fn insertions(&self) -> u64 {
+        self.insertions
     }
 
     pub(super) fn remove(&mut self, g: &GroupId) {

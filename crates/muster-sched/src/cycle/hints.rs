@@ -36,13 +36,13 @@ const WITH_OBJECT: Wake = Wake::ASSIGNED_POD_ADDED
 /// Which events of `wake` (what a pod's failure `e` waits for) only PodTopologySpread or
 /// InterPodAffinity wait for, and which of the two rejected it.
 pub fn checked_for(e: &FitError, wake: Wake) -> Checked {
-    if e.pre_filter.is_some() || e.group.is_some() || e.rejections.is_empty() {
+    if e.pre_filter.is_some() || e.group.is_some() || e.rejections().is_empty() {
         return Checked::default();
     }
-    let is = |name: &str| e.rejections.iter().any(|r| r.plugin == name);
+    let is = |name: &str| e.rejections().iter().any(|r| r.plugin == name);
     let (spreads, affine) = (is(pod_topology_spread::NAME), is(crate::plugins::inter_pod_affinity::NAME));
     let others = e
-        .rejections
+        .rejections()
         .iter()
         .filter(|r| r.plugin != pod_topology_spread::NAME && r.plugin != crate::plugins::inter_pod_affinity::NAME)
         .fold(Wake::NONE, |w, r| w.union(Wake::for_plugin(r.plugin)));

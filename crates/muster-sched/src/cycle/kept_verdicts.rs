@@ -68,13 +68,13 @@ impl KeptVerdict {
     /// The rejection `node` got, when its generations are still `now`.
     pub(super) fn rejection(&self, node: NodeId, now: NodeGenerations) -> Option<&Rejection> {
         let &(generation, dra, i) = self.seen.get(node.0 as usize)?;
-        (i != u16::MAX && (generation, dra) == now).then(|| &self.error.rejections[i as usize])
+        (i != u16::MAX && (generation, dra) == now).then(|| &self.error.rejections()[i as usize])
     }
 
     /// The rejection `node` got, whatever its generations now.
     pub(super) fn previous(&self, node: NodeId) -> Option<&Rejection> {
         let &(_, _, i) = self.seen.get(node.0 as usize)?;
-        (i != u16::MAX).then(|| &self.error.rejections[i as usize])
+        (i != u16::MAX).then(|| &self.error.rejections()[i as usize])
     }
 
     /// The nodes in `again` were filtered again and rejected as they were: their generations
@@ -142,7 +142,7 @@ impl KeptVerdicts {
         let mut seen = reuse.map_or_else(|| std::mem::take(&mut self.spare), |r| r.seen);
         seen.clear();
         seen.resize(num_slots, (0, 0, u16::MAX));
-        for &(node, i) in error.node_statuses.iter() {
+        for &(node, i) in error.node_statuses().iter() {
             let (generation, dra) = generations(node);
             seen[node.0 as usize] = (generation, dra, i);
         }

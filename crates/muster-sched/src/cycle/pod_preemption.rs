@@ -50,9 +50,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let c = &*self.cluster;
         // Nodes whose rejection preemption could resolve, in Filter order.
         let mut nodes: Vec<NodeId> = err
-            .node_statuses
+            .node_statuses()
             .iter()
-            .filter(|(_, r)| !err.rejections[*r as usize].unresolvable)
+            .filter(|(_, r)| !err.rejections()[*r as usize].unresolvable)
             .map(|(n, _)| *n)
             .collect();
         let rank: HashMap<NodeId, usize> = c.node_order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
@@ -89,7 +89,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let c = &*self.cluster;
         let priority = c.pod(pod).priority;
         // The node's own pods: every bound pod is counted on its node (`NodeInfo::account`).
-        let mut potential: Vec<(UnitKey, Vec<PodId>)> = c
+        let mut potential: Vec<(UnitKey, UnitPods)> = c
             .node(node)
             .detail
             .pods
@@ -98,7 +98,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             .filter(|(_, p)| p.state == PodState::Bound(node) && p.priority < priority)
             .map(|(id, p)| {
                 let start = p.pod.status().and_then(|s| s.start_time.clone());
-                ((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![id])
+                ((std::cmp::Reverse(p.priority), true, 0, start, p.key.as_str().into()), UnitPods::One(id))
             })
             .collect();
         debug_assert_eq!(

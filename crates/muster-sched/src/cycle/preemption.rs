@@ -32,9 +32,41 @@ pub(super) struct Preempted<R> {
 }
 
 /// A victim unit's importance, most important first: higher priority, groups before single pods,
-/// more pods, earlier start, then the name.
-pub(super) type UnitKey =
-    (std::cmp::Reverse<i32>, bool, i64, Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>, String);
+/// more pods, earlier start, then the name (inline when short: a preemption keys every running
+/// pod of lower priority, and a copied name costs no allocation).
+pub(super) type UnitKey = (
+    std::cmp::Reverse<i32>,
+    bool,
+    i64,
+    Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    crate::short_name::ShortName,
+);
+
+/// A victim unit's pods: a pod alone (most units, kept without an allocation) or a group's.
+pub(super) enum UnitPods {
+    One(PodId),
+    Group(Vec<PodId>),
+}
+
+impl UnitPods {
+    fn push(&mut self, pod: PodId) {
+        match self {
+            UnitPods::One(first) => *self = UnitPods::Group(vec![*first, pod]),
+            UnitPods::Group(pods) => pods.push(pod),
+        }
+    }
+}
+
+impl std::ops::Deref for UnitPods {
+    type Target = [PodId];
+
+    fn deref(&self) -> &[PodId] {
+        match self {
+            UnitPods::One(pod) => std::slice::from_ref(pod),
+            UnitPods::Group(pods) => pods,
+        }
+    }
+}
 
 /// One member's place in a group's placement, as preemption's reprieve checks it again.
 struct Assignment {
@@ -81,9 +113,13 @@ impl Reach {
     /// True when putting these evicted pods back cannot change a member's Filter verdict: none
     /// is on a member's node, none freed devices outside its node's pools, shares a claim with
     /// a member, or has required pod anti-affinity (which reaches across its topology domain).
-    fn leaves_alone<C: std::ops::DerefMut<Target = Cluster>>(&self, s: &Scheduler<'_, C>, unit: &[Evicted]) -> bool {
+    fn leaves_alone<'e, C: std::ops::DerefMut<Target = Cluster>>(
+        &self,
+        s: &Scheduler<'_, C>,
+        unit: impl IntoIterator<Item = &'e Evicted>,
+    ) -> bool {
         let c = &*s.cluster;
-        unit.iter().all(|e| {
+        unit.into_iter().all(|e| {
             !self.nodes.contains(&e.node)
                 && !e.shared
                 && e.claims.iter().all(|saved| !self.claims.contains(&saved.claim))
@@ -140,12 +176,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             return Err(WouldNotHelp::NoLowerPriority { priority });
         }
         let c = &*self.cluster;
-        // Victim units: (importance key, pods).
-        let mut units: Vec<(UnitKey, Vec<PodId>)> = Vec::new();
+        // Victim units: (importance key, pods). Members are never victims: looked up sorted.
+        let mut own = members.to_vec();
+        own.sort_unstable();
+        let mut units: Vec<(UnitKey, UnitPods)> = Vec::new();
         let mut group_units: HashMap<crate::cluster::GroupNode, usize> = HashMap::new();
         for (i, p) in c.pods.iter().enumerate() {
             let PodState::Bound(_) = p.state else { continue };
-            if p.priority >= priority || members.contains(&PodId(i as u32)) {
+            if p.priority >= priority || own.binary_search(&PodId(i as u32)).is_ok() {
                 continue;
             }
             let start = p.pod.status().and_then(|s| s.start_time.clone());
@@ -156,9 +194,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             match all_mode {
                 Some(node) => {
                     let u = *group_units.entry(node).or_insert_with(|| {
+                        let name = c.node_key(node).into();
                         units.push((
-                            (std::cmp::Reverse(p.priority), false, 0, start.clone(), c.node_key(node).to_string()),
-                            Vec::new(),
+                            (std::cmp::Reverse(p.priority), false, 0, start.clone(), name),
+                            UnitPods::Group(Vec::new()),
                         ));
                         units.len() - 1
                     });
@@ -170,7 +209,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     }
                 }
                 None => {
-                    units.push(((std::cmp::Reverse(p.priority), true, 0, start, p.key.clone()), vec![PodId(i as u32)]))
+                    let key = (std::cmp::Reverse(p.priority), true, 0, start, p.key.as_str().into());
+                    units.push((key, UnitPods::One(PodId(i as u32))))
                 }
             }
         }
@@ -186,12 +226,19 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             .filter(|u| violates[*u].is_some())
             .chain((0..units.len()).filter(|u| violates[*u].is_none()))
             .collect();
-        // Remove every potential victim, then try the group.
-        let mut removed: Vec<Vec<Evicted>> =
-            units.iter().map(|(_, pods)| pods.iter().map(|p| self.evict(*p)).collect()).collect();
+        // Remove every potential victim, unit after unit, then try the group. Unit `u`'s pods
+        // are `removed[spans[u]..spans[u + 1]]`, each `None` while it is back.
+        let spans: Vec<usize> = std::iter::once(0)
+            .chain(units.iter().scan(0, |end, (_, pods)| {
+                *end += pods.len();
+                Some(*end)
+            }))
+            .collect();
+        let mut removed: Vec<Option<Evicted>> =
+            units.iter().flat_map(|(_, pods)| pods.iter()).map(|p| Some(self.evict(*p))).collect();
         let Some(mut current) = place(self) else {
-            let n: usize = removed.iter().map(Vec::len).sum();
-            for e in removed.into_iter().rev().flat_map(|u| u.into_iter().rev()) {
+            let n = removed.len();
+            for e in removed.into_iter().rev().flatten() {
                 self.restore(e);
             }
             return Err(WouldNotHelp::DoesNotFit { removed: n });
@@ -211,10 +258,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // then written again from the assignments.
         let mut repaired = false;
         for u in order {
-            let pods = &units[u].1;
-            let apart = reach.as_ref().is_some_and(|r| r.leaves_alone(self, &removed[u]));
-            for e in std::mem::take(&mut removed[u]).into_iter().rev() {
-                self.restore(e);
+            let (pods, span) = (&units[u].1, spans[u]..spans[u + 1]);
+            let apart = reach.as_ref().is_some_and(|r| r.leaves_alone(self, removed[span.clone()].iter().flatten()));
+            for slot in removed[span.clone()].iter_mut().rev() {
+                if let Some(e) = slot.take() {
+                    self.restore(e);
+                }
             }
             // A unit the members' Filter cannot see leaves every verdict as it was: all fit
             // (checked anyway in debug builds).
@@ -255,7 +304,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 repaired = false;
                 continue;
             }
-            removed[u] = pods.iter().map(|p| self.evict(*p)).collect();
+            for (slot, p) in removed[span].iter_mut().zip(pods.iter()) {
+                *slot = Some(self.evict(*p));
+            }
             victims.extend(pods.iter().copied());
             against.extend(violates[u].iter().cloned());
         }
@@ -359,12 +410,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// For each victim unit (most important first), the first PodDisruptionBudget its eviction
     /// would violate, if any (upstream's `filterPodsWithPDBViolation`, per unit: pods listed in a
     /// budget's `status.disruptedPods` are already counted).
-    pub(super) fn budget_violations(&self, units: &[(UnitKey, Vec<PodId>)]) -> Vec<Option<String>> {
+    pub(super) fn budget_violations(&self, units: &[(UnitKey, UnitPods)]) -> Vec<Option<String>> {
         let c = &*self.cluster;
+        if c.budgets.is_empty() {
+            return vec![None; units.len()];
+        }
         let mut allowed: Vec<i32> = c.budgets.iter().map(|b| b.disruptions_allowed).collect();
         let mut out = vec![None; units.len()];
         for (u, (_, pods)) in units.iter().enumerate() {
-            for p in pods {
+            for p in pods.iter() {
                 let info = c.pod(*p);
                 for (bi, b) in c.budgets.iter().enumerate() {
                     if !c.budget_selects(&b.budget, info) {
