@@ -762,8 +762,11 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             cycles += 1;
             observe(entry, &self.cluster);
             // A gang's failure repeated from its kept reading changes nothing: the single pods'
-            // shared verdicts stand, as after any failed group cycle.
+            // shared verdicts stand, as after any failed group cycle. A gang this plan reported
+            // already (woken again by a preemption) is reported anew, so that its result and its
+            // members' verdicts move to the end of the plan as a full cycle's would.
             if let QueueEntry::Group(g) = entry
+                && !plan.has_group_result(&[g])
                 && let Some((wake, checked, pods)) = self.repeats_bound_failure(g)
             {
                 plan.repeated.groups.push(g);
@@ -782,6 +785,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                     _ => plan.forget(&self.entry_pods(entry), &groups, entry),
                 }
             }
+            let before = (plan.placements.len(), plan.preempted.len(), plan.pod_preemptions.len());
             let attempted = self.schedule(entry, plan);
             if settle {
                 plan.settle_groups(&groups);
@@ -793,8 +797,11 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 queue.done(entry);
             }
             if attempted.freed {
-                // Victims' groups run fewer members: no kept reading of a gang is sure to hold.
-                self.bound_waits.clear();
+                let victims = plan.preempted[before.1..].iter().map(|(v, _)| *v);
+                let victims =
+                    victims.chain(plan.pod_preemptions[before.2..].iter().flat_map(|p| p.victims.iter().copied()));
+                let placed: Vec<PodId> = plan.placements[before.0..].iter().map(|(p, _)| *p).collect();
+                self.forget_after_preemption(&victims.collect::<Vec<_>>(), &placed);
                 queue.on_event(Wake::ASSIGNED_POD_DELETED.union(Wake::CLAIM_CHANGED), now);
             }
         }

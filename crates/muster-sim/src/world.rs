@@ -206,6 +206,9 @@ pub struct World<'s> {
     by_id: Vec<Option<(u32, u32)>>,
     /// Pods deleted while the current plan's acts are carried out ([`Sim::stale`]).
     deleted: std::collections::HashSet<String>,
+    /// The same for the sim's pods, by (job, pod index): an unschedulable verdict's act is
+    /// checked without building its pod's key.
+    deleted_pods: std::collections::HashSet<(u32, u32)>,
     /// Claims whose allocation the world has written, with their devices (in [`MILLI`]) and
     /// their whole devices per node of the inventory.
     allocated_claims: HashMap<String, (u64, Vec<(u32, u64)>)>,
@@ -295,6 +298,7 @@ impl<'d, 's> Sim<'d, 's> {
             pods: HashMap::new(),
             by_id: Vec::new(),
             deleted: Default::default(),
+            deleted_pods: Default::default(),
             allocated_claims,
             free,
             free_ms: 0,
@@ -465,6 +469,7 @@ impl<'d, 's> Sim<'d, 's> {
                 *self.w.unschedulable_by.entry("PodGroup").or_default() += repeated.pods;
             }
             self.w.deleted.clear();
+            self.w.deleted_pods.clear();
             for act in acts {
                 if !self.stale(&act) {
                     self.carry_out(act)?;
@@ -736,8 +741,10 @@ impl<'d, 's> Sim<'d, 's> {
     fn delete_pod(&mut self, key: &str) -> Result<(), SimError> {
         self.w.deleted.insert(key.to_string());
         let Some(id) = self.engine.cluster().pod_id(key) else { return Ok(()) };
-        if let Some(slot) = self.w.by_id.get_mut(id.0 as usize) {
-            *slot = None;
+        if let Some(slot) = self.w.by_id.get_mut(id.0 as usize)
+            && let Some(at) = slot.take()
+        {
+            self.w.deleted_pods.insert(at);
         }
         // A claim's slot outlives the pod: it is vacant only once the claim is deleted too.
         let claims: Vec<muster_sched::ClaimId> =
@@ -901,8 +908,12 @@ impl<'d, 's> Sim<'d, 's> {
         match act {
             Act::Bind { pod, .. } => self.w.deleted.contains(&key(&pod.metadata)),
             Act::Unschedulable { job, index, .. } => {
-                let (job, index) = (*job as usize, *index as usize);
-                !self.w.deleted.is_empty() && self.w.deleted.contains(&self.key(job, &self.pod_name(job, index)))
+                let gone = self.w.deleted_pods.contains(&(*job, *index));
+                debug_assert_eq!(
+                    gone,
+                    self.w.deleted.contains(&self.key(*job as usize, &self.pod_name(*job as usize, *index as usize)))
+                );
+                gone
             }
             Act::WriteClaim(claim) => {
                 let ns = claim.metadata.namespace.as_deref().unwrap_or("default");

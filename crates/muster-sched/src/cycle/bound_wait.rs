@@ -18,8 +18,11 @@
 //! of one of its pending members' claims, a pod with a lower priority coming to a node (preemption
 //! could then start), a node added or deleted (the verdict counts the nodes), or a change of a
 //! kind it does not follow (PriorityClass, Workload, CompositePodGroup...), which forgets every
-//! reading. A preemption or a forgotten assumption forgets them all too. A debug build checks
-//! each repeat against a full cycle's reading.
+//! reading. A preemption in a batch forgets the readings of its victims' gangs, of gangs whose
+//! pending members share a claim with a victim or a pod it placed, and of gangs that could now
+//! preempt a pod it placed (`Scheduler::forget_after_preemption`); the others' room is counted
+//! again at their next use, as always. A forgotten assumption forgets them all. A debug build
+//! checks each repeat against a full cycle's reading.
 
 use super::gang_bound::{Need, OutOfReach};
 use super::*;
@@ -287,6 +290,31 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Forgets every kept reading.
     pub fn forget_bound_waits(&mut self) {
         self.bound_waits.clear();
+    }
+
+    /// After a preemption in the batch, forgets the readings it may have changed: those of the
+    /// victims' gangs (fewer members run), of gangs whose pending members share a claim with a
+    /// victim or a placed pod (deallocated, or allocated), and of gangs that could preempt the
+    /// pods it placed (a lower priority now on a node). Every other reading still holds: the
+    /// preemption left its members, their claims and its "no victim" as they were, and its room
+    /// is counted again at each use (debug builds check each repeat against a full reading).
+    pub(super) fn forget_after_preemption(&mut self, victims: &[PodId], placed: &[PodId]) {
+        if self.bound_waits.is_empty() {
+            return;
+        }
+        let c = &*self.cluster;
+        for &p in victims.iter().chain(placed) {
+            let pod = c.pod(p);
+            if let Some(Ok(g)) = &pod.group {
+                self.bound_waits.remove(g);
+            }
+            for &claim in pod.claims.iter().flatten() {
+                self.bound_waits.forget_claim(claim);
+            }
+        }
+        if let Some(lowest) = placed.iter().map(|p| c.pod(*p).priority).min() {
+            self.bound_waits.forget_where(|w| !w.never && lowest < w.priority);
+        }
     }
 
     /// Forgets the readings `event` may have changed.

@@ -194,10 +194,14 @@ pub fn node_local<'a>(
     node: &str,
     ctx: &DraContext,
 ) -> bool {
-    allocations
-        .into_iter()
-        .flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten()))
-        .all(|r| ctx.index.pool_is_local_to(&r.driver, &r.pool, node))
+    // Results come in runs of one pool: each run's pool is looked up once.
+    let mut last: Option<(&str, &str)> = None;
+    allocations.into_iter().flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten())).all(|r| {
+        let pool = (r.driver.as_str(), r.pool.as_str());
+        let local = last == Some(pool) || ctx.index.pool_is_local_to(pool.0, pool.1, node);
+        last = Some(pool);
+        local
+    })
 }
 
 /// What Reserve changed in the claims, so that Unreserve can put it back exactly.
