@@ -4,7 +4,8 @@
 //! minCount is out of reach, and stays out of the way of devices that serve several claims,
 //! partitionable devices, requests for all devices, preemption, and clusters where Filter stops
 //! early (the next start index must move as before). A gang cycle that would fail on the bound
-//! as the last one did is only counted, and a kept reading never outlives a change it depends on.
+//! as the last one did is only counted, and a kept reading never outlives a change it depends on
+//! (while a preemption that changed nothing it read leaves it standing).
 //! Classic preemption of pods outside groups, whose trials the bound may cut short, decides as
 //! without it.
 
@@ -407,6 +408,37 @@ fn a_lower_priority_pod_coming_to_a_node_ends_the_repeats() {
         assert_eq!(outcomes[0], (2, vec![victim.to_string()]), "in place: {in_place}");
         assert_eq!(outcomes[0], outcomes[1]);
     }
+}
+
+#[test]
+fn a_preemption_keeps_the_readings_it_did_not_change() {
+    // Both nodes full, n0 of a priority-0 pod: gang g (priority 0, two members of 4 cores) waits
+    // on the bound with nothing it could preempt.
+    let pods = vec![running("low", "n0", 8), running_at("mid", "n1", 8, 10)];
+    let members = || -> Vec<Box<Pod>> { (0..2).map(|m| member(&format!("g-{m}"), "g", None, 4, 0)).collect() };
+    let mut outcomes = Vec::new();
+    for bound in [true, false] {
+        cpu_engine!(engine, 2, [pods.clone(), members()].concat(), vec![group("g", 2, 0)], bound);
+        assert!(engine.schedule(0).placements.is_empty());
+        // A pod of priority 100 preempts `low` and takes n0: g is woken in the same batch, and
+        // finds the room it found before.
+        engine.apply(Change::UpsertPod(single("hp", 0, 8, 100)), 20_000).unwrap();
+        let plan = engine.schedule(20_000);
+        let key = |v: &muster_sched::PodId| engine.cluster().pod(*v).key.clone();
+        let victims: Vec<String> = plan.pod_preemptions.iter().flat_map(|p| p.victims.iter().map(key)).collect();
+        assert_eq!(victims, ["ml/low"]);
+        let placed: Vec<String> = plan.placements.iter().map(|(p, _)| key(p)).collect();
+        assert_eq!(placed, ["ml/hp"]);
+        if bound {
+            // Its reading outlived the preemption (which touched none of what it read).
+            assert_eq!(plan.repeated.groups.len(), 1, "{:?}", plan.groups);
+            assert!(plan.groups.is_empty());
+        } else {
+            assert!(matches!(plan.groups[0].outcome, GroupOutcome::Unschedulable { .. }));
+        }
+        outcomes.push((placed, victims));
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
 }
 
 /// A pod outside any group (uid `uid-<name>`): `cpu` cores, and the claim `<name>-gpus` when it
