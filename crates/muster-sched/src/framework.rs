@@ -141,7 +141,7 @@ pub struct FitError {
 
 /// A verdict over the nodes: the distinct rejections, sorted; for every node, which one it got
 /// (an index into `rejections`), in node-name order; and [`FitError::message`] once rendered.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct NodeRejections {
     rejections: Box<[Rejection]>,
     node_statuses: Box<[(NodeId, u16)]>,
