@@ -649,6 +649,10 @@ pub struct ClaimInfo {
     /// keeps the claim without its status; once none does, it is vacant and a new claim reuses
     /// it: the store holds as many claims as exist and are in use, not as many as ever existed.
     pub deleted: bool,
+    /// The status has an allocation or a reservation ([`ClaimInfo::status_changed`] keeps it):
+    /// read beside the spec stamp by the pods that compare claims on every attempt, without a
+    /// look at the status.
+    in_use: bool,
 }
 
 /// FNV-1a over `parts` (with a separator): stable across Rust versions and platforms, so that
@@ -682,8 +686,8 @@ pub fn fingerprint(c: &ResourceClaim) -> u64 {
     stable_hash(&[&serde_json::to_string(&c.spec).unwrap_or_default()])
 }
 
-/// A [`ClaimInfo::spec_stamp`] no claim value had before, in this process.
-fn fresh_stamp() -> u64 {
+/// A stamp ([`ClaimInfo::spec_stamp`], a pod's) no value had before, in this process.
+pub(crate) fn fresh_stamp() -> u64 {
     static STAMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     STAMPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
@@ -716,7 +720,9 @@ impl ClaimInfo {
             exact_devices,
             users: 0,
             deleted: false,
+            in_use: false,
         }
+        .with_status_read()
     }
 
     /// A slot no claim holds (see [`ClaimInfo::deleted`]).
@@ -730,7 +736,32 @@ impl ClaimInfo {
             exact_devices: 0,
             users: 0,
             deleted: true,
+            in_use: false,
         }
+    }
+
+    fn with_status_read(mut self) -> ClaimInfo {
+        self.status_changed();
+        self
+    }
+
+    /// Whether the status has an allocation or names a consumer, as of the last
+    /// [`ClaimInfo::status_changed`].
+    pub fn in_use(&self) -> bool {
+        debug_assert_eq!(self.in_use, self.status_in_use(), "claim {}: status changed unannounced", self.key());
+        self.in_use
+    }
+
+    /// Every change of `claim.status` is followed by this.
+    pub fn status_changed(&mut self) {
+        self.in_use = self.status_in_use();
+    }
+
+    fn status_in_use(&self) -> bool {
+        self.claim
+            .status
+            .as_ref()
+            .is_some_and(|s| s.allocation.is_some() || s.reserved_for.as_ref().is_some_and(|r| !r.is_empty()))
     }
 
     /// The spec was replaced: what is derived from it follows.
@@ -741,7 +772,9 @@ impl ClaimInfo {
         }
         self.spec_fingerprint = spec_fingerprint;
         self.exact_devices = exact_devices(&claim);
-        std::mem::replace(&mut self.claim, claim)
+        let old = std::mem::replace(&mut self.claim, claim);
+        self.status_changed();
+        old
     }
 
     /// Whether the claim has an allocation.

@@ -439,8 +439,8 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     /// gets its verdict without a cycle. Emptied at every batch and whenever anything is placed
     /// or preempted.
     failed_classes: Vec<(equivalence::ClassKey, PodId, FitError)>,
-    /// The claims' spec classes, for comparing equivalent pods' claims.
-    spec_classes: equivalence::SpecClasses,
+    /// The claims' spec classes and the pods' classes, for comparing equivalent pods.
+    classes: equivalence::Classes,
     /// Attempts answered from `failed_classes` (for benchmarks).
     pub reused_verdicts: u64,
     /// The last verdicts of pods that fit nowhere, per node: the next attempt filters only the
@@ -502,7 +502,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             node_filter: None,
             device_filter: None,
             failed_classes: Vec::new(),
-            spec_classes: Default::default(),
+            classes: Default::default(),
             reused_verdicts: 0,
             kept: kept_verdicts::KeptVerdicts::default(),
             kept_rejections: 0,
@@ -957,9 +957,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             return false;
         }
         let key = equivalence::key(c.pod(pod));
-        let specs = &self.spec_classes;
+        let classes = &self.classes;
         let found =
-            self.failed_classes.iter().find(|(k, r, _)| *k == key && equivalence::equivalent(c, specs, *r, pod));
+            self.failed_classes.iter().find(|(k, r, _)| *k == key && equivalence::equivalent(c, classes, *r, pod));
         let Some((_, _, e)) = found else {
             return false;
         };

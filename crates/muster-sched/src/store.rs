@@ -675,6 +675,7 @@ impl Cluster {
             old.status = Some(status);
             Box::new(old)
         });
+        self.claims[i].status_changed();
         let wake = if old.is_some() { Wake::CLAIM_CHANGED } else { Wake::NONE };
         self.claims[i].deleted = true;
         if self.claims[i].users == 0 {

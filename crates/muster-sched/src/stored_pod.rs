@@ -83,7 +83,7 @@ impl ContainerView {
 /// What the pods of one template share: the spec with its container lists and `nodeName` taken
 /// out, the lists packed, the views of the containers. The store keeps one per distinct spec
 /// ([`SpecTable`]); a pod that arrives with a spec it has already holds that one.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SharedSpec {
     /// [`SpecContainers`] as JSON. First, so that comparing two specs compares it first.
     packed: Box<[u8]>,
@@ -123,6 +123,10 @@ pub struct StoredPod {
     /// The requests derived from the containers before they were packed, until the store takes
     /// them ([`StoredPod::take_requests`]).
     requests: Option<Box<Result<Requests, QuantityFieldError>>>,
+    /// Drawn anew when the pod is made and whenever its status may change, never 0 for a made
+    /// pod: what was derived from the pod is stale when its stamp is not this one (a copy keeps
+    /// it, as it is equal; only compared for equality).
+    stamp: u64,
 }
 
 impl From<Box<Pod>> for StoredPod {
@@ -167,7 +171,20 @@ impl StoredPod {
             status: status.map(Box::new),
             status_containers,
             requests,
+            stamp: crate::cluster::fresh_stamp(),
         }
+    }
+
+    /// See [`StoredPod::stamp`]'s field: 0 for a pod not made by [`StoredPod::new`].
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
+
+    /// A copy holding a spec of its own, not the one it shares with other pods (a copy kept
+    /// beside the store does not keep a spec the store let go).
+    pub fn detached(&self) -> StoredPod {
+        let spec = self.spec.as_deref().map(|s| Arc::new(s.clone()));
+        StoredPod { spec, ..self.clone() }
     }
 
     /// Holds the table's equal spec instead of its own, or files its own there (see
@@ -213,11 +230,13 @@ impl StoredPod {
 
     /// The status to change, if the pod has one.
     pub fn status_mut(&mut self) -> Option<&mut PodStatus> {
+        self.stamp = crate::cluster::fresh_stamp();
         self.status.as_deref_mut()
     }
 
     /// The status to change, created when the pod has none.
     pub fn ensure_status(&mut self) -> &mut PodStatus {
+        self.stamp = crate::cluster::fresh_stamp();
         self.status.get_or_insert_with(Box::default)
     }
 

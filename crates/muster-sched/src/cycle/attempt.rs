@@ -167,7 +167,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let mut kept = match keeps {
             true => self.kept.take(pod_id, key, |other| {
                 super::equivalence::key(cluster.pod(other)) == super::equivalence::key(pod)
-                    && super::equivalence::equivalent(cluster, &self.spec_classes, other, pod_id)
+                    && super::equivalence::equivalent(cluster, &self.classes, other, pod_id)
             }),
             false => None,
         };

@@ -43,7 +43,7 @@ pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
 
 /// Whether pending pods `a` and `b` are judged alike by every plugin on any state (`specs`: the
 /// claims' spec classes known so far).
-pub(super) fn equivalent(c: &Cluster, specs: &SpecClasses, a: PodId, b: PodId) -> bool {
+pub(super) fn equivalent(c: &Cluster, classes: &Classes, a: PodId, b: PodId) -> bool {
     let (pa, pb) = (c.pod(a), c.pod(b));
     // One shape is one `requests` and `non_zero` (the store numbers each pair once): compared by
     // its number, without reading the requests.
@@ -54,8 +54,25 @@ pub(super) fn equivalent(c: &Cluster, specs: &SpecClasses, a: PodId, b: PodId) -
         && pa.dra_extended == pb.dra_extended
         && pb.stale_extended_claim.is_none()
         && own_claims_free(c, pb)
-        && same_claim_specs(c, specs, pa, pb)
-        && same_pod(&pa.pod, &pb.pod, labels_matter(c, &pa.pod))
+        && same_claim_specs(c, &classes.specs, pa, pb)
+        && same_pods(c, &classes.pods, a, b)
+}
+
+/// The classes that make comparing two pods cheap: their claims' specs, and the pods themselves.
+#[derive(Default)]
+pub(super) struct Classes {
+    pub(super) specs: SpecClasses,
+    pub(super) pods: PodClasses,
+}
+
+/// [`same_pod`] for pods `a` and `b`, by their classes (and their labels, when labels matter).
+fn same_pods(c: &Cluster, pods: &PodClasses, a: PodId, b: PodId) -> bool {
+    let (pa, pb) = (&c.pod(a).pod, &c.pod(b).pod);
+    let labels_matter = labels_matter(c, pa);
+    pods.make_room();
+    let same = pods.class_of(c, a) == pods.class_of(c, b) && (!labels_matter || pa.meta().labels == pb.meta().labels);
+    debug_assert_eq!(same, same_pod(pa, pb, labels_matter), "pods {a:?} and {b:?} classed wrong");
+    same
 }
 
 /// Labels decide a Filter verdict only through inter-pod terms: an existing pod's required
@@ -71,13 +88,7 @@ fn labels_matter(c: &Cluster, p: &dyn PodObject) -> bool {
 
 /// Not in a PodGroup, and every claim resolved, unallocated and reserved for nobody.
 pub(super) fn own_claims_free(c: &Cluster, p: &PodInfo) -> bool {
-    p.group.is_none()
-        && p.claims.iter().all(|r| {
-            r.as_ref().is_ok_and(|id| {
-                let status = c.claims[id.index()].claim.status.as_ref();
-                status.is_none_or(|s| s.allocation.is_none() && s.reserved_for.as_ref().is_none_or(Vec::is_empty))
-            })
-        })
+    p.group.is_none() && p.claims.iter().all(|r| r.as_ref().is_ok_and(|id| !c.claims[id.index()].in_use()))
 }
 
 fn same_claim_specs(c: &Cluster, specs: &SpecClasses, a: &PodInfo, b: &PodInfo) -> bool {
@@ -106,10 +117,10 @@ const MAX_SPEC_CLASSES: usize = 1 << 12;
 /// classed with ([`crate::cluster::ClaimInfo::spec_stamp`], new whenever a slot's spec may have
 /// changed). Two claims of one class are then equal to one spec, unchanged since.
 #[derive(Default)]
-pub(super) struct SpecClasses(std::cell::RefCell<Classes>);
+pub(super) struct SpecClasses(std::cell::RefCell<ClaimSpecs>);
 
 #[derive(Default)]
-struct Classes {
+struct ClaimSpecs {
     /// Per claim slot: the stamp of the spec it was classed with, and its class.
     by_claim: Vec<(u64, u64)>,
     /// By spec fingerprint: each class's number and spec.
@@ -127,7 +138,7 @@ impl SpecClasses {
     fn make_room(&self) {
         let mut classes = self.0.borrow_mut();
         if classes.open >= MAX_SPEC_CLASSES {
-            *classes = Classes { last: classes.last, ..Classes::default() };
+            *classes = ClaimSpecs { last: classes.last, ..ClaimSpecs::default() };
         }
     }
 
@@ -140,7 +151,7 @@ impl SpecClasses {
         {
             return class;
         }
-        let Classes { by_claim, specs, open, last } = &mut *classes;
+        let ClaimSpecs { by_claim, specs, open, last } = &mut *classes;
         let bucket = specs.entry(info.spec_fingerprint).or_default();
         let class = match bucket.iter().find(|(_, spec)| *spec == info.claim.spec) {
             Some(&(class, _)) => class,
@@ -157,6 +168,93 @@ impl SpecClasses {
         by_claim[claim.index()] = (info.spec_stamp, class);
         class
     }
+}
+
+/// At most this many pod classes are kept (each holds a copy of its first pod); past it they
+/// are forgotten, and pods are classed again under new numbers.
+const MAX_POD_CLASSES: usize = 1 << 12;
+
+/// Pods by what [`same_pod`] compares, labels aside: pods of one class are alike in all of it,
+/// so equivalent pods that wait together are compared by a number each, not field by field,
+/// at every attempt (a pod is compared with the classes' first pods once per stamp).
+///
+/// Why it is exact: a pod joins a class when [`same_pod`] finds it alike the copy of the pod
+/// that opened it (an equivalence: every part is compared for equality), and its class is read
+/// again only while the pod keeps the stamp it was classed with ([`StoredPod::stamp`], new
+/// whenever the pod is made or its status may change). Numbers are never given twice.
+#[derive(Default)]
+pub(super) struct PodClasses(std::cell::RefCell<PodTable>);
+
+#[derive(Default)]
+struct PodTable {
+    /// Per pod slot: the stamp of the pod it was classed with, and its class.
+    by_pod: Vec<(u64, u64)>,
+    /// By [`pod_fingerprint`]: each class's number and first pod.
+    firsts: std::collections::HashMap<u64, Vec<(u64, StoredPod)>>,
+    /// Classes in `firsts`.
+    open: usize,
+    /// The last class number given.
+    last: u64,
+}
+
+impl PodClasses {
+    /// Forgets every class when there are too many, before a comparison (not inside one).
+    fn make_room(&self) {
+        let mut t = self.0.borrow_mut();
+        if t.open >= MAX_POD_CLASSES {
+            *t = PodTable { last: t.last, ..PodTable::default() };
+        }
+    }
+
+    /// The class of pod `pod` as it is now.
+    fn class_of(&self, c: &Cluster, pod: PodId) -> u64 {
+        let p = &c.pod(pod).pod;
+        let (stamp, slot) = (p.stamp(), pod.0 as usize);
+        let mut t = self.0.borrow_mut();
+        if let Some(&(s, class)) = t.by_pod.get(slot)
+            && s == stamp
+            && stamp != 0
+        {
+            return class;
+        }
+        let PodTable { by_pod, firsts, open, last } = &mut *t;
+        let bucket = firsts.entry(pod_fingerprint(p)).or_default();
+        let class = match bucket.iter().find(|(_, first)| same_pod(first, p, false)) {
+            Some(&(class, _)) => class,
+            None => {
+                *last += 1;
+                *open += 1;
+                bucket.push((*last, p.detached()));
+                *last
+            }
+        };
+        if by_pod.len() <= slot {
+            by_pod.resize(slot + 1, (0, 0));
+        }
+        by_pod[slot] = (stamp, class);
+        class
+    }
+}
+
+/// A hash of some of what [`same_pod`] compares (pods it finds alike hash alike).
+fn pod_fingerprint(p: &StoredPod) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
+    let meta = p.meta();
+    meta.namespace.hash(&mut h);
+    for o in meta.owner_references.iter().flatten() {
+        (&o.uid, &o.name, &o.kind).hash(&mut h);
+    }
+    p.node_name().hash(&mut h);
+    p.status().and_then(|s| s.nominated_node_name.as_deref()).hash(&mut h);
+    p.containers().len().hash(&mut h);
+    if let Some(s) = p.spec() {
+        s.node_selector.hash(&mut h);
+        (&s.priority_class_name, &s.scheduler_name, &s.preemption_policy).hash(&mut h);
+        s.tolerations.as_ref().map(Vec::len).hash(&mut h);
+        s.volumes.as_ref().map(Vec::len).hash(&mut h);
+    }
+    h.finish()
 }
 
 fn same_pod(a: &StoredPod, b: &StoredPod, labels_matter: bool) -> bool {

@@ -484,6 +484,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     saved.allocation = status.allocation.take();
                     status.reserved_for = None;
                 }
+                info.status_changed();
                 claims.push(saved);
             }
             if shared {
@@ -534,6 +535,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     status.allocation = Some(allocation);
                     state.add_claim(&info.claim, ctx.features);
                 }
+                info.status_changed();
             }
             self.dra_node_generation[e.node.0 as usize] = dra_generation;
             self.dra_shared_generation = shared_generation;

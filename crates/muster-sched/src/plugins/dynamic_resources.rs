@@ -262,6 +262,7 @@ pub fn reserve(
         if !list.iter().any(|r| r == who) {
             list.push(who.clone());
         }
+        info.status_changed();
     }
 }
 
@@ -290,6 +291,7 @@ pub fn unreserve(
             state.remove_claim(&info.claim, features);
         }
         info.claim.status = status;
+        info.status_changed();
     }
 }
 
