@@ -32,6 +32,7 @@ mod profiles;
 pub mod reasons;
 mod scoring;
 mod unschedulable_pods;
+mod victim_memo;
 
 pub use attempt::{Reserved, run_all_filters, run_filters};
 use bound_wait::BoundEvent;
@@ -446,6 +447,13 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     /// The last verdicts of pods that fit nowhere, per node: the next attempt filters only the
     /// nodes that changed since ([`kept_verdicts`]). Used with `reuse_verdicts`.
     kept: kept_verdicts::KeptVerdicts,
+    /// What classic preemption found per node for classes of equivalent pods.
+    victim_memo: victim_memo::VictimMemo,
+    /// The pod whose last attempt over every node had Filter verdicts that depend on each node
+    /// alone (set by that attempt, for the preemption that may follow it).
+    per_node_pod: Option<PodId>,
+    /// Nodes whose preemption finding was reused from [`victim_memo`] (for benchmarks).
+    pub preemption_findings_reused: u64,
     /// Nodes taken as rejected from `kept` without a Filter, so far (for benchmarks and tests).
     pub kept_rejections: u64,
     /// Kept verdicts that stood after a look at only the nodes the node journal listed.
@@ -505,6 +513,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             classes: Default::default(),
             reused_verdicts: 0,
             kept: kept_verdicts::KeptVerdicts::default(),
+            victim_memo: Default::default(),
+            per_node_pod: None,
+            preemption_findings_reused: 0,
             kept_rejections: 0,
             journal_verdicts: 0,
             bound_floor: None,
@@ -819,6 +830,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// After the store added or removed nodes: the per-node caches follow the node count.
     pub fn sync_nodes(&mut self) {
         self.kept.clear();
+        self.victim_memo.clear();
         let n = self.cluster.nodes.len();
         if self.memo.len() != n {
             self.memo.resize(n, ScoreMemo::EMPTY);

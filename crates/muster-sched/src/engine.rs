@@ -87,6 +87,12 @@ impl<'d> Engine<'d> {
         self.scheduler.reused_verdicts
     }
 
+    /// Nodes where classic preemption reused what an equivalent pod found there, the node
+    /// unchanged since, so far.
+    pub fn preemption_findings_reused(&self) -> u64 {
+        self.scheduler.preemption_findings_reused
+    }
+
     /// Nodes taken as rejected from a waiting pod's last verdict, without a Filter, so far
     /// ([`Scheduler::kept_rejections`]).
     pub fn kept_rejections(&self) -> u64 {

@@ -94,6 +94,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// that the pod-group cycle can roll it back; with `on`, only that node is filtered.
     pub(super) fn attempt(&mut self, pod_id: PodId, undo: Option<&mut Vec<Reserved>>, on: Option<NodeId>) -> Outcome {
         self.use_profile_of(pod_id);
+        let whole = on.is_none() && undo.is_none();
+        if whole {
+            self.per_node_pod = None;
+        }
         let cluster = &*self.cluster;
         let pod = cluster.pod(pod_id);
         let mut state = CycleState::new(pod);
@@ -143,6 +147,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // No plugin counts pods on other nodes (PodTopologySpread, InterPodAffinity) or reads
         // volumes: each node's verdict depends on that node alone.
         let per_node = state.spread.is_none() && state.pod_affinity.is_none() && state.volumes.is_none();
+        if whole && per_node && pod.group.is_none() {
+            self.per_node_pod = Some(pod_id);
+        }
         let simple_pod = state.only_inline_requests
             && state.node_selector.is_none()
             && state.required_affinity.is_none()

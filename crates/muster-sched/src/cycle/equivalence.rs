@@ -58,6 +58,35 @@ pub(super) fn equivalent(c: &Cluster, classes: &Classes, a: PodId, b: PodId) -> 
         && same_pods(c, &classes.pods, a, b)
 }
 
+/// A class of equivalent pods by name, so that it can be kept: pods of equal signatures are
+/// [`equivalent`] (their shapes, priorities, pod classes and claims' spec classes are equal, their
+/// claims their own, and neither has labels that matter or extended resources served through DRA).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Signature {
+    shape: u32,
+    priority: i32,
+    pod: u64,
+    claims: Vec<u64>,
+}
+
+/// `pod`'s [`Signature`]; `None` for a pod the signature cannot name (labels that matter,
+/// extended resources through DRA, claims not its own or not found).
+pub(super) fn signature(c: &Cluster, classes: &Classes, pod: PodId) -> Option<Signature> {
+    let p = c.pod(pod);
+    if !p.dra_extended.is_empty()
+        || p.stale_extended_claim.is_some()
+        || !own_claims_free(c, p)
+        || labels_matter(c, &p.pod)
+    {
+        return None;
+    }
+    classes.specs.make_room();
+    classes.pods.make_room();
+    let claims =
+        p.claims.iter().map(|r| r.as_ref().ok().map(|id| classes.specs.class_of(c, *id))).collect::<Option<_>>()?;
+    Some(Signature { shape: p.shape, priority: p.priority, pod: classes.pods.class_of(c, pod), claims })
+}
+
 /// The classes that make comparing two pods cheap: their claims' specs, and the pods themselves.
 #[derive(Default)]
 pub(super) struct Classes {

@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 
+use super::equivalence::Signature;
 use super::*;
 
 /// One node preemption could free for the pod.
@@ -60,11 +61,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let wanted = (c.node_order.len() * MIN_CANDIDATE_NODES_PERCENTAGE / 100).max(MIN_CANDIDATE_NODES_ABSOLUTE);
         // Trials filter one node each (`attempt_on`): Filter's next start index does not move.
         let mut candidates: Vec<Candidate> = Vec::new();
+        // Pods of one class find the same on a node that did not change ([`super::victim_memo`]).
+        let memo = self.reuse_verdicts && self.per_node_pod == Some(pod) && self.cluster.budgets.is_empty();
+        let signature = memo.then(|| super::equivalence::signature(&self.cluster, &self.classes, pod)).flatten();
         for node in nodes {
             if candidates.len() >= wanted {
                 break;
             }
-            if let Some(candidate) = self.victims_on(pod, node) {
+            let found = match &signature {
+                Some(signature) => self.victims_kept_or_found(signature, pod, node),
+                None => self.victims_on(pod, node),
+            };
+            if let Some(candidate) = found {
                 candidates.push(candidate);
             }
         }
@@ -81,6 +89,27 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
             Outcome::Unschedulable(_) => unreachable!("the pod fitted on the candidate node with these victims gone"),
         }
+    }
+
+    /// [`Scheduler::victims_on`], or what a pod of `signature` found there while the node has not
+    /// changed since (debug builds check it against a new finding).
+    fn victims_kept_or_found(&mut self, signature: &Signature, pod: PodId, node: NodeId) -> Option<Candidate> {
+        let (now, shared) = (self.node_generations(node), self.dra_shared_generation);
+        if let Some(kept) = self.victim_memo.get(signature, shared, node, now) {
+            let kept = kept.map(|victims| Candidate { node, victims: victims.to_vec(), against: Vec::new() });
+            self.preemption_findings_reused += 1;
+            debug_assert_eq!(
+                kept.as_ref().map(|c| &c.victims),
+                self.victims_on(pod, node).as_ref().map(|c| &c.victims),
+                "a finding kept for an unchanged node is the one found again"
+            );
+            return kept;
+        }
+        let found = self.victims_on(pod, node);
+        debug_assert!(found.as_ref().is_none_or(|c| c.against.is_empty()), "no budget, none violated");
+        let slots = self.cluster.nodes.len();
+        self.victim_memo.put((signature, shared), (node, now, slots), found.as_ref().map(|c| c.victims.clone()));
+        found
     }
 
     /// `selectVictimsOnNode`: the fewest lower-priority pods of `node` the pod needs gone, or

@@ -495,6 +495,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         Evicted { pod, node, claims, shared, generations: (before, self.generations_of(node)) }
     }
 
+    /// The generations a kept verdict holds for node `n`: the node's and its devices'.
+    pub(super) fn node_generations(&self, n: NodeId) -> super::kept_verdicts::NodeGenerations {
+        (self.cluster.node(n).generation, self.dra_node_generation.get(n.0 as usize).copied().unwrap_or(0))
+    }
+
     /// The generations verdicts about node `n` are remembered under: the node's, its devices',
     /// the shared pools'.
     fn generations_of(&self, n: NodeId) -> (u64, u64, u64) {
