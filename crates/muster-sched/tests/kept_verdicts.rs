@@ -8,18 +8,9 @@ use serde_json::json;
 
 mod common;
 
-/// Claim `ml/<name>` for one GPU, allocated to `holder` on its node's pool when given (with the
-/// node selector the allocator writes: the claim's devices are that node's).
+/// [`common::gpu_claim`], boxed.
 fn claim(name: &str, holder: Option<(&str, usize)>) -> Box<ResourceClaim> {
-    let mut c = json!({"metadata": {"name": name, "namespace": "ml"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}});
-    if let Some((pod, node)) = holder {
-        c["status"] = json!({
-            "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": format!("n{node}"), "device": "gpu-0"}]},
-                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [format!("n{node}")]}]}]}},
-            "reservedFor": [{"resource": "pods", "name": pod, "uid": format!("uid-{pod}")}]});
-    }
-    Box::new(serde_json::from_value(c).unwrap())
+    Box::new(common::gpu_claim(name, holder))
 }
 
 /// Pod `ml/<name>` asking `cpu` cores and the GPU of claim `<name>-gpu`, running on `node`.

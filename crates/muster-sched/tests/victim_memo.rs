@@ -9,19 +9,6 @@ use serde_json::json;
 
 mod common;
 
-/// Claim `ml/<name>` for one GPU, allocated on node `n<node>`'s pool to pod `holder` when given.
-fn claim(name: &str, holder: Option<(&str, usize)>) -> ResourceClaim {
-    let mut c = json!({"metadata": {"name": name, "namespace": "ml"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}});
-    if let Some((pod, node)) = holder {
-        c["status"] = json!({
-            "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": format!("n{node}"), "device": "gpu-0"}]},
-                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [format!("n{node}")]}]}]}},
-            "reservedFor": [{"resource": "pods", "name": pod, "uid": format!("uid-{pod}")}]});
-    }
-    serde_json::from_value(c).unwrap()
-}
-
 /// Pod `ml/<name>` of `priority` asking `cpu` cores and claim `<name>-gpu`, running on `node`
 /// (started at second `node`) when given.
 fn pod(name: &str, priority: i32, cpu: u32, node: Option<usize>) -> Box<Pod> {
@@ -46,8 +33,8 @@ fn cluster() -> Cluster {
     pods.extend(["a", "b"].map(|name| pod(name, 50, 5, None)));
     let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
     let mut claims: Vec<ResourceClaim> =
-        (0..8).map(|i| claim(&format!("run-{i}-gpu"), Some((&format!("run-{i}"), i)))).collect();
-    claims.extend(["a-gpu", "b-gpu"].map(|name| claim(name, None)));
+        (0..8).map(|i| common::gpu_claim(&format!("run-{i}-gpu"), Some((&format!("run-{i}"), i)))).collect();
+    claims.extend(["a-gpu", "b-gpu"].map(|name| common::gpu_claim(name, None)));
     cluster.add_claims(claims, &[]);
     cluster
 }

@@ -116,3 +116,18 @@ pub fn composite(
     }
     serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"}, "spec": spec})).unwrap()
 }
+
+/// Claim `ml/<name>` for one GPU of class `gpu`; when `holder` is given, allocated to pod
+/// `ml/<holder.0>` on node `n<holder.1>`'s `gpu-0` (with the node selector the allocator writes:
+/// the claim's devices are that node's).
+pub fn gpu_claim(name: &str, holder: Option<(&str, usize)>) -> k8s_openapi::api::resource::v1::ResourceClaim {
+    let mut c = json!({"metadata": {"name": name, "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}});
+    if let Some((pod, node)) = holder {
+        c["status"] = json!({
+            "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": format!("n{node}"), "device": "gpu-0"}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [format!("n{node}")]}]}]}},
+            "reservedFor": [{"resource": "pods", "name": pod, "uid": format!("uid-{pod}")}]});
+    }
+    serde_json::from_value(c).unwrap()
+}
