@@ -182,9 +182,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         // nodes filtered again, for bringing it up to date.
         let mut kept_holds = kept.is_some();
         let mut filtered_again: Vec<NodeId> = Vec::new();
-        let node_generations = |node: NodeId| -> super::kept_verdicts::NodeGenerations {
-            (cluster.node(node).generation, self.dra_node_generation.get(node.0 as usize).copied().unwrap_or(0))
-        };
+        let dra_node_generation = &self.dra_node_generation;
+        let node_generations = |node: NodeId| super::kept_verdicts::generations(cluster, dra_node_generation, node);
         let memo = &mut self.dra_memo;
         // The CEL cost this attempt may spend over every node it tries [beyond upstream].
         let cel_budget = muster_cel::Budget::new(muster_cel::Budget::ATTEMPT);

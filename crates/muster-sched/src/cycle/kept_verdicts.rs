@@ -46,6 +46,11 @@ const MAX_KEPT: usize = 32;
 /// A node's generations when it was filtered: the node's and its DRA generation.
 pub(super) type NodeGenerations = (u64, u64);
 
+/// Node `node`'s generations now (`dra`: the DRA generation per node slot; 0 for a slot past it).
+pub(super) fn generations(c: &Cluster, dra: &[u64], node: NodeId) -> NodeGenerations {
+    (c.node(node).generation, dra.get(node.0 as usize).copied().unwrap_or(0))
+}
+
 /// One pod's last verdict, with what it was computed against.
 pub(super) struct KeptVerdict {
     pod: PodId,

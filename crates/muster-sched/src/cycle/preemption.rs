@@ -497,7 +497,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// The generations a kept verdict holds for node `n`: the node's and its devices'.
     pub(super) fn node_generations(&self, n: NodeId) -> super::kept_verdicts::NodeGenerations {
-        (self.cluster.node(n).generation, self.dra_node_generation.get(n.0 as usize).copied().unwrap_or(0))
+        super::kept_verdicts::generations(&self.cluster, &self.dra_node_generation, n)
     }
 
     /// The generations verdicts about node `n` are remembered under: the node's, its devices',
