@@ -279,6 +279,15 @@ impl SliceIndex {
         self.len() == 0
     }
 
+    /// The pools (driver, pool) of the slices published with `node`'s `nodeName`, a pool once
+    /// per slice.
+    pub fn local_pools<'s>(&'s self, node: &str) -> impl Iterator<Item = (&'s str, &'s str)> + 's {
+        let slots = self.node_local.get(node).into_iter().flatten();
+        slots
+            .filter_map(|&i| self.slots[i].as_ref())
+            .map(|s| (s.slice.spec.driver.as_str(), s.slice.spec.pool.name.as_str()))
+    }
+
     /// Are all slices of the pool local to `node` (published with its `nodeName`)?
     pub fn pool_is_local_to(&self, driver: &str, pool: &str, node: &str) -> bool {
         self.pool(driver, pool).all(|s| s.spec.node_name.as_deref() == Some(node))

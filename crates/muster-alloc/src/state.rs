@@ -139,6 +139,12 @@ impl AllocatedState {
         PoolHeld(self.held.get(driver).and_then(|pools| pools.get(pool)))
     }
 
+    /// Does any allocated claim hold a device of pool (`driver`, `pool`)? (An entry is removed
+    /// when nothing holds its device any more.)
+    pub fn holds_in(&self, driver: &str, pool: &str) -> bool {
+        self.pool(driver, pool).0.is_some_and(|devices| !devices.is_empty())
+    }
+
     fn entry(&mut self, id: &DeviceId) -> &mut Held {
         self.entry_of(&id.driver, &id.pool, &id.device)
     }
@@ -264,7 +270,9 @@ mod tests {
         assert!(!s.in_use("d", "p", "gpu-0"));
         assert!(s.in_use("d", "p", "nic-0"), "b's share is still there");
         assert_eq!(s.capacity("d", "p", "nic-0").unwrap()["bandwidth"], 5_000_000_000_000_000_000);
+        assert!(s.holds_in("d", "p"));
         s.remove_claim(&b, f);
         assert!(!s.in_use("d", "p", "nic-0"));
+        assert!(!s.holds_in("d", "p"), "nothing of the pool is held any more");
     }
 }

@@ -420,6 +420,9 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     dra_memo: DraMemo,
     /// Bumped when an allocation takes devices of the node's own pools / of shared pools.
     dra_node_generation: Vec<u64>,
+    /// Per node, the generation its devices take whenever its own pools hold nothing (0: none
+    /// drawn yet); a new one when its devices or the node change otherwise.
+    dra_free_generation: Vec<u64>,
     dra_shared_generation: u64,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
@@ -497,6 +500,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             dra: None,
             dra_memo: DraMemo::new(num_nodes),
             dra_node_generation: Vec::new(),
+            dra_free_generation: Vec::new(),
             dra_shared_generation: 0,
             scored,
             weight_sum,
@@ -545,7 +549,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         let state = AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features);
         let mut s = Scheduler::new(cluster, config);
         s.dra_node_generation = vec![0; s.cluster.nodes.len()];
+        s.dra_free_generation = vec![0; s.cluster.nodes.len()];
         s.dra = Some((ctx, state));
+        s.draw_device_generations(0);
         s
     }
 
@@ -594,7 +600,15 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         // `devices_changed`): the gangs' room counts, kept up to date from the journal, stand.
         self.failed_classes.clear();
         self.bound_floor = None;
+        let upserted_node = match &change {
+            C::UpsertNode(node) => node.metadata.name.clone(),
+            _ => None,
+        };
         let applied = self.cluster.apply(change)?;
+        // A node's labels may change which devices of node-selected slices it sees.
+        if let Some(node) = upserted_node.and_then(|name| self.cluster.node_id(&name)) {
+            self.node_devices_changed(node);
+        }
         let event = BoundEvent::of(&self.cluster, member_of, changed, &applied);
         if keeps_floor {
             self.bound_floor = floor.map(|f| event.on_node.map_or(f, |p| f.min(p)));
@@ -604,6 +618,11 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             false => self.forget_bound_waits(),
         }
         Ok(applied)
+    }
+
+    /// What the allocator verdicts' memo saw, so far.
+    pub fn dra_memo_counts(&self) -> crate::dra_memo::MemoCounts {
+        self.dra_memo.counts
     }
 
     /// Gives the cluster back.
@@ -836,7 +855,10 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             self.memo.resize(n, ScoreMemo::EMPTY);
             self.dra_memo.resize(n);
             if self.dra.is_some() {
+                let known = self.dra_node_generation.len().min(n);
                 self.dra_node_generation.resize(n, 0);
+                self.dra_free_generation.resize(n, 0);
+                self.draw_device_generations(known);
             }
         }
         let len = self.cluster.node_order.len();

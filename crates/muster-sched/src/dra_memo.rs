@@ -9,6 +9,11 @@
 //! small. A forgotten verdict is only computed again: the allocator is deterministic. An error
 //! verdict is stored (the cycle reads it back) but the scheduler does not reuse it for another pod:
 //! its text names the claims of the pod it was computed for.
+//!
+//! A node whose own pools hold nothing takes its free generation each time it is free again
+//! (`Scheduler::dra_generation_after_release`): its verdicts at that generation hold every time.
+//! A verdict computed at a free generation is moved aside, not dropped, when a verdict at another
+//! generation replaces it, and read back from there (one aside per node and table).
 
 use crate::cluster::NodeId;
 use crate::plugins::dynamic_resources::Verdict;
@@ -26,6 +31,14 @@ pub struct Generations {
 struct Slot {
     at: Generations,
     verdict: Option<Verdict>,
+    /// `at` is the node's free generation.
+    free: bool,
+    /// The last verdict computed at a free generation, when another replaced it.
+    aside: Option<Box<(Generations, bool, Verdict)>>,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot { at: Generations { node: 0, shared: 0 }, verdict: None, free: false, aside: None };
 }
 
 /// See the module documentation.
@@ -36,11 +49,22 @@ pub struct DraMemo {
     tables: Vec<(u64, Vec<Slot>)>,
     /// The table replaced next when all [`MAX_TABLES`] are in use.
     next_victim: usize,
+    /// Verdicts stored (each one computed by the allocator), and verdicts read back from aside.
+    pub counts: MemoCounts,
+}
+
+/// What a [`DraMemo`] saw, for benchmarks and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoCounts {
+    /// Verdicts stored: each one the allocator computed.
+    pub computed: u64,
+    /// Verdicts read back from aside (computed at a free generation, replaced since).
+    pub read_from_aside: u64,
 }
 
 impl DraMemo {
     pub fn new(nodes: usize) -> Self {
-        DraMemo { reuse: true, nodes, tables: Vec::new(), next_victim: 0 }
+        DraMemo { reuse: true, nodes, tables: Vec::new(), next_victim: 0, counts: MemoCounts::default() }
     }
 
     /// Forgets every verdict and sizes the tables for `nodes` nodes (the store added nodes).
@@ -60,8 +84,7 @@ impl DraMemo {
         if let Some(i) = self.tables.iter().position(|(f, _)| *f == fingerprint) {
             return i;
         }
-        let empty =
-            || (0..self.nodes).map(|_| Slot { at: Generations { node: 0, shared: 0 }, verdict: None }).collect();
+        let empty = || (0..self.nodes).map(|_| Slot::EMPTY).collect();
         if self.tables.len() < MAX_TABLES {
             self.tables.push((fingerprint, empty()));
             return self.tables.len() - 1;
@@ -71,30 +94,47 @@ impl DraMemo {
         let (f, slots) = &mut self.tables[i];
         *f = fingerprint;
         for s in slots.iter_mut() {
-            s.verdict = None;
+            *s = Slot::EMPTY;
         }
         i
     }
 
-    /// The remembered verdict, if it was computed at `at`.
-    pub fn get(&self, table: usize, node: NodeId, at: Generations) -> Option<&Verdict> {
+    /// The remembered verdict, if it was computed at `at` (one moved aside comes back as the
+    /// last verdict).
+    pub fn get(&mut self, table: usize, node: NodeId, at: Generations) -> Option<&Verdict> {
         if !self.reuse {
             return None;
         }
-        let slot = &self.tables[table].1[node.0 as usize];
+        let slot = &mut self.tables[table].1[node.0 as usize];
+        if slot.at != at && slot.aside.as_ref().is_some_and(|a| a.0 == at) {
+            let (was_at, was_free, was) = (slot.at, slot.free, slot.verdict.take());
+            let aside = *slot.aside.take().expect("checked just above");
+            (slot.at, slot.free, slot.verdict) = (aside.0, aside.1, Some(aside.2));
+            slot.aside = was.map(|v| Box::new((was_at, was_free, v)));
+            self.counts.read_from_aside += 1;
+        }
         slot.verdict.as_ref().filter(|_| slot.at == at)
     }
 
-    /// Remember `verdict` for `at` and hand it back.
-    pub fn put(&mut self, table: usize, node: NodeId, at: Generations, verdict: Verdict) -> &Verdict {
+    /// Remember `verdict` for `at` (`free`: the node's free generation) and hand it back.
+    pub fn put(&mut self, table: usize, node: NodeId, at: Generations, free: bool, verdict: Verdict) -> &Verdict {
+        self.counts.computed += 1;
         let slot = &mut self.tables[table].1[node.0 as usize];
-        slot.at = at;
+        if slot.free
+            && slot.at != at
+            && let Some(v) = slot.verdict.take()
+        {
+            slot.aside = Some(Box::new((slot.at, true, v)));
+        }
+        (slot.at, slot.free) = (at, free);
         slot.verdict.insert(verdict)
     }
 
-    /// Take the verdict out (Reserve is about to make it stale).
-    pub fn take(&mut self, table: usize, node: NodeId) -> Option<Verdict> {
-        self.tables[table].1[node.0 as usize].verdict.take()
+    /// Take the verdict out (Reserve is about to make it stale), or a copy of one computed at
+    /// a free generation (it holds again when the node is free again).
+    pub fn take_unless_free(&mut self, table: usize, node: NodeId) -> Option<Verdict> {
+        let slot = &mut self.tables[table].1[node.0 as usize];
+        if slot.free { slot.verdict.clone() } else { slot.verdict.take() }
     }
 
     /// The verdict last stored, whatever its generations.
@@ -116,7 +156,7 @@ mod tests {
         let mut m = DraMemo::new(3);
         let t = m.table(7);
         let at = Generations { node: 1, shared: 2 };
-        m.put(t, NodeId(1), at, ok());
+        m.put(t, NodeId(1), at, false, ok());
         assert!(m.get(t, NodeId(1), at).is_some());
         assert!(m.get(t, NodeId(1), Generations { node: 3, shared: 2 }).is_none());
         assert!(m.get(t, NodeId(1), Generations { node: 1, shared: 4 }).is_none());
@@ -130,9 +170,30 @@ mod tests {
         m.disable_reuse();
         let t = m.table(1);
         let at = Generations { node: 0, shared: 0 };
-        m.put(t, NodeId(0), at, ok());
+        m.put(t, NodeId(0), at, false, ok());
         assert!(m.get(t, NodeId(0), at).is_none());
         assert!(m.last(t, NodeId(0)).is_some());
+    }
+
+    #[test]
+    fn a_free_verdict_replaced_by_another_comes_back_at_its_generation() {
+        let mut m = DraMemo::new(1);
+        let t = m.table(1);
+        let (free, busy, other) = (
+            Generations { node: 5, shared: 0 },
+            Generations { node: 6, shared: 0 },
+            Generations { node: 7, shared: 0 },
+        );
+        m.put(t, NodeId(0), free, true, ok());
+        m.put(t, NodeId(0), busy, false, Ok(Err(crate::framework::Rejection::new("DynamicResources", true, "busy"))));
+        assert!(m.get(t, NodeId(0), busy).is_some_and(|v| matches!(v, Ok(Err(_)))));
+        assert!(m.get(t, NodeId(0), free).is_some_and(|v| matches!(v, Ok(Ok(_)))), "the free verdict was set aside");
+        assert!(matches!(m.last(t, NodeId(0)), Some(Ok(Ok(_)))), "and is the last verdict again");
+        assert!(m.get(t, NodeId(0), busy).is_some(), "the busy one is aside now, still valid at its generation");
+        // A verdict not at a free generation is replaced, not set aside.
+        m.put(t, NodeId(0), other, false, ok());
+        m.put(t, NodeId(0), free, true, ok());
+        assert!(m.get(t, NodeId(0), other).is_none());
     }
 
     #[test]
@@ -140,7 +201,7 @@ mod tests {
         let mut m = DraMemo::new(1);
         let at = Generations { node: 0, shared: 0 };
         let first = m.table(0);
-        m.put(first, NodeId(0), at, ok());
+        m.put(first, NodeId(0), at, true, ok());
         for f in 1..MAX_TABLES as u64 {
             m.table(f);
         }

@@ -93,6 +93,12 @@ impl<'d> Engine<'d> {
         self.scheduler.preemption_findings_reused
     }
 
+    /// The DynamicResources Filter's allocator verdicts computed, and those read back at a
+    /// free node's generation after another replaced them, so far ([`crate::dra_memo`]).
+    pub fn dra_memo_counts(&self) -> crate::dra_memo::MemoCounts {
+        self.scheduler.dra_memo_counts()
+    }
+
     /// Nodes taken as rejected from a waiting pod's last verdict, without a Filter, so far
     /// ([`Scheduler::kept_rejections`]).
     pub fn kept_rejections(&self) -> u64 {

@@ -40,6 +40,7 @@ pub use cycle::{
     AddedAffinity, Attempted, CompositeResult, DomainTrial, GroupOutcome, GroupResult, Outcome, PlacementWeights, Plan,
     PodPreemptionResult, Profile, QueueEntry, Scheduler, SchedulerConfig, ScoreWeights,
 };
+pub use dra_memo::MemoCounts;
 pub use effects::Effect;
 pub use engine::Engine;
 pub use framework::{FilterError, FitError, Rejection};

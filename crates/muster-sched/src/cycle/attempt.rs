@@ -187,7 +187,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let memo = &mut self.dra_memo;
         // The CEL cost this attempt may spend over every node it tries [beyond upstream].
         let cel_budget = muster_cel::Budget::new(muster_cel::Budget::ATTEMPT);
-        let generations = (&self.dra_node_generation, self.dra_shared_generation);
+        let generations = (&self.dra_node_generation, self.dra_shared_generation, &self.dra_free_generation);
         // The special claim for extended resources served through DRA, one variant per set of
         // resources the nodes do not advertise (usually one).
         let mut extended_claims: Vec<ExtendedClaim> = Vec::new();
@@ -250,7 +250,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                         dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction, Some(cel_budget))
                     }
                 };
-                memo.put(table, node_id, at, v);
+                let free = generations.2[node_id.0 as usize];
+                memo.put(table, node_id, at, free != 0 && at.node == free, v);
             }
             DraFilter::Memo(table)
         };
@@ -476,10 +477,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 DraFilter::Fits => None,
                 DraFilter::Memo(t) => {
                     // A verdict that takes devices goes stale at this Reserve (the generations
-                    // move on) unless a gang rolls the Reserve back: only then is it kept.
+                    // move on) unless a gang rolls the Reserve back or the node is free again
+                    // later: only then is it kept.
                     let takes = matches!(memo.last(t, chosen), Some(Ok(Ok(a))) if takes_devices(a));
-                    let verdict =
-                        if takes && undo.is_none() { memo.take(t, chosen) } else { memo.last(t, chosen).cloned() };
+                    let verdict = if takes && undo.is_none() {
+                        memo.take_unless_free(t, chosen)
+                    } else {
+                        memo.last(t, chosen).cloned()
+                    };
                     match verdict {
                         Some(Ok(Ok(a))) => Some(std::sync::Arc::try_unwrap(a).unwrap_or_else(|a| (*a).clone())),
                         _ => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),

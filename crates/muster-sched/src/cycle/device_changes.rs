@@ -10,7 +10,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use muster_alloc::{SliceIndex, Touched};
 
 use super::Scheduler;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, NodeId};
 use crate::plugins::dynamic_resources::DraContext;
 
 /// One change of the DRA inputs.
@@ -119,17 +119,53 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             Touched::All => self.dra_shared_generation = self.cluster.fresh_generation(),
             Touched::Nodes(nodes) => {
                 for name in nodes {
-                    if let Some(node) = self.cluster.node_id(name)
-                        && let Some(generation) = self.dra_node_generation.get_mut(node.0 as usize)
-                    {
-                        *generation = self.cluster.fresh_generation();
-                        self.cluster.node_journal.note(node);
+                    if let Some(node) = self.cluster.node_id(name) {
+                        self.node_devices_changed(node);
                     }
                 }
             }
         }
         self.failed_classes.clear();
         self.forget_bound_waits();
+    }
+
+    /// Node `node`'s devices read differently (its slices or the node itself changed): a fresh
+    /// generation, and a fresh free generation.
+    pub(super) fn node_devices_changed(&mut self, node: NodeId) {
+        let i = node.0 as usize;
+        if i < self.dra_node_generation.len() {
+            self.dra_free_generation[i] = 0;
+            self.dra_node_generation[i] = self.dra_generation_after_release(node);
+            self.cluster.node_journal.note(node);
+        }
+    }
+
+    /// The device generations of the nodes from `first` on, drawn as for nodes new to the
+    /// scheduler (a free node takes its free generation).
+    pub(super) fn draw_device_generations(&mut self, first: usize) {
+        for i in first..self.dra_node_generation.len() {
+            self.dra_free_generation[i] = 0;
+            self.dra_node_generation[i] = self.dra_generation_after_release(NodeId(i as u32));
+        }
+    }
+
+    /// The generation node `node`'s devices take after devices of its own pools were given
+    /// back or taken: its free generation while its own pools hold nothing (the devices it
+    /// sees are then as they were the last time it was free), a fresh one otherwise.
+    pub(super) fn dra_generation_after_release(&mut self, node: NodeId) -> u64 {
+        let i = node.0 as usize;
+        let free = self.dra.as_ref().is_some_and(|(ctx, state)| {
+            ctx.index.local_pools(self.cluster.nodes[i].name()).all(|(driver, pool)| !state.holds_in(driver, pool))
+        });
+        match (free, self.dra_free_generation[i]) {
+            (false, _) => self.cluster.fresh_generation(),
+            (true, 0) => {
+                let g = self.cluster.fresh_generation();
+                self.dra_free_generation[i] = g;
+                g
+            }
+            (true, g) => g,
+        }
     }
 
     /// A DeviceClass changed: every node's devices read differently, and pods' extended

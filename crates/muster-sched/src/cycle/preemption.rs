@@ -490,7 +490,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if shared {
                 self.dra_shared_generation = self.cluster.fresh_generation();
             }
-            self.dra_node_generation[node.0 as usize] = self.cluster.fresh_generation();
+            self.dra_node_generation[node.0 as usize] = self.dra_generation_after_release(node);
         }
         Evicted { pod, node, claims, shared, generations: (before, self.generations_of(node)) }
     }

@@ -113,6 +113,7 @@ pub fn sim(
     let kept = sim.engine().kept_rejections();
     let journal = sim.engine().journal_verdicts();
     let findings = sim.engine().preemption_findings_reused();
+    let allocations = sim.engine().dra_memo_counts();
     let report = sim.report();
     let total = wall.nanos() as f64 / 1e9;
     let s = &report.summary;
@@ -125,7 +126,7 @@ pub fn sim(
         None => String::new(),
     };
     Ok(format!(
-        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable ({reused} of them by an equivalent pod's verdict), {} gang attempts ({} repeating their last failure from its kept reading); {kept} node Filters skipped (unchanged since the pod's last verdict; {journal} verdicts standing on the node journal's changed nodes alone); {findings} preemption findings reused (nodes unchanged since an equivalent pod's trial)\n  simulated {:.1} days: {} finished, {} running, {} pending ({} of them not arrived yet); GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  gang wait p50 {} s, p95 {} s, p99 {} s; free devices {:.1} on average, {:.1} stranded (nodes with < {} free)\n  peak RSS: {:.0} MiB\n",
+        "sim: {nodes} nodes x {NODE_GPUS} GPUs, {jobs} jobs ({pods} pods) over {days} days (seed {seed})\n{stopped}  wall: {total:.2} s; {} events, {} steps: {:.0} events/s\n  time in the engine: {:.1} %, in the world: {:.1} %\n  engine: {} schedule calls, {} pods placed, {} found unschedulable ({reused} of them by an equivalent pod's verdict), {} gang attempts ({} repeating their last failure from its kept reading); {kept} node Filters skipped (unchanged since the pod's last verdict; {journal} verdicts standing on the node journal's changed nodes alone); {findings} preemption findings reused (nodes unchanged since an equivalent pod's trial); {} allocator verdicts computed for Filter ({} read back at a node's free generation)\n  simulated {:.1} days: {} finished, {} running, {} pending ({} of them not arrived yet); GPU utilization {:.1} %; wait p50 {} s, p95 {} s, p99 {} s; {} preemptions\n  gang wait p50 {} s, p95 {} s, p99 {} s; free devices {:.1} on average, {:.1} stranded (nodes with < {} free)\n  peak RSS: {:.0} MiB\n",
         s.events,
         s.steps,
         s.events as f64 / total,
@@ -136,6 +137,8 @@ pub fn sim(
         timing.unschedulable,
         timing.group_attempts,
         timing.group_repeats,
+        allocations.computed,
+        allocations.read_from_aside,
         s.simulated_seconds / 86_400.0,
         s.finished,
         s.running,

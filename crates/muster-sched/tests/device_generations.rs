@@ -1,0 +1,92 @@
+//! The DynamicResources Filter's verdicts are read back only while the node's devices are as
+//! they were (`dra_memo.rs`): a node whose own pools hold nothing is as it was the last time it
+//! was free, and a node whose labels change may see other devices.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::ResourceSlice;
+use muster_sched::{Change, Cluster, Engine, Plan, SchedulerConfig, SchedulerNames};
+use serde_json::json;
+
+mod common;
+
+/// Pod `ml/<name>` asking one cpu and the GPU of claim `<name>-gpu`.
+fn pod(name: &str) -> Box<Pod> {
+    Box::new(
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml", "uid": format!("uid-{name}")},
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": format!("{name}-gpu")}],
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}))
+        .unwrap(),
+    )
+}
+
+fn placed(engine: &Engine, plan: &Plan) -> Vec<(String, String)> {
+    let c = engine.cluster();
+    plan.placements.iter().map(|(p, n)| (c.pod(*p).key.clone(), c.node(*n).name().to_string())).collect()
+}
+
+/// Two nodes of one GPU; pods `a` then `b` (each with its one-GPU claim) arrive one at a time.
+fn free_again(engine: &mut Engine) -> Vec<Vec<(String, String)>> {
+    let mut placements = Vec::new();
+    for (i, name) in ["a", "b"].into_iter().enumerate() {
+        let now = i as u64 * 10_000;
+        engine.apply(Change::UpsertClaim(Box::new(common::gpu_claim(&format!("{name}-gpu"), None))), now).unwrap();
+        engine.apply(Change::UpsertPod(pod(name)), now).unwrap();
+        let plan = engine.schedule(now);
+        placements.push(placed(engine, &plan));
+        // The pod runs and finishes; the claim controller gives its device back.
+        let node = &placements[i][0].1;
+        let mut bound = *pod(name);
+        bound.spec.as_mut().unwrap().node_name = Some(node.clone());
+        engine.apply(Change::UpsertPod(Box::new(bound)), now + 1_000).unwrap();
+        engine.apply(Change::DeletePod(format!("ml/{name}")), now + 5_000).unwrap();
+        engine
+            .apply(Change::UpsertClaim(Box::new(common::gpu_claim(&format!("{name}-gpu"), None))), now + 6_000)
+            .unwrap();
+    }
+    placements
+}
+
+#[test]
+fn a_node_free_again_gets_the_verdicts_it_had_when_it_was_free() {
+    let (nodes, slices) = common::gpu_nodes(&[1; 2], "rack", "r");
+    let classes = common::gpu_class();
+    let ctx = common::dra(&slices, &classes);
+    let empty = || Cluster::build(nodes.clone(), Vec::<Box<Pod>>::new(), &[], &SchedulerNames::default()).unwrap();
+    let mut engine = Engine::new(empty(), SchedulerConfig::default(), Some(&ctx));
+    let placements = free_again(&mut engine);
+    assert_eq!(placements[0][0].1, placements[1][0].1, "b goes where a went: {placements:?}");
+    // a: one verdict per node. b: the node a used is free again, at its free generation; the
+    // other never changed: nothing to compute.
+    let counts = engine.dra_memo_counts();
+    assert_eq!(counts.computed, 2, "{counts:?}");
+}
+
+/// A slice shared by the nodes labelled `gpu=yes` (no `nodeName`), with one device.
+fn selected_slice() -> ResourceSlice {
+    serde_json::from_value(json!({"metadata": {"name": "shared"},
+        "spec": {"driver": "gpu.example.com", "pool": {"name": "shared", "generation": 1, "resourceSliceCount": 1},
+                 "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["yes"]}]}]},
+                 "devices": [{"name": "gpu-0"}]}}))
+    .unwrap()
+}
+
+#[test]
+fn a_node_labelled_anew_sees_the_devices_its_labels_select() {
+    let (nodes, _) = common::gpu_nodes(&[0; 1], "rack", "r");
+    let classes = common::gpu_class();
+    let ctx = common::dra(&[selected_slice()], &classes);
+    let mut cluster = Cluster::build(nodes.clone(), vec![pod("a")], &[], &SchedulerNames::default()).unwrap();
+    cluster.add_claims(vec![common::gpu_claim("a-gpu", None)], &[]);
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+    let first = engine.schedule(0);
+    assert_eq!(
+        first.unschedulable.get(0).unwrap().1.message(),
+        "0/1 nodes are available: 1 cannot allocate all claims."
+    );
+    let mut labelled: Node = nodes[0].clone();
+    labelled.metadata.labels.get_or_insert_default().insert("gpu".into(), "yes".into());
+    engine.apply(Change::UpsertNode(Box::new(labelled)), 1_000).unwrap();
+    // Past the unschedulable pods' flush (5 minutes), whichever events wake the pod.
+    let second = engine.schedule(400_000);
+    assert_eq!(placed(&engine, &second), [("ml/a".to_string(), "n0".to_string())]);
+}
