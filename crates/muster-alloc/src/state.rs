@@ -183,24 +183,26 @@ impl AllocatedState {
         s
     }
 
-    /// Adds what one claim's allocation holds.
+    /// Adds what one claim's allocation holds. Results come in runs of one pool: each run's
+    /// pool is looked up once.
     pub fn add_claim(&mut self, c: &ResourceClaim, features: Features) {
-        for r in allocation_results(c) {
-            if r.admin_access == Some(true) {
-                continue;
-            }
-            let held = self.entry_of(&r.driver, &r.pool, &r.device);
-            if features.consumable_capacity && r.share_id.is_some() {
-                held.shares += 1;
-                if let Some(cc) = &r.consumed_capacity {
-                    let sum = held.capacity.get_or_insert_with(BTreeMap::new);
-                    for (k, q) in cc {
-                        let v = nanos(q);
-                        *sum.entry(k.clone()).or_default() += v;
+        let mut results = allocation_results(c).filter(|r| r.admin_access != Some(true)).peekable();
+        while let Some(first) = results.next() {
+            let devices = slot(slot(&mut self.held, &first.driver), &first.pool);
+            for r in std::iter::once(first).chain(std::iter::from_fn(|| results.next_if(|r| same_pool(r, first)))) {
+                let held = slot(devices, &r.device);
+                if features.consumable_capacity && r.share_id.is_some() {
+                    held.shares += 1;
+                    if let Some(cc) = &r.consumed_capacity {
+                        let sum = held.capacity.get_or_insert_with(BTreeMap::new);
+                        for (k, q) in cc {
+                            let v = nanos(q);
+                            *sum.entry(k.clone()).or_default() += v;
+                        }
                     }
+                } else {
+                    held.dedicated = true;
                 }
-            } else {
-                held.dedicated = true;
             }
         }
     }
@@ -208,34 +210,46 @@ impl AllocatedState {
     /// Takes back what [`AllocatedState::add_claim`] added for the same claim (Unreserve, a
     /// gang rolled back): the state is as if the claim had never been added.
     pub fn remove_claim(&mut self, c: &ResourceClaim, features: Features) {
-        for r in allocation_results(c) {
-            if r.admin_access == Some(true) {
+        let mut results = allocation_results(c).filter(|r| r.admin_access != Some(true)).peekable();
+        while let Some(first) = results.next() {
+            let run = std::iter::once(first).chain(std::iter::from_fn(|| results.next_if(|r| same_pool(r, first))));
+            let pools = self.held.get_mut(first.driver.as_str());
+            let Some(devices) = pools.and_then(|p| p.get_mut(first.pool.as_str())) else {
+                run.for_each(drop);
                 continue;
-            }
-            let Some(pools) = self.held.get_mut(r.driver.as_str()) else { continue };
-            let Some(devices) = pools.get_mut(r.pool.as_str()) else { continue };
-            let Some(held) = devices.get_mut(r.device.as_str()) else { continue };
-            if features.consumable_capacity && r.share_id.is_some() {
-                held.shares = held.shares.saturating_sub(1);
-                if let (Some(sum), Some(cc)) = (held.capacity.as_mut(), &r.consumed_capacity) {
-                    for (k, q) in cc {
-                        let v = nanos(q);
-                        if let Some(x) = sum.get_mut(k) {
-                            *x -= v;
+            };
+            for r in run {
+                let Some(held) = devices.get_mut(r.device.as_str()) else { continue };
+                if features.consumable_capacity && r.share_id.is_some() {
+                    held.shares = held.shares.saturating_sub(1);
+                    if let (Some(sum), Some(cc)) = (held.capacity.as_mut(), &r.consumed_capacity) {
+                        for (k, q) in cc {
+                            let v = nanos(q);
+                            if let Some(x) = sum.get_mut(k) {
+                                *x -= v;
+                            }
                         }
                     }
+                    if held.shares == 0 {
+                        held.capacity = None;
+                    }
+                } else {
+                    held.dedicated = false;
                 }
-                if held.shares == 0 {
-                    held.capacity = None;
+                if !held.dedicated && held.shares == 0 && held.capacity.is_none() {
+                    devices.remove(r.device.as_str());
                 }
-            } else {
-                held.dedicated = false;
-            }
-            if !held.dedicated && held.shares == 0 && held.capacity.is_none() {
-                devices.remove(r.device.as_str());
             }
         }
     }
+}
+
+/// Do two results name devices of one pool?
+fn same_pool(
+    a: &k8s_openapi::api::resource::v1::DeviceRequestAllocationResult,
+    b: &k8s_openapi::api::resource::v1::DeviceRequestAllocationResult,
+) -> bool {
+    a.pool == b.pool && a.driver == b.driver
 }
 
 #[cfg(test)]
@@ -249,6 +263,28 @@ mod tests {
             "status": {"allocation": {"devices": {"results": results}}}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn results_of_pools_in_turn_are_each_added_and_taken_back() {
+        let f = Features::kubernetes_1_37();
+        let r = |driver: &str, pool: &str, device: &str| serde_json::json!({"request": "r", "driver": driver, "pool": pool, "device": device});
+        let a = claim(serde_json::json!([
+            r("d", "p", "gpu-0"),
+            r("d", "p", "gpu-1"),
+            r("d", "q", "gpu-0"),
+            r("e", "q", "gpu-0"),
+            r("d", "p", "gpu-2"),
+        ]));
+        let mut s = AllocatedState::from_claims([&a], f);
+        for (driver, pool, device) in
+            [("d", "p", "gpu-0"), ("d", "p", "gpu-1"), ("d", "p", "gpu-2"), ("d", "q", "gpu-0"), ("e", "q", "gpu-0")]
+        {
+            assert!(s.is_dedicated(driver, pool, device), "{driver}/{pool}/{device}");
+        }
+        assert!(!s.in_use("e", "p", "gpu-0"));
+        s.remove_claim(&a, f);
+        assert!(!s.holds_in("d", "p") && !s.holds_in("d", "q") && !s.holds_in("e", "q"));
     }
 
     #[test]
