@@ -1208,6 +1208,19 @@ pub(crate) fn violates(consumed: i128, policy: Option<&CapacityRequestPolicy>) -
     false
 }
 
+/// Gives the shares among `allocation`'s results the IDs the allocator derives for `claim`: an
+/// allocation computed for another claim of the same spec (a verdict reused) carries that claim's.
+pub fn derive_share_ids(claim: &ResourceClaim, allocation: &mut k8s_openapi::api::resource::v1::AllocationResult) {
+    let name = claim_name(claim);
+    let results = allocation.devices.as_mut().and_then(|d| d.results.as_mut());
+    for (at, r) in results.into_iter().flatten().enumerate() {
+        if r.share_id.is_some() {
+            let id = DeviceId { driver: r.driver.clone(), pool: r.pool.clone(), device: r.device.clone() };
+            r.share_id = Some(share_id(&name, at, &id));
+        }
+    }
+}
+
 /// A share ID: a UUID-shaped string derived from the claim, the result position and the device,
 /// so that the same input always gives the same output (upstream draws a random UUID).
 fn share_id(claim: &str, at: usize, id: &DeviceId) -> String {

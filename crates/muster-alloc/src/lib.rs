@@ -41,7 +41,7 @@ mod pools;
 mod slice_index;
 mod state;
 
-pub use allocator::{AllocError, Allocator, MAX_DEVICES_PER_CLAIM, Outcome};
+pub use allocator::{AllocError, Allocator, MAX_DEVICES_PER_CLAIM, Outcome, derive_share_ids};
 pub use domain::{DeviceDomain, DomainValue, NodeDomains, values_of};
 pub use pools::{Gathered, GatheredCell};
 pub use slice_index::{SliceIndex, Touched};

@@ -3,7 +3,7 @@
 //! was free, and a node whose labels change may see other devices.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::ResourceSlice;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use muster_sched::{Change, Cluster, Engine, Plan, SchedulerConfig, SchedulerNames};
 use serde_json::json;
 
@@ -89,4 +89,50 @@ fn a_node_labelled_anew_sees_the_devices_its_labels_select() {
     // Past the unschedulable pods' flush (5 minutes), whichever events wake the pod.
     let second = engine.schedule(400_000);
     assert_eq!(placed(&engine, &second), [("ml/a".to_string(), "n0".to_string())]);
+}
+
+/// Node `n{i}` with one GPU that takes shares of its 1000 `milli`.
+fn shared_gpu_slice(i: usize) -> ResourceSlice {
+    common::node_slice(
+        i,
+        vec![json!({"name": "gpu-0", "allowMultipleAllocations": true, "capacity": {"milli": {"value": "1000"}}})],
+    )
+}
+
+/// Claim `ml/<name>` for 300 milli of a GPU.
+fn share_claim(name: &str) -> ResourceClaim {
+    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+            "capacity": {"requests": {"milli": "300"}}}}]}}}))
+    .unwrap()
+}
+
+#[test]
+fn a_share_takes_the_id_of_its_own_claim_when_the_verdict_was_another_claims() {
+    let (nodes, _) = common::gpu_nodes(&[1; 2], "rack", "r");
+    let slices = vec![shared_gpu_slice(0), shared_gpu_slice(1)];
+    let classes = common::gpu_class();
+    let build = || {
+        let pods = vec![pod("a"), pod("b"), pod("c")];
+        let mut cluster = Cluster::build(nodes.clone(), pods, &[], &SchedulerNames::default()).unwrap();
+        cluster.add_claims(["a-gpu", "b-gpu", "c-gpu"].map(share_claim).to_vec(), &[]);
+        cluster
+    };
+    let allocations = |memo: bool| {
+        let mut cluster = build();
+        let plan = common::plan_with_dra(&mut cluster, &slices, &classes, memo);
+        assert_eq!(plan.placements.len(), 3);
+        cluster.claims.iter().map(|c| (c.claim.metadata.name.clone(), c.claim.status.clone())).collect::<Vec<_>>()
+    };
+    // b's claim has a's spec: its verdict on the node a left alone was computed for a's claim.
+    let (with, without) = (allocations(true), allocations(false));
+    assert_eq!(with, without, "the share IDs the allocator gives each claim");
+    let ids: std::collections::BTreeSet<_> = with
+        .iter()
+        .flat_map(|(_, s)| {
+            s.as_ref().unwrap().allocation.as_ref().unwrap().devices.as_ref().unwrap().results.clone().unwrap()
+        })
+        .map(|r| (r.pool, r.share_id.unwrap()))
+        .collect();
+    assert_eq!(ids.len(), 3, "no share ID twice: {ids:?}");
 }

@@ -238,20 +238,30 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             // The allocator's answer depends only on the claims' specs and the devices in use:
             // reuse it while neither changed.
             let at = Generations { node: generations.0[node_id.0 as usize], shared: generations.1 };
+            let compute = |budget: &muster_cel::Budget| match extended {
+                None => dynamic_resources::allocate(&pending, node, ctx, alloc_state, restriction, Some(budget)),
+                Some(claim) => {
+                    let mut claims = pending.clone();
+                    claims.push(claim);
+                    dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction, Some(budget))
+                }
+            };
+            let free = generations.2[node_id.0 as usize];
+            let at_free = free != 0 && at.node == free;
             // An error is never reused: its text names the claims of the pod it was computed for.
-            if !matches!(memo.get(table, node_id, at), Some(Ok(_))) {
-                let v = match extended {
-                    None => {
-                        dynamic_resources::allocate(&pending, node, ctx, alloc_state, restriction, Some(cel_budget))
-                    }
-                    Some(claim) => {
-                        let mut claims = pending.clone();
-                        claims.push(claim);
-                        dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction, Some(cel_budget))
-                    }
-                };
-                let free = generations.2[node_id.0 as usize];
-                memo.put(table, node_id, at, free != 0 && at.node == free, v);
+            match memo.get(table, node_id, at) {
+                Some(Ok(kept)) => debug_assert!(
+                    !at_free
+                        || dynamic_resources::same_verdict(
+                            &compute(&muster_cel::Budget::new(muster_cel::Budget::ATTEMPT)),
+                            kept
+                        ),
+                    "a verdict read at a node's free generation is the one the allocator gives now"
+                ),
+                _ => {
+                    let v = compute(cel_budget);
+                    memo.put(table, node_id, at, at_free, v);
+                }
             }
             DraFilter::Memo(table)
         };

@@ -118,6 +118,22 @@ pub fn pending_claims<'c>(pod: &PodInfo, cluster: &'c Cluster) -> (Vec<&'c Resou
     (pending, fingerprint)
 }
 
+/// Is `a` the verdict `b` is, but for the share IDs (derived from the claim each was computed
+/// for: [`muster_alloc::derive_share_ids`])? For debug checks of reused verdicts.
+pub fn same_verdict(a: &Verdict, b: &Result<std::sync::Arc<NodeAllocation>, Rejection>) -> bool {
+    let without_ids = |n: &NodeAllocation| {
+        let mut n = n.clone();
+        let results = n.iter_mut().filter_map(|a| a.devices.as_mut()?.results.as_mut());
+        results.flatten().for_each(|r| r.share_id = None);
+        n
+    };
+    match (a, b) {
+        (Ok(Ok(a)), Ok(b)) => without_ids(a) == without_ids(b),
+        (Ok(Err(a)), Err(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Filter's first half: claims already allocated must be available on the node.
 pub fn allocated_claims_fit(pod: &PodInfo, node: &NodeInfo, cluster: &Cluster) -> Result<(), Rejection> {
     for c in pod.claims.iter().flatten() {
@@ -247,9 +263,13 @@ pub fn reserve(
         if let Some(u) = undo.as_deref_mut() {
             u.claims.push((c, info.claim.status.clone()));
         }
-        let status = info.claim.status.get_or_insert_with(ResourceClaimStatus::default);
-        if status.allocation.is_none() {
-            status.allocation = results.next();
+        if info.claim.status.as_ref().is_none_or(|s| s.allocation.is_none()) {
+            // A verdict reused from a claim of the same spec carries that claim's share IDs.
+            let allocation = results.next().map(|mut a| {
+                muster_alloc::derive_share_ids(&info.claim, &mut a);
+                a
+            });
+            info.claim.status.get_or_insert_with(ResourceClaimStatus::default).allocation = allocation;
             state.add_claim(&info.claim, features);
         }
         // A PodGroup's claim is reserved for the PodGroup, once (KEP 5729).
