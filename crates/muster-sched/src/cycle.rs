@@ -551,7 +551,6 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         s.dra_node_generation = vec![0; s.cluster.nodes.len()];
         s.dra_free_generation = vec![0; s.cluster.nodes.len()];
         s.dra = Some((ctx, state));
-        s.draw_device_generations(0);
         s
     }
 
@@ -855,10 +854,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             self.memo.resize(n, ScoreMemo::EMPTY);
             self.dra_memo.resize(n);
             if self.dra.is_some() {
-                let known = self.dra_node_generation.len().min(n);
                 self.dra_node_generation.resize(n, 0);
                 self.dra_free_generation.resize(n, 0);
-                self.draw_device_generations(known);
             }
         }
         let len = self.cluster.node_order.len();

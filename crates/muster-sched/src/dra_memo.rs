@@ -31,14 +31,28 @@ pub struct Generations {
 struct Slot {
     at: Generations,
     verdict: Option<Verdict>,
-    /// `at` is the node's free generation.
+}
+
+/// Beside each slot, read only when its generations do not match or a verdict is stored (kept
+/// apart so that the slots a Filter walk reads stay small).
+#[derive(Default)]
+struct Aside {
+    /// The slot's `at` is the node's free generation.
     free: bool,
-    /// The last verdict computed at a free generation, when another replaced it.
-    aside: Option<Box<(Generations, bool, Verdict)>>,
+    /// The last verdict computed at a free generation, when another replaced it: (its
+    /// generations, whether they were a free generation, the verdict).
+    kept: Option<Box<(Generations, bool, Verdict)>>,
 }
 
 impl Slot {
-    const EMPTY: Slot = Slot { at: Generations { node: 0, shared: 0 }, verdict: None, free: false, aside: None };
+    const EMPTY: Slot = Slot { at: Generations { node: 0, shared: 0 }, verdict: None };
+}
+
+/// One fingerprint's table: its slots and what is set aside, per node.
+struct Table {
+    fingerprint: u64,
+    slots: Vec<Slot>,
+    aside: Vec<Aside>,
 }
 
 /// See the module documentation.
@@ -46,7 +60,7 @@ pub struct DraMemo {
     /// False: verdicts are stored (callers read them back) but never reused.
     reuse: bool,
     nodes: usize,
-    tables: Vec<(u64, Vec<Slot>)>,
+    tables: Vec<Table>,
     /// The table replaced next when all [`MAX_TABLES`] are in use.
     next_victim: usize,
     /// Verdicts stored (each one computed by the allocator), and verdicts read back from aside.
@@ -81,36 +95,41 @@ impl DraMemo {
 
     /// The table for `fingerprint`, made (or taken over from the oldest) when missing.
     pub fn table(&mut self, fingerprint: u64) -> usize {
-        if let Some(i) = self.tables.iter().position(|(f, _)| *f == fingerprint) {
+        if let Some(i) = self.tables.iter().position(|t| t.fingerprint == fingerprint) {
             return i;
         }
-        let empty = || (0..self.nodes).map(|_| Slot::EMPTY).collect();
+        let nodes = self.nodes;
+        let empty = || Table {
+            fingerprint,
+            slots: (0..nodes).map(|_| Slot::EMPTY).collect(),
+            aside: (0..nodes).map(|_| Aside::default()).collect(),
+        };
         if self.tables.len() < MAX_TABLES {
-            self.tables.push((fingerprint, empty()));
+            self.tables.push(empty());
             return self.tables.len() - 1;
         }
         let i = self.next_victim;
         self.next_victim = (self.next_victim + 1) % MAX_TABLES;
-        let (f, slots) = &mut self.tables[i];
-        *f = fingerprint;
-        for s in slots.iter_mut() {
-            *s = Slot::EMPTY;
-        }
+        let t = &mut self.tables[i];
+        t.fingerprint = fingerprint;
+        t.slots.iter_mut().for_each(|s| *s = Slot::EMPTY);
+        t.aside.iter_mut().for_each(|a| *a = Aside::default());
         i
     }
 
-    /// The remembered verdict, if it was computed at `at` (one moved aside comes back as the
-    /// last verdict).
+    /// The remembered verdict, if it was computed at `at` (one set aside comes back as the last
+    /// verdict).
     pub fn get(&mut self, table: usize, node: NodeId, at: Generations) -> Option<&Verdict> {
         if !self.reuse {
             return None;
         }
-        let slot = &mut self.tables[table].1[node.0 as usize];
-        if slot.at != at && slot.aside.as_ref().is_some_and(|a| a.0 == at) {
-            let (was_at, was_free, was) = (slot.at, slot.free, slot.verdict.take());
-            let aside = *slot.aside.take().expect("checked just above");
-            (slot.at, slot.free, slot.verdict) = (aside.0, aside.1, Some(aside.2));
-            slot.aside = was.map(|v| Box::new((was_at, was_free, v)));
+        let t = &mut self.tables[table];
+        let (slot, aside) = (&mut t.slots[node.0 as usize], &mut t.aside[node.0 as usize]);
+        if slot.at != at && aside.kept.as_ref().is_some_and(|k| k.0 == at) {
+            let (was_at, was_free, was) = (slot.at, aside.free, slot.verdict.take());
+            let kept = *aside.kept.take().expect("checked just above");
+            (slot.at, aside.free, slot.verdict) = (kept.0, kept.1, Some(kept.2));
+            aside.kept = was.map(|v| Box::new((was_at, was_free, v)));
             self.counts.read_from_aside += 1;
         }
         slot.verdict.as_ref().filter(|_| slot.at == at)
@@ -119,27 +138,29 @@ impl DraMemo {
     /// Remember `verdict` for `at` (`free`: the node's free generation) and hand it back.
     pub fn put(&mut self, table: usize, node: NodeId, at: Generations, free: bool, verdict: Verdict) -> &Verdict {
         self.counts.computed += 1;
-        let slot = &mut self.tables[table].1[node.0 as usize];
-        if slot.free
+        let t = &mut self.tables[table];
+        let (slot, aside) = (&mut t.slots[node.0 as usize], &mut t.aside[node.0 as usize]);
+        if aside.free
             && slot.at != at
             && let Some(v) = slot.verdict.take()
         {
-            slot.aside = Some(Box::new((slot.at, true, v)));
+            aside.kept = Some(Box::new((slot.at, true, v)));
         }
-        (slot.at, slot.free) = (at, free);
+        (slot.at, aside.free) = (at, free);
         slot.verdict.insert(verdict)
     }
 
     /// Take the verdict out (Reserve is about to make it stale), or a copy of one computed at
     /// a free generation (it holds again when the node is free again).
     pub fn take_unless_free(&mut self, table: usize, node: NodeId) -> Option<Verdict> {
-        let slot = &mut self.tables[table].1[node.0 as usize];
-        if slot.free { slot.verdict.clone() } else { slot.verdict.take() }
+        let t = &mut self.tables[table];
+        let slot = &mut t.slots[node.0 as usize];
+        if t.aside[node.0 as usize].free { slot.verdict.clone() } else { slot.verdict.take() }
     }
 
     /// The verdict last stored, whatever its generations.
     pub fn last(&self, table: usize, node: NodeId) -> Option<&Verdict> {
-        self.tables[table].1[node.0 as usize].verdict.as_ref()
+        self.tables[table].slots[node.0 as usize].verdict.as_ref()
     }
 }
 

@@ -130,28 +130,21 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// Node `node`'s devices read differently (its slices or the node itself changed): a fresh
-    /// generation, and a fresh free generation.
+    /// generation, and a fresh free generation when the node is next free again.
     pub(super) fn node_devices_changed(&mut self, node: NodeId) {
         let i = node.0 as usize;
         if i < self.dra_node_generation.len() {
+            self.dra_node_generation[i] = self.cluster.fresh_generation();
             self.dra_free_generation[i] = 0;
-            self.dra_node_generation[i] = self.dra_generation_after_release(node);
             self.cluster.node_journal.note(node);
-        }
-    }
-
-    /// The device generations of the nodes from `first` on, drawn as for nodes new to the
-    /// scheduler (a free node takes its free generation).
-    pub(super) fn draw_device_generations(&mut self, first: usize) {
-        for i in first..self.dra_node_generation.len() {
-            self.dra_free_generation[i] = 0;
-            self.dra_node_generation[i] = self.dra_generation_after_release(NodeId(i as u32));
         }
     }
 
     /// The generation node `node`'s devices take after devices of its own pools were given
     /// back or taken: its free generation while its own pools hold nothing (the devices it
-    /// sees are then as they were the last time it was free), a fresh one otherwise.
+    /// sees are then as they were the last time it was free), a fresh one otherwise. A node is
+    /// free again only after a release: one never released (a plan's nodes, mostly) keeps the
+    /// generation it started with, and its verdicts are taken by Reserve, not copied.
     pub(super) fn dra_generation_after_release(&mut self, node: NodeId) -> u64 {
         let i = node.0 as usize;
         let free = self.dra.as_ref().is_some_and(|(ctx, state)| {
