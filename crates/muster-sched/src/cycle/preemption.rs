@@ -451,9 +451,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let fresh = self.cluster.fresh_generation();
         self.cluster.nodes[node.0 as usize].generation = fresh;
         let mut claims = Vec::new();
-        // Devices freed on the node's own pools change only that node's verdicts; a victim that
-        // frees none leaves them as they were.
-        let (mut shared, mut local) = (false, false);
+        // Devices freed on the node's own pools change only that node's verdicts (and every
+        // node's too when some come from shared pools); a victim that frees no device leaves
+        // them as they were.
+        let (mut shared, mut freed) = (false, false);
         if let Some((ctx, state)) = self.dra.as_mut() {
             let Cluster { nodes, pods, claims: infos, .. } = &mut *self.cluster;
             let victim = &pods[pod.0 as usize];
@@ -479,10 +480,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     .is_some_and(|s| s.reserved_for.as_ref().is_none_or(Vec::is_empty) && s.allocation.is_some());
                 if unreserved {
                     let allocation = info.claim.status.as_ref().and_then(|s| s.allocation.as_ref());
-                    match allocation_is_local(allocation, node_name, ctx) {
-                        true => local = true,
-                        false => shared = true,
-                    }
+                    shared |= !allocation_is_local(allocation, node_name, ctx);
+                    freed = true;
                     state.remove_claim(&info.claim, ctx.features);
                     let status = info.claim.status.as_mut().expect("checked above");
                     saved.allocation = status.allocation.take();
@@ -494,7 +493,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             if shared {
                 self.dra_shared_generation = self.cluster.fresh_generation();
             }
-            if local {
+            if freed {
                 self.dra_node_generation[node.0 as usize] = self.dra_generation_after_release(node);
             }
         }
