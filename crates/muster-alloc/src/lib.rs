@@ -44,5 +44,5 @@ mod state;
 pub use allocator::{AllocError, Allocator, MAX_DEVICES_PER_CLAIM, Outcome, derive_share_ids};
 pub use domain::{DeviceDomain, DomainValue, NodeDomains, values_of};
 pub use pools::{Gathered, GatheredCell};
-pub use slice_index::{SliceIndex, Touched};
+pub use slice_index::{DeviceNames, LocalSlice, SliceIndex, Touched};
 pub use state::{AllocatedState, DeviceId, Features, PoolHeld};

@@ -34,11 +34,67 @@ type ViewCell = OnceLock<Result<Arc<DeviceView>, DeviceError>>;
 /// One slice and what is remembered of its devices.
 struct Slot {
     slice: Arc<ResourceSlice>,
+    /// Its devices' names, packed.
+    names: DeviceNames,
     /// Each device's CEL view, converted once on first use.
     views: Box<[ViewCell]>,
     /// Where the slice's devices start in the numbering of `verdicts`' keys: a slice gets a fresh
     /// range each time it changes, so verdicts on its old devices are never read again.
     first_device: u32,
+}
+
+/// A slice's device names, in order, packed in one buffer with a hash of each: a name is looked
+/// up without touching the devices.
+#[derive(Debug, Default)]
+pub struct DeviceNames {
+    text: String,
+    ends: Vec<u32>,
+    hashes: Vec<u64>,
+}
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::default().hash_one(name)
+}
+
+impl DeviceNames {
+    fn of(slice: &ResourceSlice) -> Self {
+        let mut names = DeviceNames::default();
+        for d in slice.spec.devices.iter().flatten() {
+            names.text.push_str(&d.name);
+            names.ends.push(names.text.len() as u32);
+            names.hashes.push(name_hash(&d.name));
+        }
+        names
+    }
+
+    /// How many devices the slice lists.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Does the slice list no device?
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Where the first device named `name` is in the slice's list.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        let hash = name_hash(name);
+        self.hashes.iter().enumerate().filter(|(_, h)| **h == hash).map(|(i, _)| i).find(|&i| {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+            &self.text[start..self.ends[i] as usize] == name
+        })
+    }
+}
+
+/// One slice published with a node's `nodeName`, as [`crate::AllocatedState::held_bits`] reads
+/// it.
+#[derive(Clone, Copy, Debug)]
+pub struct LocalSlice<'s> {
+    pub driver: &'s str,
+    pub pool: &'s str,
+    pub names: &'s DeviceNames,
 }
 
 /// Which nodes' view of the devices a change of slices changed.
@@ -75,7 +131,7 @@ pub struct SliceIndex {
     vacant: Vec<usize>,
     by_name: HashMap<String, usize>,
     /// Node name → slots of the slices published with that `nodeName`.
-    node_local: HashMap<String, BTreeSet<usize>>,
+    node_local: HashMap<String, BTreeSet<usize>, foldhash::fast::RandomState>,
     /// Slots of the slices without a `nodeName`.
     shared: BTreeSet<usize>,
     /// Driver → pool → slots of the pool's slices.
@@ -167,7 +223,8 @@ impl SliceIndex {
         self.by_name.insert(name, slot);
         let views = (0..n).map(|_| OnceLock::new()).collect();
         debug_assert!(self.slots[slot].is_none(), "a slice put into an occupied slot");
-        self.slots[slot] = Some(Slot { slice, views, first_device });
+        let names = DeviceNames::of(&slice);
+        self.slots[slot] = Some(Slot { slice, names, views, first_device });
     }
 
     /// Takes the slice in `slot` out of every index and leaves the slot vacant; returns the nodes
@@ -286,6 +343,17 @@ impl SliceIndex {
         slots
             .filter_map(|&i| self.slots[i].as_ref())
             .map(|s| (s.slice.spec.driver.as_str(), s.slice.spec.pool.name.as_str()))
+    }
+
+    /// The slices published with `node`'s `nodeName`, in slot order (the same order while none
+    /// of them changes).
+    pub fn local_slices<'s>(&'s self, node: &str) -> impl Iterator<Item = LocalSlice<'s>> + 's {
+        let slots = self.node_local.get(node).into_iter().flatten();
+        slots.filter_map(|&i| self.slots[i].as_ref()).map(|s| LocalSlice {
+            driver: &s.slice.spec.driver,
+            pool: &s.slice.spec.pool.name,
+            names: &s.names,
+        })
     }
 
     /// Are all slices of the pool local to `node` (published with its `nodeName`)?

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
+use crate::slice_index::LocalSlice;
+
 /// Allocator-level feature switches (upstream's `Features`, one per DRA gate family).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Features {
@@ -143,6 +145,47 @@ impl AllocatedState {
     /// when nothing holds its device any more.)
     pub fn holds_in(&self, driver: &str, pool: &str) -> bool {
         self.pool(driver, pool).0.is_some_and(|devices| !devices.is_empty())
+    }
+
+    /// Which devices of `slices` (a node's own, in a fixed order) allocated claims hold: one bit
+    /// per device, in order (a name listed twice in a pool: its first place). `None` when the
+    /// bits would not say everything held in those slices' pools: a share or consumed capacity,
+    /// a held device none of the slices lists, more than 128 devices. Equal bits over the same
+    /// slices: the same devices in use, so the same allocator answers on them.
+    pub fn held_bits<'a>(&self, slices: impl IntoIterator<Item = LocalSlice<'a>>) -> Option<u128> {
+        let mut slices = slices.into_iter();
+        let Some(first) = slices.next() else { return Some(0) };
+        let Some(second) = slices.next() else { return self.held_bits_in(&[first]) };
+        let all: Vec<LocalSlice<'a>> = [first, second].into_iter().chain(slices).collect();
+        self.held_bits_in(&all)
+    }
+
+    fn held_bits_in(&self, slices: &[LocalSlice<'_>]) -> Option<u128> {
+        if slices.iter().map(|s| s.names.len()).sum::<usize>() > u128::BITS as usize {
+            return None;
+        }
+        let mut bits = 0u128;
+        let mut first = 0;
+        for (i, s) in slices.iter().enumerate() {
+            let same_pool = |o: &LocalSlice<'_>| o.driver == s.driver && o.pool == s.pool;
+            // Each pool once, at its first slice: its held devices looked up in its slices.
+            if !slices[..i].iter().any(same_pool) {
+                for (name, held) in self.pool(s.driver, s.pool).0.into_iter().flatten() {
+                    if !held.dedicated || held.shares > 0 || held.capacity.is_some() {
+                        return None;
+                    }
+                    let mut at = first;
+                    let place = slices[i..].iter().find_map(|o| {
+                        let found = same_pool(o).then(|| o.names.position(name)).flatten().map(|p| at + p);
+                        at += o.names.len();
+                        found
+                    });
+                    bits |= 1 << place?;
+                }
+            }
+            first += s.names.len();
+        }
+        Some(bits)
     }
 
     fn entry(&mut self, id: &DeviceId) -> &mut Held {
@@ -285,6 +328,52 @@ mod tests {
         assert!(!s.in_use("e", "p", "gpu-0"));
         s.remove_claim(&a, f);
         assert!(!s.holds_in("d", "p") && !s.holds_in("d", "q") && !s.holds_in("e", "q"));
+    }
+
+    fn slice(name: &str, pool: &str, devices: &[&str]) -> k8s_openapi::api::resource::v1::ResourceSlice {
+        let devices: Vec<_> = devices.iter().map(|d| serde_json::json!({"name": d})).collect();
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"driver": "d", "nodeName": "n", "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+                     "devices": devices}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn held_bits_name_the_dedicated_devices_and_nothing_else() {
+        let f = Features::kubernetes_1_37();
+        let r = |pool: &str, device: &str| serde_json::json!({"request": "r", "driver": "d", "pool": pool, "device": device});
+        let index = crate::SliceIndex::new([
+            slice("a", "p", &["gpu-0", "gpu-1"]),
+            slice("b", "q", &["nic-0"]),
+            slice("c", "p", &["gpu-2"]),
+        ]);
+        let bits = |s: &AllocatedState| s.held_bits(index.local_slices("n"));
+        let mut s = AllocatedState::default();
+        assert_eq!(bits(&s), Some(0));
+        let a = claim(serde_json::json!([r("p", "gpu-1"), r("q", "nic-0"), r("p", "gpu-2")]));
+        s.add_claim(&a, f);
+        assert_eq!(bits(&s), Some(0b1110), "gpu-2 is in the pool's second slice, after nic-0");
+        // A held device the slices do not list: the bits would not say it.
+        let b = claim(serde_json::json!([r("p", "gpu-9")]));
+        s.add_claim(&b, f);
+        assert_eq!(bits(&s), None);
+        s.remove_claim(&b, f);
+        assert_eq!(bits(&s), Some(0b1110));
+        // A share: the bits cannot say how much of the device is left.
+        let c = claim(serde_json::json!([
+            {"request": "r", "driver": "d", "pool": "p", "device": "gpu-0", "shareID": "00000000-0000-0000-0000-000000000001"}
+        ]));
+        s.add_claim(&c, f);
+        assert_eq!(bits(&s), None);
+        s.remove_claim(&c, f);
+        s.remove_claim(&a, f);
+        assert_eq!(bits(&s), Some(0));
+        assert_eq!(s.held_bits(index.local_slices("elsewhere")), Some(0), "no slice of its own");
+        let many: Vec<String> = (0..129).map(|i| format!("gpu-{i}")).collect();
+        let big = crate::SliceIndex::new([slice("a", "p", &many.iter().map(String::as_str).collect::<Vec<_>>())]);
+        assert_eq!(s.held_bits(big.local_slices("n")), None, "more devices than bits");
     }
 
     #[test]

@@ -420,9 +420,10 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     dra_memo: DraMemo,
     /// Bumped when an allocation takes devices of the node's own pools / of shared pools.
     dra_node_generation: Vec<u64>,
-    /// Per node, the generation its devices take whenever its own pools hold nothing (0: none
-    /// drawn yet); a new one when its devices or the node change otherwise.
-    dra_free_generation: Vec<u64>,
+    /// Per node, its device epoch: moved by any change of its slices or of the Node, so that a
+    /// verdict kept for a state of its devices ([`crate::dra_memo::HeldKey`]) is read only while
+    /// the node sees the devices it saw.
+    dra_device_epoch: Vec<u64>,
     dra_shared_generation: u64,
     scored: Vec<ScoredResource>,
     weight_sum: Divisor,
@@ -500,7 +501,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             dra: None,
             dra_memo: DraMemo::new(num_nodes),
             dra_node_generation: Vec::new(),
-            dra_free_generation: Vec::new(),
+            dra_device_epoch: Vec::new(),
             dra_shared_generation: 0,
             scored,
             weight_sum,
@@ -549,7 +550,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         let state = AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features);
         let mut s = Scheduler::new(cluster, config);
         s.dra_node_generation = vec![0; s.cluster.nodes.len()];
-        s.dra_free_generation = vec![0; s.cluster.nodes.len()];
+        s.dra_device_epoch = vec![0; s.cluster.nodes.len()];
         s.dra = Some((ctx, state));
         s
     }
@@ -855,7 +856,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             self.dra_memo.resize(n);
             if self.dra.is_some() {
                 self.dra_node_generation.resize(n, 0);
-                self.dra_free_generation.resize(n, 0);
+                self.dra_device_epoch.resize(n, 0);
             }
         }
         let len = self.cluster.node_order.len();

@@ -10,16 +10,21 @@
 //! verdict is stored (the cycle reads it back) but the scheduler does not reuse it for another pod:
 //! its text names the claims of the pod it was computed for.
 //!
-//! A node whose own pools hold nothing takes its free generation each time it is free again
-//! (`Scheduler::dra_generation_after_release`): its verdicts at that generation hold every time.
-//! A verdict computed at a free generation is moved aside, not dropped, when a verdict at another
-//! generation replaces it, and read back from there (one aside per node and table).
+//! A verdict also holds whenever the node's devices are again in the state it was computed in:
+//! the same slices and Node (the node's device epoch), the same devices of its own pools held,
+//! and only held whole ([`muster_alloc::AllocatedState::held_bits`]), the same shared pools. So
+//! each verdict is also kept under that [`HeldKey`], set aside beside the slot (up to [`KEEP`]
+//! per node and table, the most recently used kept), and read back from there when the slot's
+//! generations have moved on but the devices are as they were.
 
 use crate::cluster::NodeId;
 use crate::plugins::dynamic_resources::Verdict;
 
 /// How many fingerprints keep a table at once.
 const MAX_TABLES: usize = 32;
+
+/// How many verdicts per node and table are kept under their held state.
+const KEEP: usize = 3;
 
 /// What the generations were when a verdict was computed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -33,16 +38,19 @@ struct Slot {
     verdict: Option<Verdict>,
 }
 
-/// Beside each slot, read only when its generations do not match or a verdict is stored (kept
-/// apart so that the slots a Filter walk reads stay small).
-#[derive(Default)]
-struct Aside {
-    /// The slot's `at` is the node's free generation.
-    free: bool,
-    /// The last verdict computed at a free generation, when another replaced it: (its
-    /// generations, whether they were a free generation, the verdict).
-    kept: Option<Box<(Generations, bool, Verdict)>>,
+/// The state of a node's devices a verdict was computed in: the node's device epoch (moved by
+/// any change of its slices or of the Node), the bits of its own devices held, and the shared
+/// pools' generation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct HeldKey {
+    pub epoch: u64,
+    pub bits: u128,
+    pub shared: u64,
 }
+
+/// Verdicts kept under their held state beside a slot, most recently used first (kept apart so
+/// that the slots a Filter walk reads stay small).
+type Aside = Vec<(HeldKey, Verdict)>;
 
 impl Slot {
     const EMPTY: Slot = Slot { at: Generations { node: 0, shared: 0 }, verdict: None };
@@ -72,7 +80,7 @@ pub struct DraMemo {
 pub struct MemoCounts {
     /// Verdicts stored: each one the allocator computed.
     pub computed: u64,
-    /// Verdicts read back from aside (computed at a free generation, replaced since).
+    /// Verdicts read back by their held state (the node's generations had moved on).
     pub read_from_aside: u64,
 }
 
@@ -102,7 +110,7 @@ impl DraMemo {
         let empty = || Table {
             fingerprint,
             slots: (0..nodes).map(|_| Slot::EMPTY).collect(),
-            aside: (0..nodes).map(|_| Aside::default()).collect(),
+            aside: (0..nodes).map(|_| Aside::new()).collect(),
         };
         if self.tables.len() < MAX_TABLES {
             self.tables.push(empty());
@@ -113,49 +121,59 @@ impl DraMemo {
         let t = &mut self.tables[i];
         t.fingerprint = fingerprint;
         t.slots.iter_mut().for_each(|s| *s = Slot::EMPTY);
-        t.aside.iter_mut().for_each(|a| *a = Aside::default());
+        t.aside.iter_mut().for_each(Vec::clear);
         i
     }
 
-    /// The remembered verdict, if it was computed at `at` (one set aside comes back as the last
-    /// verdict).
-    pub fn get(&mut self, table: usize, node: NodeId, at: Generations) -> Option<&Verdict> {
+    /// The remembered verdict, if it was computed at `at`.
+    pub fn get(&self, table: usize, node: NodeId, at: Generations) -> Option<&Verdict> {
+        let slot = &self.tables[table].slots[node.0 as usize];
+        slot.verdict.as_ref().filter(|_| self.reuse && slot.at == at)
+    }
+
+    /// The verdict kept for the node's devices in state `held`, if any: it becomes the slot's,
+    /// at `at`.
+    pub fn get_held(&mut self, table: usize, node: NodeId, held: HeldKey, at: Generations) -> Option<&Verdict> {
         if !self.reuse {
             return None;
         }
         let t = &mut self.tables[table];
         let (slot, aside) = (&mut t.slots[node.0 as usize], &mut t.aside[node.0 as usize]);
-        if slot.at != at && aside.kept.as_ref().is_some_and(|k| k.0 == at) {
-            let (was_at, was_free, was) = (slot.at, aside.free, slot.verdict.take());
-            let kept = *aside.kept.take().expect("checked just above");
-            (slot.at, aside.free, slot.verdict) = (kept.0, kept.1, Some(kept.2));
-            aside.kept = was.map(|v| Box::new((was_at, was_free, v)));
-            self.counts.read_from_aside += 1;
-        }
-        slot.verdict.as_ref().filter(|_| slot.at == at)
+        let i = aside.iter().position(|(k, _)| *k == held)?;
+        aside[..=i].rotate_right(1);
+        (slot.at, slot.verdict) = (at, Some(aside[0].1.clone()));
+        self.counts.read_from_aside += 1;
+        slot.verdict.as_ref()
     }
 
-    /// Remember `verdict` for `at` (`free`: the node's free generation) and hand it back.
-    pub fn put(&mut self, table: usize, node: NodeId, at: Generations, free: bool, verdict: Verdict) -> &Verdict {
+    /// Remember `verdict` for `at`, and, unless it is an error, for the state `held` of the node's
+    /// devices; hand it back.
+    pub fn put(
+        &mut self,
+        table: usize,
+        node: NodeId,
+        at: Generations,
+        held: Option<HeldKey>,
+        verdict: Verdict,
+    ) -> &Verdict {
         self.counts.computed += 1;
         let t = &mut self.tables[table];
         let (slot, aside) = (&mut t.slots[node.0 as usize], &mut t.aside[node.0 as usize]);
-        if aside.free
-            && slot.at != at
-            && let Some(v) = slot.verdict.take()
+        if self.reuse
+            && let Some(key) = held
+            && verdict.is_ok()
         {
-            aside.kept = Some(Box::new((slot.at, true, v)));
+            aside.insert(0, (key, verdict.clone()));
+            aside.truncate(KEEP);
         }
-        (slot.at, aside.free) = (at, free);
+        slot.at = at;
         slot.verdict.insert(verdict)
     }
 
-    /// Take the verdict out (Reserve is about to make it stale), or a copy of one computed at
-    /// a free generation (it holds again when the node is free again).
-    pub fn take_unless_free(&mut self, table: usize, node: NodeId) -> Option<Verdict> {
-        let t = &mut self.tables[table];
-        let slot = &mut t.slots[node.0 as usize];
-        if t.aside[node.0 as usize].free { slot.verdict.clone() } else { slot.verdict.take() }
+    /// Take the verdict out (Reserve is about to make it stale; a copy kept under its held state
+    /// stays).
+    pub fn take(&mut self, table: usize, node: NodeId) -> Option<Verdict> {
+        self.tables[table].slots[node.0 as usize].verdict.take()
     }
 
     /// The verdict last stored, whatever its generations.
@@ -177,7 +195,7 @@ mod tests {
         let mut m = DraMemo::new(3);
         let t = m.table(7);
         let at = Generations { node: 1, shared: 2 };
-        m.put(t, NodeId(1), at, false, ok());
+        m.put(t, NodeId(1), at, None, ok());
         assert!(m.get(t, NodeId(1), at).is_some());
         assert!(m.get(t, NodeId(1), Generations { node: 3, shared: 2 }).is_none());
         assert!(m.get(t, NodeId(1), Generations { node: 1, shared: 4 }).is_none());
@@ -191,30 +209,41 @@ mod tests {
         m.disable_reuse();
         let t = m.table(1);
         let at = Generations { node: 0, shared: 0 };
-        m.put(t, NodeId(0), at, false, ok());
+        m.put(t, NodeId(0), at, None, ok());
         assert!(m.get(t, NodeId(0), at).is_none());
         assert!(m.last(t, NodeId(0)).is_some());
     }
 
     #[test]
-    fn a_free_verdict_replaced_by_another_comes_back_at_its_generation() {
+    fn a_verdict_comes_back_for_its_held_state_the_least_recently_used_dropped() {
         let mut m = DraMemo::new(1);
         let t = m.table(1);
-        let (free, busy, other) = (
-            Generations { node: 5, shared: 0 },
-            Generations { node: 6, shared: 0 },
-            Generations { node: 7, shared: 0 },
-        );
-        m.put(t, NodeId(0), free, true, ok());
-        m.put(t, NodeId(0), busy, false, Ok(Err(crate::framework::Rejection::new("DynamicResources", true, "busy"))));
-        assert!(m.get(t, NodeId(0), busy).is_some_and(|v| matches!(v, Ok(Err(_)))));
-        assert!(m.get(t, NodeId(0), free).is_some_and(|v| matches!(v, Ok(Ok(_)))), "the free verdict was set aside");
-        assert!(matches!(m.last(t, NodeId(0)), Some(Ok(Ok(_)))), "and is the last verdict again");
-        assert!(m.get(t, NodeId(0), busy).is_some(), "the busy one is aside now, still valid at its generation");
-        // A verdict not at a free generation is replaced, not set aside.
-        m.put(t, NodeId(0), other, false, ok());
-        m.put(t, NodeId(0), free, true, ok());
-        assert!(m.get(t, NodeId(0), other).is_none());
+        let at = |node: u64| Generations { node, shared: 0 };
+        let held = |bits: u128| HeldKey { epoch: 0, bits, shared: 0 };
+        let busy = || Ok(Err(crate::framework::Rejection::new("DynamicResources", true, "busy")));
+        m.put(t, NodeId(0), at(5), Some(held(0)), ok());
+        m.put(t, NodeId(0), at(6), Some(held(1)), busy());
+        assert!(m.get(t, NodeId(0), at(5)).is_none(), "the slot is at generation 6");
+        let back = m.get_held(t, NodeId(0), held(0), at(7));
+        assert!(back.is_some_and(|v| matches!(v, Ok(Ok(_)))), "the verdict for nothing held");
+        assert!(m.get(t, NodeId(0), at(7)).is_some(), "and it is the slot's, at generation 7");
+        assert!(m.get_held(t, NodeId(0), held(1), at(8)).is_some());
+        assert!(m.get_held(t, NodeId(0), HeldKey { epoch: 1, ..held(1) }, at(8)).is_none(), "another epoch");
+        assert!(m.get_held(t, NodeId(0), HeldKey { shared: 1, ..held(1) }, at(8)).is_none(), "shared pools moved");
+        assert_eq!(m.counts, MemoCounts { computed: 2, read_from_aside: 2 });
+        // Errors are not kept; three more states push out the least recently used (held 0).
+        m.put(t, NodeId(0), at(9), Some(held(9)), Err("CEL budget".into()));
+        for b in 2..=4 {
+            m.put(t, NodeId(0), at(10 + b as u64), Some(held(b)), ok());
+        }
+        assert!(m.get_held(t, NodeId(0), held(9), at(20)).is_none());
+        assert!(m.get_held(t, NodeId(0), held(1), at(20)).is_none(), "{KEEP} kept: 2, 3, 4");
+        for b in 2..=4 {
+            assert!(m.get_held(t, NodeId(0), held(b), at(20)).is_some(), "held {b}");
+        }
+        // Reserve takes the slot's verdict; the one kept under its held state stays.
+        assert!(m.take(t, NodeId(0)).is_some());
+        assert!(m.get_held(t, NodeId(0), held(4), at(21)).is_some());
     }
 
     #[test]
@@ -222,7 +251,7 @@ mod tests {
         let mut m = DraMemo::new(1);
         let at = Generations { node: 0, shared: 0 };
         let first = m.table(0);
-        m.put(first, NodeId(0), at, true, ok());
+        m.put(first, NodeId(0), at, None, ok());
         for f in 1..MAX_TABLES as u64 {
             m.table(f);
         }

@@ -88,7 +88,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         match local_to {
             Some(node) if (node.0 as usize) < self.dra_node_generation.len() => {
-                self.dra_node_generation[node.0 as usize] = self.dra_generation_after_release(node);
+                self.dra_node_generation[node.0 as usize] = self.cluster.fresh_generation();
                 self.cluster.node_journal.note(node);
             }
             _ => self.dra_shared_generation = fresh,

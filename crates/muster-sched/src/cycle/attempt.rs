@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::dra_memo::Generations;
+use crate::dra_memo::{Generations, HeldKey};
 use crate::framework::{CycleState, Rejection};
 use crate::plugins::dynamic_resources::{self, ExtendedClaim, NodeAllocation};
 use crate::plugins::{
@@ -187,7 +187,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let memo = &mut self.dra_memo;
         // The CEL cost this attempt may spend over every node it tries [beyond upstream].
         let cel_budget = muster_cel::Budget::new(muster_cel::Budget::ATTEMPT);
-        let generations = (&self.dra_node_generation, self.dra_shared_generation, &self.dra_free_generation);
+        let generations = (&self.dra_node_generation, self.dra_shared_generation, &self.dra_device_epoch);
         // The special claim for extended resources served through DRA, one variant per set of
         // resources the nodes do not advertise (usually one).
         let mut extended_claims: Vec<ExtendedClaim> = Vec::new();
@@ -246,21 +246,27 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                     dynamic_resources::allocate(&claims, node, ctx, alloc_state, restriction, Some(budget))
                 }
             };
-            let free = generations.2[node_id.0 as usize];
-            let at_free = free != 0 && at.node == free;
             // An error is never reused: its text names the claims of the pod it was computed for.
-            match memo.get(table, node_id, at) {
-                Some(Ok(kept)) => debug_assert!(
-                    !at_free
-                        || dynamic_resources::same_verdict(
+            if !matches!(memo.get(table, node_id, at), Some(Ok(_))) {
+                // The generations moved on: the verdict kept for the state the node's devices are
+                // in now, if there is one.
+                let held = alloc_state.held_bits(ctx.index.local_slices(node.name())).map(|bits| HeldKey {
+                    epoch: generations.2[node_id.0 as usize],
+                    bits,
+                    shared: at.shared,
+                });
+                match held.and_then(|k| memo.get_held(table, node_id, k, at)) {
+                    Some(Ok(kept)) => debug_assert!(
+                        dynamic_resources::same_verdict(
                             &compute(&muster_cel::Budget::new(muster_cel::Budget::ATTEMPT)),
                             kept
                         ),
-                    "a verdict read at a node's free generation is the one the allocator gives now"
-                ),
-                _ => {
-                    let v = compute(cel_budget);
-                    memo.put(table, node_id, at, at_free, v);
+                        "a verdict kept for a state of the node's devices is the one the allocator gives in it"
+                    ),
+                    _ => {
+                        let v = compute(cel_budget);
+                        memo.put(table, node_id, at, held, v);
+                    }
                 }
             }
             DraFilter::Memo(table)
@@ -487,14 +493,11 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 DraFilter::Fits => None,
                 DraFilter::Memo(t) => {
                     // A verdict that takes devices goes stale at this Reserve (the generations
-                    // move on) unless a gang rolls the Reserve back or the node is free again
-                    // later: only then is it kept.
+                    // move on) unless a gang rolls the Reserve back: only then is it kept here
+                    // (the memo keeps its own copy under the devices' held state).
                     let takes = matches!(memo.last(t, chosen), Some(Ok(Ok(a))) if takes_devices(a));
-                    let verdict = if takes && undo.is_none() {
-                        memo.take_unless_free(t, chosen)
-                    } else {
-                        memo.last(t, chosen).cloned()
-                    };
+                    let verdict =
+                        if takes && undo.is_none() { memo.take(t, chosen) } else { memo.last(t, chosen).cloned() };
                     match verdict {
                         Some(Ok(Ok(a))) => Some(std::sync::Arc::try_unwrap(a).unwrap_or_else(|a| (*a).clone())),
                         _ => unreachable!("the chosen node passed DynamicResources' Filter in this cycle"),

@@ -130,34 +130,14 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     }
 
     /// Node `node`'s devices read differently (its slices or the node itself changed): a fresh
-    /// generation, and a fresh free generation when the node is next free again.
+    /// generation and a fresh device epoch.
     pub(super) fn node_devices_changed(&mut self, node: NodeId) {
         let i = node.0 as usize;
         if i < self.dra_node_generation.len() {
-            self.dra_node_generation[i] = self.cluster.fresh_generation();
-            self.dra_free_generation[i] = 0;
+            let fresh = self.cluster.fresh_generation();
+            self.dra_node_generation[i] = fresh;
+            self.dra_device_epoch[i] = fresh;
             self.cluster.node_journal.note(node);
-        }
-    }
-
-    /// The generation node `node`'s devices take after devices of its own pools were given
-    /// back or taken: its free generation while its own pools hold nothing (the devices it
-    /// sees are then as they were the last time it was free), a fresh one otherwise. A node is
-    /// free again only after a release: one never released (a plan's nodes, mostly) keeps the
-    /// generation it started with, and its verdicts are taken by Reserve, not copied.
-    pub(super) fn dra_generation_after_release(&mut self, node: NodeId) -> u64 {
-        let i = node.0 as usize;
-        let free = self.dra.as_ref().is_some_and(|(ctx, state)| {
-            ctx.index.local_pools(self.cluster.nodes[i].name()).all(|(driver, pool)| !state.holds_in(driver, pool))
-        });
-        match (free, self.dra_free_generation[i]) {
-            (false, _) => self.cluster.fresh_generation(),
-            (true, 0) => {
-                let g = self.cluster.fresh_generation();
-                self.dra_free_generation[i] = g;
-                g
-            }
-            (true, g) => g,
         }
     }
 

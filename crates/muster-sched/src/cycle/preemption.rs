@@ -494,7 +494,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 self.dra_shared_generation = self.cluster.fresh_generation();
             }
             if freed {
-                self.dra_node_generation[node.0 as usize] = self.dra_generation_after_release(node);
+                self.dra_node_generation[node.0 as usize] = self.cluster.fresh_generation();
             }
         }
         Evicted { pod, node, claims, shared, generations: (before, self.generations_of(node)) }
