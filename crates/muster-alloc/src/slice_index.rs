@@ -336,15 +336,6 @@ impl SliceIndex {
         self.len() == 0
     }
 
-    /// The pools (driver, pool) of the slices published with `node`'s `nodeName`, a pool once
-    /// per slice.
-    pub fn local_pools<'s>(&'s self, node: &str) -> impl Iterator<Item = (&'s str, &'s str)> + 's {
-        let slots = self.node_local.get(node).into_iter().flatten();
-        slots
-            .filter_map(|&i| self.slots[i].as_ref())
-            .map(|s| (s.slice.spec.driver.as_str(), s.slice.spec.pool.name.as_str()))
-    }
-
     /// The slices published with `node`'s `nodeName`, in slot order (the same order while none
     /// of them changes).
     pub fn local_slices<'s>(&'s self, node: &str) -> impl Iterator<Item = LocalSlice<'s>> + 's {

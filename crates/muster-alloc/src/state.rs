@@ -141,12 +141,6 @@ impl AllocatedState {
         PoolHeld(self.held.get(driver).and_then(|pools| pools.get(pool)))
     }
 
-    /// Does any allocated claim hold a device of pool (`driver`, `pool`)? (An entry is removed
-    /// when nothing holds its device any more.)
-    pub fn holds_in(&self, driver: &str, pool: &str) -> bool {
-        self.pool(driver, pool).0.is_some_and(|devices| !devices.is_empty())
-    }
-
     /// Which devices of `slices` (a node's own, in a fixed order) allocated claims hold: one bit
     /// per device, in order (a name listed twice in a pool: its first place). `None` when the
     /// bits would not say everything held in those slices' pools: a share or consumed capacity,
@@ -299,6 +293,12 @@ fn same_pool(
 mod tests {
     use super::*;
 
+    /// Does any allocated claim hold a device of pool (`driver`, `pool`)? (An entry is removed
+    /// when nothing holds its device any more: `held_bits` counts on it.)
+    fn holds_in(s: &AllocatedState, driver: &str, pool: &str) -> bool {
+        s.pool(driver, pool).0.is_some_and(|devices| !devices.is_empty())
+    }
+
     fn claim(results: serde_json::Value) -> ResourceClaim {
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": "c"},
@@ -327,7 +327,7 @@ mod tests {
         }
         assert!(!s.in_use("e", "p", "gpu-0"));
         s.remove_claim(&a, f);
-        assert!(!s.holds_in("d", "p") && !s.holds_in("d", "q") && !s.holds_in("e", "q"));
+        assert!(!holds_in(&s, "d", "p") && !holds_in(&s, "d", "q") && !holds_in(&s, "e", "q"));
     }
 
     fn slice(name: &str, pool: &str, devices: &[&str]) -> k8s_openapi::api::resource::v1::ResourceSlice {
@@ -395,9 +395,9 @@ mod tests {
         assert!(!s.in_use("d", "p", "gpu-0"));
         assert!(s.in_use("d", "p", "nic-0"), "b's share is still there");
         assert_eq!(s.capacity("d", "p", "nic-0").unwrap()["bandwidth"], 5_000_000_000_000_000_000);
-        assert!(s.holds_in("d", "p"));
+        assert!(holds_in(&s, "d", "p"));
         s.remove_claim(&b, f);
         assert!(!s.in_use("d", "p", "nic-0"));
-        assert!(!s.holds_in("d", "p"), "nothing of the pool is held any more");
+        assert!(!holds_in(&s, "d", "p"), "nothing of the pool is held any more");
     }
 }
