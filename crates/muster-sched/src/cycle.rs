@@ -604,7 +604,16 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             C::UpsertNode(node) => node.metadata.name.clone(),
             _ => None,
         };
+        // A deleted pod's kept verdict goes with it: its slot no longer says what it was
+        // computed for (a pod on a node leaves no queue entry that would forget it).
+        let deleted = match &change {
+            C::DeletePod(key) if !self.kept.is_empty() => self.cluster.pod_id(key),
+            _ => None,
+        };
         let applied = self.cluster.apply(change)?;
+        if let Some(pod) = deleted {
+            self.kept.forget_pod(pod);
+        }
         // A node's labels may change which devices of node-selected slices it sees.
         if let Some(node) = upserted_node.and_then(|name| self.cluster.node_id(&name)) {
             self.node_devices_changed(node);

@@ -118,104 +118,155 @@ proptest! {
             1..8,
         ),
     ) {
-        let (nodes, slices) = common::gpu_nodes(&node_gpus, "rack", "r");
-        let (classes, templates) = (common::gpu_class(), common::gpu_templates());
-        let mut pods = Vec::new();
-        let mut groups: Vec<PodGroup> = Vec::new();
-        for (g, (members, min, gpus)) in gangs.iter().enumerate() {
-            let name = format!("g{g}");
-            groups.push(serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
-                "spec": {"schedulingPolicy": {"gang": {"minCount": (*min).min(*members)}}}})).unwrap());
-            for m in 0..*members {
-                pods.push(pod(&format!("g{g}-{m}"), Some(&name), *gpus, 1, 0));
-            }
-        }
-        for (i, (gpus, cpu, priority)) in singles.iter().enumerate() {
-            pods.push(pod(&format!("s{i}"), None, *gpus, *cpu, *priority));
-        }
-        let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
-        cluster.add_pod_groups(groups);
-        cluster.add_claims(Vec::new(), &templates);
-        let ctx = common::dra(&slices, &classes);
-        let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
-        let mut cordoned = vec![false; node_gpus.len()];
-        let mut broken: HashSet<String> = HashSet::new();
-        for (step, (fail_bits, finish, cordon_node, arrival)) in steps.iter().enumerate() {
-            let now = step as u64 * 20_000;
-            if let Some((cpu, priority)) = arrival {
-                engine.apply(Change::UpsertPod(pod(&format!("late-{step}"), None, 0, *cpu, *priority)), now).unwrap();
-            }
-            let plan = engine.schedule(now);
-            // Preemption victims: their gangs may be left broken; the world deletes them.
-            let victims: Vec<String> = plan.pod_preemptions.iter().flat_map(|r| r.victims.iter())
-                .chain(plan.preempted.iter().map(|(v, _)| v))
-                .map(|v| engine.cluster().pod(*v).key.clone()).collect();
-            for key in &victims {
-                let id = engine.cluster().pod_id(key).unwrap();
-                if let Some(Ok(g)) = engine.cluster().pod(id).group {
-                    broken.insert(engine.cluster().groups[g].key.clone());
-                }
-            }
-            prop_assert!(check(engine.cluster(), &broken).is_ok(), "after scheduling: {:?}", check(engine.cluster(), &broken));
-            for key in victims {
-                engine.apply(Change::DeletePod(key), now).unwrap();
-            }
-            // The world binds what was placed, or fails to: one bit per placement, one per gang
-            // (a gang's members leave Permit together and are bound as one).
-            let mut bit: HashMap<String, usize> = HashMap::new();
-            for (k, (pod, node)) in plan.placements.iter().enumerate() {
-                if !matches!(engine.cluster().pod(*pod).state, PodState::Assumed(_)) {
-                    continue; // forgotten with its gang already
-                }
-                let who = match engine.cluster().pod(*pod).group {
-                    Some(Ok(g)) => engine.cluster().groups[g].key.clone(),
-                    _ => engine.cluster().pod(*pod).key.clone(),
-                };
-                let next = bit.len();
-                let b = *bit.entry(who).or_insert(next.max(k));
-                if fail_bits >> (b % 16) & 1 == 1 {
-                    engine.forget(*pod, now);
-                } else {
-                    let mut bound = Box::new(engine.cluster().pod(*pod).pod.object());
-                    bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(*node).name().to_string());
-                    engine.apply(Change::UpsertPod(bound), now).unwrap();
-                }
-                prop_assert!(check(engine.cluster(), &broken).is_ok(), "after binding: {:?}", check(engine.cluster(), &broken));
-            }
-            // A bound CPU-only pod outside gangs finishes.
-            let done: Vec<String> = engine.cluster().pods.iter()
-                .filter(|p| matches!(p.state, PodState::Bound(_)) && p.claims.is_empty() && p.group.is_none())
-                .map(|p| p.key.clone()).collect();
-            if !done.is_empty() {
-                let key = done[*finish as usize % done.len()].clone();
-                engine.apply(Change::DeletePod(key), now).unwrap();
-            }
-            // 0..4: node n cordoned or back; 4..8: node n-4 deleted, or added again.
-            match cordon_node {
-                Some(n) if *n < node_gpus.len() => {
-                    cordoned[*n] = !cordoned[*n];
-                    engine.apply(Change::UpsertNode(cordon(*n, cordoned[*n])), now).unwrap();
-                }
-                Some(n) if (4..4 + node_gpus.len()).contains(n) => {
-                    let n = n - 4;
-                    if engine.cluster().node_id(&format!("n{n}")).is_some() {
-                        engine.apply(Change::DeleteNode(format!("n{n}")), now).unwrap();
-                    } else {
-                        engine.apply(Change::UpsertNode(cordon(n, cordoned[n])), now).unwrap();
-                    }
-                }
-                _ => {}
-            }
-            prop_assert!(check(engine.cluster(), &broken).is_ok(), "after churn: {:?}", check(engine.cluster(), &broken));
-        }
-        // Every pending pod is somewhere in the queue: each entry with pending pods is queued.
-        let (active, backoff, unschedulable) = engine.queue().counts();
-        let c = engine.cluster();
-        let entries: HashSet<_> = (0..c.pods.len() as u32)
-            .map(muster_sched::PodId)
-            .filter(|p| c.pod(*p).state == PodState::Pending)
-            .map(|p| c.entry_of(p))
-            .collect();
-        prop_assert!(active + backoff + unschedulable >= entries.len(), "{} entries with pending pods, {} queued", entries.len(), active + backoff + unschedulable);
+        run(node_gpus, gangs, singles, steps)?;
     }
+}
+
+/// Input of [`run`]'s steps: fail bindings (one bit per placement), finish a CPU pod, cordon a
+/// node, and a CPU pod (cpu, priority) that arrives.
+type Step = (u16, u8, Option<usize>, Option<(u8, i32)>);
+
+fn run(
+    node_gpus: Vec<u8>,
+    gangs: Vec<(u8, u8, u8)>,
+    singles: Vec<(u8, u8, i32)>,
+    steps: Vec<Step>,
+) -> Result<(), TestCaseError> {
+    let (nodes, slices) = common::gpu_nodes(&node_gpus, "rack", "r");
+    let (classes, templates) = (common::gpu_class(), common::gpu_templates());
+    let mut pods = Vec::new();
+    let mut groups: Vec<PodGroup> = Vec::new();
+    for (g, (members, min, gpus)) in gangs.iter().enumerate() {
+        let name = format!("g{g}");
+        groups.push(
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": (*min).min(*members)}}}}))
+            .unwrap(),
+        );
+        for m in 0..*members {
+            pods.push(pod(&format!("g{g}-{m}"), Some(&name), *gpus, 1, 0));
+        }
+    }
+    for (i, (gpus, cpu, priority)) in singles.iter().enumerate() {
+        pods.push(pod(&format!("s{i}"), None, *gpus, *cpu, *priority));
+    }
+    let mut cluster = Cluster::build(nodes, pods, &[], &SchedulerNames::default()).unwrap();
+    cluster.add_pod_groups(groups);
+    cluster.add_claims(Vec::new(), &templates);
+    let ctx = common::dra(&slices, &classes);
+    let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+    let mut cordoned = vec![false; node_gpus.len()];
+    let mut broken: HashSet<String> = HashSet::new();
+    for (step, (fail_bits, finish, cordon_node, arrival)) in steps.iter().enumerate() {
+        let now = step as u64 * 20_000;
+        if let Some((cpu, priority)) = arrival {
+            engine.apply(Change::UpsertPod(pod(&format!("late-{step}"), None, 0, *cpu, *priority)), now).unwrap();
+        }
+        let plan = engine.schedule(now);
+        // Preemption victims: their gangs may be left broken; the world deletes them.
+        let victims: Vec<String> = plan
+            .pod_preemptions
+            .iter()
+            .flat_map(|r| r.victims.iter())
+            .chain(plan.preempted.iter().map(|(v, _)| v))
+            .map(|v| engine.cluster().pod(*v).key.clone())
+            .collect();
+        for key in &victims {
+            let id = engine.cluster().pod_id(key).unwrap();
+            if let Some(Ok(g)) = engine.cluster().pod(id).group {
+                broken.insert(engine.cluster().groups[g].key.clone());
+            }
+        }
+        prop_assert!(
+            check(engine.cluster(), &broken).is_ok(),
+            "after scheduling: {:?}",
+            check(engine.cluster(), &broken)
+        );
+        for key in victims {
+            engine.apply(Change::DeletePod(key), now).unwrap();
+        }
+        // The world binds what was placed, or fails to: one bit per placement, one per gang
+        // (a gang's members leave Permit together and are bound as one).
+        let mut bit: HashMap<String, usize> = HashMap::new();
+        for (k, (pod, node)) in plan.placements.iter().enumerate() {
+            if !matches!(engine.cluster().pod(*pod).state, PodState::Assumed(_)) {
+                continue; // forgotten with its gang already
+            }
+            let who = match engine.cluster().pod(*pod).group {
+                Some(Ok(g)) => engine.cluster().groups[g].key.clone(),
+                _ => engine.cluster().pod(*pod).key.clone(),
+            };
+            let next = bit.len();
+            let b = *bit.entry(who).or_insert(next.max(k));
+            if fail_bits >> (b % 16) & 1 == 1 {
+                engine.forget(*pod, now);
+            } else {
+                let mut bound = Box::new(engine.cluster().pod(*pod).pod.object());
+                bound.spec.as_mut().unwrap().node_name = Some(engine.cluster().node(*node).name().to_string());
+                engine.apply(Change::UpsertPod(bound), now).unwrap();
+            }
+            prop_assert!(
+                check(engine.cluster(), &broken).is_ok(),
+                "after binding: {:?}",
+                check(engine.cluster(), &broken)
+            );
+        }
+        // A bound CPU-only pod outside gangs finishes.
+        let done: Vec<String> = engine
+            .cluster()
+            .pods
+            .iter()
+            .filter(|p| matches!(p.state, PodState::Bound(_)) && p.claims.is_empty() && p.group.is_none())
+            .map(|p| p.key.clone())
+            .collect();
+        if !done.is_empty() {
+            let key = done[*finish as usize % done.len()].clone();
+            engine.apply(Change::DeletePod(key), now).unwrap();
+        }
+        // 0..4: node n cordoned or back; 4..8: node n-4 deleted, or added again.
+        match cordon_node {
+            Some(n) if *n < node_gpus.len() => {
+                cordoned[*n] = !cordoned[*n];
+                engine.apply(Change::UpsertNode(cordon(*n, cordoned[*n])), now).unwrap();
+            }
+            Some(n) if (4..4 + node_gpus.len()).contains(n) => {
+                let n = n - 4;
+                if engine.cluster().node_id(&format!("n{n}")).is_some() {
+                    engine.apply(Change::DeleteNode(format!("n{n}")), now).unwrap();
+                } else {
+                    engine.apply(Change::UpsertNode(cordon(n, cordoned[n])), now).unwrap();
+                }
+            }
+            _ => {}
+        }
+        prop_assert!(check(engine.cluster(), &broken).is_ok(), "after churn: {:?}", check(engine.cluster(), &broken));
+    }
+    // Every pending pod is somewhere in the queue: each entry with pending pods is queued.
+    let (active, backoff, unschedulable) = engine.queue().counts();
+    let c = engine.cluster();
+    let entries: HashSet<_> = (0..c.pods.len() as u32)
+        .map(muster_sched::PodId)
+        .filter(|p| c.pod(*p).state == PodState::Pending)
+        .map(|p| c.entry_of(p))
+        .collect();
+    prop_assert!(
+        active + backoff + unschedulable >= entries.len(),
+        "{} entries with pending pods, {} queued",
+        entries.len(),
+        active + backoff + unschedulable
+    );
+    Ok(())
+}
+
+/// Found by the property above: a pod's kept verdict outlived its deletion (it was running, so no
+/// queue entry forgot it), and an equivalence check then compared a pod with the vacant slot.
+#[test]
+fn a_deleted_pods_kept_verdict_serves_no_other_pod() {
+    run(
+        vec![3],
+        vec![(1, 1, 0)],
+        vec![(0, 1, 0), (1, 2, 1), (0, 1, 0)],
+        vec![(56693, 0, None, Some((6, 2))), (9660, 0, None, Some((1, 2))), (1738, 49, None, None), (0, 0, None, None)],
+    )
+    .unwrap();
 }
