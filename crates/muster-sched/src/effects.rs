@@ -251,19 +251,22 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         .collect();
     // A group's members share its reason, and its condition says it too.
     for (pods, err) in plan.unschedulable.runs() {
-        let message = match &err.group {
+        let mut message = Some(match &err.group {
             Some(g) => Message::Group(g.clone()),
             None => Message::Pod(err.clone()),
-        };
+        });
         // Pods in a group the scheduler cannot handle say `SchedulerError`: a run split where
         // that changes (a shared verdict is one group's, so it never is in practice).
         let reason_of = |pod: &PodId| match !errors.is_empty() && errors.contains(&(pod.0 as usize)) {
             true => "SchedulerError",
             false => err.reason(),
         };
-        for same in pods.chunk_by(|a, b| reason_of(a) == reason_of(b)) {
+        let mut runs = pods.chunk_by(|a, b| reason_of(a) == reason_of(b)).peekable();
+        while let Some(same) = runs.next() {
             let (pods, reason) = (Pods::of(same), reason_of(&same[0]));
-            out.push(Effect::PodsUnschedulable { pods, reason, message: message.clone() });
+            // The last run takes the message itself: one copy fewer of a shared verdict.
+            let message = if runs.peek().is_some() { message.clone() } else { message.take() };
+            out.push(Effect::PodsUnschedulable { pods, reason, message: message.expect("taken by the last run only") });
         }
     }
     out

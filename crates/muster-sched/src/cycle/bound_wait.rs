@@ -24,14 +24,16 @@
 //! again at their next use, as always. A forgotten assumption forgets them all. A debug build
 //! checks each repeat against a full cycle's reading.
 
-use super::gang_bound::{Need, OutOfReach};
+use super::gang_bound::{Need, OutOfReach, RoomHint};
 use super::*;
 use crate::cluster::{ClaimId, PodInfo};
 
 /// What a gang's last cycle, failed on the bound, read and reported.
 pub(super) struct BoundWait {
-    /// Shared: each use counts the room while the reading is borrowed from the scheduler.
-    need: std::sync::Arc<Need>,
+    /// Taken out while the room is counted for it (the count borrows the scheduler).
+    need: Need,
+    /// Where the count for `need` was last found.
+    counted: RoomHint,
     wanted: usize,
     /// The room it found: a cycle that finds the same reports the same.
     room: usize,
@@ -65,10 +67,6 @@ pub(super) struct BoundWaits {
 type Fast<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 impl BoundWaits {
-    fn get(&self, g: &GroupId) -> Option<&BoundWait> {
-        self.waits.get(g)
-    }
-
     fn get_mut(&mut self, g: &GroupId) -> Option<&mut BoundWait> {
         self.waits.get_mut(g)
     }
@@ -216,7 +214,8 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         claims.sort_unstable();
         claims.dedup();
         let wait = BoundWait {
-            need: std::sync::Arc::new(need.clone()),
+            need: need.clone(),
+            counted: None,
             wanted: *wanted,
             room: *room,
             priority: c.pod(*first).priority,
@@ -240,12 +239,16 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// The room gang `g`'s cycle would find short on the bound now, when its kept reading holds.
     fn room_again(&mut self, g: GroupId) -> Option<usize> {
-        let w = self.bound_waits.get(&g)?;
-        if w.num_nodes != self.cluster.node_order.len() {
+        let num_nodes = self.cluster.node_order.len();
+        let w = self.bound_waits.get_mut(&g)?;
+        if w.num_nodes != num_nodes {
             return None;
         }
-        let (need, wanted) = (w.need.clone(), w.wanted);
-        let room = self.room_short(&need, wanted)?;
+        let (need, mut hint, wanted) = (std::mem::take(&mut w.need), w.counted, w.wanted);
+        let room = self.room_short(&need, wanted, &mut hint);
+        let w = self.bound_waits.get_mut(&g).expect("read just above");
+        (w.need, w.counted) = (need, hint);
+        let room = room?;
         debug_assert!(self.would_repeat(g, room), "a gang's kept reading no longer holds");
         Some(room)
     }

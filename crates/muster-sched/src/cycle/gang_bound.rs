@@ -40,20 +40,37 @@ pub(super) struct RoomCount {
     shared: u64,
     /// When it was last read ([`Scheduler::counted_room`]'s tick): the least recent goes first.
     used: u64,
+    /// This count's own number (the tick it was counted at, never 0): a [`RoomHint`] that names
+    /// it names its need.
+    id: u64,
 }
 
 impl RoomCount {
     fn empty() -> RoomCount {
-        RoomCount { requests: Vec::new(), devices: 0, copies: Vec::new(), room: 0, nodes: 0, at: 0, shared: 0, used: 0 }
+        RoomCount {
+            requests: Vec::new(),
+            devices: 0,
+            copies: Vec::new(),
+            room: 0,
+            nodes: 0,
+            at: 0,
+            shared: 0,
+            used: 0,
+            id: 0,
+        }
     }
 }
+
+/// Where the count for a need was last found among the kept ones (its place and number), so that
+/// a need read again and again (a waiting gang's) is not looked for among them each time.
+pub(super) type RoomHint = Option<(usize, u64)>;
 
 /// At most this many needs' counts are kept (the least recently read goes first).
 const MAX_ROOM_COUNTS: usize = 16;
 
 /// What every pending member surely needs: per resource, the least any member requests (a
 /// resource some member does not request is left out), and the least count of devices.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(super) struct Need {
     requests: Vec<(ResourceId, i64)>,
     devices: u32,
@@ -98,7 +115,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         let need = self.need(pending)?;
         let wanted = min.saturating_sub(scheduled).max(1);
-        let room = self.room_short(&need, wanted)?;
+        let room = self.room_short(&need, wanted, &mut None)?;
         Some(OutOfReach { room, need, wanted })
     }
 
@@ -109,12 +126,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// `Some(room)` when at most `room` members needing `need` fit the nodes (`node_filter`'s),
     /// fewer than `wanted`, and fewer nodes than Filter looks for (or all of them) could take
-    /// one. Over every node, the count kept per need ([`RoomCount`]); in a domain, counted.
-    pub(super) fn room_short(&mut self, need: &Need, wanted: usize) -> Option<usize> {
+    /// one. Over every node, the count kept per need ([`RoomCount`], found by `hint` when it
+    /// still names it, and `hint` then names it); in a domain, counted.
+    pub(super) fn room_short(&mut self, need: &Need, wanted: usize, hint: &mut RoomHint) -> Option<usize> {
         let num_nodes = self.cluster.node_order.len();
         let (room, nodes, complete) = match self.node_filter {
             None => {
-                let (room, nodes) = self.counted_room(need);
+                let (room, nodes) = self.counted_room(need, hint);
                 (room, nodes, true)
             }
             Some(_) => self.count_room(need, wanted),
@@ -153,10 +171,18 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// How many members needing `need` every node could take, and on how many nodes: the count
     /// kept for the need, brought up to date on the nodes the node journal lists since, or
     /// counted afresh.
-    fn counted_room(&mut self, need: &Need) -> (usize, usize) {
+    fn counted_room(&mut self, need: &Need, hint: &mut RoomHint) -> (usize, usize) {
         let (now, shared) = (self.cluster.node_journal.now(), self.dra_shared_generation);
         self.room_reads += 1;
-        let kept = self.room_counts.iter().position(|r| r.devices == need.devices && r.requests == need.requests);
+        let named = |&(i, id): &(usize, u64)| self.room_counts.get(i).is_some_and(|r| r.id == id);
+        let kept = match hint.filter(named) {
+            Some((i, _)) => Some(i),
+            None => self.room_counts.iter().position(|r| r.devices == need.devices && r.requests == need.requests),
+        };
+        debug_assert!(kept.is_none_or(|i| {
+            let r = &self.room_counts[i];
+            r.devices == need.devices && r.requests == need.requests
+        }));
         let i = match kept {
             // Nothing changed since: the count stands as it is.
             Some(i) if self.room_counts[i].shared == shared && self.room_counts[i].at == now => i,
@@ -193,6 +219,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         };
         let count = &mut self.room_counts[i];
         (count.at, count.used) = (now, self.room_reads);
+        *hint = Some((i, count.id));
         let counted = (count.room, count.nodes);
         debug_assert_eq!(
             self.count_room(need, usize::MAX),
@@ -209,6 +236,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             devices: need.devices,
             copies: vec![0; self.cluster.nodes.len()],
             shared: self.dra_shared_generation,
+            id: self.room_reads,
             ..RoomCount::empty()
         };
         for i in 0..self.cluster.node_order.len() {
