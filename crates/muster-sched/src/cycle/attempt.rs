@@ -532,9 +532,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             // Devices taken change what the allocator would answer: for this node only when they
             // come from its own pools, for every node otherwise.
             if takes_devices(&allocation) {
-                let node_name = self.cluster.nodes[chosen.0 as usize].name().to_string();
+                let local =
+                    dynamic_resources::node_local(&allocation, self.cluster.nodes[chosen.0 as usize].name(), ctx);
                 let fresh = self.cluster.fresh_generation();
-                if dynamic_resources::node_local(&allocation, &node_name, ctx) {
+                if local {
                     self.dra_node_generation[chosen.0 as usize] = fresh;
                 } else {
                     self.dra_shared_generation = fresh;

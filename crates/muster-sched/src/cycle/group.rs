@@ -280,8 +280,13 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let c = &*self.cluster;
         let group = &c.groups[g];
         let (pending_count, min) = (pending.len(), group.min_count);
-        let reason =
-            GroupReason::Bound { group: group.key.clone(), room, pending: pending_count, running: scheduled, min };
+        let reason = GroupReason::Bound {
+            group: group.key.as_str().into(),
+            room,
+            pending: pending_count,
+            running: scheduled,
+            min,
+        };
         let outcome = GroupOutcome::Unschedulable { placed: 0, scheduled, failed: pending_count };
         let result = GroupResult::new(g, outcome, reason);
         let failed = result.member_errors(pending, c.node_order.len());

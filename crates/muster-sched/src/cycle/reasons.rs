@@ -31,7 +31,8 @@ pub enum GroupReason {
     /// No topology domain can hold the group.
     NoDomain { group: String, error: DomainError },
     /// The gang bound failed the cycle without trying a member: at most `room` of `pending` fit.
-    Bound { group: String, room: usize, pending: usize, running: usize, min: usize },
+    /// (The name inline when short: a waiting gang's reason is made again at many events.)
+    Bound { group: crate::short_name::ShortName, room: usize, pending: usize, running: usize, min: usize },
     /// A gang's members were tried and fewer than minCount fit; everything was rolled back.
     /// `first`: the first member that did not fit, and why.
     NotTogether {
