@@ -16,7 +16,7 @@
 //! ([`Checked`]), the caller answers for each waiting entry ([`SchedulingQueue::on_event_checked`]).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -24,7 +24,9 @@ use crate::cluster::PodState;
 use crate::cycle::QueueEntry;
 
 mod backoff;
+mod infos;
 use backoff::BackoffQueue;
+use infos::Infos;
 
 /// A point on the world's clock, in milliseconds.
 pub type Millis = u64;
@@ -328,12 +330,10 @@ impl Info {
     }
 }
 
-type Fast<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
-
 /// The scheduling queue.
 #[derive(Clone, Debug, Default)]
 pub struct SchedulingQueue {
-    info: Fast<QueueEntry, Info>,
+    info: Infos<Info>,
     active: BinaryHeap<Reverse<(OrderKey, QueueEntry)>>,
     /// Entries added together ([`SchedulingQueue::add_all`]), sorted, the first last: popped
     /// alongside the heap without a heap operation each.
@@ -383,7 +383,6 @@ impl SchedulingQueue {
 
     /// Adds many new entries to the active queue at once (a snapshot's pending entries).
     pub fn add_all(&mut self, entries: Vec<(OrderKey, QueueEntry)>) {
-        self.info.reserve(entries.len());
         let mut batch = Vec::with_capacity(entries.len());
         for (order, entry) in entries {
             if self.info.contains_key(&entry) {
@@ -462,13 +461,16 @@ impl SchedulingQueue {
         if !self.limits.pop_from_backoff_q {
             return None;
         }
-        let (info_map, limits) = (&self.info, self.limits);
-        let live = |key, order: &OrderKey, entry| {
-            info_map.get(&entry).is_some_and(|i| i.is_held(Place::Backoff, key, order, limits))
+        let (info_map, limits, cycle) = (&mut self.info, self.limits, &mut self.cycle);
+        // The first live item's entry is taken off as it is found.
+        let live = |key, order: &OrderKey, entry| match info_map.get_mut(&entry) {
+            Some(info) if info.is_held(Place::Backoff, key, order, limits) => {
+                Self::take_off(cycle, info);
+                true
+            }
+            _ => false,
         };
         let (_, _, entry) = self.backoff.pop_first(live)?;
-        let info = self.info.get_mut(&entry)?;
-        Self::take_off(&mut self.cycle, info);
         Some(entry)
     }
 
