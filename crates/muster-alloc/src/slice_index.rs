@@ -135,7 +135,8 @@ pub struct SliceIndex {
     /// Slots of the slices without a `nodeName`.
     shared: BTreeSet<usize>,
     /// Driver → pool → slots of the pool's slices.
-    by_pool: HashMap<String, HashMap<String, BTreeSet<usize>>>,
+    by_pool:
+        HashMap<String, HashMap<String, BTreeSet<usize>, foldhash::fast::RandomState>, foldhash::fast::RandomState>,
     /// The next unused number of `verdicts`' device numbering, and how many devices the slices
     /// hold: when the numbering has run far ahead, it starts again (and the verdicts with it).
     next_device: u32,

@@ -256,7 +256,11 @@ impl AllocatedState {
                 continue;
             };
             for r in run {
-                let Some(held) = devices.get_mut(r.device.as_str()) else { continue };
+                // One lookup: the device's entry is changed, and removed when nothing holds it.
+                let hashbrown::hash_map::EntryRef::Occupied(mut entry) = devices.entry_ref(r.device.as_str()) else {
+                    continue;
+                };
+                let held = entry.get_mut();
                 if features.consumable_capacity && r.share_id.is_some() {
                     held.shares = held.shares.saturating_sub(1);
                     if let (Some(sum), Some(cc)) = (held.capacity.as_mut(), &r.consumed_capacity) {
@@ -274,7 +278,7 @@ impl AllocatedState {
                     held.dedicated = false;
                 }
                 if !held.dedicated && held.shares == 0 && held.capacity.is_none() {
-                    devices.remove(r.device.as_str());
+                    entry.remove();
                 }
             }
         }
