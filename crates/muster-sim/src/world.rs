@@ -26,6 +26,11 @@ use crate::report::{JobOutcome, Report, Sample};
 use crate::trace::{EventKind, Job, Millis, Trace};
 use crate::usage::{MILLI, SharedCapacity, allocation_milli, result_milli, whole};
 
+/// The world's maps by name, read at every act: hashed with foldhash (randomly seeded, as the
+/// standard library's SipHash is, and several times faster on short keys); none is iterated.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
 mod device_events;
 
 /// `t` without its fraction of a second, as the API server keeps a timestamp.
@@ -199,19 +204,19 @@ pub struct World<'s> {
     heap: BinaryHeap<Reverse<(Millis, u64, Event)>>,
     seq: u64,
     /// Sim pods by key: (job, pod index).
-    pods: HashMap<String, (u32, u32)>,
+    pods: Map<String, (u32, u32)>,
     /// The same by the engine's id of the pod (a slot the store reuses once the pod is deleted:
     /// cleared by [`Sim::delete_pod`], the only way the world deletes a pod). Every unschedulable
     /// verdict finds its job here, without hashing the key.
     by_id: Vec<Option<(u32, u32)>>,
     /// Pods deleted while the current plan's acts are carried out ([`Sim::stale`]).
-    deleted: std::collections::HashSet<String>,
+    deleted: Set<String>,
     /// The same for the sim's pods, by (job, pod index): an unschedulable verdict's act is
     /// checked without building its pod's key.
-    deleted_pods: std::collections::HashSet<(u32, u32)>,
+    deleted_pods: Set<(u32, u32)>,
     /// Claims whose allocation the world has written, with their devices (in [`MILLI`]) and
     /// their whole devices per node of the inventory.
-    allocated_claims: HashMap<String, (u64, Vec<(u32, u64)>)>,
+    allocated_claims: Map<String, (u64, Vec<(u32, u64)>)>,
     /// Free devices per node; free and stranded devices integrated over time, and the peak.
     free: Free,
     free_ms: u128,
@@ -248,13 +253,13 @@ pub struct World<'s> {
     /// Every device's taints, as of the last device event.
     taints: Option<DeviceTaints>,
     /// The inventory's devices tainted `NoSchedule` or `NoExecute`: out of service unless held.
-    blocked: std::collections::HashSet<DeviceKey>,
+    blocked: Set<DeviceKey>,
     /// Pods that failed with a GPU they held.
     failures: u64,
     /// The trace's inference endpoints; their replicas by key (endpoint, replica index); the
     /// last HPA sync.
     endpoints: Vec<endpoints::EndpointState>,
-    replica_of: HashMap<String, (u32, u32)>,
+    replica_of: Map<String, (u32, u32)>,
     hpa_end: Millis,
 }
 
@@ -271,7 +276,7 @@ impl<'d, 's> Sim<'d, 's> {
     /// A simulation of `trace` over the engine's cluster (pods already in it stay as they are;
     /// pending ones are scheduled with the jobs).
     pub fn new(engine: Engine<'d>, trace: Trace, options: Options) -> Sim<'d, 's> {
-        let mut allocated_claims = HashMap::new();
+        let mut allocated_claims = Map::default();
         let mut free = Free::new(&options.inventory, common_shape(&trace.jobs));
         for c in &engine.cluster().claims {
             let n = allocation_milli(&options.shared_capacity, &c.claim);
@@ -295,7 +300,7 @@ impl<'d, 's> Sim<'d, 's> {
             jobs,
             heap: BinaryHeap::new(),
             seq: 0,
-            pods: HashMap::new(),
+            pods: Map::default(),
             by_id: Vec::new(),
             deleted: Default::default(),
             deleted_pods: Default::default(),
@@ -330,7 +335,7 @@ impl<'d, 's> Sim<'d, 's> {
             blocked: Default::default(),
             failures: 0,
             endpoints: Vec::new(),
-            replica_of: HashMap::new(),
+            replica_of: Map::default(),
             hpa_end: 0,
         };
         let mut sim = Sim { engine, w };

@@ -11,8 +11,6 @@
 //! and a node DynamicResources rejected is not a candidate (its rejection is unresolvable: freeing
 //! devices held through claims is what workload-aware preemption does for groups, KEP 5690).
 
-use std::collections::HashMap;
-
 use super::equivalence::Signature;
 use super::*;
 
@@ -56,8 +54,12 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             .filter(|(_, r)| !err.rejections()[*r as usize].unresolvable)
             .map(|(n, _)| *n)
             .collect();
-        let rank: HashMap<NodeId, usize> = c.node_order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-        nodes.sort_by_key(|n| rank.get(n).copied().unwrap_or(usize::MAX));
+        // Each node's place in Filter order, by node slot.
+        let mut rank = vec![usize::MAX; c.nodes.len()];
+        for (i, n) in c.node_order.iter().enumerate() {
+            rank[n.0 as usize] = i;
+        }
+        nodes.sort_by_key(|n| rank.get(n.0 as usize).copied().unwrap_or(usize::MAX));
         let wanted = (c.node_order.len() * MIN_CANDIDATE_NODES_PERCENTAGE / 100).max(MIN_CANDIDATE_NODES_ABSOLUTE);
         // Trials filter one node each (`attempt_on`): Filter's next start index does not move.
         let mut candidates: Vec<Candidate> = Vec::new();
