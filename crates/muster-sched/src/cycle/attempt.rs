@@ -35,6 +35,15 @@ pub struct Reserved {
     pub(super) device_filter: Option<std::sync::Arc<super::device_domains::DeviceRestriction>>,
 }
 
+/// What an attempt does once Filter (and Score) chose a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Then {
+    /// Reserve the pod there: the cycle's outcome.
+    Reserve,
+    /// Nothing: the node is the answer (a trial that asks only whether the pod fits).
+    Stop,
+}
+
 impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
     /// Unreserve: the pod leaves the node and its claims are as before its Reserve.
     pub(super) fn unreserve(&mut self, r: Reserved) {
@@ -80,19 +89,36 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
 
     /// One scheduling cycle for `pod`: on success the pod is reserved on (assumed onto) the node.
     pub fn schedule_one(&mut self, pod_id: PodId) -> Outcome {
-        self.attempt(pod_id, None, None)
+        self.attempt(pod_id, None, None, Then::Reserve)
     }
 
     /// PreFilter, Filter on `node` alone and Reserve there: a placement already chosen checked
     /// again (preemption's reprieve). The next start index of Filter does not move, as no node
     /// search took place; `node_filter` is not consulted.
     pub(super) fn attempt_on(&mut self, pod_id: PodId, node: NodeId, undo: Option<&mut Vec<Reserved>>) -> Outcome {
-        self.attempt(pod_id, undo, Some(node))
+        self.attempt(pod_id, undo, Some(node), Then::Reserve)
     }
 
-    /// Filter, Score and Reserve for one pod; with `undo`, what Reserve changed is recorded so
-    /// that the pod-group cycle can roll it back; with `on`, only that node is filtered.
-    pub(super) fn attempt(&mut self, pod_id: PodId, undo: Option<&mut Vec<Reserved>>, on: Option<NodeId>) -> Outcome {
+    /// Whether `pod` passes PreFilter and Filter on `node` alone now, as a trial inside another
+    /// cycle (classic preemption's `selectVictimsOnNode`, which runs Filter only): nothing is
+    /// reserved, so nothing changes.
+    pub(super) fn passes_filter_on(&mut self, pod_id: PodId, node: NodeId) -> bool {
+        let mut trial = Vec::new();
+        let outcome = self.attempt(pod_id, Some(&mut trial), Some(node), Then::Stop);
+        debug_assert!(trial.is_empty(), "a Filter-only trial reserved nothing");
+        matches!(outcome, Outcome::Placed(_))
+    }
+
+    /// Filter, Score and Reserve for one pod (`then` says whether to Reserve); with `undo`, what
+    /// Reserve changed is recorded so that the pod-group cycle can roll it back; with `on`, only
+    /// that node is filtered.
+    pub(super) fn attempt(
+        &mut self,
+        pod_id: PodId,
+        undo: Option<&mut Vec<Reserved>>,
+        on: Option<NodeId>,
+        then: Then,
+    ) -> Outcome {
         self.use_profile_of(pod_id);
         let whole = on.is_none() && undo.is_none();
         if whole {
@@ -484,6 +510,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             };
             scoring.select_host(&state)
         };
+        if then == Then::Stop {
+            return Outcome::Placed(chosen);
+        }
         // Reserve: the pod is assumed onto the node for every later cycle, and its claims get
         // the allocation Filter found for that node.
         // Filter's verdict for the chosen node is remembered (or, without the memo, computed

@@ -343,7 +343,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let mut placed: Vec<(PodId, NodeId)> = Vec::new();
         let mut failed: Vec<(PodId, FitError)> = Vec::new();
         for (i, &pod) in pending.iter().enumerate() {
-            match self.attempt(pod, Some(&mut undo), None) {
+            match self.attempt(pod, Some(&mut undo), None, super::attempt::Then::Reserve) {
                 Outcome::Placed(node) => placed.push((pod, node)),
                 Outcome::Unschedulable(e) => failed.push((pod, e)),
             }

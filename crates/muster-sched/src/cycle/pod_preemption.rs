@@ -149,10 +149,10 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         let need = if self.bound_applies() { self.need(&[pod]) } else { None };
         let fits = |s: &mut Self| match &need {
             Some(need) if s.copies(node, need) == 0 => {
-                debug_assert!(!s.fits_only_on(pod, node), "the bound says the pod cannot fit the node");
+                debug_assert!(!s.passes_filter_on(pod, node), "the bound says the pod cannot fit the node");
                 false
             }
-            _ => s.fits_only_on(pod, node),
+            _ => s.passes_filter_on(pod, node),
         };
         if !fits(self) {
             for e in removed.into_iter().rev().flatten() {
@@ -180,16 +180,6 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
         }
         victims.sort();
         Some(Candidate { node, victims, against: against.into_iter().collect() })
-    }
-
-    /// Whether `pod` passes Filter on `node` alone now (a trial: nothing stays reserved).
-    fn fits_only_on(&mut self, pod: PodId, node: NodeId) -> bool {
-        let mut undo = Vec::new();
-        let placed = matches!(self.attempt_on(pod, node, Some(&mut undo)), Outcome::Placed(_));
-        for r in undo.into_iter().rev() {
-            self.unreserve(r);
-        }
-        placed
     }
 
     /// `pickOneNodeForPreemption`.

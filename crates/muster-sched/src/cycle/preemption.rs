@@ -335,7 +335,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             }
         }
         for pod in displaced {
-            if let Outcome::Unschedulable(_) = self.attempt(pod, Some(&mut reserved), None) {
+            if let Outcome::Unschedulable(_) =
+                self.attempt(pod, Some(&mut reserved), None, super::attempt::Then::Reserve)
+            {
                 for r in reserved.into_iter().rev() {
                     self.unreserve(r);
                 }
