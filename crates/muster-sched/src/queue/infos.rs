@@ -1,75 +1,92 @@
 //! The queue's record of each entry, found by the entry's own id: pods, PodGroups and
 //! CompositePodGroup trees are slots of the store's arrays (ids reused once freed), so each kind
-//! is a table indexed by slot, not a hash map. A waiting gang is looked up several times each
-//! time an event wakes it (requeued, popped, failed again); here each look is an index.
+//! has a table from slot to the record's place, and the records sit together in one array. A
+//! waiting gang is looked up several times each time an event wakes it (requeued, popped, failed
+//! again); here each look is two indexings, no hashing.
 //!
-//! A table is as long as the highest slot queued so far, and the store reuses freed slots: its
-//! length stays within the store's.
+//! A table is as long as the highest slot queued so far, four bytes a slot (the store reuses
+//! freed slots: its length stays within the store's); the records are as many as the entries
+//! queued, however many pods run.
 
 use crate::cycle::QueueEntry;
 
-/// Entries' records by entry, one table per kind of entry.
+/// No record for this slot.
+const NONE: u32 = u32::MAX;
+
+/// Entries' records by entry.
 #[derive(Clone, Debug)]
 pub(super) struct Infos<T> {
-    pods: Vec<Option<T>>,
-    groups: Vec<Option<T>>,
-    composites: Vec<Option<T>>,
+    /// Per kind of entry (pod, group, tree), per slot: the record's place in `records`.
+    places: [Vec<u32>; 3],
+    /// The records with their entries, in no particular order.
+    records: Vec<(QueueEntry, T)>,
 }
 
 impl<T> Default for Infos<T> {
     fn default() -> Self {
-        Infos { pods: Vec::new(), groups: Vec::new(), composites: Vec::new() }
+        Infos { places: [Vec::new(), Vec::new(), Vec::new()], records: Vec::new() }
+    }
+}
+
+/// The table and the slot of `entry`.
+fn slot(entry: QueueEntry) -> (usize, usize) {
+    match entry {
+        QueueEntry::Pod(p) => (0, p.0 as usize),
+        QueueEntry::Group(g) => (1, g.index()),
+        QueueEntry::Composite(r) => (2, r.index()),
     }
 }
 
 impl<T> Infos<T> {
-    fn table(&self, entry: QueueEntry) -> (&Vec<Option<T>>, usize) {
-        match entry {
-            QueueEntry::Pod(p) => (&self.pods, p.0 as usize),
-            QueueEntry::Group(g) => (&self.groups, g.index()),
-            QueueEntry::Composite(r) => (&self.composites, r.index()),
-        }
-    }
-
-    fn table_mut(&mut self, entry: QueueEntry) -> (&mut Vec<Option<T>>, usize) {
-        match entry {
-            QueueEntry::Pod(p) => (&mut self.pods, p.0 as usize),
-            QueueEntry::Group(g) => (&mut self.groups, g.index()),
-            QueueEntry::Composite(r) => (&mut self.composites, r.index()),
-        }
+    fn place(&self, entry: QueueEntry) -> Option<usize> {
+        let (table, i) = slot(entry);
+        let place = *self.places[table].get(i)?;
+        (place != NONE).then_some(place as usize)
     }
 
     pub(super) fn get(&self, entry: &QueueEntry) -> Option<&T> {
-        let (table, i) = self.table(*entry);
-        table.get(i)?.as_ref()
+        self.place(*entry).map(|p| &self.records[p].1)
     }
 
     pub(super) fn get_mut(&mut self, entry: &QueueEntry) -> Option<&mut T> {
-        let (table, i) = self.table_mut(*entry);
-        table.get_mut(i)?.as_mut()
+        self.place(*entry).map(|p| &mut self.records[p].1)
     }
 
     pub(super) fn contains_key(&self, entry: &QueueEntry) -> bool {
-        self.get(entry).is_some()
+        self.place(*entry).is_some()
     }
 
     /// Records `info` for `entry`; the record it had, if any.
     pub(super) fn insert(&mut self, entry: QueueEntry, info: T) -> Option<T> {
-        let (table, i) = self.table_mut(entry);
-        if table.len() <= i {
-            table.resize_with(i + 1, || None);
+        if let Some(p) = self.place(entry) {
+            return Some(std::mem::replace(&mut self.records[p].1, info));
         }
-        table[i].replace(info)
+        let (table, i) = slot(entry);
+        let places = &mut self.places[table];
+        if places.len() <= i {
+            places.resize(i + 1, NONE);
+        }
+        places[i] = u32::try_from(self.records.len()).expect("fewer than 2^32 queued entries");
+        self.records.push((entry, info));
+        None
     }
 
+    /// Removes `entry`'s record: the last record takes its place.
     pub(super) fn remove(&mut self, entry: &QueueEntry) -> Option<T> {
-        let (table, i) = self.table_mut(*entry);
-        table.get_mut(i)?.take()
+        let p = self.place(*entry)?;
+        let (table, i) = slot(*entry);
+        self.places[table][i] = NONE;
+        let (_, info) = self.records.swap_remove(p);
+        if let Some((moved, _)) = self.records.get(p) {
+            let (table, i) = slot(*moved);
+            self.places[table][i] = p as u32;
+        }
+        Some(info)
     }
 
     /// Every record, in no particular order.
     pub(super) fn values(&self) -> impl Iterator<Item = &T> {
-        self.pods.iter().chain(&self.groups).chain(&self.composites).flatten()
+        self.records.iter().map(|(_, info)| info)
     }
 }
 
@@ -79,7 +96,7 @@ mod tests {
     use crate::cluster::{CompositeId, GroupId, PodId};
 
     #[test]
-    fn each_kind_of_entry_has_its_own_slots() {
+    fn each_kind_of_entry_has_its_own_slots_and_a_removal_moves_the_last_record() {
         let mut infos = Infos::default();
         let (pod, group, tree) =
             (QueueEntry::Pod(PodId(3)), QueueEntry::Group(GroupId(3)), QueueEntry::Composite(CompositeId(0)));
@@ -89,9 +106,13 @@ mod tests {
         assert_eq!((infos.get(&pod), infos.get(&group), infos.get(&tree)), (Some(&"pod"), Some(&"group again"), None));
         assert!(!infos.contains_key(&QueueEntry::Pod(PodId(2))), "a slot below one in use holds nothing");
         assert!(!infos.contains_key(&QueueEntry::Pod(PodId(40))), "nor one past the end");
-        assert_eq!(infos.remove(&pod), Some("pod"));
+        assert_eq!(infos.insert(tree, "tree"), None);
+        assert_eq!(infos.remove(&pod), Some("pod"), "the first record goes; the last (the tree's) takes its place");
         assert_eq!(infos.remove(&pod), None);
+        assert_eq!((infos.get(&group), infos.get(&tree)), (Some(&"group again"), Some(&"tree")));
         *infos.get_mut(&group).expect("recorded") = "changed";
-        assert_eq!(infos.values().copied().collect::<Vec<_>>(), ["changed"]);
+        let mut all: Vec<_> = infos.values().copied().collect();
+        all.sort();
+        assert_eq!(all, ["changed", "tree"]);
     }
 }
