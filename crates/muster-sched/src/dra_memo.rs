@@ -101,6 +101,11 @@ impl DraMemo {
         self.reuse = false;
     }
 
+    /// Whether verdicts are reused (else a held state need not be named).
+    pub fn reuses(&self) -> bool {
+        self.reuse
+    }
+
     /// The table for `fingerprint`, made (or taken over from the oldest) when missing.
     pub fn table(&mut self, fingerprint: u64) -> usize {
         if let Some(i) = self.tables.iter().position(|t| t.fingerprint == fingerprint) {

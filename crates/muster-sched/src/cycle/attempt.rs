@@ -275,8 +275,9 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             // An error is never reused: its text names the claims of the pod it was computed for.
             if !matches!(memo.get(table, node_id, at), Some(Ok(_))) {
                 // The generations moved on: the verdict kept for the state the node's devices are
-                // in now, if there is one.
-                let held = alloc_state.held_bits(ctx.index.local_slices(node.name())).map(|bits| HeldKey {
+                // in now, if there is one (named only when verdicts are reused).
+                let bits = memo.reuses().then(|| alloc_state.held_bits(ctx.index.local_slices(node.name())));
+                let held = bits.flatten().map(|bits| HeldKey {
                     epoch: generations.2[node_id.0 as usize],
                     bits,
                     shared: at.shared,
