@@ -25,8 +25,10 @@ use crate::cycle::QueueEntry;
 
 mod backoff;
 mod infos;
+mod ranks;
 use backoff::BackoffQueue;
 use infos::Infos;
+use ranks::{Rank, Ranks, Renumbering};
 
 /// A point on the world's clock, in milliseconds.
 pub type Millis = u64;
@@ -293,6 +295,8 @@ enum Place {
 #[derive(Clone, Debug)]
 struct Info {
     order: OrderKey,
+    /// `order`'s rank ([`Ranks`]): what the queues hold and compare.
+    rank: Rank,
     place: Place,
     /// Attempts so far (the backoff doubles with each).
     attempts: u32,
@@ -311,14 +315,15 @@ struct Info {
 impl Info {
     /// Whether a backoff queue's item (`key`, `order`) in `place` is this entry's, not a stale
     /// one left by a removal.
-    fn is_held(&self, place: Place, key: Millis, order: &OrderKey, limits: Backoff) -> bool {
-        self.place == place && limits.key(self.attempts, self.failed_at) == key && self.order == *order
+    fn is_held(&self, place: Place, key: Millis, rank: Rank, limits: Backoff) -> bool {
+        self.place == place && limits.key(self.attempts, self.failed_at) == key && self.rank == rank
     }
 
     /// An entry that waits for nothing yet.
-    fn new(order: OrderKey, place: Place, attempts: u32, failed_at: Millis) -> Info {
+    fn new(order: OrderKey, rank: Rank, place: Place, attempts: u32, failed_at: Millis) -> Info {
         Info {
             order,
+            rank,
             place,
             attempts,
             failed_at,
@@ -334,10 +339,12 @@ impl Info {
 #[derive(Clone, Debug, Default)]
 pub struct SchedulingQueue {
     info: Infos<Info>,
-    active: BinaryHeap<Reverse<(OrderKey, QueueEntry)>>,
+    /// The order keys the entries hold, as numbers: the queues below hold ranks.
+    ranks: Ranks,
+    active: BinaryHeap<Reverse<(Rank, QueueEntry)>>,
     /// Entries added together ([`SchedulingQueue::add_all`]), sorted, the first last: popped
     /// alongside the heap without a heap operation each.
-    sorted: Vec<(OrderKey, QueueEntry)>,
+    sorted: Vec<(Rank, QueueEntry)>,
     /// By backoff key ([`Backoff::key`]), then queue order.
     backoff: BackoffQueue,
     /// Entries whose attempt ended in an error, as `backoff`.
@@ -376,22 +383,25 @@ impl SchedulingQueue {
         if self.info.contains_key(&entry) {
             return;
         }
-        self.active.push(Reverse((order.clone(), entry)));
-        let info = Info::new(order, Place::Active, 0, 0);
-        self.info.insert(entry, info);
+        let rank = self.hold(&order);
+        self.active.push(Reverse((rank, entry)));
+        self.info.insert(entry, Info::new(order, rank, Place::Active, 0, 0));
     }
 
     /// Adds many new entries to the active queue at once (a snapshot's pending entries).
     pub fn add_all(&mut self, entries: Vec<(OrderKey, QueueEntry)>) {
-        let mut batch = Vec::with_capacity(entries.len());
+        let mut added = Vec::with_capacity(entries.len());
         for (order, entry) in entries {
             if self.info.contains_key(&entry) {
                 continue;
             }
-            let info = Info::new(order.clone(), Place::Active, 0, 0);
-            self.info.insert(entry, info);
-            batch.push((order, entry));
+            let rank = self.hold(&order);
+            self.info.insert(entry, Info::new(order, rank, Place::Active, 0, 0));
+            added.push(entry);
         }
+        // Their ranks read once all are held: ranking one may have renumbered the others.
+        let mut batch: Vec<(Rank, QueueEntry)> =
+            added.into_iter().map(|e| (self.info.get(&e).expect("just added").rank, e)).collect();
         batch.sort_unstable_by(|a, b| b.cmp(a));
         if self.sorted.is_empty() {
             self.sorted = batch;
@@ -408,14 +418,16 @@ impl SchedulingQueue {
             self.requeue(entry, now);
             return;
         }
-        let info = Info::new(order, Place::ErrorBackoff, 1, now);
-        self.error_backoff.insert(self.key(&info), info.order.clone(), entry);
+        let rank = self.hold(&order);
+        let info = Info::new(order, rank, Place::ErrorBackoff, 1, now);
+        self.error_backoff.insert(self.key(&info), rank, entry);
         self.info.insert(entry, info);
     }
 
     /// Removes an entry wherever it is (deleted, or scheduled by other means).
     pub fn remove(&mut self, entry: QueueEntry) {
         let Some(info) = self.info.remove(&entry) else { return };
+        self.ranks.release(&info.order);
         match info.place {
             Place::Backoff => self.backoff.forget(self.key(&info)),
             Place::ErrorBackoff => self.error_backoff.forget(self.key(&info)),
@@ -441,13 +453,13 @@ impl SchedulingQueue {
                 (None, Some(_)) => false,
                 (Some(s), Some(Reverse(h))) => s <= h,
             };
-            let (order, entry) = if from_sorted {
+            let (rank, entry) = if from_sorted {
                 self.sorted.pop().expect("checked above")
             } else {
                 self.active.pop().expect("checked above").0
             };
             let Some(info) = self.info.get_mut(&entry) else { continue };
-            if info.place != Place::Active || info.order != order {
+            if info.place != Place::Active || info.rank != rank {
                 continue; // a stale heap item: the entry was removed, or moved and re-added
             }
             Self::take_off(&mut self.cycle, info);
@@ -463,8 +475,8 @@ impl SchedulingQueue {
         }
         let (info_map, limits, cycle) = (&mut self.info, self.limits, &mut self.cycle);
         // The first live item's entry is taken off as it is found.
-        let live = |key, order: &OrderKey, entry| match info_map.get_mut(&entry) {
-            Some(info) if info.is_held(Place::Backoff, key, order, limits) => {
+        let live = |key, rank, entry| match info_map.get_mut(&entry) {
+            Some(info) if info.is_held(Place::Backoff, key, rank, limits) => {
                 Self::take_off(cycle, info);
                 true
             }
@@ -485,7 +497,9 @@ impl SchedulingQueue {
     /// The entry's attempt succeeded: it leaves the queue.
     pub fn done(&mut self, entry: QueueEntry) {
         debug_assert!(self.info.get(&entry).is_none_or(|i| i.place == Place::InFlight), "done on a queued entry");
-        self.info.remove(&entry);
+        if let Some(info) = self.info.remove(&entry) {
+            self.ranks.release(&info.order);
+        }
     }
 
     /// The entry's attempt failed at `now`, waiting for `wake`: it goes to the unschedulable pool,
@@ -506,7 +520,7 @@ impl SchedulingQueue {
         info.checked = checked;
         if move_request_cycle >= info.popped_at_cycle {
             info.place = Place::Backoff;
-            self.backoff.insert(self.limits.key(info.attempts, info.failed_at), info.order.clone(), entry);
+            self.backoff.insert(self.limits.key(info.attempts, info.failed_at), info.rank, entry);
         } else {
             info.place = Place::Unschedulable;
             match GroupKey::of(wake, checked) {
@@ -645,10 +659,10 @@ impl SchedulingQueue {
         let key = limits.key(info.attempts, info.failed_at);
         if limits.backing_off(info.attempts, key, now) {
             info.place = Place::Backoff;
-            self.backoff.insert(key, info.order.clone(), entry);
+            self.backoff.insert(key, info.rank, entry);
         } else {
             info.place = Place::Active;
-            self.active.push(Reverse((info.order.clone(), entry)));
+            self.active.push(Reverse((info.rank, entry)));
         }
         self.count_waiting(wake, false);
     }
@@ -667,15 +681,39 @@ impl SchedulingQueue {
         let limits = self.limits;
         for (queue, place) in [(&mut self.backoff, Place::Backoff), (&mut self.error_backoff, Place::ErrorBackoff)] {
             while let Some((key, items)) = queue.take_first_if(|key| limits.ready_at(key) <= now) {
-                for Reverse((order, entry)) in items {
+                for Reverse((rank, entry)) in items {
                     let Some(info) = self.info.get_mut(&entry) else { continue };
-                    if info.is_held(place, key, &order, limits) {
+                    if info.is_held(place, key, rank, limits) {
                         info.place = Place::Active;
-                        self.active.push(Reverse((order, entry)));
+                        self.active.push(Reverse((rank, entry)));
                     }
                 }
             }
         }
+    }
+
+    /// The rank of `order` for an entry that comes with it; the queue's entries and items follow
+    /// when every key is ranked anew.
+    fn hold(&mut self, order: &OrderKey) -> Rank {
+        let (rank, renumbered) = self.ranks.hold(order);
+        if let Some(map) = renumbered {
+            self.renumber(&map);
+        }
+        rank
+    }
+
+    /// Moves every entry and item to its order's new rank (a stale item whose rank no key held
+    /// goes).
+    fn renumber(&mut self, map: &Renumbering) {
+        for info in self.info.values_mut() {
+            info.rank = map.of(info.rank).expect("an entry's key is held");
+        }
+        let moved = |(rank, entry): (Rank, QueueEntry)| Some((map.of(rank)?, entry));
+        let active = std::mem::take(&mut self.active).into_iter().filter_map(|Reverse(item)| moved(item));
+        self.active = active.map(Reverse).collect();
+        self.sorted = std::mem::take(&mut self.sorted).into_iter().filter_map(moved).collect();
+        self.backoff.renumber(map);
+        self.error_backoff.renumber(map);
     }
 
     /// An entry's key in the backoff queues.
@@ -695,6 +733,38 @@ mod tests {
 
     fn pod(i: u32) -> QueueEntry {
         QueueEntry::Pod(PodId(i))
+    }
+
+    #[test]
+    fn entries_keep_their_order_when_every_key_is_ranked_anew() {
+        // Each key sorts before all the keys added before it: the room before the first one
+        // halves each time and runs out, again and again (every key is ranked anew), while
+        // entries wait in the active queue, in backoff and in the pool.
+        let mut q = SchedulingQueue::new();
+        let name = |i: u32| format!("p{:03}", 500 - i);
+        let mut failed = Vec::new();
+        for i in 0..300 {
+            q.add(pod(i), key(0, &name(i)));
+            if i % 3 == 0 {
+                let popped = q.pop(0).expect("one was just added");
+                assert_eq!(popped, pod(i), "the newest key sorts first");
+                let wake = if i % 2 == 0 { Wake::ASSIGNED_POD_DELETED } else { Wake::NODE_ADDED };
+                q.failed(popped, wake, 0);
+                failed.push(i);
+            }
+            if i == 150 {
+                q.on_event(Wake::ASSIGNED_POD_DELETED, 0);
+            }
+        }
+        q.on_event(Wake::NODE_ADDED.union(Wake::ASSIGNED_POD_DELETED), 0);
+        // The entries never tried come first (active queue), in name order; then the failed ones
+        // (in backoff, tried at once as nothing else is), in name order.
+        let mut want: Vec<u32> = (0..300).filter(|i| !failed.contains(i)).collect();
+        want.sort_by_key(|i| name(*i));
+        failed.sort_by_key(|i| name(*i));
+        want.extend(failed);
+        let got: Vec<QueueEntry> = std::iter::from_fn(|| q.pop(0)).collect();
+        assert_eq!(got, want.into_iter().map(pod).collect::<Vec<_>>());
     }
 
     #[test]

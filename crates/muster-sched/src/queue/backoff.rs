@@ -15,10 +15,11 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use super::{Millis, OrderKey};
+use super::Millis;
+use super::ranks::{Rank, Renumbering};
 use crate::cycle::QueueEntry;
 
-type Item = Reverse<(OrderKey, QueueEntry)>;
+type Item = Reverse<(Rank, QueueEntry)>;
 
 #[derive(Clone, Debug, Default)]
 pub(super) struct BackoffQueue {
@@ -56,7 +57,7 @@ impl Window {
 }
 
 impl BackoffQueue {
-    pub(super) fn insert(&mut self, key: Millis, order: OrderKey, entry: QueueEntry) {
+    pub(super) fn insert(&mut self, key: Millis, order: Rank, entry: QueueEntry) {
         let window = self.windows.entry(key).or_default();
         window.fresh.push(Reverse((order, entry)));
         window.live += 1;
@@ -92,13 +93,13 @@ impl BackoffQueue {
     /// The first entry by key, then order, for which `live` holds.
     pub(super) fn pop_first(
         &mut self,
-        mut live: impl FnMut(Millis, &OrderKey, QueueEntry) -> bool,
-    ) -> Option<(Millis, OrderKey, QueueEntry)> {
+        mut live: impl FnMut(Millis, Rank, QueueEntry) -> bool,
+    ) -> Option<(Millis, Rank, QueueEntry)> {
         let mut first = self.windows.first_entry()?;
         let key = *first.key();
         let window = first.get_mut();
         while let Some(Reverse((order, entry))) = window.pop() {
-            if !live(key, &order, entry) {
+            if !live(key, order, entry) {
                 continue;
             }
             window.live -= 1;
@@ -113,6 +114,17 @@ impl BackoffQueue {
         first.remove();
         self.len -= lost;
         None
+    }
+
+    /// Moves every item to its order's new rank; a stale item whose rank no key held goes (its
+    /// entry is no longer there to take).
+    pub(super) fn renumber(&mut self, map: &Renumbering) {
+        let moved = |Reverse((rank, entry)): Item| Some(Reverse((map.of(rank)?, entry)));
+        for window in self.windows.values_mut() {
+            // The mapping keeps the order: `sorted` stays sorted.
+            window.sorted = std::mem::take(&mut window.sorted).into_iter().filter_map(moved).collect();
+            window.fresh = std::mem::take(&mut window.fresh).into_iter().filter_map(moved).collect();
+        }
     }
 
     /// Takes out the first window if `ready` says its key is done: its items (stale ones too,
@@ -137,8 +149,9 @@ mod tests {
     use super::*;
     use crate::cluster::PodId;
 
-    fn order(priority: i32, name: &str) -> OrderKey {
-        OrderKey { priority: Reverse(priority), created: None, key: name.into() }
+    /// A rank by priority, then entry.
+    fn order(priority: i32, entry: u32) -> Rank {
+        (priority as Rank) << 32 | Rank::from(entry)
     }
 
     #[derive(Clone, Debug)]
@@ -164,17 +177,17 @@ mod tests {
         #[test]
         fn pops_as_a_sorted_set_would(ops in prop::collection::vec(op(), 0..80)) {
             let mut queue = BackoffQueue::default();
-            let mut model: BTreeSet<(Millis, OrderKey, QueueEntry)> = BTreeSet::new();
+            let mut model: BTreeSet<(Millis, Rank, QueueEntry)> = BTreeSet::new();
             // What the queue's info says of each entry in backoff: its key and order.
-            let mut held: HashMap<QueueEntry, (Millis, OrderKey)> = HashMap::new();
+            let mut held: HashMap<QueueEntry, (Millis, Rank)> = HashMap::new();
             for op in ops {
                 match op {
                     Op::Insert { entry, key, priority } => {
+                        let o = order(priority, entry);
                         let entry = QueueEntry::Pod(PodId(entry));
                         if held.contains_key(&entry) { continue; }
-                        let o = order(priority, &format!("p{:?}", entry));
-                        queue.insert(key, o.clone(), entry);
-                        model.insert((key, o.clone(), entry));
+                        queue.insert(key, o, entry);
+                        model.insert((key, o, entry));
                         held.insert(entry, (key, o));
                     }
                     Op::Remove { entry } => {
@@ -185,7 +198,7 @@ mod tests {
                         }
                     }
                     Op::PopFirst => {
-                        let live = |k: Millis, o: &OrderKey, e: QueueEntry| held.get(&e) == Some(&(k, o.clone()));
+                        let live = |k: Millis, o: Rank, e: QueueEntry| held.get(&e) == Some(&(k, o));
                         let got = queue.pop_first(live);
                         let want = model.pop_first();
                         prop_assert_eq!(&got, &want);
@@ -198,7 +211,7 @@ mod tests {
                         if let Some((key, items)) = got {
                             let mut live: Vec<QueueEntry> = items
                                 .into_iter()
-                                .filter(|Reverse((o, e))| held.get(e) == Some(&(key, o.clone())))
+                                .filter(|Reverse((o, e))| held.get(e) == Some(&(key, *o)))
                                 .map(|Reverse((_, e))| e)
                                 .collect();
                             live.sort();

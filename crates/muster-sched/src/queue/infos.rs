@@ -88,6 +88,11 @@ impl<T> Infos<T> {
     pub(super) fn values(&self) -> impl Iterator<Item = &T> {
         self.records.iter().map(|(_, info)| info)
     }
+
+    /// Every record, to change, in no particular order.
+    pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.records.iter_mut().map(|(_, info)| info)
+    }
 }
 
 #[cfg(test)]
