@@ -294,8 +294,7 @@ enum Place {
 
 #[derive(Clone, Debug)]
 struct Info {
-    order: OrderKey,
-    /// `order`'s rank ([`Ranks`]): what the queues hold and compare.
+    /// The rank of the entry's order key ([`Ranks`]): what the queues hold and compare.
     rank: Rank,
     place: Place,
     /// Attempts so far (the backoff doubles with each).
@@ -320,9 +319,8 @@ impl Info {
     }
 
     /// An entry that waits for nothing yet.
-    fn new(order: OrderKey, rank: Rank, place: Place, attempts: u32, failed_at: Millis) -> Info {
+    fn new(rank: Rank, place: Place, attempts: u32, failed_at: Millis) -> Info {
         Info {
-            order,
             rank,
             place,
             attempts,
@@ -385,23 +383,24 @@ impl SchedulingQueue {
         }
         let rank = self.hold(&order);
         self.active.push(Reverse((rank, entry)));
-        self.info.insert(entry, Info::new(order, rank, Place::Active, 0, 0));
+        self.info.insert(entry, Info::new(rank, Place::Active, 0, 0));
     }
 
     /// Adds many new entries to the active queue at once (a snapshot's pending entries).
     pub fn add_all(&mut self, entries: Vec<(OrderKey, QueueEntry)>) {
-        let mut added = Vec::with_capacity(entries.len());
-        for (order, entry) in entries {
-            if self.info.contains_key(&entry) {
-                continue;
-            }
-            let rank = self.hold(&order);
-            self.info.insert(entry, Info::new(order, rank, Place::Active, 0, 0));
-            added.push(entry);
+        let mut entries: Vec<(OrderKey, QueueEntry)> =
+            entries.into_iter().filter(|(_, e)| !self.info.contains_key(e)).collect();
+        // An entry listed twice is added once, with its first order (a stable sort).
+        entries.sort_by_key(|(_, e)| *e);
+        entries.dedup_by_key(|(_, e)| *e);
+        let orders: Vec<&OrderKey> = entries.iter().map(|(order, _)| order).collect();
+        let (ranks, map) = self.ranks.hold_all(&orders);
+        self.renumber(&map);
+        let mut batch = Vec::with_capacity(entries.len());
+        for ((_, entry), rank) in entries.into_iter().zip(ranks) {
+            self.info.insert(entry, Info::new(rank, Place::Active, 0, 0));
+            batch.push((rank, entry));
         }
-        // Their ranks read once all are held: ranking one may have renumbered the others.
-        let mut batch: Vec<(Rank, QueueEntry)> =
-            added.into_iter().map(|e| (self.info.get(&e).expect("just added").rank, e)).collect();
         batch.sort_unstable_by(|a, b| b.cmp(a));
         if self.sorted.is_empty() {
             self.sorted = batch;
@@ -419,7 +418,7 @@ impl SchedulingQueue {
             return;
         }
         let rank = self.hold(&order);
-        let info = Info::new(order, rank, Place::ErrorBackoff, 1, now);
+        let info = Info::new(rank, Place::ErrorBackoff, 1, now);
         self.error_backoff.insert(self.key(&info), rank, entry);
         self.info.insert(entry, info);
     }
@@ -427,7 +426,7 @@ impl SchedulingQueue {
     /// Removes an entry wherever it is (deleted, or scheduled by other means).
     pub fn remove(&mut self, entry: QueueEntry) {
         let Some(info) = self.info.remove(&entry) else { return };
-        self.ranks.release(&info.order);
+        self.ranks.release(info.rank);
         match info.place {
             Place::Backoff => self.backoff.forget(self.key(&info)),
             Place::ErrorBackoff => self.error_backoff.forget(self.key(&info)),
@@ -498,7 +497,7 @@ impl SchedulingQueue {
     pub fn done(&mut self, entry: QueueEntry) {
         debug_assert!(self.info.get(&entry).is_none_or(|i| i.place == Place::InFlight), "done on a queued entry");
         if let Some(info) = self.info.remove(&entry) {
-            self.ranks.release(&info.order);
+            self.ranks.release(info.rank);
         }
     }
 

@@ -26,10 +26,16 @@ pub(super) type Rank = u64;
 /// How far after its predecessor a new key is ranked, room allowing.
 const STEP: Rank = 1 << 32;
 
+/// Keys no entry holds are dropped once there are this many, and more than keys held.
+const DEAD_KEYS: usize = 1 << 10;
+
 #[derive(Clone, Debug, Default)]
 pub(super) struct Ranks {
-    /// Each key held: its rank and how many entries hold it.
-    keys: BTreeMap<OrderKey, (Rank, u32)>,
+    /// Each key held, and keys held before and not dropped yet: its rank.
+    keys: BTreeMap<OrderKey, Rank>,
+    /// How many entries hold each rank; a rank no entry holds is absent. An entry lets go of
+    /// its key by its rank, without a search by key.
+    holders: foldhash::HashMap<Rank, u32>,
 }
 
 /// Every held key's old rank and its new one, by old rank ([`Ranks::hold`] renumbered).
@@ -47,60 +53,130 @@ impl Ranks {
     /// The rank of `order` for one more entry that holds it, and, when every key had to be
     /// ranked again to make room, how the ranks given before moved.
     pub(super) fn hold(&mut self, order: &OrderKey) -> (Rank, Option<Renumbering>) {
-        if let Some((rank, holders)) = self.keys.get_mut(order) {
-            *holders += 1;
-            return (*rank, None);
-        }
-        if let Some(rank) = self.room(order) {
-            self.keys.insert(order.clone(), (rank, 1));
+        // A key past the last (most new pods): one comparison finds its place.
+        let last = self.keys.last_key_value().map(|(k, r)| (k < order, *r));
+        let appended = match last {
+            None => Some(STEP),
+            Some((true, r)) => (Rank::MAX - r >= 2).then(|| r + ((Rank::MAX - r) / 2).min(STEP)),
+            Some((false, _)) => None,
+        };
+        if let Some(rank) = appended {
+            debug_assert_eq!(Some(rank), self.room(order));
+            self.keys.insert(order.clone(), rank);
+            *self.holders.entry(rank).or_default() += 1;
             return (rank, None);
         }
-        self.keys.insert(order.clone(), (0, 1));
-        let renumbering = self.renumber();
-        (self.keys[order].0, Some(renumbering))
+        let (rank, renumbering) = match self.keys.get(order) {
+            Some(rank) => (*rank, None),
+            None => match self.room(order) {
+                Some(rank) => {
+                    self.keys.insert(order.clone(), rank);
+                    (rank, None)
+                }
+                None => {
+                    let renumbering = self.renumber([(order.clone(), 0)]);
+                    (self.keys[order], Some(renumbering))
+                }
+            },
+        };
+        *self.holders.entry(rank).or_default() += 1;
+        (rank, renumbering)
     }
 
-    /// One entry that held `order` left the queue.
-    pub(super) fn release(&mut self, order: &OrderKey) {
-        let Some((_, holders)) = self.keys.get_mut(order) else {
-            debug_assert!(false, "released an order key no entry held");
+    /// [`Ranks::hold`] for many entries at once (a snapshot's pending entries, in no particular
+    /// order): every key is ranked anew in one pass rather than each between its neighbours.
+    /// Their ranks, in the order given, and how the ranks given before moved.
+    pub(super) fn hold_all(&mut self, orders: &[&OrderKey]) -> (Vec<Rank>, Renumbering) {
+        let mut by_key: Vec<usize> = (0..orders.len()).collect();
+        by_key.sort_by(|a, b| orders[*a].cmp(orders[*b]));
+        // The keys known and the new ones merged in order, each new one with the orders that
+        // name it; every key is then ranked by its place.
+        let known = std::mem::take(&mut self.keys);
+        let mut merged: Vec<(OrderKey, Rank)> = Vec::with_capacity(known.len() + orders.len());
+        let mut place = vec![0usize; orders.len()];
+        let mut known = known.into_iter().peekable();
+        for i in by_key {
+            let order = orders[i];
+            while let Some(k) = known.next_if(|(k, _)| k < order) {
+                merged.push(k);
+            }
+            match (known.next_if(|(k, _)| k == order), merged.last()) {
+                (Some(k), _) => merged.push(k),
+                (None, Some((last, _))) if last == order => {}
+                (None, _) => merged.push((order.clone(), 0)),
+            }
+            place[i] = merged.len() - 1;
+        }
+        merged.extend(known);
+        let (renumbering, spacing) = self.install(merged);
+        let ranks: Vec<Rank> = place.into_iter().map(|p| spacing * (p as Rank + 1)).collect();
+        for rank in &ranks {
+            *self.holders.entry(*rank).or_default() += 1;
+        }
+        (ranks, renumbering)
+    }
+
+    /// One entry that held the key ranked `rank` left the queue.
+    pub(super) fn release(&mut self, rank: Rank) {
+        let Some(holders) = self.holders.get_mut(&rank) else {
+            debug_assert!(false, "released rank {rank}, which no entry held");
             return;
         };
         *holders -= 1;
         if *holders == 0 {
-            self.keys.remove(order);
+            self.holders.remove(&rank);
+            let dead = self.keys.len() - self.holders.len();
+            if dead >= DEAD_KEYS && dead > self.holders.len() {
+                // Ranks stay as they are: dropping keys leaves the others in order.
+                self.keys.retain(|_, r| self.holders.contains_key(r));
+            }
         }
     }
 
     /// A free rank between `order`'s neighbours, if there is one.
     fn room(&self, order: &OrderKey) -> Option<Rank> {
-        let before = self.keys.range(..order).next_back().map(|(_, (r, _))| *r);
-        let after = self.keys.range((Bound::Excluded(order), Bound::Unbounded)).next().map(|(_, (r, _))| *r);
+        let before = self.keys.range(..order).next_back().map(|(_, r)| *r);
+        let after = self.keys.range((Bound::Excluded(order), Bound::Unbounded)).next().map(|(_, r)| *r);
         // Ranks 0 and `Rank::MAX` are never given: the ends are free of keys.
         let (low, high) = (before.unwrap_or(0), after.unwrap_or(Rank::MAX));
         let gap = high - low;
         (gap >= 2).then(|| low + (gap / 2).min(STEP))
     }
 
-    /// Ranks every key again, evenly spaced in order; the key just added (rank 0) maps from
-    /// nothing.
-    fn renumber(&mut self) -> Renumbering {
-        let spacing = Rank::MAX / (self.keys.len() as Rank + 1);
-        let mut moves = Vec::with_capacity(self.keys.len());
-        for (i, (rank, _)) in self.keys.values_mut().enumerate() {
-            let new = spacing * (i as Rank + 1);
-            if *rank != 0 {
-                moves.push((*rank, new));
+    /// Drops the keys no entry holds, adds `new` keys (ranked 0: they map from nothing), and
+    /// ranks every key again, evenly spaced in order.
+    fn renumber(&mut self, new: impl IntoIterator<Item = (OrderKey, Rank)>) -> Renumbering {
+        let held = |r: &Rank| self.holders.contains_key(r);
+        let mut keys: Vec<(OrderKey, Rank)> =
+            std::mem::take(&mut self.keys).into_iter().filter(|(_, r)| held(r)).collect();
+        keys.extend(new);
+        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        keys.dedup_by(|a, b| a.0 == b.0);
+        self.install(keys).0
+    }
+
+    /// Takes `keys` (sorted, distinct; a new one ranked 0) as the keys, each ranked by its place,
+    /// evenly spaced; how the ranks held before moved, and the spacing.
+    fn install(&mut self, mut keys: Vec<(OrderKey, Rank)>) -> (Renumbering, Rank) {
+        let spacing = Rank::MAX / (keys.len() as Rank + 1);
+        let mut moves = Vec::with_capacity(self.holders.len());
+        for (i, (_, rank)) in keys.iter_mut().enumerate() {
+            let old = std::mem::replace(rank, spacing * (i as Rank + 1));
+            if old != 0 {
+                moves.push((old, *rank));
             }
-            *rank = new;
         }
-        Renumbering(moves)
+        let holders = std::mem::take(&mut self.holders);
+        self.holders = moves.iter().filter_map(|(old, new)| Some((*new, *holders.get(old)?))).collect();
+        // Sorted input: the map is built in one pass.
+        self.keys = keys.into_iter().collect();
+        (Renumbering(moves), spacing)
     }
 
     /// How many distinct keys are held.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.keys.len()
+        self.holders.len()
     }
 }
 
@@ -131,30 +207,51 @@ mod tests {
         assert_eq!(ranks.len(), 10_200);
     }
 
+    /// The model's ranks after a renumbering.
+    fn follow(held: &mut BTreeMap<OrderKey, (Rank, u32)>, map: &Renumbering) {
+        for (r, _) in held.values_mut() {
+            *r = map.of(*r).expect("a held key's rank maps");
+        }
+    }
+
     proptest! {
-        /// After any holds and releases, ranks order as the keys held do; a renumbering maps
-        /// every earlier rank of a held key to its new one.
+        /// After any holds (one at a time or in batches) and releases, ranks order as the keys
+        /// held do and equal keys share one; a renumbering maps every earlier rank of a held key
+        /// to its new one.
         #[test]
-        fn ranks_follow_the_keys(ops in prop::collection::vec((any::<bool>(), 0i32..3, 0u8..40), 0..300)) {
+        fn ranks_follow_the_keys(ops in prop::collection::vec((0u8..4, 0i32..3, 0u8..40), 0..300)) {
             let mut ranks = Ranks::default();
             let mut held: BTreeMap<OrderKey, (Rank, u32)> = BTreeMap::new();
-            for (add, priority, name) in ops {
+            for (kind, priority, name) in ops {
                 let k = key(priority, &format!("n{name}"));
-                if add || !held.contains_key(&k) {
-                    let (rank, renumbered) = ranks.hold(&k);
-                    if let Some(map) = renumbered {
-                        for (r, _) in held.values_mut() {
-                            *r = map.of(*r).expect("a held key's rank maps");
+                match kind {
+                    // A batch of a few keys, some of them twice.
+                    0 => {
+                        let batch: Vec<OrderKey> = (0..5u8).map(|i| key((priority + i32::from(i)) % 3, &format!("n{}", (name + 7 * i) % 40))).collect();
+                        let orders: Vec<&OrderKey> = batch.iter().chain(batch.iter().take(2)).collect();
+                        let (got, map) = ranks.hold_all(&orders);
+                        follow(&mut held, &map);
+                        for (o, rank) in orders.into_iter().zip(got) {
+                            let e = held.entry(o.clone()).or_insert((rank, 0));
+                            prop_assert_eq!(e.0, rank);
+                            e.1 += 1;
                         }
                     }
-                    let e = held.entry(k).or_insert((rank, 0));
-                    prop_assert_eq!(e.0, rank);
-                    e.1 += 1;
-                } else {
-                    ranks.release(&k);
-                    let e = held.get_mut(&k).expect("checked");
-                    e.1 -= 1;
-                    if e.1 == 0 { held.remove(&k); }
+                    1 if held.contains_key(&k) => {
+                        ranks.release(held[&k].0);
+                        let e = held.get_mut(&k).expect("checked");
+                        e.1 -= 1;
+                        if e.1 == 0 { held.remove(&k); }
+                    }
+                    _ => {
+                        let (rank, renumbered) = ranks.hold(&k);
+                        if let Some(map) = renumbered {
+                            follow(&mut held, &map);
+                        }
+                        let e = held.entry(k).or_insert((rank, 0));
+                        prop_assert_eq!(e.0, rank);
+                        e.1 += 1;
+                    }
                 }
                 let in_order: Vec<Rank> = held.values().map(|(r, _)| *r).collect();
                 prop_assert!(in_order.windows(2).all(|w| w[0] < w[1]), "ranks out of key order: {:?}", in_order);
