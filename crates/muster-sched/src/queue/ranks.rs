@@ -3,12 +3,14 @@
 //! compare and move two words, not a priority, a time and a name (an entry woken by an event is
 //! pushed, sorted and popped again every time).
 //!
-//! A key's rank is given when the first entry with it comes and kept while any entry holds it;
-//! a new key is ranked between its neighbours. When two neighbours leave no room, every key is
-//! ranked again, evenly spaced, and the caller moves its items to the new ranks (the mapping
-//! keeps their order). Keys come mostly in order (a new pod sorts after the pods of its
-//! priority that came before it), so a new key is ranked a fixed step after its predecessor:
-//! appends do not halve the room, and renumbering is rare.
+//! A key's rank is given when the first entry with it comes and kept while any entry holds it
+//! (an entry lets go by its rank; keys no entry holds are dropped in bulk, later). A new key is
+//! ranked between its neighbours. When two neighbours leave no room, every key is ranked again,
+//! evenly spaced, and the caller moves its items to the new ranks (the mapping keeps their
+//! order). Keys come mostly in order (a new pod sorts after the pods of its priority that came
+//! before it), so a new key is ranked a fixed step after its predecessor: appends do not halve
+//! the room, and renumbering is rare. A snapshot's entries, in no particular order, are ranked
+//! together in one pass ([`Ranks::hold_all`]).
 //!
 //! Exact: among the keys held, ranks order as the keys do, and equal keys have equal ranks. A
 //! rank freed with its key may be given to another key later; an item left stale with it then
