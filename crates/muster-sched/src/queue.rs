@@ -102,7 +102,8 @@ pub const MAX_IN_UNSCHEDULABLE: Millis = 300_000;
 pub struct OrderKey {
     pub priority: Reverse<i32>,
     pub created: Option<Time>,
-    /// Inline when short: cloned into the queues at every move, compared there.
+    /// Inline when short: compared when the key is ranked (`queue/ranks.rs`), copied without an
+    /// allocation.
     pub key: crate::short_name::ShortName,
 }
 
@@ -312,7 +313,7 @@ struct Info {
 }
 
 impl Info {
-    /// Whether a backoff queue's item (`key`, `order`) in `place` is this entry's, not a stale
+    /// Whether a backoff queue's item (`key`, `rank`) in `place` is this entry's, not a stale
     /// one left by a removal.
     fn is_held(&self, place: Place, key: Millis, rank: Rank, limits: Backoff) -> bool {
         self.place == place && limits.key(self.attempts, self.failed_at) == key && self.rank == rank

@@ -1,6 +1,6 @@
 //! A name that sorts and compares as its text, held inline when it is short: the queue's order
-//! keys (`namespace/name`) are cloned into its backoff set and heap and compared there at every
-//! move, and an inline name costs neither a reference count nor a visit to the heap.
+//! keys (`namespace/name`) and preemption's victim keys are copied and compared many times, and
+//! an inline name costs neither a reference count nor a visit to the heap.
 //!
 //! Names of at most [`INLINE`] bytes are kept inline, zero-padded; longer ones are shared
 //! (`Arc<str>`). A text has one form (by its length), so equal names have equal forms. Two
