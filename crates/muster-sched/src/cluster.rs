@@ -658,13 +658,49 @@ pub struct ClaimInfo {
 /// FNV-1a over `parts` (with a separator): stable across Rust versions and platforms, so that
 /// names derived from it are the same on every machine.
 pub fn stable_hash(parts: &[&str]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut h = Fnv::default();
     for p in parts {
-        for b in p.bytes().chain(std::iter::once(0xff)) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        h.part(p.as_bytes());
+    }
+    h.0
+}
+
+/// [`stable_hash`]'s state, fed one part at a time (or as an `io::Write`, with
+/// [`Fnv::end_part`] after the part's last byte).
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn bytes(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
         }
     }
-    h
+
+    fn end_part(&mut self) {
+        self.bytes(&[0xff]);
+    }
+
+    fn part(&mut self, bytes: &[u8]) {
+        self.bytes(bytes);
+        self.end_part();
+    }
+}
+
+impl std::io::Write for Fnv {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Five characters from the API server's name-generator alphabet, derived from `parts` (the API
@@ -683,7 +719,14 @@ pub fn name_suffix(parts: &[&str]) -> String {
 
 /// A hash of a claim's spec.
 pub fn fingerprint(c: &ResourceClaim) -> u64 {
-    stable_hash(&[&serde_json::to_string(&c.spec).unwrap_or_default()])
+    // The spec's JSON hashed as it is written, not gathered into a string first: the same
+    // value as `stable_hash(&[&json])`.
+    let mut h = Fnv::default();
+    if serde_json::to_writer(&mut h, &c.spec).is_err() {
+        return stable_hash(&[""]);
+    }
+    h.end_part();
+    h.0
 }
 
 /// A stamp ([`ClaimInfo::spec_stamp`], a pod's) no value had before, in this process.

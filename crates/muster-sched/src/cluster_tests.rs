@@ -77,3 +77,20 @@ fn a_pods_own_spread_constraints_are_kept() {
         assert_eq!(got, expected);
     }
 }
+
+/// A claim's fingerprint is the stable hash of its spec's JSON, hashed as it is written: the
+/// same value as hashing the JSON text, and pinned (it is stable across machines).
+#[test]
+fn a_claim_fingerprint_is_the_stable_hash_of_its_spec_json() {
+    let claim: k8s_openapi::api::resource::v1::ResourceClaim = serde_json::from_value(json!({
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2,
+            "selectors": [{"cel": {"expression": "device.attributes[\"x\"].model == \"H100\""}}]}}]}}
+    }))
+    .unwrap();
+    let text = serde_json::to_string(&claim.spec).unwrap();
+    assert_eq!(fingerprint(&claim), stable_hash(&[&text]));
+    assert_eq!(stable_hash(&[]), 0xcbf2_9ce4_8422_2325);
+    assert_eq!(stable_hash(&["a", "b"]), 0xd2b3_7181_9297_f98a, "FNV-1a over a, 0xff, b, 0xff");
+    assert_ne!(stable_hash(&["ab"]), stable_hash(&["a", "b"]), "parts are separated");
+}
