@@ -40,7 +40,7 @@ pub(super) struct Ranks {
     holders: foldhash::HashMap<Rank, u32>,
 }
 
-/// Every held key's old rank and its new one, by old rank ([`Ranks::hold`] renumbered).
+/// Each key's old rank and its new one, by old rank, after every key was ranked anew.
 pub(super) struct Renumbering(Vec<(Rank, Rank)>);
 
 impl Renumbering {
@@ -55,34 +55,35 @@ impl Ranks {
     /// The rank of `order` for one more entry that holds it, and, when every key had to be
     /// ranked again to make room, how the ranks given before moved.
     pub(super) fn hold(&mut self, order: &OrderKey) -> (Rank, Option<Renumbering>) {
-        // A key past the last (most new pods): one comparison finds its place.
-        let last = self.keys.last_key_value().map(|(k, r)| (k < order, *r));
-        let appended = match last {
-            None => Some(STEP),
-            Some((true, r)) => (Rank::MAX - r >= 2).then(|| r + ((Rank::MAX - r) / 2).min(STEP)),
-            Some((false, _)) => None,
-        };
-        if let Some(rank) = appended {
-            debug_assert_eq!(Some(rank), self.room(order));
-            self.keys.insert(order.clone(), rank);
-            *self.holders.entry(rank).or_default() += 1;
-            return (rank, None);
-        }
-        let (rank, renumbering) = match self.keys.get(order) {
-            Some(rank) => (*rank, None),
-            None => match self.room(order) {
-                Some(rank) => {
-                    self.keys.insert(order.clone(), rank);
-                    (rank, None)
-                }
-                None => {
-                    let renumbering = self.renumber([(order.clone(), 0)]);
-                    (self.keys[order], Some(renumbering))
-                }
+        let (rank, renumbering) = match self.after_last(order) {
+            Some(rank) => (self.insert(order, rank), None),
+            None => match self.keys.get(order) {
+                Some(rank) => (*rank, None),
+                None => match self.room(order) {
+                    Some(rank) => (self.insert(order, rank), None),
+                    None => {
+                        let renumbering = self.renumber_with(order.clone());
+                        (self.keys[order], Some(renumbering))
+                    }
+                },
             },
         };
         *self.holders.entry(rank).or_default() += 1;
         (rank, renumbering)
+    }
+
+    /// The rank of a key past the last one (most new pods: one comparison finds the place), if
+    /// there is room after the last; what [`Ranks::room`] would give.
+    fn after_last(&self, order: &OrderKey) -> Option<Rank> {
+        let Some((last, r)) = self.keys.last_key_value() else { return Some(STEP) };
+        let rank = (last < order && Rank::MAX - r >= 2).then(|| r + ((Rank::MAX - r) / 2).min(STEP));
+        debug_assert!(rank.is_none_or(|rank| Some(rank) == self.room(order)));
+        rank
+    }
+
+    fn insert(&mut self, order: &OrderKey, rank: Rank) -> Rank {
+        self.keys.insert(order.clone(), rank);
+        rank
     }
 
     /// [`Ranks::hold`] for many entries at once (a snapshot's pending entries, in no particular
@@ -145,15 +146,14 @@ impl Ranks {
         (gap >= 2).then(|| low + (gap / 2).min(STEP))
     }
 
-    /// Drops the keys no entry holds, adds `new` keys (ranked 0: they map from nothing), and
-    /// ranks every key again, evenly spaced in order.
-    fn renumber(&mut self, new: impl IntoIterator<Item = (OrderKey, Rank)>) -> Renumbering {
+    /// Drops the keys no entry holds, adds `new` (a key not among them, ranked 0: it maps from
+    /// nothing), and ranks every key again, evenly spaced in order.
+    fn renumber_with(&mut self, new: OrderKey) -> Renumbering {
         let held = |r: &Rank| self.holders.contains_key(r);
         let mut keys: Vec<(OrderKey, Rank)> =
             std::mem::take(&mut self.keys).into_iter().filter(|(_, r)| held(r)).collect();
-        keys.extend(new);
-        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        keys.dedup_by(|a, b| a.0 == b.0);
+        let at = keys.partition_point(|(k, _)| *k < new);
+        keys.insert(at, (new, 0));
         self.install(keys).0
     }
 
