@@ -257,11 +257,9 @@ pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
         });
         // Pods in a group the scheduler cannot handle say `SchedulerError`: a run split where
         // that changes (a shared verdict is one group's, so it never is in practice).
-        let reason_of = |pod: &PodId| match !errors.is_empty() && errors.contains(&(pod.0 as usize)) {
-            true => "SchedulerError",
-            false => err.reason(),
-        };
-        let mut runs = pods.chunk_by(|a, b| reason_of(a) == reason_of(b)).peekable();
+        let in_error = |pod: &PodId| !errors.is_empty() && errors.contains(&(pod.0 as usize));
+        let reason_of = |pod: &PodId| if in_error(pod) { "SchedulerError" } else { err.reason() };
+        let mut runs = pods.chunk_by(|a, b| in_error(a) == in_error(b)).peekable();
         while let Some(same) = runs.next() {
             let (pods, reason) = (Pods::of(same), reason_of(&same[0]));
             // The last run takes the message itself: one copy fewer of a shared verdict.
