@@ -583,13 +583,16 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         // The pod a pod change names, as the store had it: read again after the change, for a pod
         // updated in place without an event naming it (a running pod's priority lowered).
         let readings = self.keeps_bound_waits();
-        let on_node = |p: &k8s_openapi::api::core::v1::Pod| {
-            p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+        let upserted: Option<&dyn muster_api::PodObject> = match &change {
+            C::UpsertPod(pod) => Some(&**pod),
+            C::UpsertStoredPod(pod) => Some(&**pod),
+            _ => None,
         };
-        let changed = match &change {
-            C::DeletePod(key) if readings => self.cluster.pod_id(key),
-            C::UpsertPod(pod) if readings || (self.bound_floor.is_some() && on_node(pod)) => {
-                self.cluster.pod_id(&crate::cluster::object_key(&pod.metadata))
+        let on_node = upserted.is_some_and(|p| p.node_name().is_some_and(|n| !n.is_empty()));
+        let changed = match (&change, upserted) {
+            (C::DeletePod(key), _) if readings => self.cluster.pod_id(key),
+            (_, Some(pod)) if readings || (self.bound_floor.is_some() && on_node) => {
+                self.cluster.pod_id(&crate::cluster::object_key(pod.meta()))
             }
             _ => None,
         };

@@ -45,6 +45,10 @@ pub enum Change {
     DeleteNode(String),
     /// A pod added or changed (bound, finished, its requests resized).
     UpsertPod(Box<Pod>),
+    /// The same, as the store keeps a pod: a world that changes a copy of a pod it read from
+    /// the store (the simulator binding it) hands it back without rebuilding the whole object,
+    /// its container lists unpacked to be packed again.
+    UpsertStoredPod(Box<StoredPod>),
     /// A pod deleted, by `namespace/name`.
     DeletePod(String),
     /// A ResourceClaim added or changed (allocated, reserved, deallocated by the claim
@@ -259,6 +263,7 @@ impl Cluster {
             Change::UpsertNode(node) => self.upsert_node(*node),
             Change::DeleteNode(name) => Ok(self.delete_node(&name)),
             Change::UpsertPod(pod) => self.upsert_pod(pod),
+            Change::UpsertStoredPod(pod) => self.upsert_stored_pod(*pod),
             Change::DeletePod(key) => Ok(self.delete_pod(&key)),
             Change::UpsertClaim(claim) => Ok(self.upsert_claim(*claim)),
             Change::DeleteClaim(key) => Ok(self.delete_claim(&key)),
@@ -424,9 +429,13 @@ impl Cluster {
         // As kube-scheduler's informers do (`TransformStripManagedFields`): the engine never
         // reads them, and they are often half of a live object.
         pod.metadata.managed_fields = None;
-        let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty());
-        let node = node_name.and_then(|n| self.node_id(n));
-        let mut info = self.pod_info(StoredPod::new(pod), |_| node)?;
+        self.upsert_stored_pod(StoredPod::new(pod))
+    }
+
+    fn upsert_stored_pod(&mut self, mut pod: StoredPod) -> Result<Applied, ModelError> {
+        pod.drop_managed_fields();
+        let node = pod.node_name().filter(|n| !n.is_empty()).and_then(|n| self.node_id(n));
+        let mut info = self.pod_info(pod, |_| node)?;
         let known = self.pod_id(&info.key);
         // A pending pod's update that changes nothing the scheduler reads (its own
         // PodScheduled condition, written after a failed attempt) leaves its queue entry — and

@@ -35,7 +35,7 @@ type StatusContainers = (Option<Vec<ContainerStatus>>, Option<Vec<ContainerStatu
 
 /// A pod's requests as derived from its containers (`resources::pod_requests`), kept in a small
 /// form until the store takes them: a map per pod would hold about 600 bytes until then.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Requests {
     /// Resource name and amount, sorted by name, only non-zero entries.
     pub requests: Box<[(Box<str>, Quantity)]>,
@@ -89,7 +89,19 @@ pub struct SharedSpec {
     packed: Box<[u8]>,
     /// The spec, its container lists empty and its `nodeName` unset.
     spec: PodSpec,
+    /// What follows from the container lists (behind a pointer: the spec's `Arc` stays within
+    /// its allocation class).
+    derived: Box<Derived>,
+}
+
+/// What a [`SharedSpec`] derives from its container lists before packing them.
+#[derive(Clone, Debug, PartialEq)]
+struct Derived {
     views: Box<[ContainerView]>,
+    /// The requests of a pod with this spec and no container statuses (only
+    /// `status.containerStatuses[].allocatedResources` changes them): a pod copied from the
+    /// store and changed ([`StoredPod::take_requests`]) needs no unpacking of its containers.
+    requests: Result<Requests, QuantityFieldError>,
 }
 
 impl SharedSpec {
@@ -97,12 +109,13 @@ impl SharedSpec {
     /// (Its size keeps its `Arc` in mimalloc's 1,536-byte class, as a boxed `PodSpec` is: a
     /// pod whose spec no other pod shares costs what it did.)
     fn new(mut spec: PodSpec) -> (SharedSpec, Option<String>) {
+        let requests = resources::pod_requests_borrowed(&spec, None).map(Requests::from);
         let node_name = spec.node_name.take();
         let lists: SpecContainers =
             (spec.init_containers.take(), std::mem::take(&mut spec.containers), spec.ephemeral_containers.take());
         let inits = lists.0.iter().flatten().map(|c| ContainerView::of(c, true));
         let views = inits.chain(lists.1.iter().map(|c| ContainerView::of(c, false))).collect();
-        (SharedSpec { packed: pack(&lists), spec, views }, node_name)
+        (SharedSpec { packed: pack(&lists), spec, derived: Box::new(Derived { views, requests }) }, node_name)
     }
 }
 
@@ -138,10 +151,14 @@ impl From<Box<Pod>> for StoredPod {
 impl StoredPod {
     /// Takes the pod's container lists out and packs them.
     pub fn new(mut pod: Box<Pod>) -> StoredPod {
-        let requests = pod
-            .spec
-            .as_ref()
-            .map(|spec| Box::new(resources::pod_requests_borrowed(spec, pod.status.as_ref()).map(Requests::from)));
+        // With container statuses, derived here (their allocated resources may raise them);
+        // without, the spec's own are the pod's.
+        let with_status = match (pod.spec.as_ref(), pod.status.as_ref()) {
+            (Some(spec), Some(status)) if status.container_statuses.is_some() => {
+                Some(Box::new(resources::pod_requests_borrowed(spec, Some(status)).map(Requests::from)))
+            }
+            _ => None,
+        };
         let status_containers = match pod.status.as_mut() {
             Some(s)
                 if s.init_container_statuses.is_some()
@@ -163,6 +180,7 @@ impl StoredPod {
             Some((spec, node_name)) => (Some(Arc::new(spec)), node_name),
             None => (None, None),
         };
+        let requests = with_status.or_else(|| spec.as_ref().map(|s| Box::new(s.derived.requests.clone())));
         StoredPod {
             meta: metadata,
             managed_fields,
@@ -202,10 +220,36 @@ impl StoredPod {
         }
     }
 
-    /// The pod's requests, derived from its containers when it was packed; `None` once taken, or
-    /// when the pod has no spec.
+    /// The pod's requests: those derived when it was packed, the first time; after that (a copy
+    /// of a pod the store holds, changed), derived again — from the shared spec when the status
+    /// has no container statuses, else from the unpacked lists. `None` when the pod has no spec.
     pub fn take_requests(&mut self) -> Option<Result<Requests, QuantityFieldError>> {
-        self.requests.take().map(|r| *r)
+        if let Some(r) = self.requests.take() {
+            return Some(*r);
+        }
+        let shared = self.spec.as_deref()?;
+        let lists: StatusContainers = match self.status_containers.is_empty() {
+            true => Default::default(),
+            false => unpack(&self.status_containers),
+        };
+        if lists.1.is_none() {
+            return Some(shared.derived.requests.clone());
+        }
+        let mut spec = shared.spec.clone();
+        (spec.init_containers, spec.containers, spec.ephemeral_containers) = self.unpack_spec();
+        let status = PodStatus { container_statuses: lists.1, ..PodStatus::default() };
+        Some(resources::pod_requests_borrowed(&spec, Some(&status)).map(Requests::from))
+    }
+
+    /// Sets `spec.nodeName` (a copy of a stored pod that a world binds).
+    pub fn set_node_name(&mut self, node: Option<String>) {
+        self.stamp = crate::cluster::fresh_stamp();
+        self.node_name = node;
+    }
+
+    /// Drops `metadata.managedFields`, as the store does with every pod it takes.
+    pub fn drop_managed_fields(&mut self) {
+        self.managed_fields = Box::default();
     }
 
     pub fn meta(&self) -> &ObjectMeta {
@@ -242,7 +286,7 @@ impl StoredPod {
 
     /// What the scheduler reads of each container, init containers first.
     pub fn containers(&self) -> &[ContainerView] {
-        self.spec.as_deref().map_or(&[], |s| &s.views)
+        self.spec.as_deref().map_or(&[], |s| &s.derived.views)
     }
 
     /// `spec.initContainers` and `spec.containers`, whole.
@@ -375,7 +419,7 @@ impl SpecTable {
             return;
         };
         let others = self.more.get(&h).map_or(&[][..], Vec::as_slice);
-        match std::iter::once(first).chain(others).find(|s| ***s == **spec) {
+        match std::iter::once(first).chain(others).find(|s| Arc::ptr_eq(s, spec) || ***s == **spec) {
             Some(same) => *spec = Arc::clone(same),
             None if others.len() + 1 < Self::PER_HASH => self.file(h, Arc::clone(spec)),
             None => {}
@@ -500,6 +544,46 @@ mod tests {
         assert!(stored.status().unwrap().container_statuses.is_none());
         assert!(stored.meta().managed_fields.is_none());
         assert_eq!(stored.status().unwrap().phase.as_deref(), Some("Running"));
+    }
+
+    /// A copy of a stored pod, changed (bound elsewhere, its phase set), has the requests
+    /// `StoredPod::new` derives from the whole object: from the shared spec when the status has
+    /// no container statuses, from the unpacked lists when their allocated resources count.
+    #[test]
+    fn a_changed_copy_has_the_requests_of_the_whole_object() {
+        let resized = |cpu: &str| {
+            let mut pod = rich();
+            pod.status.as_mut().unwrap().container_statuses.as_mut().unwrap()[0].allocated_resources =
+                Some([("cpu".to_string(), k8s_openapi::apimachinery::pkg::api::resource::Quantity(cpu.into()))].into());
+            pod
+        };
+        let without = {
+            let mut pod = rich();
+            pod.status.as_mut().unwrap().container_statuses = None;
+            pod
+        };
+        for pod in [rich(), resized("3"), without] {
+            let mut stored = StoredPod::new(Box::new(pod.clone()));
+            let first = stored.take_requests().unwrap().unwrap();
+            let mut copy = stored.clone();
+            copy.set_node_name(Some("n2".into()));
+            copy.ensure_status().phase = Some("Pending".into());
+            let mut whole = copy.object();
+            assert_eq!(whole.spec.as_ref().unwrap().node_name.as_deref(), Some("n2"));
+            let expected = StoredPod::new(Box::new(whole.clone())).take_requests().unwrap().unwrap();
+            assert_eq!(copy.take_requests().unwrap().unwrap(), expected);
+            assert_eq!(first, expected, "the node and the phase change no request");
+            // Taken again, the same.
+            assert_eq!(stored.take_requests().unwrap().unwrap(), first);
+            whole.spec = None;
+            assert!(StoredPod::new(Box::new(whole)).take_requests().is_none());
+        }
+        let cpu = |p: Pod| {
+            let r = StoredPod::new(Box::new(p)).take_requests().unwrap().unwrap();
+            r.requests.iter().find(|(n, _)| &**n == "cpu").map(|(_, q)| q.milli_value())
+        };
+        // The larger of the init container's 2 and the allocated 3 (with the sidecar's none).
+        assert_eq!((cpu(rich()), cpu(resized("3"))), (Some(2000), Some(3000)));
     }
 
     #[test]

@@ -324,3 +324,50 @@ fn a_waiting_pod_preempts_a_lower_priority_pod_that_came_after_it_failed() {
         assert_eq!(victims, [victim], "lowered in place: {lowered_in_place}");
     }
 }
+
+/// A world that binds a copy of the store's pod (`Change::UpsertStoredPod`, the simulator's
+/// way) leaves the engine as one that sends the whole object back bound (a watch's way): the pod
+/// bound where it was assumed, the same object, the same queue, the same next decisions.
+#[test]
+fn a_bound_copy_of_the_stored_pod_confirms_the_assumption_as_the_whole_object_does() {
+    let classes = common::gpu_class();
+    let (_, slices) = common::gpu_nodes(&[2], "rack", "r");
+    let ctx = common::dra(&slices, &classes);
+    let run = |stored: bool| {
+        let (cluster, _) = one_node(2);
+        let mut engine = Engine::new(cluster, SchedulerConfig::default(), Some(&ctx));
+        for (name, claim_name) in [("a", "a-gpu"), ("b", "b-gpu")] {
+            engine.apply(Change::UpsertClaim(claim(claim_name, None)), 0).unwrap();
+            engine.apply(Change::UpsertPod(pod(name, claim_name, None)), 0).unwrap();
+        }
+        let plan = engine.schedule(0);
+        assert_eq!(plan.placements.len(), 2);
+        for &(p, n) in &plan.placements {
+            let c = engine.cluster();
+            let node = c.node(n).name().to_string();
+            let change = if stored {
+                let mut copy = Box::new(c.pod(p).pod.clone());
+                copy.set_node_name(Some(node));
+                copy.ensure_status().phase = Some("Running".into());
+                Change::UpsertStoredPod(copy)
+            } else {
+                let mut whole = Box::new(c.pod(p).pod.object());
+                whole.spec.as_mut().unwrap().node_name = Some(node);
+                whole.status.get_or_insert_with(Default::default).phase = Some("Running".into());
+                Change::UpsertPod(whole)
+            };
+            engine.apply(change, 100).unwrap();
+            assert!(matches!(engine.cluster().pod(p).state, PodState::Bound(m) if m == n));
+        }
+        engine.apply(Change::UpsertClaim(claim("c-gpu", None)), 200).unwrap();
+        engine.apply(Change::UpsertPod(pod("c", "c-gpu", None)), 200).unwrap();
+        let next = engine.schedule(200);
+        let c = engine.cluster();
+        let objects: Vec<Pod> = ["ml/a", "ml/b"].iter().map(|k| c.pod(c.pod_id(k).unwrap()).pod.object()).collect();
+        let verdicts: Vec<String> = next.unschedulable.runs().map(|(_, e)| e.message()).collect();
+        (objects, verdicts, engine.queue().counts(), engine.effects(&next))
+    };
+    let (whole, copy) = (run(false), run(true));
+    assert_eq!(whole.1, ["0/1 nodes are available: 1 cannot allocate all claims."]);
+    assert_eq!(whole, copy);
+}

@@ -16,6 +16,7 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use muster_controllers::resourceclaim::{Release, release};
 use muster_sched::effects::Message;
+use muster_sched::stored_pod::StoredPod;
 use muster_sched::{Change, Cluster, Effect, Engine};
 use serde_json::json;
 
@@ -178,8 +179,10 @@ enum Act {
         preempted: bool,
     },
     WriteClaim(Box<ResourceClaim>),
+    /// The pod (`namespace/name`), copied from the engine's store and bound to the node.
     Bind {
-        pod: Box<Pod>,
+        key: String,
+        pod: Box<StoredPod>,
         node: String,
     },
     /// Pod `index` of job `job` did not fit (found by the engine's pod id when the effect came).
@@ -877,11 +880,12 @@ impl<'d, 's> Sim<'d, 's> {
                     acts.push(Act::WriteClaim(Box::new(c.claims[*claim].claim.clone())))
                 }
                 Effect::Bind { pod, node } => {
-                    let mut object = Box::new(c.pod(*pod).pod.object());
+                    let info = c.pod(*pod);
+                    let mut bound = Box::new(info.pod.clone());
                     let name = c.node(*node).name().to_string();
-                    object.spec.get_or_insert_with(Default::default).node_name = Some(name.clone());
-                    object.status.get_or_insert_with(Default::default).phase = Some("Running".into());
-                    acts.push(Act::Bind { pod: object, node: name });
+                    bound.set_node_name(Some(name.clone()));
+                    bound.ensure_status().phase = Some("Running".into());
+                    acts.push(Act::Bind { key: info.key.clone(), pod: bound, node: name });
                 }
                 Effect::PodsUnschedulable { pods, message, .. } => {
                     // A job keeps one reason: a gang's members that share it make one act.
@@ -907,11 +911,8 @@ impl<'d, 's> Sim<'d, 's> {
     /// restarts a job deletes its pods placed in that plan too): their binding and their claims'
     /// allocations are not carried out.
     fn stale(&self, act: &Act) -> bool {
-        let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-            format!("{}/{}", m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default())
-        };
         match act {
-            Act::Bind { pod, .. } => self.w.deleted.contains(&key(&pod.metadata)),
+            Act::Bind { key, .. } => self.w.deleted.contains(key),
             Act::Unschedulable { job, index, .. } => {
                 let gone = self.w.deleted_pods.contains(&(*job, *index));
                 debug_assert_eq!(
@@ -952,14 +953,9 @@ impl<'d, 's> Sim<'d, 's> {
                 }
                 self.apply(Change::UpsertClaim(claim))
             }
-            Act::Bind { pod, node } => {
-                let key = format!(
-                    "{}/{}",
-                    pod.metadata.namespace.as_deref().unwrap_or("default"),
-                    pod.metadata.name.as_deref().unwrap_or_default()
-                );
+            Act::Bind { key, pod, node } => {
                 let devices = self.pod_devices(&key);
-                self.apply(Change::UpsertPod(pod))?;
+                self.apply(Change::UpsertStoredPod(pod))?;
                 if self.replica_bound(&key, devices) {
                     return Ok(());
                 }

@@ -596,6 +596,7 @@ pub(super) fn keeps_floor(change: &crate::store::Change) -> bool {
     matches!(
         change,
         C::UpsertPod(_)
+            | C::UpsertStoredPod(_)
             | C::DeletePod(_)
             | C::UpsertClaim(_)
             | C::DeleteClaim(_)
