@@ -179,7 +179,7 @@ struct Call<'a, 'b> {
 
 pub(crate) fn claim_name(c: &ResourceClaim) -> String {
     match c.metadata.namespace.as_deref().filter(|n| !n.is_empty()) {
-        Some(ns) => format!("{ns}/{}", c.metadata.name.as_deref().unwrap_or("")),
+        Some(ns) => muster_api::key::namespaced(ns, c.metadata.name.as_deref().unwrap_or("")),
         None => c.metadata.name.clone().unwrap_or_default(),
     }
 }
@@ -1231,14 +1231,24 @@ fn share_id(claim: &str, at: usize, id: &DeviceId) -> String {
         h.finish()
     };
     let (a, b) = (hash(1), hash(2));
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xfff,
-        0x8000 | ((b >> 48) & 0x3fff),
-        b & 0xffff_ffff_ffff
-    )
+    // `{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}`, written digit by digit.
+    let mut out = String::with_capacity(36);
+    let parts = [
+        (a >> 32, 8),
+        ((a >> 16) & 0xffff, 4),
+        (0x4000 | (a & 0xfff), 4),
+        (0x8000 | ((b >> 48) & 0x3fff), 4),
+        (b & 0xffff_ffff_ffff, 12),
+    ];
+    for (n, (v, digits)) in parts.into_iter().enumerate() {
+        if n > 0 {
+            out.push('-');
+        }
+        for i in (0..digits).rev() {
+            out.push(char::from(b"0123456789abcdef"[((v >> (4 * i)) & 0xf) as usize]));
+        }
+    }
+    out
 }
 
 /// Appends requirements not already present (same key, operator and value set).
@@ -1249,6 +1259,37 @@ fn merge(into: &mut Option<Vec<NodeSelectorRequirement>>, from: Option<&[NodeSel
             |x: &NodeSelectorRequirement| x.values.clone().unwrap_or_default().into_iter().collect::<HashSet<_>>();
         if !list.iter().any(|x| x.key == r.key && x.operator == r.operator && values(x) == values(r)) {
             list.push(r.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A share ID is the UUID-shaped text of its two hashes: version 4, variant 10.
+    #[test]
+    fn a_share_id_writes_its_hashes_as_a_uuid() {
+        let id = DeviceId { driver: "gpu.example.com".into(), pool: "n0".into(), device: "gpu-3".into() };
+        for (claim, at) in [("ml/a", 0), ("ml/b", 7), ("", 1 << 40)] {
+            let text = share_id(claim, at, &id);
+            use std::hash::{Hash, Hasher};
+            let hash = |seed: u64| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (seed, claim, at, &id).hash(&mut h);
+                h.finish()
+            };
+            let (a, b) = (hash(1), hash(2));
+            let expected = format!(
+                "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+                a >> 32,
+                (a >> 16) & 0xffff,
+                a & 0xfff,
+                0x8000 | ((b >> 48) & 0x3fff),
+                b & 0xffff_ffff_ffff
+            );
+            assert_eq!(text, expected);
+            assert_eq!(text.len(), 36);
         }
     }
 }

@@ -3,6 +3,7 @@
 //! matching and node selection. Everything here is a pure function of `k8s-openapi` values; this
 //! crate never does I/O, never holds state, and never redefines a Kubernetes type.
 
+pub mod key;
 pub mod pod;
 pub mod quantity;
 pub mod resources;

@@ -93,7 +93,10 @@ pub fn release_consumers<'p, P: PodObject + ?Sized + 'p>(
     });
     if gone {
         let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
-        return Some(Release::Delete(format!("{ns}/{}", claim.metadata.name.as_deref().unwrap_or_default())));
+        return Some(Release::Delete(muster_api::key::namespaced(
+            ns,
+            claim.metadata.name.as_deref().unwrap_or_default(),
+        )));
     }
     let status = claim.status.as_ref()?;
     let reserved = status.reserved_for.as_deref().unwrap_or_default();

@@ -484,13 +484,10 @@ pub struct Cluster {
 /// `namespace/name` of a namespaced object (`default` when the namespace is unset): the store's
 /// keys. Built without `format!`'s machinery: every pod the store takes is keyed so.
 pub(crate) fn object_key(meta: &ObjectMeta) -> String {
-    let ns = meta.namespace.as_deref().unwrap_or("default");
-    let name = meta.name.as_deref().unwrap_or_default();
-    let mut key = String::with_capacity(ns.len() + 1 + name.len());
-    key.push_str(ns);
-    key.push('/');
-    key.push_str(name);
-    key
+    muster_api::key::namespaced(
+        meta.namespace.as_deref().unwrap_or("default"),
+        meta.name.as_deref().unwrap_or_default(),
+    )
 }
 
 /// A PodDisruptionBudget (`policy/v1`) and the disruptions it allows now.
@@ -827,11 +824,7 @@ impl ClaimInfo {
 
     /// `namespace/name`.
     pub fn key(&self) -> String {
-        format!(
-            "{}/{}",
-            self.claim.metadata.namespace.as_deref().unwrap_or("default"),
-            self.claim.metadata.name.as_deref().unwrap_or("")
-        )
+        object_key(&self.claim.metadata)
     }
 }
 

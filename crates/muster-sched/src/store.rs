@@ -555,7 +555,7 @@ impl Cluster {
                 (None, None, None) => Err(Unresolved::NoSource { entry: entry.name.clone() }),
             };
             let claim = name.and_then(|name| {
-                let key = format!("{ns}/{name}");
+                let key = muster_api::key::namespaced(&ns, &name);
                 let index = self.index();
                 match index.claims.get(&key) {
                     Some(i) => Ok(*i),
@@ -628,11 +628,7 @@ impl Cluster {
     }
 
     fn upsert_claim(&mut self, claim: ResourceClaim) -> Applied {
-        let key = format!(
-            "{}/{}",
-            claim.metadata.namespace.as_deref().unwrap_or("default"),
-            claim.metadata.name.as_deref().unwrap_or_default()
-        );
+        let key = crate::cluster::object_key(&claim.metadata);
         let mut applied = Applied::default();
         let allocated = |c: &ResourceClaim| c.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some();
         match self.index().claims.get(&key).copied() {
@@ -738,7 +734,7 @@ impl Cluster {
     /// Puts a pod into its slot and into every place that counts it.
     fn put_pod(&mut self, id: PodId, mut info: PodInfo, applied: &mut Applied) {
         if let Some(name) = group_name(&info.pod).map(str::to_string) {
-            let group_key = format!("{}/{name}", info.namespace());
+            let group_key = muster_api::key::namespaced(info.namespace(), &name);
             info.group = Some(match self.index().groups.get(&group_key).copied() {
                 Some(g) => {
                     let Cluster { groups, pods, .. } = self;

@@ -552,12 +552,13 @@ impl<'d, 's> Sim<'d, 's> {
         }
     }
 
+    /// Pod `i` of the job: `<job>-<i>`.
     fn pod_name(&self, job: usize, i: usize) -> String {
-        format!("{}-{i}", self.w.trace.jobs[job].name)
+        indexed(&self.w.trace.jobs[job].name, i)
     }
 
     fn key(&self, job: usize, name: &str) -> String {
-        format!("{}/{name}", self.w.trace.jobs[job].namespace)
+        muster_api::key::namespaced(&self.w.trace.jobs[job].namespace, name)
     }
 
     /// Creates the job's objects: its PodGroup (a gang), then per pod its claim and the pod.
@@ -763,7 +764,7 @@ impl<'d, 's> Sim<'d, 's> {
             let info = &c.claims[claim];
             let claim_key = info.key();
             let ns = info.claim.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-            let lookup = |name: &str| c.pod_id(&format!("{ns}/{name}")).map(|p| &c.pod(p).pod);
+            let lookup = |name: &str| c.pod_id(&muster_api::key::namespaced(&ns, name)).map(|p| &c.pod(p).pod);
             let out = self.out_of_service_in(&info.claim);
             match release(&info.claim, lookup) {
                 Some(Release::Delete(k)) => {
@@ -925,9 +926,9 @@ impl<'d, 's> Sim<'d, 's> {
                 let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
                 let reserved = claim.status.as_ref().and_then(|s| s.reserved_for.as_deref()).unwrap_or_default();
                 !reserved.is_empty()
-                    && reserved
-                        .iter()
-                        .all(|r| r.resource == "pods" && self.w.deleted.contains(&format!("{ns}/{}", r.name)))
+                    && reserved.iter().all(|r| {
+                        r.resource == "pods" && self.w.deleted.contains(&muster_api::key::namespaced(ns, &r.name))
+                    })
             }
             Act::Evict { .. } => false,
         }
@@ -937,10 +938,9 @@ impl<'d, 's> Sim<'d, 's> {
         match act {
             Act::Evict { key, preempted } => self.evict(&key, preempted),
             Act::WriteClaim(claim) => {
-                let key = format!(
-                    "{}/{}",
+                let key = muster_api::key::namespaced(
                     claim.metadata.namespace.as_deref().unwrap_or("default"),
-                    claim.metadata.name.as_deref().unwrap_or_default()
+                    claim.metadata.name.as_deref().unwrap_or_default(),
                 );
                 let n = allocation_milli(&self.w.options.shared_capacity, &claim);
                 if n > 0 && !self.w.allocated_claims.contains_key(&key) {
@@ -1138,5 +1138,36 @@ impl<'d, 's> Sim<'d, 's> {
     /// Events handled so far (arrivals, finishes, cluster events, HPA syncs...).
     pub fn events(&self) -> u64 {
         self.w.events
+    }
+}
+
+/// `<name>-<i>`, written without the formatting machinery (a name is made for each pod of
+/// each job at each event that concerns it).
+fn indexed(name: &str, i: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(name.len() + 1 + digits.len() - at);
+    out.push_str(name);
+    out.push('-');
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_pod_name_is_its_job_a_dash_and_its_index() {
+        for i in [0, 7, 10, 99, 12_345, usize::MAX] {
+            assert_eq!(super::indexed("train", i), format!("train-{i}"));
+        }
     }
 }
