@@ -214,8 +214,11 @@ impl PodEvent {
 /// The effects of `plan` (the decisions of some cycles over `cluster`, which holds their
 /// results), in the order a world must carry them out.
 pub fn effects(cluster: &Cluster, plan: &Plan) -> Vec<Effect> {
-    // A placement is about four effects, a verdict one.
-    let mut out = Vec::with_capacity(4 * plan.placements.len() + plan.unschedulable.runs().len());
+    // A placement is about four effects, a verdict one, a victim two, a group result one.
+    let victims = plan.preempted.len() + plan.pod_preemptions.iter().map(|r| r.victims.len()).sum::<usize>();
+    let results = plan.groups.len() + plan.composites.len();
+    let mut out =
+        Vec::with_capacity(4 * plan.placements.len() + plan.unschedulable.runs().len() + 2 * victims + results);
     evictions(plan, &mut out);
     let mut written = std::collections::HashSet::new();
     for &(pod, node) in &plan.placements {
