@@ -1001,7 +1001,8 @@ impl Cluster {
         let key = object_key(pod.meta());
         let err =
             |field: Option<String>, message: String| ModelError { kind: "Pod", object: key.clone(), field, message };
-        let requests = pod.take_requests();
+        let own = pod.take_requests();
+        let requests = own.as_deref().or_else(|| pod.spec_requests());
         let (Some(requests), Some(spec)) = (requests, pod.spec()) else {
             return Err(err(Some("spec".into()), "required value".into()));
         };
@@ -1041,8 +1042,10 @@ impl Cluster {
             },
             (None, None) => self.default_priority,
         };
-        let crate::stored_pod::Requests { requests, non_zero } =
-            requests.map_err(|e| err(Some(e.field), format!("invalid quantity {:?}: {}", e.value, e.source)))?;
+        let crate::stored_pod::Requests { requests, non_zero } = requests
+            .as_ref()
+            .map_err(|e| err(Some(e.field.clone()), format!("invalid quantity {:?}: {}", e.value, e.source)))?;
+        let non_zero = *non_zero;
         let mut reqs: Vec<(ResourceId, i64)> = requests
             .iter()
             .filter(|(n, _)| &**n != resources::PODS)

@@ -9,7 +9,8 @@
 //! `metadata.managedFields` (often half of a dumped object; a live store drops them as upstream's
 //! informers do). A [`ContainerView`] per container keeps what the scheduler reads of it: its
 //! image (ImageLocality), its ports (NodePorts) and its restart policy (sidecars). The requests
-//! are derived before packing and kept until the store takes them. Readers see the rest through
+//! are derived before packing: the spec keeps those of its pods without container statuses, a
+//! pod with them keeps its own until the store takes them. Readers see the rest through
 //! [`PodObject`], as they see a `Pod`, with the container lists empty; [`StoredPod::object`]
 //! rebuilds the whole pod for the outputs that print it.
 //!
@@ -99,8 +100,9 @@ pub struct SharedSpec {
 struct Derived {
     views: Box<[ContainerView]>,
     /// The requests of a pod with this spec and no container statuses (only
-    /// `status.containerStatuses[].allocatedResources` changes them): a pod copied from the
-    /// store and changed ([`StoredPod::take_requests`]) needs no unpacking of its containers.
+    /// `status.containerStatuses[].allocatedResources` changes them), read in place
+    /// ([`StoredPod::spec_requests`]): a pod copied from the store and changed needs no unpacking
+    /// of its containers, and a pod made keeps no copy of its own.
     requests: Result<Requests, QuantityFieldError>,
 }
 
@@ -133,8 +135,9 @@ pub struct StoredPod {
     status_containers: Box<[u8]>,
     /// `metadata.managedFields` as JSON; empty when there are none.
     managed_fields: Box<[u8]>,
-    /// The requests derived from the containers before they were packed, until the store takes
-    /// them ([`StoredPod::take_requests`]).
+    /// The requests derived from the containers and their statuses before they were packed, for
+    /// a pod with container statuses, until the store takes them ([`StoredPod::take_requests`]);
+    /// a pod without has its spec's ([`StoredPod::spec_requests`]).
     requests: Option<Box<Result<Requests, QuantityFieldError>>>,
     /// Drawn anew when the pod is made and whenever its status may change, never 0 for a made
     /// pod: what was derived from the pod is stale when its stamp is not this one (a copy keeps
@@ -180,7 +183,7 @@ impl StoredPod {
             Some((spec, node_name)) => (Some(Arc::new(spec)), node_name),
             None => (None, None),
         };
-        let requests = with_status.or_else(|| spec.as_ref().map(|s| Box::new(s.derived.requests.clone())));
+        let requests = with_status;
         StoredPod {
             meta: metadata,
             managed_fields,
@@ -220,25 +223,38 @@ impl StoredPod {
         }
     }
 
-    /// The pod's requests: those derived when it was packed, the first time; after that (a copy
-    /// of a pod the store holds, changed), derived again — from the shared spec when the status
-    /// has no container statuses, else from the unpacked lists. `None` when the pod has no spec.
-    pub fn take_requests(&mut self) -> Option<Result<Requests, QuantityFieldError>> {
+    /// The pod's requests when its status has container statuses (their allocated resources
+    /// count): those derived when it was packed, the first time; derived again from the unpacked
+    /// lists after that (a copy of a pod the store holds, changed). `None` when the pod has none
+    /// (its requests are [`StoredPod::spec_requests`]) or no spec.
+    pub fn take_requests(&mut self) -> Option<Box<Result<Requests, QuantityFieldError>>> {
         if let Some(r) = self.requests.take() {
-            return Some(*r);
+            return Some(r);
         }
         let shared = self.spec.as_deref()?;
-        let lists: StatusContainers = match self.status_containers.is_empty() {
-            true => Default::default(),
-            false => unpack(&self.status_containers),
-        };
-        if lists.1.is_none() {
-            return Some(shared.derived.requests.clone());
+        if self.status_containers.is_empty() {
+            return None;
         }
+        let (_, statuses, _): StatusContainers = unpack(&self.status_containers);
+        let statuses = statuses?;
         let mut spec = shared.spec.clone();
         (spec.init_containers, spec.containers, spec.ephemeral_containers) = self.unpack_spec();
-        let status = PodStatus { container_statuses: lists.1, ..PodStatus::default() };
-        Some(resources::pod_requests_borrowed(&spec, Some(&status)).map(Requests::from))
+        let status = PodStatus { container_statuses: Some(statuses), ..PodStatus::default() };
+        Some(Box::new(resources::pod_requests_borrowed(&spec, Some(&status)).map(Requests::from)))
+    }
+
+    /// The requests of a pod of this spec without container statuses; `None` without a spec.
+    pub fn spec_requests(&self) -> Option<&Result<Requests, QuantityFieldError>> {
+        self.spec.as_deref().map(|s| &s.derived.requests)
+    }
+
+    /// The pod's requests: its own ([`StoredPod::take_requests`], taken) or its spec's.
+    #[cfg(test)]
+    fn requests_now(&mut self) -> Option<Result<Requests, QuantityFieldError>> {
+        match self.take_requests() {
+            Some(own) => Some(*own),
+            None => self.spec_requests().cloned(),
+        }
     }
 
     /// Sets `spec.nodeName` (a copy of a stored pod that a world binds).
@@ -564,22 +580,22 @@ mod tests {
         };
         for pod in [rich(), resized("3"), without] {
             let mut stored = StoredPod::new(Box::new(pod.clone()));
-            let first = stored.take_requests().unwrap().unwrap();
+            let first = stored.requests_now().unwrap().unwrap();
             let mut copy = stored.clone();
             copy.set_node_name(Some("n2".into()));
             copy.ensure_status().phase = Some("Pending".into());
             let mut whole = copy.object();
             assert_eq!(whole.spec.as_ref().unwrap().node_name.as_deref(), Some("n2"));
-            let expected = StoredPod::new(Box::new(whole.clone())).take_requests().unwrap().unwrap();
-            assert_eq!(copy.take_requests().unwrap().unwrap(), expected);
+            let expected = StoredPod::new(Box::new(whole.clone())).requests_now().unwrap().unwrap();
+            assert_eq!(copy.requests_now().unwrap().unwrap(), expected);
             assert_eq!(first, expected, "the node and the phase change no request");
             // Taken again, the same.
-            assert_eq!(stored.take_requests().unwrap().unwrap(), first);
+            assert_eq!(stored.requests_now().unwrap().unwrap(), first);
             whole.spec = None;
-            assert!(StoredPod::new(Box::new(whole)).take_requests().is_none());
+            assert!(StoredPod::new(Box::new(whole)).requests_now().is_none());
         }
         let cpu = |p: Pod| {
-            let r = StoredPod::new(Box::new(p)).take_requests().unwrap().unwrap();
+            let r = StoredPod::new(Box::new(p)).requests_now().unwrap().unwrap();
             r.requests.iter().find(|(n, _)| &**n == "cpu").map(|(_, q)| q.milli_value())
         };
         // The larger of the init container's 2 and the allocated 3 (with the sidecar's none).
