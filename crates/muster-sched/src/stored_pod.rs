@@ -9,8 +9,9 @@
 //! `metadata.managedFields` (often half of a dumped object; a live store drops them as upstream's
 //! informers do). A [`ContainerView`] per container keeps what the scheduler reads of it: its
 //! image (ImageLocality), its ports (NodePorts) and its restart policy (sidecars). The requests
-//! are derived before packing: the spec keeps those of its pods without container statuses, a
-//! pod with them keeps its own until the store takes them. Readers see the rest through
+//! are derived before packing: the spec keeps those of its pods, and a pod whose container
+//! statuses list allocated resources (they may raise them) keeps its own until the store takes
+//! them. Readers see the rest through
 //! [`PodObject`], as they see a `Pod`, with the container lists empty; [`StoredPod::object`]
 //! rebuilds the whole pod for the outputs that print it.
 //!
@@ -110,8 +111,8 @@ impl SharedSpec {
     /// The spec's container lists taken out and packed; its `nodeName` taken out and returned.
     /// (Its size keeps its `Arc` in mimalloc's 1,536-byte class, as a boxed `PodSpec` is: a
     /// pod whose spec no other pod shares costs what it did.)
-    fn new(mut spec: PodSpec) -> (SharedSpec, Option<String>) {
-        let requests = resources::pod_requests_borrowed(&spec, None).map(Requests::from);
+    /// (`requests`: the spec's, derived by the caller before the spec is moved.)
+    fn new(mut spec: PodSpec, requests: Result<Requests, QuantityFieldError>) -> (SharedSpec, Option<String>) {
         let node_name = spec.node_name.take();
         let lists: SpecContainers =
             (spec.init_containers.take(), std::mem::take(&mut spec.containers), spec.ephemeral_containers.take());
@@ -136,8 +137,8 @@ pub struct StoredPod {
     /// `metadata.managedFields` as JSON; empty when there are none.
     managed_fields: Box<[u8]>,
     /// The requests derived from the containers and their statuses before they were packed, for
-    /// a pod with container statuses, until the store takes them ([`StoredPod::take_requests`]);
-    /// a pod without has its spec's ([`StoredPod::spec_requests`]).
+    /// a pod whose container statuses list allocated resources, until the store takes them
+    /// ([`StoredPod::take_requests`]); any other pod has its spec's ([`StoredPod::spec_requests`]).
     requests: Option<Box<Result<Requests, QuantityFieldError>>>,
     /// Drawn anew when the pod is made and whenever its status may change, never 0 for a made
     /// pod: what was derived from the pod is stale when its stamp is not this one (a copy keeps
@@ -154,10 +155,13 @@ impl From<Box<Pod>> for StoredPod {
 impl StoredPod {
     /// Takes the pod's container lists out and packs them.
     pub fn new(mut pod: Box<Pod>) -> StoredPod {
-        // With container statuses, derived here (their allocated resources may raise them);
-        // without, the spec's own are the pod's.
-        let with_status = match (pod.spec.as_ref(), pod.status.as_ref()) {
-            (Some(spec), Some(status)) if status.container_statuses.is_some() => {
+        // The spec's requests; and the pod's own when its container statuses list allocated
+        // resources (they may raise them).
+        let spec_requests =
+            pod.spec.as_ref().map(|spec| resources::pod_requests_borrowed(spec, None).map(Requests::from));
+        let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+        let requests = match (pod.spec.as_ref(), pod.status.as_ref()) {
+            (Some(spec), Some(status)) if statuses.iter().any(|c| c.allocated_resources.is_some()) => {
                 Some(Box::new(resources::pod_requests_borrowed(spec, Some(status)).map(Requests::from)))
             }
             _ => None,
@@ -179,11 +183,10 @@ impl StoredPod {
         };
         let Pod { mut metadata, spec, status } = *pod;
         let managed_fields = metadata.managed_fields.take().map_or_else(Box::default, |m| pack(&m));
-        let (spec, node_name) = match spec.map(SharedSpec::new) {
+        let (spec, node_name) = match spec.zip(spec_requests).map(|(spec, r)| SharedSpec::new(spec, r)) {
             Some((spec, node_name)) => (Some(Arc::new(spec)), node_name),
             None => (None, None),
         };
-        let requests = with_status;
         StoredPod {
             meta: metadata,
             managed_fields,
@@ -223,10 +226,10 @@ impl StoredPod {
         }
     }
 
-    /// The pod's requests when its status has container statuses (their allocated resources
-    /// count): those derived when it was packed, the first time; derived again from the unpacked
-    /// lists after that (a copy of a pod the store holds, changed). `None` when the pod has none
-    /// (its requests are [`StoredPod::spec_requests`]) or no spec.
+    /// The pod's requests when its container statuses may change them (their allocated
+    /// resources count): those derived when it was packed, the first time; derived again from
+    /// the unpacked lists after that (a copy of a pod the store holds, changed). `None` when the
+    /// pod has no container statuses (its requests are [`StoredPod::spec_requests`]) or no spec.
     pub fn take_requests(&mut self) -> Option<Box<Result<Requests, QuantityFieldError>>> {
         if let Some(r) = self.requests.take() {
             return Some(r);
