@@ -1,7 +1,8 @@
 //! Kubernetes value semantics that `k8s-openapi` leaves to its users: resource quantities parsed
 //! exactly, a pod's effective resource request as the scheduler computes it, taint/toleration
-//! matching and node selection. Everything here is a pure function of `k8s-openapi` values; this
-//! crate never does I/O, never holds state, and never redefines a Kubernetes type.
+//! matching, node selection and objects' `namespace/name` keys. Everything here is a pure
+//! function of `k8s-openapi` values; this crate never does I/O, never holds state, and never
+//! redefines a Kubernetes type.
 
 pub mod key;
 pub mod pod;
