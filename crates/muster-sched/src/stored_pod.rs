@@ -11,9 +11,8 @@
 //! image (ImageLocality), its ports (NodePorts) and its restart policy (sidecars). The requests
 //! are derived before packing: the spec keeps those of its pods, and a pod whose container
 //! statuses list allocated resources (they may raise them) keeps its own until the store takes
-//! them. Readers see the rest through
-//! [`PodObject`], as they see a `Pod`, with the container lists empty; [`StoredPod::object`]
-//! rebuilds the whole pod for the outputs that print it.
+//! them. Readers see the rest through [`PodObject`], as they see a `Pod`, with the container
+//! lists empty; [`StoredPod::object`] rebuilds the whole pod for the outputs that print it.
 //!
 //! The spec without its `nodeName` — packed lists and views included — is a [`SharedSpec`]: the
 //! pods of one template (a Deployment's replicas, a Job's pods, a gang's members) hold one
@@ -140,6 +139,9 @@ pub struct StoredPod {
     /// a pod whose container statuses list allocated resources, until the store takes them
     /// ([`StoredPod::take_requests`]); any other pod has its spec's ([`StoredPod::spec_requests`]).
     requests: Option<Box<Result<Requests, QuantityFieldError>>>,
+    /// Whether the packed container statuses list allocated resources: then the pod's requests
+    /// are its own, not its spec's.
+    allocated: bool,
     /// Drawn anew when the pod is made and whenever its status may change, never 0 for a made
     /// pod: what was derived from the pod is stale when its stamp is not this one (a copy keeps
     /// it, as it is equal; only compared for equality).
@@ -160,8 +162,9 @@ impl StoredPod {
         let spec_requests =
             pod.spec.as_ref().map(|spec| resources::pod_requests_borrowed(spec, None).map(Requests::from));
         let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+        let allocated = statuses.iter().any(|c| c.allocated_resources.is_some());
         let requests = match (pod.spec.as_ref(), pod.status.as_ref()) {
-            (Some(spec), Some(status)) if statuses.iter().any(|c| c.allocated_resources.is_some()) => {
+            (Some(spec), Some(status)) if allocated => {
                 Some(Box::new(resources::pod_requests_borrowed(spec, Some(status)).map(Requests::from)))
             }
             _ => None,
@@ -195,6 +198,7 @@ impl StoredPod {
             status: status.map(Box::new),
             status_containers,
             requests,
+            allocated,
             stamp: crate::cluster::fresh_stamp(),
         }
     }
@@ -226,16 +230,16 @@ impl StoredPod {
         }
     }
 
-    /// The pod's requests when its container statuses may change them (their allocated
-    /// resources count): those derived when it was packed, the first time; derived again from
-    /// the unpacked lists after that (a copy of a pod the store holds, changed). `None` when the
-    /// pod has no container statuses (its requests are [`StoredPod::spec_requests`]) or no spec.
+    /// The pod's requests when its container statuses list allocated resources (they count):
+    /// those derived when it was packed, the first time; derived again from the unpacked lists
+    /// after that (a copy of a pod the store holds, changed). `None` for any other pod (its
+    /// requests are [`StoredPod::spec_requests`]) or one without a spec.
     pub fn take_requests(&mut self) -> Option<Box<Result<Requests, QuantityFieldError>>> {
         if let Some(r) = self.requests.take() {
             return Some(r);
         }
         let shared = self.spec.as_deref()?;
-        if self.status_containers.is_empty() {
+        if !self.allocated {
             return None;
         }
         let (_, statuses, _): StatusContainers = unpack(&self.status_containers);
@@ -581,7 +585,15 @@ mod tests {
             pod.status.as_mut().unwrap().container_statuses = None;
             pod
         };
-        for pod in [rich(), resized("3"), without] {
+        let unallocated = {
+            let mut pod = rich();
+            pod.status.as_mut().unwrap().container_statuses.as_mut().unwrap()[0].allocated_resources = None;
+            pod
+        };
+        // Only allocated resources make a pod's requests its own.
+        assert!(StoredPod::new(Box::new(unallocated.clone())).take_requests().is_none());
+        assert!(StoredPod::new(Box::new(rich())).take_requests().is_some());
+        for pod in [rich(), resized("3"), without, unallocated] {
             let mut stored = StoredPod::new(Box::new(pod.clone()));
             let first = stored.requests_now().unwrap().unwrap();
             let mut copy = stored.clone();
