@@ -45,9 +45,10 @@ pub enum Change {
     DeleteNode(String),
     /// A pod added or changed (bound, finished, its requests resized).
     UpsertPod(Box<Pod>),
-    /// The same, as the store keeps a pod: a world that changes a copy of a pod it read from
-    /// the store (the simulator binding it) hands it back without rebuilding the whole object,
-    /// its container lists unpacked to be packed again.
+    /// The same, in the form the store keeps: a world that changes a copy of a pod it read from
+    /// the store (the simulator binding it) hands it back as it is, rather than rebuilding the
+    /// whole object (its container lists unpacked only to be packed again). It is validated as
+    /// an `UpsertPod` is.
     UpsertStoredPod(Box<StoredPod>),
     /// A pod deleted, by `namespace/name`.
     DeletePod(String),
