@@ -483,7 +483,7 @@ pub struct Cluster {
 
 /// `namespace/name` of a namespaced object (`default` when the namespace is unset): the store's
 /// keys. Built without `format!`'s machinery: every pod the store takes is keyed so.
-pub(crate) fn object_key(meta: &ObjectMeta) -> String {
+pub fn object_key(meta: &ObjectMeta) -> String {
     muster_api::key::namespaced(
         meta.namespace.as_deref().unwrap_or("default"),
         meta.name.as_deref().unwrap_or_default(),

@@ -33,7 +33,7 @@ pub mod volumes;
 
 pub use cluster::{
     ClaimId, ClaimInfo, Cluster, CompositeId, CompositeInfo, GroupId, GroupInfo, GroupNode, ModelError, NodeId,
-    NodeInfo, PodId, PodInfo, PodState, SchedulerNames, TreeError,
+    NodeInfo, PodId, PodInfo, PodState, SchedulerNames, TreeError, object_key,
 };
 pub use cycle::device_changes::{BorrowedDevices, DeviceChange, slice_changes};
 pub use cycle::{

@@ -938,10 +938,7 @@ impl<'d, 's> Sim<'d, 's> {
         match act {
             Act::Evict { key, preempted } => self.evict(&key, preempted),
             Act::WriteClaim(claim) => {
-                let key = muster_api::key::namespaced(
-                    claim.metadata.namespace.as_deref().unwrap_or("default"),
-                    claim.metadata.name.as_deref().unwrap_or_default(),
-                );
+                let key = muster_sched::object_key(&claim.metadata);
                 let n = allocation_milli(&self.w.options.shared_capacity, &claim);
                 if n > 0 && !self.w.allocated_claims.contains_key(&key) {
                     let on = self.w.options.inventory.claim_nodes(&claim);
