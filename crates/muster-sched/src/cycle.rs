@@ -1007,7 +1007,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         let Some((_, _, e)) = found else {
             return false;
         };
-        plan.unschedulable.push(pod, e.clone());
+        plan.unschedulable.push_copy(pod, e);
         self.reused_verdicts += 1;
         true
     }

@@ -212,6 +212,17 @@ impl FitError {
         FitError { num_all_nodes, nodes: None, pre_filter: None, group: None, error }
     }
 
+    /// Whether `other` is a copy of this verdict over the nodes (their rejections shared, not
+    /// compared): the verdict an equivalent pod was given.
+    pub fn is_copy_of(&self, other: &FitError) -> bool {
+        let plain = |e: &FitError| e.pre_filter.is_none() && e.group.is_none() && e.error.is_none();
+        let shared = match (&self.nodes, &other.nodes) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        shared && self.num_all_nodes == other.num_all_nodes && plain(self) && plain(other)
+    }
+
     /// The distinct rejections the nodes gave, sorted (none for a verdict not over the nodes).
     pub fn rejections(&self) -> &[Rejection] {
         self.nodes.as_ref().map_or(&[], |n| &n.rejections)

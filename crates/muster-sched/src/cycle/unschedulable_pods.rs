@@ -31,6 +31,18 @@ impl UnschedulablePods {
         self.runs.push((self.end(), error));
     }
 
+    /// `pod` fits nowhere, for a copy of `error`: it joins the last run when that run's verdict
+    /// is `error` itself ([`FitError::is_copy_of`]) — equivalent pods found one after another
+    /// share one run, as a gang's members do.
+    pub fn push_copy(&mut self, pod: PodId, error: &FitError) {
+        self.pods.push(pod);
+        let end = self.end();
+        match self.runs.last_mut() {
+            Some((last_end, last)) if last.is_copy_of(error) => *last_end = end,
+            _ => self.runs.push((end, error.clone())),
+        }
+    }
+
     /// Each of `pods` fits nowhere, for one shared `error` (nothing when `pods` is empty).
     pub fn push_shared(&mut self, pods: &[PodId], error: FitError) {
         if pods.is_empty() {
@@ -195,6 +207,12 @@ mod tests {
         FitError::filter_error(3, "Test", NodeId(node), format!("on {node}"))
     }
 
+    /// A verdict over the nodes: every node of three rejected by `Test` for `reason`.
+    fn over_nodes(reason: u32) -> FitError {
+        let rejection = crate::framework::Rejection::new("Test", false, format!("reason {reason}"));
+        FitError::rejected(3, vec![rejection], (0..3).map(|n| (NodeId(n), 0)).collect())
+    }
+
     fn listed(v: &UnschedulablePods) -> Vec<(u32, String)> {
         v.iter().map(|(p, e)| (p.0, e.message())).collect()
     }
@@ -219,6 +237,29 @@ mod tests {
         assert_eq!(since, [vec![2, 3], vec![4]]);
         assert_eq!(v.pods_from(4), [PodId(4)]);
         assert!(v.pods_from(9).is_empty());
+    }
+
+    #[test]
+    fn copies_of_one_verdict_found_one_after_another_share_a_run() {
+        let (first, other) = (over_nodes(0), over_nodes(1));
+        let mut v = UnschedulablePods::default();
+        v.push(PodId(1), first.clone());
+        v.push_copy(PodId(2), &first);
+        v.push_copy(PodId(3), &first);
+        assert_eq!(v.runs().map(|(pods, _)| pods.len()).collect::<Vec<_>>(), [3]);
+        // Another verdict between copies, or an equal one built anew, opens a run of its own.
+        v.push(PodId(4), other);
+        v.push_copy(PodId(5), &first);
+        v.push_copy(PodId(6), &over_nodes(0));
+        assert_eq!(v.runs().map(|(pods, _)| pods.len()).collect::<Vec<_>>(), [3, 1, 1, 1]);
+        let want = |p: u32, r: u32| (p, over_nodes(r).message());
+        assert_eq!(listed(&v), [want(1, 0), want(2, 0), want(3, 0), want(4, 1), want(5, 0), want(6, 0)]);
+        // Verdicts that are not over the nodes are never taken for copies.
+        let plain = error(0);
+        assert!(!plain.is_copy_of(&plain.clone()) && first.is_copy_of(&first.clone()));
+        v.push_copy(PodId(7), &plain);
+        v.push_copy(PodId(8), &plain);
+        assert_eq!(v.runs().count(), 6);
     }
 
     #[test]
@@ -286,6 +327,13 @@ mod tests {
         Retain(u32),
         Truncate(usize),
         Append(Vec<u32>, u32),
+        /// A copy of one of the verdicts in [`SHARED`].
+        Copy(u32, usize),
+    }
+
+    thread_local! {
+        /// Verdicts over the nodes copied by [`Op::Copy`] (copies of one share its rejections).
+        static SHARED: [FitError; 2] = [over_nodes(10), over_nodes(11)];
     }
 
     fn op() -> impl proptest::strategy::Strategy<Value = Op> {
@@ -297,6 +345,7 @@ mod tests {
             (0u32..12).prop_map(Op::Retain),
             (0usize..10).prop_map(Op::Truncate),
             (pods, 0u32..3).prop_map(|(p, e)| Op::Append(p, e)),
+            (0u32..12, 0usize..2).prop_map(|(p, e)| Op::Copy(p, e)),
         ]
     }
 
@@ -325,6 +374,10 @@ mod tests {
                 v.append(&mut other);
                 m.extend(pods.iter().map(|p| (*p, error(*e).message())));
             }
+            Op::Copy(p, e) => SHARED.with(|shared| {
+                v.push_copy(PodId(*p), &shared[*e]);
+                m.push((*p, shared[*e].message()));
+            }),
         }
     }
 
