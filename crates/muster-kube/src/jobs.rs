@@ -141,12 +141,12 @@ pub fn translate(cluster: &Cluster, effects: Vec<Effect>) -> Vec<Job> {
                 volumes.insert(pod, crate::volume_binding::VolumeBind::of(cluster, &decisions));
             }
             Effect::CreateExtendedClaim { claim, .. } => {
-                pending.push(ClaimWrite { claim: cluster.claims[claim].claim.clone(), create: true });
+                pending.push(ClaimWrite { claim: (*cluster.claims[claim].claim).clone(), create: true });
                 pending_ids.push(claim);
             }
             Effect::WriteClaimStatus { claim } => {
                 if !pending_ids.contains(&claim) {
-                    pending.push(ClaimWrite { claim: cluster.claims[claim].claim.clone(), create: false });
+                    pending.push(ClaimWrite { claim: (*cluster.claims[claim].claim).clone(), create: false });
                     pending_ids.push(claim);
                 }
             }

@@ -623,7 +623,7 @@ pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str = "resource.kubernetes.io/ext
 /// A ResourceClaim and what this plan did with it.
 #[derive(Clone, Debug)]
 pub struct ClaimInfo {
-    pub claim: ResourceClaim,
+    pub claim: Box<ResourceClaim>,
     /// Created from a pod's ResourceClaimTemplate by this plan (as kube-controller-manager would).
     pub generated: bool,
     /// A hash of the claim's spec: claims from one template share it, so the allocator's answer
@@ -752,7 +752,7 @@ impl ClaimInfo {
         let spec_fingerprint = fingerprint(&claim);
         let exact_devices = exact_devices(&claim);
         ClaimInfo {
-            claim,
+            claim: Box::new(claim),
             generated,
             spec_fingerprint,
             spec_stamp: fresh_stamp(),
@@ -768,7 +768,7 @@ impl ClaimInfo {
     /// A slot no claim holds (see [`ClaimInfo::deleted`]).
     pub fn vacant() -> ClaimInfo {
         ClaimInfo {
-            claim: ResourceClaim::default(),
+            claim: Box::default(),
             generated: false,
             spec_fingerprint: 0,
             spec_stamp: fresh_stamp(),
@@ -812,7 +812,7 @@ impl ClaimInfo {
         }
         self.spec_fingerprint = spec_fingerprint;
         self.exact_devices = exact_devices(&claim);
-        let old = std::mem::replace(&mut self.claim, claim);
+        let old = std::mem::replace(&mut *self.claim, claim);
         self.status_changed();
         old
     }

@@ -547,7 +547,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     }
 
     fn holding_dra(cluster: C, config: SchedulerConfig, ctx: device_changes::DraHold<'c>) -> Self {
-        let state = AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features);
+        let state = AllocatedState::from_claims(cluster.claims.iter().map(|c| &*c.claim), ctx.features);
         let mut s = Scheduler::new(cluster, config);
         s.dra_node_generation = vec![0; s.cluster.nodes.len()];
         s.dra_device_epoch = vec![0; s.cluster.nodes.len()];

@@ -134,7 +134,7 @@ pub fn explain_pod_configured(
     state.pre_filter_inter_pod(cluster, &mut crate::topology::TopologyCache::default(), spread);
     let allocated = dra
         .filter(|_| has_claims)
-        .map(|ctx| AllocatedState::from_claims(cluster.claims.iter().map(|c| &c.claim), ctx.features));
+        .map(|ctx| AllocatedState::from_claims(cluster.claims.iter().map(|c| &*c.claim), ctx.features));
     let (pending, _) = if has_claims { dynamic_resources::pending_claims(pod, cluster) } else { (Vec::new(), 0) };
     let mut ids: Vec<NodeId> =
         (0..cluster.nodes.len() as u32).map(NodeId).filter(|n| !cluster.node(*n).detail.removed).collect();

@@ -679,7 +679,7 @@ impl Cluster {
         let old = self.claims[i].claim.status.take().map(|status| {
             let mut old = self.claims[i].claim.clone();
             old.status = Some(status);
-            Box::new(old)
+            old
         });
         self.claims[i].status_changed();
         let wake = if old.is_some() { Wake::CLAIM_CHANGED } else { Wake::NONE };

@@ -878,7 +878,7 @@ impl<'d, 's> Sim<'d, 's> {
             match e {
                 Effect::Evict { pod, .. } => acts.push(Act::Evict { key: c.pod(*pod).key.clone(), preempted: true }),
                 Effect::WriteClaimStatus { claim } | Effect::CreateExtendedClaim { claim, .. } => {
-                    acts.push(Act::WriteClaim(Box::new(c.claims[*claim].claim.clone())))
+                    acts.push(Act::WriteClaim(c.claims[*claim].claim.clone()))
                 }
                 Effect::Bind { pod, node } => {
                     let info = c.pod(*pod);

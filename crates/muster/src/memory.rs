@@ -158,7 +158,7 @@ pub fn changed_claims(
                 }
             }
         }
-        out.push((claim, note));
+        out.push((*claim, note));
     }
     out
 }

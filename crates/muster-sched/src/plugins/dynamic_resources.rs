@@ -112,7 +112,7 @@ pub fn pending_claims<'c>(pod: &PodInfo, cluster: &'c Cluster) -> (Vec<&'c Resou
     for c in pod.claims.iter().flatten().map(|c| &cluster.claims[*c]) {
         if !allocated(&c.claim) {
             fingerprint = (fingerprint.rotate_left(5) ^ c.spec_fingerprint).wrapping_mul(0x100_0000_01b3);
-            pending.push(&c.claim);
+            pending.push(&*c.claim);
         }
     }
     (pending, fingerprint)

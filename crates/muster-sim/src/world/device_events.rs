@@ -100,7 +100,7 @@ impl<'d, 's> Sim<'d, 's> {
         let pods = c.pods.iter().filter(|p| p.state.on_node().is_some()).map(|p| &p.pod);
         let mut due = BTreeSet::new();
         let mut later: Option<Millis> = None;
-        for e in evictions(c.claims.iter().map(|c| &c.claim), pods, taints).into_iter().filter(|e| !e.dry_run) {
+        for e in evictions(c.claims.iter().map(|c| &*c.claim), pods, taints).into_iter().filter(|e| !e.dry_run) {
             let at = e.at.as_ref().map_or(self.w.now, |t| {
                 let ms = t.0.as_millisecond().saturating_sub(EPOCH_MS);
                 u64::try_from(ms).unwrap_or(0)

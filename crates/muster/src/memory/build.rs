@@ -289,7 +289,7 @@ impl<'n> Builder<'n> {
         // The taints as published, with their sources; then the slices as the scheduler sees them.
         let (slices, taints) = scheduling_view(&slices, &rules, options.health_propagation);
         let evictions =
-            evictions(cluster.claims.iter().map(|c| &c.claim), cluster.pods.iter().map(|p| &p.pod), &taints);
+            evictions(cluster.claims.iter().map(|c| &*c.claim), cluster.pods.iter().map(|p| &p.pod), &taints);
         Ok(World {
             manifests,
             cluster,
