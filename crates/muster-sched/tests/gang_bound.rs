@@ -497,7 +497,7 @@ fn singles_run(gpus: &[u8], arrivals: &[(u8, u8, bool)], bound: bool) -> Vec<Ste
             let c = engine.cluster();
             let change = match effect {
                 Effect::Evict { pod, .. } => Change::DeletePod(c.pod(pod).key.clone()),
-                Effect::WriteClaimStatus { claim } => Change::UpsertClaim(Box::new(c.claims[claim].claim.clone())),
+                Effect::WriteClaimStatus { claim } => Change::UpsertClaim(c.claims[claim].claim.clone()),
                 Effect::Bind { pod, node } => {
                     let mut bound: Box<Pod> = made[&c.pod(pod).key].clone();
                     bound.spec.as_mut().unwrap().node_name = Some(c.node(node).name().to_string());
