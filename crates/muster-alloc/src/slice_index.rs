@@ -122,6 +122,15 @@ impl Touched {
     }
 }
 
+/// One pool's slices, and the node they are all published for, if one: whether a claim's devices
+/// are local to a node is one comparison, not a walk over the pool's slices.
+#[derive(Default)]
+struct PoolSlots {
+    slots: BTreeSet<usize>,
+    /// The `nodeName` every slice of the pool has, when they all have the same one.
+    local_to: Option<String>,
+}
+
 /// The cluster's ResourceSlices, indexed: an allocation call looks only at the slices that can
 /// matter to its node. Slices are kept by name; [`SliceIndex::upsert`] and
 /// [`SliceIndex::delete`] change one, at a cost proportional to its pool.
@@ -135,8 +144,7 @@ pub struct SliceIndex {
     /// Slots of the slices without a `nodeName`.
     shared: BTreeSet<usize>,
     /// Driver → pool → slots of the pool's slices.
-    by_pool:
-        HashMap<String, HashMap<String, BTreeSet<usize>, foldhash::fast::RandomState>, foldhash::fast::RandomState>,
+    by_pool: HashMap<String, HashMap<String, PoolSlots, foldhash::fast::RandomState>, foldhash::fast::RandomState>,
     /// The next unused number of `verdicts`' device numbering, and how many devices the slices
     /// hold: when the numbering has run far ahead, it starts again (and the verdicts with it).
     next_device: u32,
@@ -220,12 +228,26 @@ impl SliceIndex {
             None => drop(self.shared.insert(slot)),
         }
         let pools = self.by_pool.entry(slice.spec.driver.clone()).or_default();
-        pools.entry(slice.spec.pool.name.clone()).or_default().insert(slot);
+        pools.entry(slice.spec.pool.name.clone()).or_default().slots.insert(slot);
         self.by_name.insert(name, slot);
         let views = (0..n).map(|_| OnceLock::new()).collect();
         debug_assert!(self.slots[slot].is_none(), "a slice put into an occupied slot");
         let names = DeviceNames::of(&slice);
+        let (driver, pool) = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
         self.slots[slot] = Some(Slot { slice, names, views, first_device });
+        self.locate(&driver, &pool);
+    }
+
+    /// Finds again the node every slice of the pool is published for, after a change of its
+    /// slices.
+    fn locate(&mut self, driver: &str, pool: &str) {
+        let Some(set) = self.by_pool.get(driver).and_then(|p| p.get(pool)) else { return };
+        let mut nodes = set.slots.iter().map(|&i| self.slots[i].as_ref().and_then(|s| s.slice.spec.node_name.as_ref()));
+        let first = nodes.next().flatten();
+        let local_to = first.filter(|n| nodes.all(|m| m == Some(*n))).cloned();
+        if let Some(set) = self.by_pool.get_mut(driver).and_then(|p| p.get_mut(pool)) {
+            set.local_to = local_to;
+        }
     }
 
     /// Takes the slice in `slot` out of every index and leaves the slot vacant; returns the nodes
@@ -248,8 +270,8 @@ impl SliceIndex {
         }
         if let Some(pools) = self.by_pool.get_mut(&slice.spec.driver) {
             if let Some(set) = pools.get_mut(&slice.spec.pool.name) {
-                set.remove(&slot);
-                if set.is_empty() {
+                set.slots.remove(&slot);
+                if set.slots.is_empty() {
                     pools.remove(&slice.spec.pool.name);
                 }
             }
@@ -258,6 +280,7 @@ impl SliceIndex {
             }
         }
         self.slots[slot] = None;
+        self.locate(&slice.spec.driver, &slice.spec.pool.name);
         touched
     }
 
@@ -301,7 +324,7 @@ impl SliceIndex {
     }
 
     fn pool_slots<'s>(&'s self, driver: &str, pool: &str) -> impl Iterator<Item = usize> + 's {
-        self.by_pool.get(driver).and_then(|p| p.get(pool)).into_iter().flatten().copied()
+        self.by_pool.get(driver).and_then(|p| p.get(pool)).into_iter().flat_map(|p| &p.slots).copied()
     }
 
     /// The slices of a pool.
@@ -350,7 +373,12 @@ impl SliceIndex {
 
     /// Are all slices of the pool local to `node` (published with its `nodeName`)?
     pub fn pool_is_local_to(&self, driver: &str, pool: &str, node: &str) -> bool {
-        self.pool(driver, pool).all(|s| s.spec.node_name.as_deref() == Some(node))
+        let local = match self.by_pool.get(driver).and_then(|p| p.get(pool)) {
+            None => true,
+            Some(set) => set.local_to.as_deref() == Some(node),
+        };
+        debug_assert_eq!(local, self.pool(driver, pool).all(|s| s.spec.node_name.as_deref() == Some(node)));
+        local
     }
 
     /// What `node` sees, gathered on first use.

@@ -149,6 +149,17 @@ proptest! {
         let fresh = SliceIndex::new(last.into_values());
         prop_assert_eq!(index.len(), fresh.len());
         prop_assert_eq!(answers(&index, &env), answers(&fresh, &fresh_env));
+        // Whether a pool is local to a node (kept per pool as slices come and go) is what the
+        // final slices say.
+        for pool in (0..3).map(|p| format!("pool-{p}")) {
+            for node in NODES.iter().chain(&["elsewhere"]) {
+                let local = |i: &SliceIndex| i.pool_is_local_to("drv", &pool, node);
+                let said = fresh.slices().filter(|(_, s)| s.spec.pool.name == pool)
+                    .all(|(_, s)| s.spec.node_name.as_deref() == Some(*node));
+                prop_assert_eq!(local(&index), said, "{} on {}", pool, node);
+                prop_assert_eq!(local(&fresh), said, "{} on {}", pool, node);
+            }
+        }
     }
 }
 
@@ -161,7 +172,9 @@ fn a_change_touches_the_nodes_that_see_its_pool() {
     // Another slice of the same pool, on another node: both nodes see the pool's count change.
     let both = Touched::Nodes(["node-0".to_string(), "node-1".to_string()].into());
     assert_eq!(index.upsert(slice(&local(1, 1, 0))), both);
+    assert!(!index.pool_is_local_to("drv", "pool-0", "node-0"), "pool-0 has a slice on node-1 too");
     assert_eq!(index.upsert(slice(&local(2, 2, 1))), Touched::Nodes(["node-2".to_string()].into()));
+    assert!(index.pool_is_local_to("drv", "pool-1", "node-2") && !index.pool_is_local_to("drv", "pool-1", "node-0"));
     // A slice for every node: every node.
     assert_eq!(index.upsert(slice(&local(3, 3, 2))), Touched::All);
     // Moved to another pool: the nodes of the old pool and of the new.

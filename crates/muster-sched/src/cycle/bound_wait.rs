@@ -56,9 +56,12 @@ pub(super) struct BoundWait {
 /// of claims finds the readings it forgets without a look at the others.
 #[derive(Default)]
 pub(super) struct BoundWaits {
-    /// By group; read at every repeat, so hashed (no decision depends on their order).
-    waits: Fast<GroupId, BoundWait>,
-    /// Read and written at every full cycle that keeps a reading, so hashed as `waits`.
+    /// By group slot: read at every repeat, found without hashing (group slots are dense and
+    /// reused, so the table is as long as the most PodGroups the store held at once).
+    waits: Vec<Option<BoundWait>>,
+    /// Readings in `waits`.
+    len: usize,
+    /// Read and written at every full cycle that keeps a reading, so hashed.
     by_claim: Fast<ClaimId, Vec<GroupId>>,
     /// Readings kept so far: a cycle that kept none leaves its gang's last one to be forgotten.
     insertions: u64,
@@ -67,14 +70,18 @@ pub(super) struct BoundWaits {
 type Fast<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
 impl BoundWaits {
+    fn get(&self, g: &GroupId) -> Option<&BoundWait> {
+        self.waits.get(g.0 as usize)?.as_ref()
+    }
+
     fn get_mut(&mut self, g: &GroupId) -> Option<&mut BoundWait> {
-        self.waits.get_mut(g)
+        self.waits.get_mut(g.0 as usize)?.as_mut()
     }
 
     fn insert(&mut self, g: GroupId, wait: BoundWait) {
         self.insertions += 1;
         // A gang read again with the same pending claims (most are): its claims' lists stay.
-        if let Some(kept) = self.waits.get_mut(&g)
+        if let Some(kept) = self.get_mut(&g)
             && kept.claims == wait.claims
         {
             *kept = wait;
@@ -84,7 +91,12 @@ impl BoundWaits {
         for c in &wait.claims {
             self.by_claim.entry(*c).or_default().push(g);
         }
-        self.waits.insert(g, wait);
+        let i = g.0 as usize;
+        if self.waits.len() <= i {
+            self.waits.resize_with(i + 1, || None);
+        }
+        self.waits[i] = Some(wait);
+        self.len += 1;
     }
 
     /// How many readings were kept so far.
@@ -93,7 +105,8 @@ impl BoundWaits {
     }
 
     pub(super) fn remove(&mut self, g: &GroupId) {
-        let Some(wait) = self.waits.remove(g) else { return };
+        let Some(wait) = self.waits.get_mut(g.0 as usize).and_then(Option::take) else { return };
+        self.len -= 1;
         for c in &wait.claims {
             if let Some(groups) = self.by_claim.get_mut(c) {
                 groups.retain(|x| x != g);
@@ -106,11 +119,12 @@ impl BoundWaits {
 
     pub(super) fn clear(&mut self) {
         self.waits.clear();
+        self.len = 0;
         self.by_claim.clear();
     }
 
     fn is_empty(&self) -> bool {
-        self.waits.is_empty()
+        self.len == 0
     }
 
     /// Forgets the readings of the gangs whose pending members have `claim`.
@@ -122,7 +136,10 @@ impl BoundWaits {
 
     /// Forgets the readings for which `forget` says so.
     fn forget_where(&mut self, forget: impl Fn(&BoundWait) -> bool) {
-        let gone: Vec<GroupId> = self.waits.iter().filter(|(_, w)| forget(w)).map(|(g, _)| *g).collect();
+        let gone: Vec<GroupId> = (self.waits.iter().enumerate())
+            .filter(|(_, w)| w.as_ref().is_some_and(&forget))
+            .map(|(i, _)| GroupId(i as u32))
+            .collect();
         for g in gone {
             self.remove(&g);
         }
@@ -133,7 +150,7 @@ impl std::ops::Index<&GroupId> for BoundWaits {
     type Output = BoundWait;
 
     fn index(&self, g: &GroupId) -> &BoundWait {
-        &self.waits[g]
+        self.get(g).expect("a kept reading for the group")
     }
 }
 
