@@ -111,7 +111,6 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
             Err(e) => return Err(e),
         },
     };
-    let mut runs = Vec::new();
     // The flags' configuration runs alone, or beside one --compare; several --compare run alone.
     let mut configs = Vec::new();
     if args.compare.len() <= 1 {
@@ -120,18 +119,28 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     for c in &args.compare {
         configs.push((c.clone(), compared_config(c)?));
     }
+    // Each configuration's cluster is built before any runs: input refused stops them all once.
+    let mut prepared = Vec::new();
     for (label, (mut config, names)) in configs {
         args.feature_gates.apply(&mut config);
-        // The progress line names the configuration in a comparison only.
-        let shown = if args.compare.is_empty() { "" } else { label.as_str() };
-        match simulate(&args, &trace, openb_nodes.as_ref(), config, &names, shown)? {
-            Ok(mut report) => {
-                report.notes = notes.clone();
-                runs.push((label, report))
-            }
+        match prepare(&args, openb_nodes.as_ref(), &names)? {
+            Ok(world) => prepared.push((label, config, world)),
             Err(code) => return Ok(code),
         }
     }
+    // The progress line names the configurations in a comparison only.
+    let labels =
+        prepared.iter().map(|(label, _, _)| if args.compare.is_empty() { String::new() } else { label.clone() });
+    let board = crate::progress::Board::new(&trace, args.until, labels.collect());
+    let reports = run_all(prepared, &trace, &board)?;
+    board.finish();
+    let runs: Vec<(String, muster_sim::report::Report)> = reports
+        .into_iter()
+        .map(|(label, mut report)| {
+            report.notes = notes.clone();
+            (label, report)
+        })
+        .collect();
     let title = format!("muster sim: {}", args.trace.display());
     let rendered = match (&runs[..], args.output) {
         ([(_, report)], SimFormat::Json) => report.json(),
@@ -220,16 +229,20 @@ fn manifests(
     Ok(manifests)
 }
 
-/// One run of the trace over the cluster under `config`: the report, or the exit code of input
-/// the run refused.
-fn simulate(
+/// A configuration's starting point: its cluster, device inputs and options.
+struct Prepared {
+    cluster: muster_sched::Cluster,
+    inputs: muster_sim::devices::DeviceInputs,
+    options: Options,
+}
+
+/// The cluster of PATH (and the openb nodes) as a run under a configuration with scheduler
+/// `names` starts from, or the exit code of input it refused.
+fn prepare(
     args: &SimArgs,
-    trace: &Trace,
     openb: Option<&openb::OpenbCluster>,
-    config: SchedulerConfig,
     names: &[String],
-    label: &str,
-) -> anyhow::Result<Result<muster_sim::report::Report, ExitCode>> {
+) -> anyhow::Result<Result<Prepared, ExitCode>> {
     let names = if names.is_empty() { SchedulerNames::default() } else { SchedulerNames(names.to_vec()) };
     let manifests = match manifests(args, openb) {
         Ok(m) => m,
@@ -273,16 +286,57 @@ fn simulate(
         options.health_propagation,
     );
     let cluster = std::mem::take(&mut world.cluster);
-    drop(world);
-    let mut progress = crate::progress::Progress::new(trace, args.until, label);
+    Ok(Ok(Prepared { cluster, inputs, options: sim_options }))
+}
+
+/// Runs each configuration over the trace, as many at once as the machine has cores (each run
+/// is independent and deterministic: the reports are those runs one after another would give),
+/// and returns the reports in the configurations' order; the first failure in that order, if
+/// any.
+fn run_all(
+    prepared: Vec<(String, SchedulerConfig, Prepared)>,
+    trace: &Trace,
+    board: &crate::progress::Board,
+) -> anyhow::Result<Vec<(String, muster_sim::report::Report)>> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let runs = prepared.len();
+    let jobs = std::sync::Mutex::new(prepared.into_iter().enumerate().collect::<std::collections::VecDeque<_>>());
+    let done = std::sync::Mutex::new(Vec::with_capacity(runs));
+    let worker = || {
+        loop {
+            let next = jobs.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+            let Some((i, (label, config, world))) = next else { return };
+            let report = simulate(trace, config, world, board, i);
+            done.lock().unwrap_or_else(|e| e.into_inner()).push((i, label, report));
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..cores.min(runs) {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|(i, _, _)| *i);
+    done.into_iter().map(|(_, label, report)| Ok((label, report?))).collect()
+}
+
+/// One run of the trace over a prepared cluster under `config`, its progress shown as run `run`
+/// of the board.
+fn simulate(
+    trace: &Trace,
+    config: SchedulerConfig,
+    world: Prepared,
+    board: &crate::progress::Board,
+    run: usize,
+) -> anyhow::Result<muster_sim::report::Report> {
     let mut observe = |sim: &muster_sim::Sim<'_, '_>| {
-        progress.update(sim.now(), sim.events());
+        board.update(run, sim.now(), sim.events());
         Ok(())
     };
-    let run = muster_sim::run_observing(cluster, &config, inputs, trace.clone(), sim_options, None, &mut observe);
-    progress.finish();
-    let report = run.map_err(|e| anyhow::anyhow!("simulation failed: {e}"))?;
-    Ok(Ok(report))
+    let Prepared { cluster, inputs, options } = world;
+    let run = muster_sim::run_observing(cluster, &config, inputs, trace.clone(), options, None, &mut observe);
+    run.map_err(|e| anyhow::anyhow!("simulation failed: {e}"))
 }
 
 #[cfg(test)]

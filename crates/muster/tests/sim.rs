@@ -210,6 +210,13 @@ fn compare_runs_the_trace_under_each_configuration_side_by_side() {
     assert_eq!((runs[0]["name"].as_str(), runs[1]["name"].as_str()), (Some("least-allocated"), Some("most-allocated")));
     assert_eq!(lookup(&runs[0], "jobs[big].waitSeconds").unwrap(), &Value::from(3540.0));
     assert_eq!(lookup(&runs[1], "jobs[big].waitSeconds").unwrap(), &Value::from(0.0));
+    // The configurations run at once, each as it runs alone.
+    for (i, scoring) in ["least-allocated", "most-allocated"].into_iter().enumerate() {
+        let alone: Value = serde_json::from_str(&with(&["--scoring", scoring, "-o", "json"])).unwrap();
+        let mut run = runs[i].clone();
+        run.as_object_mut().unwrap().remove("name");
+        assert_eq!(run, alone, "{scoring} compared and alone");
+    }
     let text = with(&["--compare", "least-allocated", "--compare", "most-allocated"]);
     assert!(text.lines().next().unwrap().ends_with("least-allocated   most-allocated"), "{text}");
     assert!(text.contains("wait p95                           59m00s               0s"), "{text}");
