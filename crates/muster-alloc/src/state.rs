@@ -96,21 +96,84 @@ fn nanos(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i128 {
 
 type Fast<K, V> = hashbrown::HashMap<K, V, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
 
+/// A driver, pool or device name as a key of [`AllocatedState`]'s maps: inline when it is short
+/// (as most are), so that a lookup compares the name it finds without a visit to the heap (at
+/// full scale the state is read from memory, not cache, and each such visit is a miss). Looked up
+/// by the name's bytes (`Borrow<[u8]>`: it hashes and compares as them).
+#[derive(Clone)]
+enum Key {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+/// The longest name a [`Key`] holds inline (with its length and tag, the size of a `String`).
+const INLINE_KEY: usize = 22;
+
+impl Key {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, bytes } => &bytes[..*len as usize],
+            Key::Heap(b) => b,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.bytes()).expect("a key is made from a str")
+    }
+}
+
+impl From<&[u8]> for Key {
+    fn from(b: &[u8]) -> Key {
+        if b.len() > INLINE_KEY {
+            return Key::Heap(b.into());
+        }
+        let mut bytes = [0; INLINE_KEY];
+        bytes[..b.len()].copy_from_slice(b);
+        Key::Inline { len: b.len() as u8, bytes }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.bytes().hash(state)
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 /// Devices already in use by allocated claims, looked up by (driver, pool, device) without
 /// building keys.
 #[derive(Clone, Debug, Default)]
 pub struct AllocatedState {
-    held: Fast<String, Fast<String, Fast<String, Held>>>,
+    held: Fast<Key, Fast<Key, Fast<Key, Held>>>,
 }
 
 /// What allocated claims hold of one pool's devices: [`AllocatedState::pool`], looked up once so
 /// that each device costs one lookup by its name.
 #[derive(Clone, Copy, Debug)]
-pub struct PoolHeld<'s>(Option<&'s Fast<String, Held>>);
+pub struct PoolHeld<'s>(Option<&'s Fast<Key, Held>>);
 
 impl<'s> PoolHeld<'s> {
     fn get(self, device: &str) -> Option<&'s Held> {
-        self.0?.get(device)
+        self.0?.get(device.as_bytes())
     }
 
     /// Is the device exclusively allocated?
@@ -131,14 +194,14 @@ impl<'s> PoolHeld<'s> {
 
 /// The value under `key`, inserted as the default when missing; one lookup, and the key is
 /// copied only when inserted.
-fn slot<'m, V: Default>(map: &'m mut Fast<String, V>, key: &str) -> &'m mut V {
-    map.entry_ref(key).or_default()
+fn slot<'m, V: Default>(map: &'m mut Fast<Key, V>, key: &str) -> &'m mut V {
+    map.entry_ref(key.as_bytes()).or_default()
 }
 
 impl AllocatedState {
     /// What allocated claims hold of the devices of pool (`driver`, `pool`).
     pub fn pool(&self, driver: &str, pool: &str) -> PoolHeld<'_> {
-        PoolHeld(self.held.get(driver).and_then(|pools| pools.get(pool)))
+        PoolHeld(self.held.get(driver.as_bytes()).and_then(|pools| pools.get(pool.as_bytes())))
     }
 
     /// Which devices of `slices` (a node's own, in a fixed order) allocated claims hold: one bit
@@ -165,6 +228,7 @@ impl AllocatedState {
             // Each pool once, at its first slice: its held devices looked up in its slices.
             if !slices[..i].iter().any(same_pool) {
                 for (name, held) in self.pool(s.driver, s.pool).0.into_iter().flatten() {
+                    let name = name.as_str();
                     if !held.dedicated || held.shares > 0 || held.capacity.is_some() {
                         return None;
                     }
@@ -250,14 +314,14 @@ impl AllocatedState {
         let mut results = allocation_results(c).filter(|r| r.admin_access != Some(true)).peekable();
         while let Some(first) = results.next() {
             let run = std::iter::once(first).chain(std::iter::from_fn(|| results.next_if(|r| same_pool(r, first))));
-            let pools = self.held.get_mut(first.driver.as_str());
-            let Some(devices) = pools.and_then(|p| p.get_mut(first.pool.as_str())) else {
+            let pools = self.held.get_mut(first.driver.as_bytes());
+            let Some(devices) = pools.and_then(|p| p.get_mut(first.pool.as_bytes())) else {
                 run.for_each(drop);
                 continue;
             };
             for r in run {
                 // One lookup: the device's entry is changed, and removed when nothing holds it.
-                let hashbrown::hash_map::EntryRef::Occupied(mut entry) = devices.entry_ref(r.device.as_str()) else {
+                let hashbrown::hash_map::EntryRef::Occupied(mut entry) = devices.entry_ref(r.device.as_bytes()) else {
                     continue;
                 };
                 let held = entry.get_mut();
@@ -378,6 +442,22 @@ mod tests {
         let many: Vec<String> = (0..129).map(|i| format!("gpu-{i}")).collect();
         let big = crate::SliceIndex::new([slice("a", "p", &many.iter().map(String::as_str).collect::<Vec<_>>())]);
         assert_eq!(s.held_bits(big.local_slices("n")), None, "more devices than bits");
+    }
+
+    #[test]
+    fn names_inline_or_not_are_found_by_their_text() {
+        let f = Features::kubernetes_1_37();
+        let names = ["", "gpu-0", &"p".repeat(INLINE_KEY), &"q".repeat(INLINE_KEY + 1), &"long-".repeat(20)];
+        let r = |n: &str| serde_json::json!({"request": "r", "driver": n, "pool": n, "device": n});
+        let a = claim(serde_json::Value::Array(names.iter().map(|n| r(n)).collect()));
+        let mut s = AllocatedState::from_claims([&a], f);
+        for n in names {
+            assert!(s.is_dedicated(n, n, n), "{n:?}");
+            assert!(!s.in_use(n, n, &format!("{n}x")), "{n:?}x");
+        }
+        assert!(!s.in_use("p", "p", "p"), "a prefix of an inline name is another name");
+        s.remove_claim(&a, f);
+        assert!(names.iter().all(|n| !holds_in(&s, n, n)));
     }
 
     #[test]
