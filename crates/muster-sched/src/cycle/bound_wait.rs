@@ -56,11 +56,12 @@ pub(super) struct BoundWait {
 /// of claims finds the readings it forgets without a look at the others.
 #[derive(Default)]
 pub(super) struct BoundWaits {
-    /// By group slot: read at every repeat, found without hashing (group slots are dense and
-    /// reused, so the table is as long as the most PodGroups the store held at once).
-    waits: Vec<Option<BoundWait>>,
-    /// Readings in `waits`.
-    len: usize,
+    /// By group slot, with the reading's place in `live`: read at every repeat, found without
+    /// hashing (group slots are dense and reused, so the table is as long as the most PodGroups
+    /// the store held at once).
+    waits: Vec<Option<(u32, BoundWait)>>,
+    /// The groups with a reading, in no order: what is looked through for readings to forget.
+    live: Vec<GroupId>,
     /// Read and written at every full cycle that keeps a reading, so hashed.
     by_claim: Fast<ClaimId, Vec<GroupId>>,
     /// Readings kept so far: a cycle that kept none leaves its gang's last one to be forgotten.
@@ -71,11 +72,11 @@ type Fast<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<
 
 impl BoundWaits {
     fn get(&self, g: &GroupId) -> Option<&BoundWait> {
-        self.waits.get(g.0 as usize)?.as_ref()
+        self.waits.get(g.0 as usize)?.as_ref().map(|(_, w)| w)
     }
 
     fn get_mut(&mut self, g: &GroupId) -> Option<&mut BoundWait> {
-        self.waits.get_mut(g.0 as usize)?.as_mut()
+        self.waits.get_mut(g.0 as usize)?.as_mut().map(|(_, w)| w)
     }
 
     fn insert(&mut self, g: GroupId, wait: BoundWait) {
@@ -95,8 +96,8 @@ impl BoundWaits {
         if self.waits.len() <= i {
             self.waits.resize_with(i + 1, || None);
         }
-        self.waits[i] = Some(wait);
-        self.len += 1;
+        self.waits[i] = Some((self.live.len() as u32, wait));
+        self.live.push(g);
     }
 
     /// How many readings were kept so far.
@@ -105,8 +106,13 @@ impl BoundWaits {
     }
 
     pub(super) fn remove(&mut self, g: &GroupId) {
-        let Some(wait) = self.waits.get_mut(g.0 as usize).and_then(Option::take) else { return };
-        self.len -= 1;
+        let Some((at, wait)) = self.waits.get_mut(g.0 as usize).and_then(Option::take) else { return };
+        self.live.swap_remove(at as usize);
+        if let Some(moved) = self.live.get(at as usize)
+            && let Some((place, _)) = self.waits[moved.0 as usize].as_mut()
+        {
+            *place = at;
+        }
         for c in &wait.claims {
             if let Some(groups) = self.by_claim.get_mut(c) {
                 groups.retain(|x| x != g);
@@ -119,12 +125,12 @@ impl BoundWaits {
 
     pub(super) fn clear(&mut self) {
         self.waits.clear();
-        self.len = 0;
+        self.live.clear();
         self.by_claim.clear();
     }
 
     fn is_empty(&self) -> bool {
-        self.len == 0
+        self.live.is_empty()
     }
 
     /// Forgets the readings of the gangs whose pending members have `claim`.
@@ -136,10 +142,8 @@ impl BoundWaits {
 
     /// Forgets the readings for which `forget` says so.
     fn forget_where(&mut self, forget: impl Fn(&BoundWait) -> bool) {
-        let gone: Vec<GroupId> = (self.waits.iter().enumerate())
-            .filter(|(_, w)| w.as_ref().is_some_and(&forget))
-            .map(|(i, _)| GroupId(i as u32))
-            .collect();
+        let gone: Vec<GroupId> =
+            self.live.iter().copied().filter(|g| self.get(g).is_some_and(&forget)).collect();
         for g in gone {
             self.remove(&g);
         }
@@ -377,5 +381,64 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             || c.pods.iter().enumerate().all(|(i, p)| {
                 !matches!(p.state, PodState::Bound(_)) || p.priority >= w.priority || members.contains(&PodId(i as u32))
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wait(priority: i32, claims: &[u32]) -> BoundWait {
+        BoundWait {
+            need: Need::default(),
+            counted: None,
+            wanted: 2,
+            room: 1,
+            priority,
+            never: false,
+            claims: claims.iter().map(|c| ClaimId(*c)).collect(),
+            pending: Vec::new(),
+            running: 0,
+            num_nodes: 1,
+            wake: Wake::ANY,
+            checked: Checked::default(),
+        }
+    }
+
+    /// The readings kept, by group slot and by claim, against a plain model, after each of a
+    /// fixed run of insertions and removals (a removal moves the last of the live list).
+    #[test]
+    fn readings_are_found_by_group_and_by_claim_as_they_come_and_go() {
+        let mut waits = BoundWaits::default();
+        let mut model: std::collections::BTreeMap<u32, i32> = Default::default();
+        let check = |waits: &BoundWaits, model: &std::collections::BTreeMap<u32, i32>| {
+            let mut live: Vec<u32> = waits.live.iter().map(|g| g.0).collect();
+            live.sort_unstable();
+            assert_eq!(live, model.keys().copied().collect::<Vec<_>>());
+            for (&g, &p) in model {
+                assert_eq!(waits.get(&GroupId(g)).map(|w| w.priority), Some(p), "group {g}");
+            }
+            assert_eq!(waits.is_empty(), model.is_empty());
+        };
+        for (g, p) in [(3, 10), (0, 20), (7, 30), (5, 40)] {
+            waits.insert(GroupId(g), wait(p, &[g]));
+            model.insert(g, p);
+            check(&waits, &model);
+        }
+        waits.remove(&GroupId(0));
+        model.remove(&0);
+        check(&waits, &model);
+        waits.forget_claim(ClaimId(7));
+        model.remove(&7);
+        check(&waits, &model);
+        waits.forget_where(|w| w.priority > 15);
+        model.retain(|_, p| *p <= 15);
+        check(&waits, &model);
+        waits.insert(GroupId(9), wait(50, &[3]));
+        model.insert(9, 50);
+        waits.forget_claim(ClaimId(3));
+        model.clear();
+        check(&waits, &model);
+        assert_eq!(waits.insertions(), 5);
     }
 }
