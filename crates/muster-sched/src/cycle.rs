@@ -817,20 +817,29 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 continue;
             }
             let retry = queue.attempts(entry) > 1;
-            let groups = self.entry_groups(entry);
+            let leaves;
+            let groups: &[GroupId] = match &entry {
+                QueueEntry::Pod(_) => &[],
+                QueueEntry::Group(g) => std::slice::from_ref(g),
+                QueueEntry::Composite(r) => {
+                    leaves = self.cluster.leaves(*r);
+                    &leaves
+                }
+            };
             // Only a group with a result in this plan already can end up with two.
-            let settle = retry && plan.has_group_result(&groups);
+            let settle = retry && plan.has_group_result(groups);
             if retry {
                 match entry {
                     // A group's members, borrowed: most retries are of waiting gangs.
-                    QueueEntry::Group(g) => plan.forget(&self.cluster.groups[g].members, &groups, entry),
-                    _ => plan.forget(&self.entry_pods(entry), &groups, entry),
+                    QueueEntry::Group(g) => plan.forget(&self.cluster.groups[g].members, groups, entry),
+                    QueueEntry::Pod(p) => plan.forget(&[p], groups, entry),
+                    QueueEntry::Composite(_) => plan.forget(&self.entry_pods(entry), groups, entry),
                 }
             }
             let before = (plan.placements.len(), plan.preempted.len(), plan.pod_preemptions.len());
             let attempted = self.schedule(entry, plan);
             if settle {
-                plan.settle_groups(&groups);
+                plan.settle_groups(groups);
             }
             if attempted.pending {
                 let checked = self.hint_group(queue, entry, attempted.wake, attempted.checked);
@@ -874,15 +883,6 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         let len = self.cluster.node_order.len();
         if self.next_start_node_index >= len {
             self.next_start_node_index = 0;
-        }
-    }
-
-    /// The PodGroups a queue entry schedules.
-    fn entry_groups(&self, entry: QueueEntry) -> Vec<GroupId> {
-        match entry {
-            QueueEntry::Pod(_) => Vec::new(),
-            QueueEntry::Group(g) => vec![g],
-            QueueEntry::Composite(r) => self.cluster.leaves(r),
         }
     }
 
@@ -951,15 +951,26 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         {
             self.failed_classes.clear();
         }
-        let mut pending: Vec<PodId> = match entry {
-            QueueEntry::Pod(p) if self.cluster.pod(p).state != PodState::Pending => Vec::new(),
-            QueueEntry::Pod(p) => vec![p],
-            _ => {
-                self.entry_pods(entry).into_iter().filter(|p| self.cluster.pod(*p).state == PodState::Pending).collect()
+        // A pod entry's pending pod is itself (no list to make: most entries are pods).
+        let (c, spread) = (&*self.cluster, &self.config.pod_topology_spread);
+        let is_pending = |p: &PodId| c.pod(*p).state == PodState::Pending;
+        let (one, mut many);
+        let pending: &[PodId] = match entry {
+            QueueEntry::Pod(p) => {
+                one = [p];
+                if is_pending(&p) { &one } else { &[] }
+            }
+            QueueEntry::Group(g) => {
+                many = c.groups[g].members.iter().copied().filter(is_pending).collect::<Vec<_>>();
+                many.sort_unstable();
+                &many
+            }
+            QueueEntry::Composite(_) => {
+                many = self.entry_pods(entry).into_iter().filter(is_pending).collect();
+                many.sort_unstable();
+                &many
             }
         };
-        let (c, spread) = (&*self.cluster, &self.config.pod_topology_spread);
-        pending.sort_unstable();
         let wake = plan.unschedulable.since(failed_before).fold(Wake::NONE, |w, (pods, e)| {
             let pods = pods.iter().filter(|p| pending.binary_search(p).is_ok());
             w.union(wake_for_pods(pods.map(|p| c.pod(*p)), e, spread))

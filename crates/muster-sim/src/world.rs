@@ -873,7 +873,7 @@ impl<'d, 's> Sim<'d, 's> {
     /// The effects as acts on names and objects.
     fn resolve(&self, effects: &[Effect]) -> Vec<Act> {
         let c: &Cluster = self.engine.cluster();
-        let mut acts = Vec::new();
+        let mut acts = Vec::with_capacity(effects.len());
         for e in effects {
             match e {
                 Effect::Evict { pod, .. } => acts.push(Act::Evict { key: c.pod(*pod).key.clone(), preempted: true }),

@@ -142,8 +142,7 @@ impl BoundWaits {
 
     /// Forgets the readings for which `forget` says so.
     fn forget_where(&mut self, forget: impl Fn(&BoundWait) -> bool) {
-        let gone: Vec<GroupId> =
-            self.live.iter().copied().filter(|g| self.get(g).is_some_and(&forget)).collect();
+        let gone: Vec<GroupId> = self.live.iter().copied().filter(|g| self.get(g).is_some_and(&forget)).collect();
         for g in gone {
             self.remove(&g);
         }
