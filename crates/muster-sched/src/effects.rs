@@ -78,6 +78,20 @@ impl std::fmt::Display for Message {
     }
 }
 
+impl Message {
+    /// Whether `other` is this very message (a clone of it, sharing what it was made from): the
+    /// same text, found without rendering either.
+    pub fn is_copy_of(&self, other: &Message) -> bool {
+        match (self, other) {
+            (Message::Pod(a), Message::Pod(b)) => a.is_copy_of(b),
+            (Message::Group(a), Message::Group(b)) => Arc::ptr_eq(a, b),
+            (Message::Tree(a), Message::Tree(b)) => Arc::ptr_eq(a, b),
+            (Message::Text(a), Message::Text(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 impl PartialEq for Message {
     fn eq(&self, other: &Message) -> bool {
         self.text() == other.text()
@@ -330,6 +344,23 @@ mod tests {
     use super::*;
     use crate::{Scheduler, SchedulerConfig, SchedulerNames};
     use serde_json::json;
+
+    /// A message is a copy of another when it shares what the other was made from: clones are,
+    /// equal texts made apart are not (they are still equal), other kinds never are.
+    #[test]
+    fn copies_of_a_message_are_found_without_rendering_it() {
+        let verdict = || {
+            let r = crate::framework::Rejection::new("DynamicResources", false, "cannot allocate all claims");
+            FitError::rejected(2, vec![r], vec![(crate::cluster::NodeId(0), 0), (crate::cluster::NodeId(1), 0)])
+        };
+        let a = Message::Pod(verdict());
+        let (b, apart) = (a.clone(), Message::Pod(verdict()));
+        assert!(b.is_copy_of(&a) && a.is_copy_of(&b));
+        assert!(!apart.is_copy_of(&a) && apart == a, "the same text, made apart");
+        let text = Message::from("0/2 nodes are available");
+        assert!(text.clone().is_copy_of(&text) && !Message::from("0/2 nodes are available").is_copy_of(&text));
+        assert!(!text.is_copy_of(&a) && !a.is_copy_of(&text));
+    }
 
     #[test]
     fn a_preemption_deletes_the_victim_before_the_preemptor_is_bound() {

@@ -168,6 +168,8 @@ struct JobState {
     restarts: u32,
     /// The last reason a pod of the job was found unschedulable (shared with its gang).
     reason: Option<Message>,
+    /// The last resolve (its number) that gave the job an act about its reason.
+    acted: u64,
     nodes: Vec<String>,
 }
 
@@ -240,6 +242,8 @@ pub struct World<'s> {
     lost_device_ms: u128,
     events: u64,
     steps: u64,
+    /// Resolves so far: each numbers the acts about reasons it gives.
+    resolves: u64,
     samples: Vec<Sample>,
     /// The trace's classes, sorted; each job's index into them; devices held per class (in
     /// [`MILLI`]).
@@ -325,6 +329,7 @@ impl<'d, 's> Sim<'d, 's> {
             lost_device_ms: 0,
             events: 0,
             steps: 0,
+            resolves: 0,
             samples: Vec::new(),
             class_names,
             class_of,
@@ -871,9 +876,11 @@ impl<'d, 's> Sim<'d, 's> {
     }
 
     /// The effects as acts on names and objects.
-    fn resolve(&self, effects: &[Effect]) -> Vec<Act> {
+    fn resolve(&mut self, effects: &[Effect]) -> Vec<Act> {
         let c: &Cluster = self.engine.cluster();
         let mut acts = Vec::with_capacity(effects.len());
+        self.w.resolves += 1;
+        let resolve = self.w.resolves;
         for e in effects {
             match e {
                 Effect::Evict { pod, .. } => acts.push(Act::Evict { key: c.pod(*pod).key.clone(), preempted: true }),
@@ -881,6 +888,11 @@ impl<'d, 's> Sim<'d, 's> {
                     acts.push(Act::WriteClaim(c.claims[*claim].claim.clone()))
                 }
                 Effect::Bind { pod, node } => {
+                    // A bind may clear the job's reason: a later act of this resolve about it
+                    // is carried out whatever the reason is now.
+                    if let Some((job, _)) = self.w.by_id.get(pod.0 as usize).copied().flatten() {
+                        self.w.jobs[job as usize].acted = resolve;
+                    }
                     let info = c.pod(*pod);
                     let mut bound = Box::new(info.pod.clone());
                     let name = c.node(*node).name().to_string();
@@ -898,6 +910,14 @@ impl<'d, 's> Sim<'d, 's> {
                             && last != Some(job)
                         {
                             last = Some(job);
+                            // The reason the job has already, not changed by an earlier act of
+                            // this resolve: nothing to do (most waiting pods are given the very
+                            // verdict they had).
+                            let state = &mut self.w.jobs[job as usize];
+                            let first = std::mem::replace(&mut state.acted, resolve) != resolve;
+                            if first && state.reason.as_ref().is_some_and(|r| r.is_copy_of(message)) {
+                                continue;
+                            }
                             acts.push(Act::Unschedulable { job, index, message: message.clone() })
                         }
                     }

@@ -484,7 +484,15 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
                 Some(f) => f.iter().filter(|in_domain| **in_domain).count(),
                 None => num_nodes,
             };
-            let error = FitError::rejected(num_all_nodes, rejections, node_statuses);
+            let mut error = FitError::rejected(num_all_nodes, rejections, node_statuses);
+            // The same verdict as the kept one (the nodes filtered again rejected it alike): the
+            // kept one is given, so that the pods that wait with it share it (and its rendered
+            // message) from one attempt to the next, as they do within one.
+            if let Some(k) = kept.as_ref()
+                && *k.error() == error
+            {
+                error = k.error().clone();
+            }
             if !keeps {
                 return Outcome::Unschedulable(error);
             }
