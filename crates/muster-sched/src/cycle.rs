@@ -199,6 +199,10 @@ pub struct Plan {
     /// any more, never fewer): a retry looks through `groups` only when its group has one (a
     /// world that makes one plan per batch retries hundreds of waiting gangs in one).
     groups_indexed: (usize, IdSet<GroupId>),
+    /// The queue's count of pops when this plan's first cycle began
+    /// ([`crate::queue::SchedulingQueue::pops`]; a plan is made from one queue): an entry popped
+    /// before that count has nothing in this plan to forget.
+    began: Option<u64>,
 }
 
 type IdSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<muster_cel::IdHasher>>;
@@ -284,6 +288,18 @@ impl Plan {
         if let QueueEntry::Composite(r) = entry {
             self.composites.retain(|t| t.composite != r || scheduled(&t.outcome));
         }
+    }
+
+    /// Whether nothing in the plan is about `pods`, `groups` or tree `entry` (what
+    /// [`Plan::forget`] would forget).
+    fn holds_nothing_of(&mut self, pods: &[PodId], groups: &[GroupId], entry: QueueEntry) -> bool {
+        let (seen, index) = &mut self.indexed;
+        self.unschedulable.pods_from(*seen).iter().for_each(|p| index.insert(*p));
+        *seen = self.unschedulable.len();
+        let tree = |t: &CompositeResult| QueueEntry::Composite(t.composite) == entry;
+        !pods.iter().any(|p| index.contains(*p))
+            && !self.groups.iter().any(|r| groups.contains(&r.group))
+            && !self.composites.iter().any(tree)
     }
 
     /// After a retry: a group scheduled by an earlier attempt keeps its first result, with the
@@ -800,7 +816,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     ) -> usize {
         let mut cycles = 0;
         self.failed_classes.clear();
-        while let Some(entry) = queue.pop(now) {
+        let began = *plan.began.get_or_insert(queue.pops());
+        while let Some((entry, popped_before)) = queue.pop_since(now) {
             cycles += 1;
             observe(entry, &self.cluster);
             // A gang's failure repeated from its kept reading changes nothing: the single pods'
@@ -816,7 +833,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                 queue.failed_checked(entry, wake, checked, now);
                 continue;
             }
-            let retry = queue.attempts(entry) > 1;
+            // Tried already in this plan (woken again by a preemption): what it reported then
+            // is forgotten. An entry first tried in this plan has nothing in it yet.
+            let retry = popped_before > began;
             let leaves;
             let groups: &[GroupId] = match &entry {
                 QueueEntry::Pod(_) => &[],
@@ -828,6 +847,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
             };
             // Only a group with a result in this plan already can end up with two.
             let settle = retry && plan.has_group_result(groups);
+            debug_assert!(retry || plan.holds_nothing_of(&self.entry_pods(entry), groups, entry));
             if retry {
                 match entry {
                     // A group's members, borrowed: most retries are of waiting gangs.

@@ -445,6 +445,18 @@ impl SchedulingQueue {
     /// entry is tried before its backoff is over (never an entry of the error backoff queue).
     /// The entry is in flight until [`SchedulingQueue::done`] or [`SchedulingQueue::failed`].
     pub fn pop(&mut self, now: Millis) -> Option<QueueEntry> {
+        self.pop_since(now).map(|(entry, _)| entry)
+    }
+
+    /// How many entries were popped so far: an entry popped later than [`SchedulingQueue::pops`]
+    /// said is popped at a higher count.
+    pub fn pops(&self) -> u64 {
+        self.cycle
+    }
+
+    /// [`SchedulingQueue::pop`], with the count of pops at the entry's pop before this one (0
+    /// for its first): whether it was tried already since some point ([`SchedulingQueue::pops`]).
+    pub fn pop_since(&mut self, now: Millis) -> Option<(QueueEntry, u64)> {
         self.flush_backoff(now);
         loop {
             let from_sorted = match (self.sorted.last(), self.active.peek()) {
@@ -462,28 +474,31 @@ impl SchedulingQueue {
             if info.place != Place::Active || info.rank != rank {
                 continue; // a stale heap item: the entry was removed, or moved and re-added
             }
+            let before = info.popped_at_cycle;
             Self::take_off(&mut self.cycle, info);
-            return Some(entry);
+            return Some((entry, before));
         }
     }
 
     /// The backoff queue's first entry, in flight, when `SchedulerPopFromBackoffQ` is on
     /// (`popBackoff`).
-    fn pop_backoff(&mut self) -> Option<QueueEntry> {
+    fn pop_backoff(&mut self) -> Option<(QueueEntry, u64)> {
         if !self.limits.pop_from_backoff_q {
             return None;
         }
         let (info_map, limits, cycle) = (&mut self.info, self.limits, &mut self.cycle);
+        let mut before = 0;
         // The first live item's entry is taken off as it is found.
         let live = |key, rank, entry| match info_map.get_mut(&entry) {
             Some(info) if info.is_held(Place::Backoff, key, rank, limits) => {
+                before = info.popped_at_cycle;
                 Self::take_off(cycle, info);
                 true
             }
             _ => false,
         };
         let (_, _, entry) = self.backoff.pop_first(live)?;
-        Some(entry)
+        Some((entry, before))
     }
 
     /// A popped entry's attempt begins: it is in flight, one attempt more, in a new cycle.
@@ -765,6 +780,25 @@ mod tests {
         want.extend(failed);
         let got: Vec<QueueEntry> = std::iter::from_fn(|| q.pop(0)).collect();
         assert_eq!(got, want.into_iter().map(pod).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_pop_says_when_the_entry_was_popped_before() {
+        let mut q = SchedulingQueue::new();
+        q.add(pod(0), key(0, "a"));
+        q.add(pod(1), key(0, "b"));
+        assert_eq!(q.pops(), 0);
+        assert_eq!(q.pop_since(0), Some((pod(0), 0)), "never popped before");
+        q.failed(pod(0), Wake::ASSIGNED_POD_DELETED, 0);
+        let began = q.pops();
+        assert_eq!(began, 1);
+        assert_eq!(q.pop_since(0), Some((pod(1), 0)));
+        q.failed(pod(1), Wake::ASSIGNED_POD_DELETED, 0);
+        q.on_event(Wake::ASSIGNED_POD_DELETED, 0);
+        // Both come back (from backoff, as nothing else is ready): each was popped at its count.
+        assert_eq!(q.pop_since(0), Some((pod(0), 1)), "popped before `began`");
+        assert_eq!(q.pop_since(0), Some((pod(1), 2)), "popped after `began`");
+        assert_eq!(q.pops(), 4);
     }
 
     #[test]

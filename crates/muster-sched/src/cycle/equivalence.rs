@@ -13,7 +13,6 @@
 
 use k8s_openapi::api::core::v1::ContainerPort;
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
-use muster_api::PodObject;
 
 use crate::stored_pod::StoredPod;
 
@@ -73,11 +72,7 @@ pub(super) struct Signature {
 /// extended resources through DRA, claims not its own or not found).
 pub(super) fn signature(c: &Cluster, classes: &Classes, pod: PodId) -> Option<Signature> {
     let p = c.pod(pod);
-    if !p.dra_extended.is_empty()
-        || p.stale_extended_claim.is_some()
-        || !own_claims_free(c, p)
-        || labels_matter(c, &p.pod)
-    {
+    if !p.dra_extended.is_empty() || p.stale_extended_claim.is_some() || !own_claims_free(c, p) || labels_matter(c, p) {
         return None;
     }
     classes.specs.make_room();
@@ -96,8 +91,8 @@ pub(super) struct Classes {
 
 /// [`same_pod`] for pods `a` and `b`, by their classes (and their labels, when labels matter).
 fn same_pods(c: &Cluster, pods: &PodClasses, a: PodId, b: PodId) -> bool {
+    let labels_matter = labels_matter(c, c.pod(a));
     let (pa, pb) = (&c.pod(a).pod, &c.pod(b).pod);
-    let labels_matter = labels_matter(c, pa);
     pods.make_room();
     let same = pods.class_of(c, a) == pods.class_of(c, b) && (!labels_matter || pa.meta().labels == pb.meta().labels);
     debug_assert_eq!(same, same_pod(pa, pb, labels_matter), "pods {a:?} and {b:?} classed wrong");
@@ -106,13 +101,14 @@ fn same_pods(c: &Cluster, pods: &PodClasses, a: PodId, b: PodId) -> bool {
 
 /// Labels decide a Filter verdict only through inter-pod terms: an existing pod's required
 /// anti-affinity, or the pod's own affinity or spread constraints (which may select the pod
-/// itself). Without any, pods that differ only in labels are judged alike.
-fn labels_matter(c: &Cluster, p: &dyn PodObject) -> bool {
-    let spec = p.spec();
-    let affinity = spec.and_then(|s| s.affinity.as_ref());
-    c.inter_pod.required_anti_affinity > 0
-        || affinity.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
-        || spec.and_then(|s| s.topology_spread_constraints.as_ref()).is_some_and(|t| !t.is_empty())
+/// itself). Without any, pods that differ only in labels are judged alike. Read from the terms
+/// the store parsed (`affinity`, `spread_hard`: `None` when the pod has none), not the object.
+fn labels_matter(c: &Cluster, p: &PodInfo) -> bool {
+    debug_assert_eq!(p.spread_hard.is_some(), {
+        let spread = p.pod.spec().and_then(|s| s.topology_spread_constraints.as_ref());
+        spread.is_some_and(|t| !t.is_empty())
+    });
+    c.inter_pod.required_anti_affinity > 0 || p.affinity.is_some() || p.spread_hard.is_some()
 }
 
 /// Not in a PodGroup, and every claim resolved, unallocated and reserved for nobody.
