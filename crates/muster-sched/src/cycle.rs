@@ -459,7 +459,7 @@ pub struct Scheduler<'c, C = &'c mut Cluster> {
     /// class of equivalent pods ([`equivalence::equivalent`]): a pod equivalent to one of them
     /// gets its verdict without a cycle. Emptied at every batch and whenever anything is placed
     /// or preempted.
-    failed_classes: Vec<(equivalence::ClassKey, PodId, FitError)>,
+    failed_classes: Vec<equivalence::FailedClass>,
     /// The claims' spec classes and the pods' classes, for comparing equivalent pods.
     classes: equivalence::Classes,
     /// Attempts answered from `failed_classes` (for benchmarks).
@@ -922,8 +922,14 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     pub fn schedule(&mut self, entry: QueueEntry, plan: &mut Plan) -> Attempted {
         let (failed_before, placed_before, victims_before) =
             (plan.unschedulable.len(), plan.placements.len(), plan.victims());
+        // A class's verdict given again waits for what the class's does: nothing else to do.
+        if let QueueEntry::Pod(pod) = entry
+            && let Some(attempted) = self.reuse_verdict(pod, plan)
+        {
+            return attempted;
+        }
+        let mut class_found = false;
         match entry {
-            QueueEntry::Pod(pod) if self.reuse_verdict(pod, plan) => {}
             QueueEntry::Pod(pod) => match self.schedule_one(pod) {
                 Outcome::Placed(node) => {
                     self.failed_classes.clear();
@@ -943,7 +949,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                             && equivalence::cacheable(&self.cluster, pod, &e)
                         {
                             let key = equivalence::key(self.cluster.pod(pod));
-                            self.failed_classes.push((key, pod, e.clone()));
+                            self.failed_classes.push(equivalence::FailedClass::new(key, pod, e.clone()));
+                            class_found = true;
                         }
                         plan.unschedulable.push(pod, e)
                     }
@@ -1006,6 +1013,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         if let QueueEntry::Group(g) = entry {
             self.bound_wait_wakes(g, wake, checked);
         }
+        if class_found && let Some(class) = self.failed_classes.last_mut() {
+            (class.wake, class.checked) = (wake, checked);
+        }
         Attempted { pending: !pending.is_empty(), wake, checked, freed: victims_after > victims_before }
     }
 
@@ -1025,21 +1035,21 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     }
 
     /// A pod equivalent to one found unschedulable since the cluster last changed gets the same
-    /// verdict, without a cycle: Filter and preemption would decide the same on the same state.
-    fn reuse_verdict(&mut self, pod: PodId, plan: &mut Plan) -> bool {
+    /// verdict, without a cycle: Filter and preemption would decide the same on the same state,
+    /// and the hints that read the verdict and the pod's spec would wait for the same events.
+    fn reuse_verdict(&mut self, pod: PodId, plan: &mut Plan) -> Option<Attempted> {
         let c = &*self.cluster;
         if self.failed_classes.is_empty() {
-            return false;
+            return None;
         }
         let key = equivalence::key(c.pod(pod));
         let classes = &self.classes;
-        let found =
-            self.failed_classes.iter().find(|(k, r, _)| *k == key && equivalence::equivalent(c, classes, *r, pod));
-        let Some((_, _, e)) = found else {
-            return false;
-        };
-        plan.unschedulable.push_copy(pod, e);
+        let class =
+            self.failed_classes.iter().find(|f| f.key == key && equivalence::equivalent(c, classes, f.pod, pod))?;
+        debug_assert_eq!(class.wake, wake_for(c.pod(pod), &class.verdict, &self.config.pod_topology_spread));
+        debug_assert_eq!(class.checked, hints::checked_for(&class.verdict, class.wake));
+        plan.unschedulable.push_copy(pod, &class.verdict);
         self.reused_verdicts += 1;
-        true
+        Some(Attempted { pending: true, wake: class.wake, checked: class.checked, freed: false })
     }
 }

@@ -35,6 +35,24 @@ pub(super) fn key(p: &PodInfo) -> ClassKey {
     ClassKey { shape: p.shape, priority: p.priority, claims: p.claims.len() }
 }
 
+/// A class of equivalent pods found unschedulable: the pod whose cycle found it, its verdict,
+/// and what that pod's failure waits for (an equivalent pod's waits for the same: the hints read
+/// the verdict and the parts of the pod equivalence compares).
+pub(super) struct FailedClass {
+    pub(super) key: ClassKey,
+    pub(super) pod: PodId,
+    pub(super) verdict: FitError,
+    pub(super) wake: Wake,
+    pub(super) checked: Checked,
+}
+
+impl FailedClass {
+    /// A class whose wait is filled in when its pod's cycle has worked it out.
+    pub(super) fn new(key: ClassKey, pod: PodId, verdict: FitError) -> FailedClass {
+        FailedClass { key, pod, verdict, wake: Wake::NONE, checked: Checked::default() }
+    }
+}
+
 /// Whether the verdict `e` on `pod` may serve equivalent pods.
 pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
     e.pre_filter.is_none() && e.group.is_none() && e.error.is_none() && own_claims_free(c, c.pod(pod))
