@@ -267,18 +267,25 @@ impl Plan {
         groups.iter().any(|g| index.contains(g))
     }
 
+    /// Whether some of `pods` have a verdict in this plan (the index of pods with one brought up
+    /// to date first).
+    fn has_pod_result(&mut self, pods: &[PodId]) -> bool {
+        let (seen, index) = &mut self.indexed;
+        self.unschedulable.pods_from(*seen).iter().for_each(|p| index.insert(*p));
+        *seen = self.unschedulable.len();
+        pods.iter().any(|p| index.contains(*p))
+    }
+
     /// Forgets what an earlier attempt of `entry` reported as unschedulable, before the entry
     /// is tried again: its pods' reasons, and its groups' results unless they were scheduled
     /// (a scheduled group stays scheduled; a new result adds what it placed).
     fn forget(&mut self, pods: &[PodId], groups: &[GroupId], entry: QueueEntry) {
-        let (seen, index) = &mut self.indexed;
-        self.unschedulable.pods_from(*seen).iter().for_each(|p| index.insert(*p));
-        *seen = self.unschedulable.len();
-        if pods.iter().any(|p| index.contains(*p)) {
+        if self.has_pod_result(pods) {
+            let index = &mut self.indexed.1;
             let pods: std::collections::HashSet<PodId> = pods.iter().copied().collect();
             self.unschedulable.retain(|p| !pods.contains(&p));
             pods.iter().for_each(|p| index.remove(*p));
-            *seen = self.unschedulable.len();
+            self.indexed.0 = self.unschedulable.len();
         }
         let scheduled = |o: &GroupOutcome| matches!(o, GroupOutcome::Scheduled { .. });
         if self.has_group_result(groups) {
@@ -293,11 +300,8 @@ impl Plan {
     /// Whether nothing in the plan is about `pods`, `groups` or tree `entry` (what
     /// [`Plan::forget`] would forget).
     fn holds_nothing_of(&mut self, pods: &[PodId], groups: &[GroupId], entry: QueueEntry) -> bool {
-        let (seen, index) = &mut self.indexed;
-        self.unschedulable.pods_from(*seen).iter().for_each(|p| index.insert(*p));
-        *seen = self.unschedulable.len();
         let tree = |t: &CompositeResult| QueueEntry::Composite(t.composite) == entry;
-        !pods.iter().any(|p| index.contains(*p))
+        !self.has_pod_result(pods)
             && !self.groups.iter().any(|r| groups.contains(&r.group))
             && !self.composites.iter().any(tree)
     }
@@ -920,14 +924,14 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
     /// One queue entry's cycle, its decisions added to `plan`; what it left pending, what that
     /// waits for, and whether it freed anything (preemption victims).
     pub fn schedule(&mut self, entry: QueueEntry, plan: &mut Plan) -> Attempted {
-        let (failed_before, placed_before, victims_before) =
-            (plan.unschedulable.len(), plan.placements.len(), plan.victims());
         // A class's verdict given again waits for what the class's does: nothing else to do.
         if let QueueEntry::Pod(pod) = entry
             && let Some(attempted) = self.reuse_verdict(pod, plan)
         {
             return attempted;
         }
+        let (failed_before, placed_before, victims_before) =
+            (plan.unschedulable.len(), plan.placements.len(), plan.victims());
         let mut class_found = false;
         match entry {
             QueueEntry::Pod(pod) => match self.schedule_one(pod) {
