@@ -287,45 +287,60 @@ impl PodState {
     }
 }
 
+/// A pod's resolved claims: most pods have one, kept in place (read on every equivalence check
+/// of a waiting pod without a look elsewhere).
+pub type PodClaims = smallvec::SmallVec<[Result<ClaimId, Box<Unresolved>>; 1]>;
+
 /// A pod and what the scheduler derived from it (`framework.PodInfo`).
+///
+/// Laid out in declaration order, one cache line first: a waiting pod is read at every event
+/// that wakes it, and what the equivalence check reads of it (shape, priority, claims, group, a
+/// stale extended claim) sits in its first line, its state and extended resources in the next.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct PodInfo {
-    /// The object, its container lists packed ([`StoredPod`]).
-    pub pod: StoredPod,
-    /// `namespace/name`.
-    pub key: String,
-    pub priority: i32,
-    /// Non-zero requests per resource id, sorted by id; shared by the pods of one shape (a pod
-    /// of a known shape allocates none, and frees none when it goes).
-    pub requests: std::sync::Arc<[(ResourceId, i64)]>,
-    /// CPU (milli) and memory with the non-zero defaults, for scoring.
-    pub non_zero: [i64; 2],
     /// Pods with equal `requests` and `non_zero` share a shape, and pods that share one have
     /// equal ones (a number is never given to two pairs): the resource Score plugins give them
     /// equal scores on a node in a given state.
     pub shape: u32,
-    pub state: PodState,
+    pub priority: i32,
     /// The pod's resource claims (`spec.resourceClaims`), resolved: an index into
     /// [`Cluster::claims`], or why the claim is not there. Once the pod is placed with devices
     /// for extended resources, the special extended-resources claim follows them.
-    pub claims: Vec<Result<ClaimId, Unresolved>>,
+    pub claims: PodClaims,
+    /// The PodGroup the pod joins (`spec.schedulingGroup.podGroupName`): an index into
+    /// [`Cluster::groups`], or why it is not there.
+    pub group: Option<Result<GroupId, Box<Unresolved>>>,
+    /// A special extended-resources claim left from an earlier attempt (pending pods only).
+    pub stale_extended_claim: Option<Box<str>>,
+    pub state: PodState,
     /// The pod's extended resources that a DeviceClass backs (KEP 5004), sorted by resource
     /// name, with the class: served through DRA on nodes that do not advertise the resource.
     pub dra_extended: Vec<(ResourceId, String)>,
-    /// A special extended-resources claim left from an earlier attempt (pending pods only).
-    pub stale_extended_claim: Option<String>,
-    /// The PodGroup the pod joins (`spec.schedulingGroup.podGroupName`): an index into
-    /// [`Cluster::groups`], or why it is not there.
-    pub group: Option<Result<GroupId, Unresolved>>,
-    /// The pod's pod affinity and anti-affinity terms, parsed; `None` when it has none.
-    pub affinity: Option<std::sync::Arc<crate::plugins::inter_pod_affinity::AffinityTerms>>,
-    /// `spec.preemptionPolicy` is `Never` (`None`: unset, its PriorityClass decides): read on
-    /// every attempt of a gang's members, kept beside the rest (the field is immutable).
-    pub preemption_never: Option<bool>,
     /// Some of its own `topologySpreadConstraints` are `DoNotSchedule` (`None`: it has none, the
     /// plugin's default constraints apply): what the queueing hints ask of every failed pod.
     pub spread_hard: Option<bool>,
+    /// `spec.preemptionPolicy` is `Never` (`None`: unset, its PriorityClass decides): read on
+    /// every attempt of a gang's members, kept beside the rest (the field is immutable).
+    pub preemption_never: Option<bool>,
+    /// The pod's pod affinity and anti-affinity terms, parsed; `None` when it has none.
+    pub affinity: Option<std::sync::Arc<crate::plugins::inter_pod_affinity::AffinityTerms>>,
+    /// CPU (milli) and memory with the non-zero defaults, for scoring.
+    pub non_zero: [i64; 2],
+    /// Non-zero requests per resource id, sorted by id; shared by the pods of one shape (a pod
+    /// of a known shape allocates none, and frees none when it goes).
+    pub requests: std::sync::Arc<[(ResourceId, i64)]>,
+    /// `namespace/name`.
+    pub key: String,
+    /// The object, its container lists packed ([`StoredPod`]).
+    pub pod: StoredPod,
 }
+
+// What a waiting pod's equivalence check reads fits in the first cache line (see `PodInfo`).
+const _: () = assert!(
+    std::mem::offset_of!(PodInfo, stale_extended_claim) + std::mem::size_of::<Option<Box<str>>>() <= 64
+        && std::mem::offset_of!(PodInfo, preemption_never) < 128
+);
 
 impl PodInfo {
     /// An empty slot (a deleted pod's).
@@ -338,7 +353,7 @@ impl PodInfo {
             non_zero: [0, 0],
             shape: 0,
             state: PodState::Deleted,
-            claims: Vec::new(),
+            claims: PodClaims::new(),
             dra_extended: Vec::new(),
             stale_extended_claim: None,
             group: None,
@@ -1087,7 +1102,7 @@ impl Cluster {
             non_zero,
             shape,
             state,
-            claims: Vec::new(),
+            claims: PodClaims::new(),
             dra_extended: Vec::new(),
             stale_extended_claim: None,
             group: None,
@@ -1126,7 +1141,7 @@ impl Cluster {
                 Some(Ok(g)) => Some(g),
                 _ => None,
             };
-            let mut resolved = Vec::new();
+            let mut resolved = PodClaims::new();
             for pc in &spec_claims {
                 // An entry identical to one of the PodGroup's is the group's claim (KEP 5729).
                 if let Some(g) = group
@@ -1144,7 +1159,7 @@ impl Cluster {
                             }
                         }
                     }
-                    resolved.push(r);
+                    resolved.push(r.map_err(Box::new));
                     continue;
                 }
                 let r = if let Some(name) = pc.resource_claim_name.as_deref() {
@@ -1180,7 +1195,7 @@ impl Cluster {
                 } else {
                     Err(Unresolved::NoSource { entry: pc.name.clone() })
                 };
-                resolved.push(r);
+                resolved.push(r.map_err(Box::new));
             }
             for c in resolved.iter().flatten() {
                 self.claims[*c].users += 1;
@@ -1243,7 +1258,7 @@ impl Cluster {
         let stale = if extended.is_empty() { None } else { self.owned_extended_claim(pod) };
         let pod = &mut self.pods[pi];
         pod.dra_extended = extended;
-        pod.stale_extended_claim = stale;
+        pod.stale_extended_claim = stale.map(String::into_boxed_str);
     }
 
     /// The special extended-resources claim a pod already owns (from an earlier attempt).
@@ -1288,7 +1303,7 @@ impl Cluster {
                     self.groups[gi].members.push(PodId(pi as u32));
                     Ok(GroupId(gi as u32))
                 }
-                None => Err(Unresolved::GroupNotFound(group_key)),
+                None => Err(Box::new(Unresolved::GroupNotFound(group_key))),
             });
         }
         let Cluster { groups, pods, .. } = self;

@@ -121,7 +121,7 @@ pub fn explain_pod_configured(
         }
     }
     if let Some(Err(why)) = &pod.group {
-        out.pre_filter = Some(PreFilterReason::Group(why.clone()));
+        out.pre_filter = Some(PreFilterReason::Group((**why).clone()));
         return out;
     }
     match crate::volumes::pre_filter(&pod.pod, cluster) {

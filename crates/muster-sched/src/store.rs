@@ -539,7 +539,7 @@ impl Cluster {
         };
         let entries = info.pod.spec().and_then(|s| s.resource_claims.clone()).unwrap_or_default();
         let statuses = info.pod.status().and_then(|s| s.resource_claim_statuses.clone()).unwrap_or_default();
-        let mut resolved = Vec::with_capacity(entries.len());
+        let mut resolved = crate::cluster::PodClaims::with_capacity(entries.len());
         for entry in &entries {
             let shared = group.filter(|g| self.is_group_entry(*g, entry));
             let name = match (shared, &entry.resource_claim_name, &entry.resource_claim_template_name) {
@@ -572,7 +572,7 @@ impl Cluster {
             if let (Some(g), Ok(c)) = (shared, &claim) {
                 self.claims[*c].group = Some(g);
             }
-            resolved.push(claim);
+            resolved.push(claim.map_err(Box::new));
         }
         // A special extended-resources claim Reserve added stays (it follows the entries).
         resolved.extend(self.pods[id.0 as usize].claims.iter().skip(entries.len()).cloned());
@@ -580,7 +580,7 @@ impl Cluster {
     }
 
     /// Pod `id`'s resolved claims are `claims` from now on: each claim counts its users again.
-    fn set_pod_claims(&mut self, id: PodId, claims: Vec<Result<ClaimId, Unresolved>>) {
+    fn set_pod_claims(&mut self, id: PodId, claims: crate::cluster::PodClaims) {
         for c in claims.iter().flatten() {
             self.claims[*c].users += 1;
         }
@@ -746,7 +746,7 @@ impl Cluster {
                 }
                 None => {
                     self.index().group_waiters.entry(group_key.clone()).or_default().push(id);
-                    Err(Unresolved::GroupNotFound(group_key))
+                    Err(Box::new(Unresolved::GroupNotFound(group_key)))
                 }
             });
             applied.wake = applied.wake.union(Wake::POD_CHANGED);
@@ -833,7 +833,7 @@ impl Cluster {
         applied.queue.extend(moved.queue.into_iter().filter(|e| *e != QueueEntry::Group(g)));
         for pod in std::mem::take(&mut self.groups[g].members) {
             let p = &mut self.pods[pod.0 as usize];
-            p.group = Some(Err(Unresolved::GroupNotFound(key.to_string())));
+            p.group = Some(Err(Box::new(Unresolved::GroupNotFound(key.to_string()))));
             if p.state == PodState::Pending {
                 applied.queue.push(QueueEntry::Pod(pod));
             }

@@ -175,7 +175,7 @@ fn a_podgroup_claim_generated_before_is_reused() {
     cluster.add_pod_groups(vec![pg]);
     cluster.add_claims(vec![claim], &[template]);
     assert_eq!(cluster.claims.len(), 1, "no second claim is generated");
-    assert_eq!(cluster.pods[0].claims, vec![Ok(muster_sched::ClaimId(0))]);
+    assert_eq!(cluster.pods[0].claims.as_slice(), [Ok(muster_sched::ClaimId(0))]);
     let statuses = cluster.groups[0].group.status.as_ref().unwrap().resource_claim_statuses.as_ref().unwrap();
     assert_eq!(statuses.len(), 1, "the status is not listed twice");
 }

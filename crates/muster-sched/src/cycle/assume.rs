@@ -31,7 +31,7 @@ impl<C: std::ops::DerefMut<Target = Cluster>> Scheduler<'_, C> {
             let Cluster { pods, claims, .. } = &mut *self.cluster;
             let info = &mut pods[p.0 as usize];
             info.state = PodState::Pending;
-            let special = |c: &Result<crate::cluster::ClaimId, crate::cluster::Unresolved>| {
+            let special = |c: &Result<crate::cluster::ClaimId, Box<crate::cluster::Unresolved>>| {
                 let annotations = c.as_ref().ok().and_then(|i| claims[*i].claim.metadata.annotations.as_ref());
                 annotations.is_some_and(|a| a.contains_key(crate::cluster::EXTENDED_RESOURCE_CLAIM_ANNOTATION))
             };

@@ -640,7 +640,7 @@ fn pre_filter(state: &CycleState<'_>, cluster: &Cluster, dra: bool, in_group_cyc
     }
     match &state.pod.group {
         // GangScheduling's PreEnqueue: the pod waits until its PodGroup exists.
-        Some(Err(why)) => return Some(PreFilterReason::Group(why.clone())),
+        Some(Err(why)) => return Some(PreFilterReason::Group((**why).clone())),
         Some(Ok(_)) if !in_group_cycle => return Some(PreFilterReason::GroupMember),
         _ => {}
     }

@@ -83,11 +83,11 @@ pub fn pre_filter_classes(pod: &PodInfo, cluster: &Cluster, classes: &[DeviceCla
 /// upstream's Filter does (its PostFilter then deletes the claim and the pod is retried).
 pub fn pre_filter(pod: &PodInfo, cluster: &Cluster) -> Option<PreFilterReason> {
     if let Some(claim) = &pod.stale_extended_claim {
-        return Some(PreFilterReason::StaleExtendedClaim { claim: claim.clone() });
+        return Some(PreFilterReason::StaleExtendedClaim { claim: claim.to_string() });
     }
     for c in &pod.claims {
         match c {
-            Err(why) => return Some(PreFilterReason::Claim(why.clone())),
+            Err(why) => return Some(PreFilterReason::Claim((**why).clone())),
             Ok(i) => {
                 let claim = &cluster.claims[*i].claim;
                 let reserved = claim.status.as_ref().and_then(|s| s.reserved_for.as_ref()).map_or(0, Vec::len);
