@@ -932,7 +932,9 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         }
         let (failed_before, placed_before, victims_before) =
             (plan.unschedulable.len(), plan.placements.len(), plan.victims());
-        let mut class_found = false;
+        // A pod's verdict that equivalent pods may reuse: kept with what its failure waits for,
+        // once that is worked out below.
+        let mut new_class = None;
         match entry {
             QueueEntry::Pod(pod) => match self.schedule_one(pod) {
                 Outcome::Placed(node) => {
@@ -952,9 +954,7 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
                             && self.failed_classes.len() < equivalence::MAX_CLASSES
                             && equivalence::cacheable(&self.cluster, pod, &e)
                         {
-                            let key = equivalence::key(self.cluster.pod(pod));
-                            self.failed_classes.push(equivalence::FailedClass::new(key, pod, e.clone()));
-                            class_found = true;
+                            new_class = Some((equivalence::key(self.cluster.pod(pod)), pod, e.clone()));
                         }
                         plan.unschedulable.push(pod, e)
                     }
@@ -1017,8 +1017,8 @@ impl<'c, C: std::ops::DerefMut<Target = Cluster>> Scheduler<'c, C> {
         if let QueueEntry::Group(g) = entry {
             self.bound_wait_wakes(g, wake, checked);
         }
-        if class_found && let Some(class) = self.failed_classes.last_mut() {
-            (class.wake, class.checked) = (wake, checked);
+        if let Some((key, pod, verdict)) = new_class {
+            self.failed_classes.push(equivalence::FailedClass { key, pod, verdict, wake, checked });
         }
         Attempted { pending: !pending.is_empty(), wake, checked, freed: victims_after > victims_before }
     }

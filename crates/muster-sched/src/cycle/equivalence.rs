@@ -46,13 +46,6 @@ pub(super) struct FailedClass {
     pub(super) checked: Checked,
 }
 
-impl FailedClass {
-    /// A class whose wait is filled in when its pod's cycle has worked it out.
-    pub(super) fn new(key: ClassKey, pod: PodId, verdict: FitError) -> FailedClass {
-        FailedClass { key, pod, verdict, wake: Wake::NONE, checked: Checked::default() }
-    }
-}
-
 /// Whether the verdict `e` on `pod` may serve equivalent pods.
 pub(super) fn cacheable(c: &Cluster, pod: PodId, e: &FitError) -> bool {
     e.pre_filter.is_none() && e.group.is_none() && e.error.is_none() && own_claims_free(c, c.pod(pod))
